@@ -1,0 +1,21 @@
+/*
+ * libclattn — Transformer attention on any OpenCL 1.2 device.
+ *
+ * Include this header; it includes the others:
+ *   clattn/common.h     status codes, logging, version
+ *   clattn/context.h    devices, the context, errors, statistics
+ *   clattn/tensor.h     float32 device tensors
+ *
+ * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
+ * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
+ * clears the pointer; params structs have a *_default() initialiser and need only live for the
+ * call. Shapes are written outermost first: [batch, seq, features].
+ */
+#ifndef CLATTN_H
+#define CLATTN_H
+
+#include "clattn/common.h"
+#include "clattn/context.h"
+#include "clattn/tensor.h"
+
+#endif /* CLATTN_H */

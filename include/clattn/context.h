@@ -1,0 +1,206 @@
+/*
+ * libclattn — context.h: devices, the context, errors and statistics.
+ *
+ * A clattn_context owns one OpenCL device, one in-order command queue, the library's compiled
+ * kernels, CLBlast's state for that queue, a workspace and the statistics counters.
+ *
+ * Thread safety: a context, and every object created from it (tensors, layers), must be used by
+ * one thread at a time. Different contexts may be used from different threads concurrently.
+ * clattn_list_devices, clattn_strerror, clattn_status_name and the version functions are
+ * thread-safe.
+ */
+#ifndef CLATTN_CONTEXT_H
+#define CLATTN_CONTEXT_H
+
+#include "clattn/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clattn_context clattn_context;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Devices                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum clattn_device_type {
+    CLATTN_DEVICE_TYPE_OTHER = 0,
+    CLATTN_DEVICE_TYPE_CPU = 1,
+    CLATTN_DEVICE_TYPE_GPU = 2,
+    CLATTN_DEVICE_TYPE_ACCELERATOR = 3,
+} clattn_device_type;
+
+#define CLATTN_DEVICE_STRING_SIZE 256
+
+/* Facts about one OpenCL device. Strings are NUL-terminated and truncated to fit. */
+typedef struct clattn_device_info {
+    unsigned platform_index; /* position of the platform in clGetPlatformIDs' list */
+    unsigned device_index;   /* position of the device in its platform's list */
+    char platform_name[CLATTN_DEVICE_STRING_SIZE];
+    char name[CLATTN_DEVICE_STRING_SIZE];
+    char vendor[CLATTN_DEVICE_STRING_SIZE];
+    char driver_version[CLATTN_DEVICE_STRING_SIZE];
+    char opencl_version[CLATTN_DEVICE_STRING_SIZE]; /* CL_DEVICE_VERSION, e.g. "OpenCL 3.0 ..." */
+    clattn_device_type type;
+    unsigned compute_units;
+    unsigned max_clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t local_mem_bytes;
+    /* 1 when __local memory is emulated in global memory (CL_GLOBAL, e.g. PoCL's CPU device):
+     * staging data through __local then only costs. */
+    int local_mem_is_global;
+    uint64_t max_alloc_bytes; /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    size_t max_work_group_size;
+    int fp16; /* cl_khr_fp16 */
+    int fp64; /* cl_khr_fp64 or a double FP config */
+} clattn_device_info;
+
+/*
+ * Lists every device of every OpenCL platform, in platform order then device order (the same
+ * indices as a "P:D" device spec).
+ *
+ * infos:    array of `capacity` entries to fill, or NULL with capacity 0 to only count.
+ * count:    receives the total number of devices found (may exceed capacity; only the first
+ *           `capacity` are written).
+ * Returns CLATTN_ERROR_DEVICE_NOT_FOUND when there is no OpenCL platform at all (the message says
+ * so); zero devices on existing platforms is success with *count = 0.
+ */
+CLATTN_API clattn_status clattn_list_devices(clattn_device_info *infos, size_t capacity,
+                                             size_t *count);
+
+/* The short name of a device type ("cpu", "gpu", "accelerator", "other"). */
+CLATTN_API const char *clattn_device_type_name(clattn_device_type type);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Context                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct clattn_context_params {
+    /*
+     * Which device to use. NULL or "" means: the environment variable CLATTN_DEVICE if set and
+     * not empty, else the first GPU of any platform, else the first CPU, else the first device.
+     * Forms (case-insensitive): "gpu", "cpu", "P:D" (platform and device index, see
+     * clattn_list_devices), or any substring of the device name ("epyc", "A100").
+     * A spec that matches nothing fails with CLATTN_ERROR_DEVICE_NOT_FOUND and a message listing
+     * the devices that were found. The string need only live for the call.
+     */
+    const char *device;
+    /* Receives log messages at or above log_level. NULL: warnings and errors go to stderr. */
+    clattn_log_callback log_callback;
+    void *log_user_data;
+    clattn_log_level log_level; /* default CLATTN_LOG_WARNING */
+    /* Non-zero: time every kernel and GEMM with OpenCL profiling events (see clattn_stats). */
+    int profiling;
+    /* Upper bound, in bytes, of any single scratch buffer the library allocates for attention
+     * scores. 0 means the device's maximum allocation. Attention whose score matrix is larger is
+     * processed in chunks of (batch, head) pairs. */
+    uint64_t workspace_limit_bytes;
+    /* Reserved for future fields: must be zero (clattn_context_params_default does this). */
+    uint8_t reserved[64];
+} clattn_context_params;
+
+/* Fills *params with the defaults described above. */
+CLATTN_API void clattn_context_params_default(clattn_context_params *params);
+
+/*
+ * Creates a context on the device that params->device selects (params may be NULL for the
+ * defaults), creates an in-order command queue and compiles the library's kernels for the device.
+ *
+ * On success *ctx receives the new context. On failure *ctx is set to NULL, nothing is leaked,
+ * and clattn_last_error(NULL) on the same thread gives the message (for a build failure, the
+ * complete build log, which also goes to the log callback).
+ */
+CLATTN_API clattn_status clattn_context_create(clattn_context **ctx,
+                                               const clattn_context_params *params);
+
+/*
+ * Creates a context on a caller's OpenCL context and in-order command queue (device taken from
+ * the queue). params->device is ignored. The library retains both objects and releases only its
+ * own references on destroy: the caller keeps ownership and must release its references as
+ * usual. All of the library's work is enqueued on `queue`. With params->profiling the queue must
+ * have been created with CL_QUEUE_PROFILING_ENABLE; out-of-order queues are refused.
+ */
+CLATTN_API clattn_status clattn_context_wrap(clattn_context **ctx, cl_context cl_ctx,
+                                             cl_command_queue queue,
+                                             const clattn_context_params *params);
+
+/*
+ * Waits for all enqueued work, releases everything the context owns and sets *ctx to NULL.
+ * Accepts NULL and a pointer to NULL. Destroy every tensor and layer of the context first.
+ */
+CLATTN_API void clattn_context_destroy(clattn_context **ctx);
+
+/* Facts about the context's device. */
+CLATTN_API clattn_status clattn_context_device_info(const clattn_context *ctx,
+                                                    clattn_device_info *info);
+
+/* Blocks until all work enqueued by the context has completed. */
+CLATTN_API clattn_status clattn_context_finish(clattn_context *ctx);
+
+/* The context's OpenCL objects, for interoperation. Owned by the context: do not release them
+ * (retain them if they must outlive it). NULL when ctx is NULL. */
+CLATTN_API cl_context clattn_context_cl_context(const clattn_context *ctx);
+CLATTN_API cl_command_queue clattn_context_queue(const clattn_context *ctx);
+CLATTN_API cl_device_id clattn_context_device(const clattn_context *ctx);
+
+/*
+ * The message of the latest failure: of the latest failing call on `ctx`, or, with ctx NULL, of
+ * the latest failing call on this thread (including calls with no context, and
+ * clattn_context_create). Never NULL; "" when there was none. Valid until the next failing call
+ * on the same context or thread.
+ */
+CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Statistics                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The operations whose work is counted separately. */
+typedef enum clattn_op {
+    CLATTN_OP_IN_PROJECTION = 0, /* Q, K, V projections (GEMM) */
+    CLATTN_OP_SCORES = 1,        /* Q·Kᵀ */
+    CLATTN_OP_WEIGHTS_V = 2,     /* softmax(scores)·V */
+    CLATTN_OP_OUT_PROJECTION = 3,/* concatenated heads · W_oᵀ (GEMM) */
+    CLATTN_OP_FEED_FORWARD = 4,  /* linear1 and linear2 of the encoder (GEMM) */
+    CLATTN_OP_OTHER = 5,         /* everything else: softmax, biases, norms, copies */
+    CLATTN_OP_COUNT = 6,
+} clattn_op;
+
+/* The short name of an operation ("in_projection", "scores", ...). */
+CLATTN_API const char *clattn_op_name(clattn_op op);
+
+#define CLATTN_STATS_MAX_KERNELS 32
+#define CLATTN_STATS_NAME_SIZE 48
+
+typedef struct clattn_kernel_time {
+    char name[CLATTN_STATS_NAME_SIZE]; /* kernel name, or "gemm:<op>" for CLBlast calls */
+    uint64_t launches;
+    double total_ms; /* sum of (end - start) of the launches' profiling events */
+} clattn_kernel_time;
+
+/*
+ * What the context has executed since it was created or last reset. Multiply-adds follow
+ * fvcore's convention (one multiply-add = one FLOP) and count the work actually launched: GEMMs
+ * by M·N·K, attention by its score and weights·V products. Element-wise work counts 0.
+ */
+typedef struct clattn_stats {
+    uint64_t macs[CLATTN_OP_COUNT];
+    uint64_t total_macs;
+    uint64_t kernel_launches; /* our kernels and CLBlast calls */
+    /* With profiling on: time per kernel, in order of first launch. */
+    size_t kernel_count;
+    clattn_kernel_time kernels[CLATTN_STATS_MAX_KERNELS];
+    double total_kernel_ms;
+} clattn_stats;
+
+/* Copies the counters into *stats. With profiling on, first waits for the enqueued work. */
+CLATTN_API clattn_status clattn_stats_get(clattn_context *ctx, clattn_stats *stats);
+/* Sets every counter to zero (waits for enqueued work first when profiling). */
+CLATTN_API clattn_status clattn_stats_reset(clattn_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_CONTEXT_H */

@@ -1,0 +1,102 @@
+/* Projection GEMMs through CLBlast. */
+#include "internal.h"
+
+#include <clblast_c.h>
+#include <stdio.h>
+
+static const char *clblast_status_name(CLBlastStatusCode code)
+{
+    switch (code) {
+#define NAME(c) case c: return #c;
+    NAME(CLBlastSuccess)
+    NAME(CLBlastOpenCLCompilerNotAvailable)
+    NAME(CLBlastTempBufferAllocFailure)
+    NAME(CLBlastOpenCLOutOfResources)
+    NAME(CLBlastOpenCLOutOfHostMemory)
+    NAME(CLBlastOpenCLBuildProgramFailure)
+    NAME(CLBlastInvalidValue)
+    NAME(CLBlastInvalidCommandQueue)
+    NAME(CLBlastInvalidMemObject)
+    NAME(CLBlastInvalidBinary)
+    NAME(CLBlastInvalidBuildOptions)
+    NAME(CLBlastInvalidProgram)
+    NAME(CLBlastInvalidProgramExecutable)
+    NAME(CLBlastInvalidKernelName)
+    NAME(CLBlastInvalidKernelDefinition)
+    NAME(CLBlastInvalidKernel)
+    NAME(CLBlastInvalidArgIndex)
+    NAME(CLBlastInvalidArgValue)
+    NAME(CLBlastInvalidArgSize)
+    NAME(CLBlastInvalidKernelArgs)
+    NAME(CLBlastInvalidLocalNumDimensions)
+    NAME(CLBlastInvalidLocalThreadsTotal)
+    NAME(CLBlastInvalidLocalThreadsDim)
+    NAME(CLBlastInvalidGlobalOffset)
+    NAME(CLBlastInvalidEventWaitList)
+    NAME(CLBlastInvalidEvent)
+    NAME(CLBlastInvalidOperation)
+    NAME(CLBlastInvalidBufferSize)
+    NAME(CLBlastInvalidGlobalWorkSize)
+    NAME(CLBlastNotImplemented)
+    NAME(CLBlastInvalidMatrixA)
+    NAME(CLBlastInvalidMatrixB)
+    NAME(CLBlastInvalidMatrixC)
+    NAME(CLBlastInvalidVectorX)
+    NAME(CLBlastInvalidVectorY)
+    NAME(CLBlastInvalidDimension)
+    NAME(CLBlastInvalidLeadDimA)
+    NAME(CLBlastInvalidLeadDimB)
+    NAME(CLBlastInvalidLeadDimC)
+    NAME(CLBlastInvalidIncrementX)
+    NAME(CLBlastInvalidIncrementY)
+    NAME(CLBlastInsufficientMemoryA)
+    NAME(CLBlastInsufficientMemoryB)
+    NAME(CLBlastInsufficientMemoryC)
+    NAME(CLBlastInsufficientMemoryX)
+    NAME(CLBlastInsufficientMemoryY)
+    NAME(CLBlastInsufficientMemoryTemp)
+    NAME(CLBlastInvalidBatchCount)
+    NAME(CLBlastInvalidOverrideKernel)
+    NAME(CLBlastMissingOverrideParameter)
+    NAME(CLBlastInvalidLocalMemUsage)
+    NAME(CLBlastNoHalfPrecision)
+    NAME(CLBlastNoDoublePrecision)
+    NAME(CLBlastInvalidVectorScalar)
+    NAME(CLBlastInsufficientMemoryScalar)
+    NAME(CLBlastDatabaseError)
+    NAME(CLBlastUnknownError)
+    NAME(CLBlastUnexpectedError)
+#undef NAME
+    }
+    return "unknown CLBlast status";
+}
+
+static clattn_status status_from_clblast(CLBlastStatusCode code)
+{
+    switch (code) {
+    case CLBlastTempBufferAllocFailure:
+    case CLBlastOpenCLOutOfResources: return CLATTN_ERROR_OUT_OF_DEVICE_MEMORY;
+    case CLBlastOpenCLOutOfHostMemory: return CLATTN_ERROR_OUT_OF_HOST_MEMORY;
+    default: return CLATTN_ERROR_CLBLAST;
+    }
+}
+
+clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_t n, size_t k,
+                              cl_mem a, size_t a_offset, size_t lda, cl_mem b, size_t b_offset,
+                              size_t ldb, float beta, cl_mem c, size_t c_offset, size_t ldc)
+{
+    if (m == 0 || n == 0 || k == 0)
+        return CLATTN_OK;
+    cl_event event = NULL;
+    CLBlastStatusCode code =
+        CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, m, n, k, 1.0f,
+                     a, a_offset, lda, b, b_offset, ldb, beta, c, c_offset, ldc, &ctx->queue,
+                     ctx->profiling ? &event : NULL);
+    if (code != CLBlastSuccess)
+        return clattn__fail(ctx, status_from_clblast(code),
+                            "CLBlastSgemm (%s, m=%zu n=%zu k=%zu) failed: %s (%d)",
+                            clattn_op_name(op), m, n, k, clblast_status_name(code), (int)code);
+    char name[CLATTN_STATS_NAME_SIZE];
+    snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
+    return clattn__account(ctx, name, op, (uint64_t)m * n * k, event);
+}

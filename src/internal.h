@@ -1,0 +1,159 @@
+/*
+ * Internal declarations shared by the library's source files. Nothing here is installed or
+ * exported; tests link the static library and may call these functions.
+ */
+#ifndef CLATTN_INTERNAL_H
+#define CLATTN_INTERNAL_H
+
+#include "clattn/clattn.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "kernels.h"
+
+#if defined(__GNUC__)
+#define CLATTN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define CLATTN_PRINTF(fmt, args)
+#endif
+
+/* A profiling event waiting to be read, and the stats.kernels slot it adds to. */
+typedef struct clattn_pending_event {
+    cl_event event;
+    size_t slot;
+} clattn_pending_event;
+
+/* Scratch buffers the context keeps between calls, grown on demand. */
+typedef enum clattn_scratch_slot {
+    CLATTN_SCRATCH_SCORES = 0, /* attention scores/probabilities: [pairs, Nq, Nk] */
+    CLATTN_SCRATCH_COUNT
+} clattn_scratch_slot;
+
+struct clattn_context {
+    cl_device_id device;
+    cl_context cl_ctx;
+    cl_command_queue queue;
+    clattn_device_info info;
+
+    clattn_log_callback log_callback; /* NULL: stderr */
+    void *log_user_data;
+    clattn_log_level log_level;
+    bool profiling;
+    uint64_t workspace_limit; /* bytes; already clamped to the device's max allocation */
+
+    clattn_kernels kernels;
+
+    cl_mem scratch[CLATTN_SCRATCH_COUNT];
+    size_t scratch_bytes[CLATTN_SCRATCH_COUNT];
+
+    clattn_stats stats;
+    clattn_pending_event *pending;
+    size_t pending_count, pending_capacity;
+
+    char *last_error; /* heap; NULL when there was no failure yet */
+};
+
+/* A float32 tensor: element (i0..i3) is at mem[offset + Σ i_d · strides[d]] (in floats). */
+struct clattn_tensor {
+    clattn_context *ctx;
+    cl_mem mem; /* one reference held by this tensor */
+    size_t offset;
+    int ndim;
+    size_t shape[CLATTN_MAX_DIMS];
+    size_t strides[CLATTN_MAX_DIMS];
+};
+
+/* ---- errors and logging (error.c, log.c) ---- */
+
+/* Records a failure: formats the message, stores it as the context's and the thread's last error,
+ * logs it at error level, and returns `status` so callers can `return clattn__fail(...)`. */
+clattn_status clattn__fail(clattn_context *ctx, clattn_status status, const char *fmt, ...)
+    CLATTN_PRINTF(3, 4);
+/* Same, for a failed OpenCL call: appends ": CL_NAME (code)" and picks the status from the code. */
+clattn_status clattn__fail_cl(clattn_context *ctx, cl_int err, const char *fmt, ...)
+    CLATTN_PRINTF(3, 4);
+/* Records a message without logging it (used when the log already received the details). */
+clattn_status clattn__fail_quiet(clattn_context *ctx, clattn_status status, const char *message);
+/* The name of an OpenCL error code ("CL_INVALID_VALUE"), or "unknown OpenCL error". */
+const char *clattn__cl_error_name(cl_int err);
+/* The status a failed OpenCL call maps to. */
+clattn_status clattn__status_from_cl(cl_int err);
+
+void clattn__log(const clattn_context *ctx, clattn_log_level level, const char *fmt, ...)
+    CLATTN_PRINTF(3, 4);
+void clattn__log_message(clattn_log_callback callback, void *user_data, clattn_log_level threshold,
+                         clattn_log_level level, const char *message);
+
+/* Validates an argument of a public function: on failure records
+ * "<function>: invalid argument: <what>" and returns CLATTN_ERROR_INVALID_ARGUMENT. */
+#define CLATTN_CHECK_ARG(ctx, cond, ...)                                                   \
+    do {                                                                                   \
+        if (!(cond))                                                                       \
+            return clattn__fail((ctx), CLATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__);        \
+    } while (0)
+
+/* ---- devices (device.c) ---- */
+
+/* Resolves a device spec (see clattn_context_params.device; NULL/"" = default rules). */
+clattn_status clattn__select_device(clattn_context *ctx, const char *spec, cl_device_id *device,
+                                    cl_platform_id *platform);
+clattn_status clattn__query_device_info(clattn_context *ctx, cl_device_id device,
+                                        clattn_device_info *info);
+
+/* ---- sizes (tensor.c) ---- */
+
+/* *out = a * b; false on overflow. */
+bool clattn__mul_size(size_t a, size_t b, size_t *out);
+
+/* ---- scratch buffers (context.c) ---- */
+
+/* Returns a scratch buffer of at least `bytes` bytes, reallocating the slot when it is smaller. */
+clattn_status clattn__scratch(clattn_context *ctx, clattn_scratch_slot slot, size_t bytes,
+                              cl_mem *buffer);
+/* Allocates a device buffer with a named error on failure. `what` names it in the message. */
+clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
+                                    const char *what);
+
+/* ---- kernel launches and statistics (launch.c, stats.c) ---- */
+
+/* Sets a kernel's arguments one after another, keeping the first error. */
+typedef struct clattn_kernel_args {
+    cl_kernel kernel;
+    cl_uint next;
+    cl_int err;
+} clattn_kernel_args;
+
+void clattn__arg(clattn_kernel_args *args, size_t size, const void *value);
+#define CLATTN_ARG(args, value) clattn__arg((args), sizeof(value), &(value))
+/* A NULL __global pointer argument (an absent optional input). */
+void clattn__arg_null(clattn_kernel_args *args);
+
+/* Enqueues `kernel` over `global` work-items (rounded up to multiples of `local` when given) and
+ * adds `macs` multiply-adds to the counter of `op`. `name` labels the profile entry. */
+clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
+                             cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
+                             uint64_t macs);
+
+/* Records `macs` for `op` and, when profiling, queues `event` (which it takes over) for timing. */
+clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
+                              cl_event event);
+/* Reads every queued profiling event into the per-kernel times. */
+clattn_status clattn__stats_collect(clattn_context *ctx);
+void clattn__stats_release(clattn_context *ctx);
+
+/* ---- GEMM through CLBlast (gemm.c) ---- */
+
+/* C[m, n] = A[m, k] · B[n, k]ᵀ + beta · C[m, n], row-major, leading dimensions in floats and
+ * offsets in floats. B is a PyTorch weight [out, in] used as it is. */
+clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_t n, size_t k,
+                              cl_mem a, size_t a_offset, size_t lda, cl_mem b, size_t b_offset,
+                              size_t ldb, float beta, cl_mem c, size_t c_offset, size_t ldc);
+
+/* ---- test hooks ---- */
+
+/* When set, context creation appends this source to the library's kernel sources (tests use it
+ * to prove the build-failure path). Not thread-safe; tests only. */
+extern const char *clattn__test_extra_source;
+
+#endif /* CLATTN_INTERNAL_H */

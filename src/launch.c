@@ -1,0 +1,39 @@
+/* Setting kernel arguments and enqueueing kernels. */
+#include "internal.h"
+
+void clattn__arg(clattn_kernel_args *args, size_t size, const void *value)
+{
+    if (args->err == CL_SUCCESS) {
+        args->err = clSetKernelArg(args->kernel, args->next, size, value);
+        if (args->err != CL_SUCCESS)
+            return; /* keep `next` at the failing index for the message */
+    }
+    args->next++;
+}
+
+void clattn__arg_null(clattn_kernel_args *args)
+{
+    clattn__arg(args, sizeof(cl_mem), NULL);
+}
+
+clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
+                             cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
+                             uint64_t macs)
+{
+    if (args->err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, args->err, "clSetKernelArg(%s, argument %u) failed", name,
+                               (unsigned)args->next);
+    size_t rounded[3];
+    for (cl_uint d = 0; d < dims; d++) {
+        if (global[d] == 0)
+            return CLATTN_OK; /* nothing to compute */
+        size_t l = local ? local[d] : 1;
+        rounded[d] = (global[d] + l - 1) / l * l;
+    }
+    cl_event event = NULL;
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, args->kernel, dims, NULL, rounded, local, 0,
+                                        NULL, ctx->profiling ? &event : NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "clEnqueueNDRangeKernel(%s) failed", name);
+    return clattn__account(ctx, name, op, macs, event);
+}

@@ -1,0 +1,121 @@
+/* Counting executed multiply-adds and timing kernels through profiling events. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Events kept before they are read in one go: bounds memory in long profiled runs. */
+#define PENDING_LIMIT 4096
+
+const char *clattn_op_name(clattn_op op)
+{
+    switch (op) {
+    case CLATTN_OP_IN_PROJECTION: return "in_projection";
+    case CLATTN_OP_SCORES: return "scores";
+    case CLATTN_OP_WEIGHTS_V: return "weights_v";
+    case CLATTN_OP_OUT_PROJECTION: return "out_projection";
+    case CLATTN_OP_FEED_FORWARD: return "feed_forward";
+    case CLATTN_OP_OTHER: return "other";
+    case CLATTN_OP_COUNT: break;
+    }
+    return "unknown";
+}
+
+/* The stats.kernels entry named `name`, created if new; the last entry collects the overflow. */
+static size_t kernel_slot(clattn_stats *stats, const char *name)
+{
+    for (size_t i = 0; i < stats->kernel_count; i++)
+        if (strncmp(stats->kernels[i].name, name, CLATTN_STATS_NAME_SIZE - 1) == 0)
+            return i;
+    if (stats->kernel_count == CLATTN_STATS_MAX_KERNELS) {
+        snprintf(stats->kernels[CLATTN_STATS_MAX_KERNELS - 1].name, CLATTN_STATS_NAME_SIZE,
+                 "(others)");
+        return CLATTN_STATS_MAX_KERNELS - 1;
+    }
+    size_t slot = stats->kernel_count++;
+    snprintf(stats->kernels[slot].name, CLATTN_STATS_NAME_SIZE, "%s", name);
+    return slot;
+}
+
+clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
+                              cl_event event)
+{
+    ctx->stats.macs[op] += macs;
+    ctx->stats.total_macs += macs;
+    ctx->stats.kernel_launches++;
+    if (!event)
+        return CLATTN_OK;
+
+    if (ctx->pending_count == ctx->pending_capacity) {
+        size_t cap = ctx->pending_capacity ? ctx->pending_capacity * 2 : 64;
+        clattn_pending_event *grown = realloc(ctx->pending, cap * sizeof(*grown));
+        if (!grown) {
+            clReleaseEvent(event);
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                "out of host memory recording a profiling event");
+        }
+        ctx->pending = grown;
+        ctx->pending_capacity = cap;
+    }
+    ctx->pending[ctx->pending_count++] =
+        (clattn_pending_event){event, kernel_slot(&ctx->stats, name)};
+    ctx->stats.kernels[ctx->pending[ctx->pending_count - 1].slot].launches++;
+    if (ctx->pending_count >= PENDING_LIMIT)
+        return clattn__stats_collect(ctx);
+    return CLATTN_OK;
+}
+
+clattn_status clattn__stats_collect(clattn_context *ctx)
+{
+    if (ctx->pending_count == 0)
+        return CLATTN_OK;
+    cl_int err = clFinish(ctx->queue);
+    clattn_status status = CLATTN_OK;
+    if (err != CL_SUCCESS)
+        status = clattn__fail_cl(ctx, err, "clFinish before reading profiling events failed");
+    for (size_t i = 0; i < ctx->pending_count; i++) {
+        cl_ulong start = 0, end = 0;
+        cl_event ev = ctx->pending[i].event;
+        cl_int e1 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(start), &start,
+                                            NULL);
+        cl_int e2 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL);
+        if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && end >= start) {
+            double ms = (double)(end - start) * 1e-6;
+            ctx->stats.kernels[ctx->pending[i].slot].total_ms += ms;
+            ctx->stats.total_kernel_ms += ms;
+        } else if (status == CLATTN_OK) {
+            status = clattn__fail_cl(ctx, e1 != CL_SUCCESS ? e1 : e2,
+                                     "clGetEventProfilingInfo failed");
+        }
+        clReleaseEvent(ev);
+    }
+    ctx->pending_count = 0;
+    return status;
+}
+
+void clattn__stats_release(clattn_context *ctx)
+{
+    for (size_t i = 0; i < ctx->pending_count; i++)
+        clReleaseEvent(ctx->pending[i].event);
+    free(ctx->pending);
+    ctx->pending = NULL;
+    ctx->pending_count = ctx->pending_capacity = 0;
+}
+
+clattn_status clattn_stats_get(clattn_context *ctx, clattn_stats *stats)
+{
+    CLATTN_CHECK_ARG(NULL, ctx, "clattn_stats_get: invalid argument: ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, stats, "clattn_stats_get: invalid argument: stats is NULL");
+    clattn_status status = clattn__stats_collect(ctx);
+    *stats = ctx->stats;
+    return status;
+}
+
+clattn_status clattn_stats_reset(clattn_context *ctx)
+{
+    CLATTN_CHECK_ARG(NULL, ctx, "clattn_stats_reset: invalid argument: ctx is NULL");
+    clattn_status status = clattn__stats_collect(ctx);
+    memset(&ctx->stats, 0, sizeof(ctx->stats));
+    return status;
+}

@@ -1,0 +1,155 @@
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void test_require_device(void)
+{
+    size_t count = 0;
+    clattn_status status = clattn_list_devices(NULL, 0, &count);
+    if (status == CLATTN_ERROR_DEVICE_NOT_FOUND || (status == CLATTN_OK && count == 0)) {
+        fprintf(stderr, "SKIP: no OpenCL device on this machine (%s)\n", clattn_last_error(NULL));
+        exit(TEST_SKIP_EXIT);
+    }
+}
+
+void test_log_callback(void *user_data, clattn_log_level level, const char *message)
+{
+    test_log *log = user_data;
+    log->count++;
+    if (level == CLATTN_LOG_ERROR)
+        log->errors++;
+    snprintf(log->last, sizeof(log->last), "%s", message);
+}
+
+clattn_context *test_context_create(test_log *log)
+{
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    if (log) {
+        memset(log, 0, sizeof(*log));
+        params.log_callback = test_log_callback;
+        params.log_user_data = log;
+        params.log_level = CLATTN_LOG_WARNING;
+    } else {
+        params.log_level = CLATTN_LOG_NONE;
+    }
+    clattn_context *ctx = NULL;
+    clattn_status status = clattn_context_create(&ctx, &params);
+    if (status != CLATTN_OK) {
+        fprintf(stderr, "clattn_context_create failed: %s\n", clattn_last_error(NULL));
+        return NULL;
+    }
+    return ctx;
+}
+
+uint64_t test_rng_next(test_rng *rng)
+{
+    uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float test_rng_uniform(test_rng *rng, float lo, float hi)
+{
+    double u = (double)(test_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(lo + (hi - lo) * u);
+}
+
+void test_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    test_rng rng = {seed};
+    for (size_t i = 0; i < n; i++)
+        x[i] = test_rng_uniform(&rng, lo, hi);
+}
+
+static double diff_at(float a, float b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b) ? 0.0 : INFINITY;
+    if (isinf(a) || isinf(b))
+        return a == b ? 0.0 : INFINITY;
+    return fabs((double)a - (double)b);
+}
+
+double test_max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = diff_at(a[i], b[i]);
+        if (d > worst)
+            worst = d;
+    }
+    return worst;
+}
+
+void test_assert_close(const float *a, const float *b, size_t n, double tol, const char *file,
+                       int line)
+{
+    double worst = -1.0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = diff_at(a[i], b[i]);
+        if (d > worst) {
+            worst = d;
+            at = i;
+        }
+    }
+    if (n > 0 && !(worst <= tol)) {
+        print_error("max abs diff %.3g > tolerance %.3g at index %zu of %zu: %.9g vs %.9g\n",
+                       worst, tol, at, n, (double)a[at], (double)b[at]);
+        _fail(file, line);
+    }
+}
+
+void test_assert_status_msg(const clattn_context *ctx, clattn_status got, clattn_status expected,
+                            const char *needle, const char *call, const char *file, int line)
+{
+    if (got != expected) {
+        print_error("%s returned %s, expected %s (last error: %s)\n", call,
+                       clattn_status_name(got), clattn_status_name(expected),
+                       clattn_last_error(ctx));
+        _fail(file, line);
+    }
+    if (needle && !strstr(clattn_last_error(ctx), needle)) {
+        print_error("%s: last error \"%s\" does not mention \"%s\"\n", call,
+                       clattn_last_error(ctx), needle);
+        _fail(file, line);
+    }
+}
+
+clattn_tensor *test_tensor_from(clattn_context *ctx, int ndim, const size_t *shape,
+                                const float *data)
+{
+    clattn_tensor *t = NULL;
+    clattn_status status = clattn_tensor_create(ctx, &t, ndim, shape);
+    if (status != CLATTN_OK) {
+        print_error("clattn_tensor_create: %s\n", clattn_last_error(ctx));
+        fail();
+    }
+    if (data) {
+        status = clattn_tensor_write(t, data, clattn_tensor_numel(t));
+        if (status != CLATTN_OK) {
+            print_error("clattn_tensor_write: %s\n", clattn_last_error(ctx));
+            fail();
+        }
+    }
+    return t;
+}
+
+float *test_tensor_to_host(const clattn_tensor *t)
+{
+    size_t n = clattn_tensor_numel(t);
+    float *host = malloc(n * sizeof(float));
+    assert_non_null(host);
+    clattn_status status = clattn_tensor_read(t, host, n);
+    if (status != CLATTN_OK) {
+        print_error("clattn_tensor_read: %s\n", clattn_last_error(NULL));
+        free(host);
+        fail();
+    }
+    return host;
+}

@@ -1,0 +1,61 @@
+/* Helpers shared by the cmocka tests: device context, seeded random data, comparisons. */
+#ifndef CLATTN_TEST_UTIL_H
+#define CLATTN_TEST_UTIL_H
+
+#include <clattn/clattn.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Exit code that tells meson a test was skipped. */
+#define TEST_SKIP_EXIT 77
+
+/* Exits with 77 (skip) when the machine has no OpenCL device at all; prints why. */
+void test_require_device(void);
+
+/* The messages a context logged, captured by test_log_callback. */
+typedef struct test_log {
+    int count;
+    int errors;
+    char last[8192];
+} test_log;
+
+void test_log_callback(void *user_data, clattn_log_level level, const char *message);
+
+/* Creates a context on the default device that logs into *log (may be NULL: logs nothing). */
+clattn_context *test_context_create(test_log *log);
+
+/* Seeded pseudo-random numbers (splitmix64), identical on every platform. */
+typedef struct test_rng {
+    uint64_t state;
+} test_rng;
+uint64_t test_rng_next(test_rng *rng);
+/* Uniform in [lo, hi). */
+float test_rng_uniform(test_rng *rng, float lo, float hi);
+void test_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
+
+/* Largest |a[i] - b[i]|; NaN or infinity in either counts as a failure (returns INFINITY)
+ * unless both hold the same non-finite value. */
+double test_max_abs_diff(const float *a, const float *b, size_t n);
+
+/* Asserts max |a - b| <= tol, printing the worst index and values when it fails. */
+#define assert_close(a, b, n, tol) test_assert_close((a), (b), (n), (tol), __FILE__, __LINE__)
+void test_assert_close(const float *a, const float *b, size_t n, double tol, const char *file,
+                       int line);
+
+/* Asserts that `call` returns `expected` and that the last error message contains `needle`. */
+#define assert_status_msg(ctx, call, expected, needle)                                     \
+    test_assert_status_msg((ctx), (call), (expected), (needle), #call, __FILE__, __LINE__)
+void test_assert_status_msg(const clattn_context *ctx, clattn_status got, clattn_status expected,
+                            const char *needle, const char *call, const char *file, int line);
+
+/* Creates a tensor and writes `data` (numel floats) into it; fails the test on error. */
+clattn_tensor *test_tensor_from(clattn_context *ctx, int ndim, const size_t *shape,
+                                const float *data);
+/* Reads a whole contiguous tensor into a new malloc'd array. */
+float *test_tensor_to_host(const clattn_tensor *t);
+
+#endif

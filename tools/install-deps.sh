@@ -1,0 +1,41 @@
+#!/bin/sh
+# Installs libclattn's build and test dependencies from Debian's packages (Debian 12).
+# Idempotent: when everything is already installed it changes nothing and needs no network.
+# Runs apt-get as root (directly, or through sudo when run as another user).
+set -eu
+
+packages="
+gcc g++ pkg-config python3
+meson ninja-build
+ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
+libclblast-dev
+libjansson-dev
+libcmocka-dev
+oclgrind
+"
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all dependencies are installed"
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=""
+elif command -v sudo >/dev/null 2>&1; then
+    as_root="sudo"
+else
+    echo "install-deps: missing packages:$missing; run this script as root" >&2
+    exit 1
+fi
+
+echo "install-deps: installing$missing"
+$as_root apt-get update
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends $missing

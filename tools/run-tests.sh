@@ -1,0 +1,34 @@
+#!/bin/bash
+# The whole test suite, as CI runs it: installs the dependencies, builds with -Werror and runs
+# `meson test` (unit tests on the default OpenCL device, kernel tests under oclgrind, header
+# tests), then builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the unit
+# tests there too. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/install-deps.sh
+
+setup() { # setup BUILD_DIR [meson options...]
+    local dir=$1
+    shift
+    if [ -f "$dir/build.ninja" ]; then
+        meson setup --reconfigure "$dir" "$@"
+    else
+        meson setup "$dir" "$@"
+    fi
+}
+
+echo "=== build (-Werror) and test"
+setup build-ci --werror --buildtype=debugoptimized
+meson compile -C build-ci
+meson test -C build-ci --print-errorlogs --num-processes 2
+
+echo "=== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
+setup build-ci-asan --werror --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+meson compile -C build-ci-asan
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+meson test -C build-ci-asan --print-errorlogs --num-processes 2 --suite unit
+
+echo "=== all tests passed"
