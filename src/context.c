@@ -251,15 +251,14 @@ clattn_status clattn__scratch(clattn_context *ctx, clattn_scratch_slot slot, siz
         *buffer = ctx->scratch[slot];
         return CLATTN_OK;
     }
-    if (ctx->scratch[slot]) {
-        clReleaseMemObject(ctx->scratch[slot]);
-        ctx->scratch[slot] = NULL;
-        ctx->scratch_bytes[slot] = 0;
-    }
+    /* Allocate before releasing: on failure the old buffer stays, and oclgrind 21.10 would lose
+     * track of initialised memory in a buffer that reuses a just-released one's id. */
     cl_mem mem;
     clattn_status status = clattn__buffer_create(ctx, bytes, &mem, "the attention workspace");
     if (status != CLATTN_OK)
         return status;
+    if (ctx->scratch[slot])
+        clReleaseMemObject(ctx->scratch[slot]);
     ctx->scratch[slot] = mem;
     ctx->scratch_bytes[slot] = bytes;
     *buffer = mem;

@@ -101,6 +101,18 @@ clattn_status clattn__select_device(clattn_context *ctx, const char *spec, cl_de
 clattn_status clattn__query_device_info(clattn_context *ctx, cl_device_id device,
                                         clattn_device_info *info);
 
+/* ---- shapes and argument checks (shape.c) ---- */
+
+/* Writes "[2, 3, 4]" into buf. */
+void clattn__format_shape(char *buf, size_t size, int ndim, const size_t *shape);
+/* Fails with CLATTN_ERROR_SHAPE_MISMATCH ("<function>: <name> has shape [..] but must be
+ * <meaning> = [..]") unless t has exactly the shape `want`. */
+clattn_status clattn__expect_shape(clattn_context *ctx, const char *function, const char *name,
+                                   const clattn_tensor *t, int ndim, const size_t *want,
+                                   const char *meaning);
+/* True when every byte of a params struct's reserved[] is zero. */
+bool clattn__reserved_is_zero(const uint8_t *reserved, size_t size);
+
 /* ---- sizes (tensor.c) ---- */
 
 /* *out = a * b; false on overflow. */
@@ -149,6 +161,20 @@ void clattn__stats_release(clattn_context *ctx);
 clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_t n, size_t k,
                               cl_mem a, size_t a_offset, size_t lda, cl_mem b, size_t b_offset,
                               size_t ldb, float beta, cl_mem c, size_t c_offset, size_t ldc);
+
+/* ---- element-wise kernels (elementwise.c) ---- */
+
+typedef enum clattn_activation_kind {
+    CLATTN_ACT_NONE = 0,
+    CLATTN_ACT_RELU = 1,
+    CLATTN_ACT_GELU = 2, /* exact, with erf */
+} clattn_activation_kind;
+
+/* y[r, c] = act(y[r, c] + bias[bias_offset + c]) on y[rows, cols] (leading dimension ld,
+ * offsets in floats); bias NULL adds nothing. */
+clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
+                               size_t rows, size_t cols, cl_mem bias, size_t bias_offset,
+                               clattn_activation_kind act);
 
 /* ---- test hooks ---- */
 

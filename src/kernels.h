@@ -9,7 +9,12 @@
 
 /* X(identifier, kernel function name) for every kernel of the base program. */
 #define CLATTN_KERNEL_LIST(X)                    \
-    X(FILL, "clattn_fill")
+    X(FILL, "clattn_fill")                       \
+    X(SCORES, "clattn_scores")                   \
+    X(SOFTMAX, "clattn_softmax")                 \
+    X(HEAD_MERGE, "clattn_head_merge")           \
+    X(AVERAGE_HEADS, "clattn_average_heads")     \
+    X(BIAS_ACT, "clattn_bias_act")
 
 typedef enum clattn_kernel_id {
 #define CLATTN_KERNEL_ENUM(id, name) CLATTN_KERNEL_##id,
@@ -33,6 +38,8 @@ typedef struct clattn_kernels {
     cl_kernel kernel[CLATTN_KERNEL_COUNT];
     /* The -D options the program was built with (kept for logs and tests). */
     char options[512];
+    /* Work-group size of the softmax kernel (CLATTN_SOFTMAX_WG). */
+    size_t softmax_wg;
 } clattn_kernels;
 
 struct clattn_context;

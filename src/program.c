@@ -59,17 +59,29 @@ clattn_status clattn__program_build(clattn_context *ctx, const char *const *sour
     return status;
 }
 
-/* The -D options that specialise the kernels for this device. */
-static void choose_options(const clattn_context *ctx, char *options, size_t size)
+/* The largest power of two <= n (n >= 1). */
+static size_t floor_pow2(size_t n)
 {
-    snprintf(options, size, "-cl-std=CL1.2 -DCLATTN_LOCAL_IS_GLOBAL=%d",
-             ctx->info.local_mem_is_global);
+    size_t p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+/* The -D options that specialise the kernels for this device. */
+static void choose_options(const clattn_context *ctx, clattn_kernels *kernels)
+{
+    size_t max_wg = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
+    kernels->softmax_wg = floor_pow2(max_wg < 64 ? max_wg : 64);
+    snprintf(kernels->options, sizeof(kernels->options),
+             "-cl-std=CL1.2 -DCLATTN_LOCAL_IS_GLOBAL=%d -DCLATTN_SOFTMAX_WG=%zu",
+             ctx->info.local_mem_is_global, kernels->softmax_wg);
 }
 
 clattn_status clattn__kernels_build(clattn_context *ctx, clattn_kernels *kernels)
 {
     memset(kernels, 0, sizeof(*kernels));
-    choose_options(ctx, kernels->options, sizeof(kernels->options));
+    choose_options(ctx, kernels);
 
     size_t count = clattn__cl_source_count + (clattn__test_extra_source ? 1 : 0);
     const char **sources = calloc(count, sizeof(*sources));

@@ -5,6 +5,8 @@
  *   clattn/common.h     status codes, logging, version
  *   clattn/context.h    devices, the context, errors, statistics
  *   clattn/tensor.h     float32 device tensors
+ *   clattn/attention.h  scaled dot-product attention, multi-head attention layer
+ *   clattn/npy.h        reading and writing NumPy .npy files
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -17,5 +19,7 @@
 #include "clattn/common.h"
 #include "clattn/context.h"
 #include "clattn/tensor.h"
+#include "clattn/attention.h"
+#include "clattn/npy.h"
 
 #endif /* CLATTN_H */

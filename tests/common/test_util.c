@@ -153,3 +153,35 @@ float *test_tensor_to_host(const clattn_tensor *t)
     }
     return host;
 }
+
+float *test_expand_mask(const float *mask, int ndim, const size_t *shape, int three_d_is_bh,
+                        size_t B, size_t H, size_t Nq, size_t Nk)
+{
+    float *full = malloc(B * H * Nq * Nk * sizeof(float));
+    assert_non_null(full);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < Nq; i++)
+                for (size_t j = 0; j < Nk; j++) {
+                    size_t idx[4], n = 0;
+                    if (ndim == 2) {
+                        idx[0] = i, idx[1] = j;
+                    } else if (ndim == 3 && three_d_is_bh) {
+                        idx[0] = b * H + h, idx[1] = i, idx[2] = j;
+                    } else if (ndim == 3) {
+                        idx[0] = b, idx[1] = i, idx[2] = j;
+                    } else {
+                        idx[0] = b, idx[1] = h, idx[2] = i, idx[3] = j;
+                    }
+                    for (int d = 0; d < ndim; d++)
+                        n = n * shape[d] + (shape[d] == 1 ? 0 : idx[d]);
+                    full[((b * H + h) * Nq + i) * Nk + j] = mask[n];
+                }
+    return full;
+}
+
+int test_small_mode(void)
+{
+    const char *v = getenv("CLATTN_TEST_SMALL");
+    return v && *v && strcmp(v, "0") != 0;
+}

@@ -1,0 +1,25 @@
+/* Attention scores for a chunk of (batch, head) pairs bh = bh0 + z, z < pairs:
+ *
+ *   s[z, i, j] = Σ_c (q[b,h,i,c] · scale) · k[b,h,j,c], then masked (clattn_masked_score).
+ *
+ * q, k: per-head views straight into the projection output: element (b, h, n, c) at
+ *       x[x_off + b·x_sb + h·x_sh + n·x_sn + c] (no split or transpose copies).
+ * s:    [pairs, nq, nk] contiguous from s_off.
+ * NDRange: (nk, nq, pairs), one score per work-item. */
+__kernel void clattn_scores(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
+                            ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
+                            ulong k_sh, ulong k_sn, __global float *s, ulong s_off, uint heads,
+                            uint pairs, uint nq, uint nk, uint dk, uint bh0, float scale,
+                            CLATTN_MASK_PARAMS)
+{
+    uint j = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
+    if (j >= nk || i >= nq || z >= pairs)
+        return;
+    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
+    __global const float *kj = k + k_off + b * k_sb + h * k_sh + j * k_sn;
+    float acc = 0.0f;
+    for (uint c = 0; c < dk; c++)
+        acc += (qi[c] * scale) * kj[c];
+    s[s_off + ((ulong)z * nq + i) * nk + j] = clattn_masked_score(acc, b, h, i, j, CLATTN_MASK_ARGS);
+}

@@ -1,0 +1,214 @@
+/*
+ * libclattn — attention.h: scaled dot-product attention and multi-head attention.
+ *
+ * Semantics follow PyTorch (torch.nn.MultiheadAttention with batch_first=True, and
+ * scaled_dot_product_attention):
+ *
+ *   scores[b,h,i,j] = Σ_c (q[b,h,i,c] · scale) · k[b,h,j,c]  + masks          scale = 1/sqrt(d_k)
+ *   P[b,h,i,:]      = softmax(scores[b,h,i,:])
+ *   out[b,h,i,:]    = Σ_j P[b,h,i,j] · v[b,h,j,:]
+ *
+ * Masks (all optional, combinable). Polarity is PyTorch's: TRUE MEANS IGNORE.
+ *   - causal:            key j is ignored for query i when j > i (top-left aligned, PyTorch's
+ *                        is_causal), also when Nq != Nk.
+ *   - attn_mask:         CLATTN_MASK_BOOL: a nonzero element means "ignore this key" (the score
+ *                        becomes -inf); CLATTN_MASK_ADDITIVE: the element is added to the score
+ *                        (use -INFINITY to ignore).
+ *   - key_padding_mask:  [B, Nk], same two kinds; nonzero (bool) marks padding keys.
+ * Masks are float32 tensors: a bool mask holds 0 and 1 (any nonzero counts as true).
+ *
+ * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
+ * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).
+ *
+ * Two implementations compute this. The unfused one materialises the scores (kernels: scores,
+ * row-softmax, weights·V), which is required when the attention weights are requested. When the
+ * score matrix of all (batch, head) pairs exceeds the workspace limit (see
+ * clattn_context_params.workspace_limit_bytes) it is processed in chunks of (batch, head) pairs;
+ * only a single pair whose [Nq, Nk] scores cannot fit fails, with CLATTN_ERROR_TOO_LARGE.
+ *
+ * Every tensor here must belong to the same context. Inputs may be strided views (see
+ * clattn_tensor_view) as long as their last dimension is contiguous (stride 1); outputs must not
+ * overlap inputs. All calls enqueue work on the context's queue and return without waiting.
+ */
+#ifndef CLATTN_ATTENTION_H
+#define CLATTN_ATTENTION_H
+
+#include "clattn/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum clattn_mask_kind {
+    CLATTN_MASK_BOOL = 0,     /* nonzero = ignore (PyTorch bool masks) */
+    CLATTN_MASK_ADDITIVE = 1, /* added to the scores (PyTorch float masks) */
+} clattn_mask_kind;
+
+typedef enum clattn_attention_path {
+    CLATTN_PATH_AUTO = 0,    /* fused unless attention weights are requested */
+    CLATTN_PATH_UNFUSED = 1, /* scores, softmax, weights·V as separate kernels */
+    CLATTN_PATH_FUSED = 2,   /* one kernel, O(N) memory; cannot return attention weights */
+} clattn_attention_path;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scaled dot-product attention                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct clattn_sdpa_params {
+    /* Multiplies the scores; 0 selects 1/sqrt(d_k). */
+    float scale;
+    int causal;
+    /* [Nq, Nk], [B, Nq, Nk] or [B, H, Nq, Nk]; any dimension may be 1 to broadcast. */
+    const clattn_tensor *attn_mask;
+    clattn_mask_kind attn_mask_kind;
+    /* [B, Nk] (or [1, Nk] to broadcast). */
+    const clattn_tensor *key_padding_mask;
+    clattn_mask_kind key_padding_mask_kind;
+    /* Optional output: the attention probabilities, a contiguous [B, H, Nq, Nk] tensor. */
+    clattn_tensor *attn_weights;
+    clattn_attention_path path;
+    uint8_t reserved[64]; /* must be zero */
+} clattn_sdpa_params;
+
+CLATTN_API void clattn_sdpa_params_default(clattn_sdpa_params *params);
+
+/*
+ * out = softmax(scale · q·kᵀ + masks) · v, for every batch and head.
+ *
+ *   q:   [B, H, Nq, d_k]
+ *   k:   [B, H, Nk, d_k]
+ *   v:   [B, H, Nk, d_v]
+ *   out: [B, H, Nq, d_v]   (may be a strided view, e.g. into a [B, Nq, H·d_v] buffer)
+ *
+ * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, a last
+ * dimension that is not contiguous, tensors of another context), CLATTN_ERROR_SHAPE_MISMATCH
+ * (shapes that do not agree; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
+ * (attention weights with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).
+ */
+CLATTN_API clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q,
+                                     const clattn_tensor *k, const clattn_tensor *v,
+                                     clattn_tensor *out, const clattn_sdpa_params *params);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Multi-head attention layer                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct clattn_mha clattn_mha;
+
+typedef struct clattn_mha_config {
+    size_t embed_dim;   /* E: width of the query input and of the output */
+    size_t num_heads;   /* h */
+    size_t head_dim_qk; /* d_k per head; 0 selects E / h (which must then divide) */
+    size_t head_dim_v;  /* d_v per head; 0 selects E / h */
+    size_t kdim;        /* width of the key input; 0 selects E */
+    size_t vdim;        /* width of the value input; 0 selects E */
+    int in_proj_bias;   /* add biases to the Q, K, V projections (default 1) */
+    int out_proj;       /* apply the output projection (default 1); 0 = identity, which needs
+                           h · d_v == E (the seed's "proj replaced by identity" experiment) */
+    int out_proj_bias;  /* add the output projection's bias (default 1) */
+    uint8_t reserved[64]; /* must be zero */
+} clattn_mha_config;
+
+/* nn.MultiheadAttention(embed_dim, num_heads): d_k = d_v = E/h, kdim = vdim = E, all biases. */
+CLATTN_API void clattn_mha_config_default(clattn_mha_config *config, size_t embed_dim,
+                                          size_t num_heads);
+
+/*
+ * timm's Attention(dim, num_heads, qkv_bias): one qkv linear layer [3·dim, dim] (bias when
+ * qkv_bias), softmax(q·kᵀ·scale)·v, then `proj` [dim, dim] with bias. Weights map as
+ * qkv.weight → in_proj_weight, qkv.bias → in_proj_bias, proj.weight → out_proj_weight,
+ * proj.bias → out_proj_bias: timm's qkv layout is PyTorch's packed in_proj layout.
+ */
+CLATTN_API void clattn_mha_config_timm(clattn_mha_config *config, size_t dim, size_t num_heads,
+                                       int qkv_bias);
+
+/* A host array handed to the library: `ndim` dimensions of `shape`, row-major float32. */
+typedef struct clattn_host_tensor {
+    const float *data;
+    int ndim;
+    size_t shape[CLATTN_MAX_DIMS];
+} clattn_host_tensor;
+
+/*
+ * The layer's weights in PyTorch's layouts (nn.MultiheadAttention's state_dict). Entries with
+ * data NULL are absent. With P = h·(2·d_k + d_v):
+ *   in_proj_weight   [P, E]      packed Q, K, V rows (only when kdim == vdim == E)
+ *   q_proj_weight    [h·d_k, E]  separate projections (instead of in_proj_weight)
+ *   k_proj_weight    [h·d_k, kdim]
+ *   v_proj_weight    [h·d_v, vdim]
+ *   in_proj_bias     [P]         required when config.in_proj_bias
+ *   out_proj_weight  [E, h·d_v]  required when config.out_proj
+ *   out_proj_bias    [E]         required when config.out_proj && config.out_proj_bias
+ */
+typedef struct clattn_mha_weights {
+    clattn_host_tensor in_proj_weight;
+    clattn_host_tensor q_proj_weight;
+    clattn_host_tensor k_proj_weight;
+    clattn_host_tensor v_proj_weight;
+    clattn_host_tensor in_proj_bias;
+    clattn_host_tensor out_proj_weight;
+    clattn_host_tensor out_proj_bias;
+} clattn_mha_weights;
+
+/*
+ * Creates a layer (no weights yet: load them before forward). Errors:
+ * CLATTN_ERROR_INVALID_ARGUMENT for zero sizes, E not divisible by h when a head width is
+ * derived, out_proj = 0 with h·d_v != E, non-zero reserved bytes.
+ */
+CLATTN_API clattn_status clattn_mha_create(clattn_context *ctx, clattn_mha **mha,
+                                           const clattn_mha_config *config);
+
+/* Releases the layer and its device buffers; sets *mha to NULL. Accepts NULL. */
+CLATTN_API void clattn_mha_destroy(clattn_mha **mha);
+
+/*
+ * Copies the weights to the device (the host arrays need only live for the call). Every shape is
+ * checked against the configuration: a wrong shape is CLATTN_ERROR_SHAPE_MISMATCH naming the
+ * weight, its shape and the expected one; a missing required weight or both in_proj_weight and
+ * q/k/v_proj_weight is CLATTN_ERROR_INVALID_ARGUMENT. On error the previous weights stay.
+ */
+CLATTN_API clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights *weights);
+
+typedef struct clattn_mha_forward_params {
+    /* [B, Nk]; PyTorch's key_padding_mask. */
+    const clattn_tensor *key_padding_mask;
+    clattn_mask_kind key_padding_mask_kind;
+    /* [Nq, Nk], [B·h, Nq, Nk] (PyTorch's 3-D form) or [B, h, Nq, Nk]; size-1 dims broadcast. */
+    const clattn_tensor *attn_mask;
+    clattn_mask_kind attn_mask_kind;
+    int causal;
+    /* Optional output of the attention probabilities: [B, Nq, Nk] averaged over the heads when
+     * average_attn_weights (PyTorch's default), else [B, h, Nq, Nk]. Contiguous. */
+    clattn_tensor *attn_weights;
+    int average_attn_weights; /* default 1 */
+    clattn_attention_path path;
+    uint8_t reserved[64]; /* must be zero */
+} clattn_mha_forward_params;
+
+CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *params);
+
+/*
+ * out = MultiheadAttention(query, key, value).
+ *
+ *   query: [B, Nq, E]      contiguous
+ *   key:   [B, Nk, kdim]   contiguous; NULL (with value NULL) or == query for self-attention
+ *   value: [B, Nk, vdim]   contiguous
+ *   out:   [B, Nq, E]      contiguous, must not overlap the inputs
+ *
+ * Self-attention (key and value NULL or the query tensor itself) projects Q, K and V with one
+ * GEMM on the packed weights; cross-attention uses three. The layer keeps device scratch buffers
+ * sized for the largest call so far.
+ */
+CLATTN_API clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,
+                                            const clattn_tensor *key, const clattn_tensor *value,
+                                            clattn_tensor *out,
+                                            const clattn_mha_forward_params *params);
+
+/* The layer's configuration with every default resolved (d_k, d_v, kdim, vdim filled in). */
+CLATTN_API clattn_status clattn_mha_get_config(const clattn_mha *mha, clattn_mha_config *config);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_ATTENTION_H */

@@ -1,0 +1,311 @@
+/*
+ * Each attention kernel alone against the plain-C reference (tests/ref), on seeded random inputs
+ * of odd sizes. Small shapes: this executable also runs under oclgrind.
+ * Tolerances: 2e-6 absolute for unit-scale scores and probabilities (float32 accumulation of at
+ * most 33 terms against double).
+ */
+#include "common/test_util.h"
+#include "attention_core.h"
+#include "ref/ref_attention.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 2e-6
+
+typedef struct fixture {
+    clattn_context *ctx;
+} fixture;
+
+static int setup(void **state)
+{
+    test_require_device();
+    fixture *f = calloc(1, sizeof(*f));
+    f->ctx = test_context_create(NULL);
+    *state = f;
+    return f->ctx ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    clattn_context_destroy(&f->ctx);
+    free(f);
+    return 0;
+}
+
+static float *random_array(size_t n, uint64_t seed, float lo, float hi)
+{
+    float *x = malloc(n * sizeof(float) + 1);
+    test_fill_uniform(x, n, seed, lo, hi);
+    return x;
+}
+
+/* Head view of a contiguous [B, H, N, d] tensor. */
+static clattn_head_view contiguous_view(const clattn_tensor *t)
+{
+    return (clattn_head_view){clattn_tensor_buffer(t), 0, clattn_tensor_stride(t, 0),
+                              clattn_tensor_stride(t, 1), clattn_tensor_stride(t, 2)};
+}
+
+typedef struct mask_setup {
+    int attn;          /* 0 none, 1 bool [Nq,Nk], 2 additive [B,1,Nq,Nk] broadcast over heads */
+    int key_padding;   /* 0 none, 1 bool, 2 additive */
+    bool causal;
+} mask_setup;
+
+/* Scores for pairs [bh0, bh0 + pairs) of a [B, H, Nq, Nk] problem with the given masks. */
+static void check_scores(fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dk,
+                         size_t bh0, size_t pairs, mask_setup ms, uint64_t seed)
+{
+    float *q = random_array(B * H * Nq * dk, seed, -1, 1);
+    float *k = random_array(B * H * Nk * dk, seed + 1, -1, 1);
+    size_t am_count = ms.attn == 1 ? Nq * Nk : B * Nq * Nk;
+    float *am = random_array(am_count, seed + 2, -2, 1);
+    float *kp = random_array(B * Nk, seed + 3, -2, 0);
+    if (ms.attn == 1)
+        for (size_t i = 0; i < am_count; i++)
+            am[i] = am[i] > 0.3f ? 1.0f : 0.0f;
+    if (ms.key_padding == 1)
+        for (size_t i = 0; i < B * Nk; i++)
+            kp[i] = kp[i] < -1.4f ? 1.0f : 0.0f;
+
+    clattn_tensor *tq = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dk}, q);
+    clattn_tensor *tk = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dk}, k);
+    clattn_tensor *tam = test_tensor_from(f->ctx, 1, &am_count, am);
+    clattn_tensor *tkp = test_tensor_from(f->ctx, 2, (size_t[]){B, Nk}, kp);
+    clattn_tensor *ts = test_tensor_from(f->ctx, 3, (size_t[]){pairs, Nq, Nk}, NULL);
+
+    float scale = 1.0f / sqrtf((float)dk);
+    clattn_attention_problem p;
+    memset(&p, 0, sizeof(p));
+    p.batch = B, p.heads = H, p.seq_q = Nq, p.seq_k = Nk, p.dk = dk, p.dv = 1;
+    p.scale = scale;
+    p.causal = ms.causal;
+    p.q = contiguous_view(tq);
+    p.k = contiguous_view(tk);
+    ref_masks rm = {0};
+    rm.causal = ms.causal;
+    if (ms.attn) {
+        p.attn_mask = (clattn_mask_view){clattn_tensor_buffer(tam), 0,
+                                         ms.attn == 1 ? 0 : Nq * Nk, 0, Nk, 1,
+                                         ms.attn == 1 ? CLATTN_KMASK_BOOL : CLATTN_KMASK_ADDITIVE};
+        rm.attn_mask = am;
+        rm.attn_mask_bool = ms.attn == 1;
+        rm.am_sb = p.attn_mask.sb, rm.am_si = Nk, rm.am_sj = 1;
+    }
+    if (ms.key_padding) {
+        p.key_padding_mask = (clattn_mask_view){
+            clattn_tensor_buffer(tkp), 0, Nk, 0, 0, 1,
+            ms.key_padding == 1 ? CLATTN_KMASK_BOOL : CLATTN_KMASK_ADDITIVE};
+        rm.key_padding_mask = kp;
+        rm.key_padding_bool = ms.key_padding == 1;
+    }
+    clattn_score_chunk c = {(cl_uint)H, (cl_uint)pairs, (cl_uint)Nq, (cl_uint)Nk, (cl_uint)bh0,
+                            clattn_tensor_buffer(ts), 0};
+    assert_int_equal(clattn__launch_scores(f->ctx, &p, &c), CLATTN_OK);
+    float *got = test_tensor_to_host(ts);
+
+    float *want = malloc(B * H * Nq * Nk * sizeof(float));
+    ref_scores(q, k, B, H, Nq, Nk, dk, scale, &rm, want);
+    assert_close(got, want + bh0 * Nq * Nk, pairs * Nq * Nk, TOL);
+
+    free(got), free(want), free(q), free(k), free(am), free(kp);
+    clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tam);
+    clattn_tensor_destroy(&tkp), clattn_tensor_destroy(&ts);
+}
+
+static void scores_without_masks(void **state)
+{
+    mask_setup none = {0, 0, false};
+    check_scores(*state, 1, 1, 1, 1, 1, 0, 1, none, 1);
+    check_scores(*state, 2, 3, 7, 5, 3, 0, 6, none, 2);
+    check_scores(*state, 3, 2, 5, 9, 16, 0, 6, none, 3);
+    check_scores(*state, 1, 1, 33, 17, 8, 0, 1, none, 4);
+}
+
+static void scores_of_a_chunk_in_the_middle(void **state)
+{
+    mask_setup none = {0, 0, false};
+    check_scores(*state, 3, 2, 4, 6, 5, 1, 3, none, 5); /* pairs 1..3 straddle batches 0 and 1 */
+    check_scores(*state, 2, 3, 3, 3, 2, 5, 1, none, 6); /* the last pair alone */
+}
+
+static void scores_with_each_mask(void **state)
+{
+    check_scores(*state, 2, 2, 5, 7, 4, 0, 4, (mask_setup){1, 0, false}, 7);
+    check_scores(*state, 2, 2, 5, 7, 4, 0, 4, (mask_setup){2, 0, false}, 8);
+    check_scores(*state, 2, 2, 5, 7, 4, 0, 4, (mask_setup){0, 1, false}, 9);
+    check_scores(*state, 2, 2, 5, 7, 4, 0, 4, (mask_setup){0, 2, false}, 10);
+    check_scores(*state, 2, 2, 5, 7, 4, 0, 4, (mask_setup){0, 0, true}, 11);
+    check_scores(*state, 2, 2, 7, 5, 4, 0, 4, (mask_setup){0, 0, true}, 12); /* Nq > Nk */
+    check_scores(*state, 2, 3, 6, 6, 3, 2, 3, (mask_setup){2, 1, true}, 13);
+    check_scores(*state, 2, 3, 6, 6, 3, 0, 6, (mask_setup){1, 2, false}, 14);
+}
+
+static void check_softmax(fixture *f, size_t rows, size_t n, uint64_t seed)
+{
+    float *x = random_array(rows * n, seed, -8, 8);
+    /* Some -inf entries, one fully masked row, one row with large values (stability). */
+    for (size_t i = 0; i < rows * n; i += 5)
+        x[i] = -INFINITY;
+    if (rows > 1)
+        for (size_t j = 0; j < n; j++)
+            x[n + j] = -INFINITY;
+    if (rows > 2)
+        for (size_t j = 0; j < n; j++)
+            x[2 * n + j] += 90.0f;
+    clattn_tensor *t = test_tensor_from(f->ctx, 2, (size_t[]){rows, n}, x);
+    clattn_score_chunk c = {1, (cl_uint)rows, 1, (cl_uint)n, 0, clattn_tensor_buffer(t), 0};
+    assert_int_equal(clattn__launch_softmax(f->ctx, &c), CLATTN_OK);
+    float *got = test_tensor_to_host(t);
+    ref_softmax_rows(x, rows, n);
+    assert_close(got, x, rows * n, TOL);
+    for (size_t i = 0; i < rows * n; i++)
+        assert_false(isnan(got[i]));
+    if (rows > 1)
+        for (size_t j = 0; j < n; j++)
+            assert_true(got[n + j] == 0.0f);
+    free(got), free(x);
+    clattn_tensor_destroy(&t);
+}
+
+static void softmax_rows_of_odd_lengths(void **state)
+{
+    check_softmax(*state, 1, 1, 20);
+    check_softmax(*state, 3, 1, 21);
+    check_softmax(*state, 4, 7, 22);
+    check_softmax(*state, 5, 64, 23);
+    check_softmax(*state, 3, 129, 24);
+    check_softmax(*state, 2, 1000, 25);
+}
+
+static void check_head_merge(fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dv,
+                             uint64_t seed)
+{
+    size_t pairs = B * H;
+    float *p = random_array(pairs * Nq * Nk, seed, 0, 1);
+    float *v = random_array(B * H * Nk * dv, seed + 1, -1, 1);
+    clattn_tensor *tp = test_tensor_from(f->ctx, 3, (size_t[]){pairs, Nq, Nk}, p);
+    clattn_tensor *tv = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dv}, v);
+    clattn_tensor *to = test_tensor_from(f->ctx, 3, (size_t[]){B, Nq, H * dv}, NULL);
+    clattn_attention_problem prob;
+    memset(&prob, 0, sizeof(prob));
+    prob.batch = B, prob.heads = H, prob.seq_q = Nq, prob.seq_k = Nk, prob.dv = dv;
+    prob.v = contiguous_view(tv);
+    /* Output in the concatenated-heads layout [B, Nq, H·dv]. */
+    prob.out = (clattn_head_view){clattn_tensor_buffer(to), 0, Nq * H * dv, dv, H * dv};
+    clattn_score_chunk c = {(cl_uint)H, (cl_uint)pairs, (cl_uint)Nq, (cl_uint)Nk, 0,
+                            clattn_tensor_buffer(tp), 0};
+    assert_int_equal(clattn__launch_head_merge(f->ctx, &prob, &c), CLATTN_OK);
+    float *got = test_tensor_to_host(to);
+
+    float *split = malloc(B * H * Nq * dv * sizeof(float));
+    float *want = malloc(B * H * Nq * dv * sizeof(float));
+    ref_weights_v(p, v, B, H, Nq, Nk, dv, split);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < Nq; i++)
+                memcpy(want + (b * Nq + i) * H * dv + h * dv, split + ((b * H + h) * Nq + i) * dv,
+                       dv * sizeof(float));
+    assert_close(got, want, B * Nq * H * dv, 4e-6);
+    free(got), free(want), free(split), free(p), free(v);
+    clattn_tensor_destroy(&tp), clattn_tensor_destroy(&tv), clattn_tensor_destroy(&to);
+}
+
+static void head_merge_writes_concatenated_heads(void **state)
+{
+    check_head_merge(*state, 1, 1, 1, 1, 1, 30);
+    check_head_merge(*state, 2, 3, 5, 7, 4, 31);
+    check_head_merge(*state, 3, 2, 7, 1, 5, 32);
+    check_head_merge(*state, 1, 4, 3, 33, 2, 33);
+}
+
+static void average_heads_over_chunks(void **state)
+{
+    fixture *f = *state;
+    size_t B = 3, H = 2, Nq = 3, Nk = 5, chunk_pairs = 4; /* chunks of 4 straddle batches */
+    size_t pairs = B * H;
+    float *p = random_array(pairs * Nq * Nk, 40, 0, 1);
+    clattn_tensor *tp = test_tensor_from(f->ctx, 3, (size_t[]){pairs, Nq, Nk}, p);
+    clattn_tensor *tavg = test_tensor_from(f->ctx, 3, (size_t[]){B, Nq, Nk}, NULL);
+    assert_int_equal(clattn_tensor_fill(tavg, 0.0f), CLATTN_OK);
+    clattn_attention_problem prob;
+    memset(&prob, 0, sizeof(prob));
+    prob.batch = B, prob.heads = H, prob.seq_q = Nq, prob.seq_k = Nk;
+    prob.weights_layout = CLATTN_WEIGHTS_AVERAGED;
+    prob.weights = clattn_tensor_buffer(tavg);
+    for (size_t bh0 = 0; bh0 < pairs; bh0 += chunk_pairs) {
+        size_t n = pairs - bh0 < chunk_pairs ? pairs - bh0 : chunk_pairs;
+        /* The chunk's probabilities start at pair bh0 of tp. */
+        clattn_score_chunk c = {(cl_uint)H, (cl_uint)n, (cl_uint)Nq, (cl_uint)Nk, (cl_uint)bh0,
+                                clattn_tensor_buffer(tp), bh0 * Nq * Nk};
+        assert_int_equal(clattn__launch_average_heads(f->ctx, &prob, &c), CLATTN_OK);
+    }
+    float *got = test_tensor_to_host(tavg);
+    float want[3 * 3 * 5];
+    for (size_t b = 0; b < B; b++)
+        for (size_t ij = 0; ij < Nq * Nk; ij++)
+            want[b * Nq * Nk + ij] =
+                (float)(((double)p[(b * H) * Nq * Nk + ij] + p[(b * H + 1) * Nq * Nk + ij]) / 2.0);
+    assert_close(got, want, B * Nq * Nk, TOL);
+    free(got), free(p);
+    clattn_tensor_destroy(&tp), clattn_tensor_destroy(&tavg);
+}
+
+static void check_bias_act(fixture *f, clattn_activation_kind act, bool with_bias)
+{
+    size_t rows = 5, cols = 7, ld = 9, bias_offset = 3;
+    float *y = random_array(rows * ld, 50 + act, -3, 3);
+    float *bias = random_array(bias_offset + cols, 60 + act, -1, 1);
+    clattn_tensor *ty = test_tensor_from(f->ctx, 2, (size_t[]){rows, ld}, y);
+    clattn_tensor *tb = test_tensor_from(f->ctx, 1, (size_t[]){bias_offset + cols}, bias);
+    assert_int_equal(clattn__bias_act(f->ctx, clattn_tensor_buffer(ty), ld + 1, ld, rows - 1, cols,
+                                      with_bias ? clattn_tensor_buffer(tb) : NULL, bias_offset,
+                                      act),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(ty);
+    /* Rows 1..4, columns 1..7 of the [5, 9] block changed; everything else kept. */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < ld; c++) {
+            size_t at = r * ld + c;
+            bool inside = r >= 1 && c >= 1 && c <= cols;
+            double x = y[at];
+            if (inside) {
+                if (with_bias)
+                    x += bias[bias_offset + c - 1];
+                if (act == CLATTN_ACT_RELU)
+                    x = x > 0 ? x : 0;
+                else if (act == CLATTN_ACT_GELU)
+                    x = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+            }
+            float want = (float)x;
+            assert_close(&got[at], &want, 1, inside ? 4e-6 : 0.0);
+        }
+    free(got), free(y), free(bias);
+    clattn_tensor_destroy(&ty), clattn_tensor_destroy(&tb);
+}
+
+static void bias_and_activations(void **state)
+{
+    check_bias_act(*state, CLATTN_ACT_NONE, true);
+    check_bias_act(*state, CLATTN_ACT_RELU, true);
+    check_bias_act(*state, CLATTN_ACT_GELU, true);
+    check_bias_act(*state, CLATTN_ACT_RELU, false);
+    check_bias_act(*state, CLATTN_ACT_GELU, false);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scores_without_masks),
+        cmocka_unit_test(scores_of_a_chunk_in_the_middle),
+        cmocka_unit_test(scores_with_each_mask),
+        cmocka_unit_test(softmax_rows_of_odd_lengths),
+        cmocka_unit_test(head_merge_writes_concatenated_heads),
+        cmocka_unit_test(average_heads_over_chunks),
+        cmocka_unit_test(bias_and_activations),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
