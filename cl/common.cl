@@ -1,5 +1,11 @@
 /* Definitions shared by the attention kernels (embedded first, before every other source). */
 
+/* Work-group size of the row-reduction kernels (softmax, LayerNorm): a power of two chosen per
+ * device by the library. */
+#ifndef CLATTN_REDUCE_WG
+#define CLATTN_REDUCE_WG 64
+#endif
+
 /* Mask kinds as the kernels see them. */
 #define CLATTN_KMASK_NONE 0
 #define CLATTN_KMASK_BOOL 1     /* nonzero = ignore */

@@ -71,7 +71,7 @@ clattn_status clattn__launch_softmax(clattn_context *ctx, const clattn_score_chu
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, rows);
     CLATTN_ARG(&args, c->nk);
-    size_t wg = ctx->kernels.softmax_wg;
+    size_t wg = ctx->kernels.reduce_wg;
     size_t global = (size_t)rows * wg;
     return clattn__launch(ctx, &args, "softmax", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }

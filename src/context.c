@@ -185,6 +185,8 @@ void clattn_context_destroy(clattn_context **pctx)
     for (int i = 0; i < CLATTN_SCRATCH_COUNT; i++)
         if (ctx->scratch[i])
             clReleaseMemObject(ctx->scratch[i]);
+    if (ctx->pe)
+        clReleaseMemObject(ctx->pe);
     clattn__kernels_release(&ctx->kernels);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
@@ -244,23 +246,30 @@ clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *b
     return CLATTN_OK;
 }
 
+clattn_status clattn__grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
+                                  const char *what)
+{
+    if (*mem && *have >= need)
+        return CLATTN_OK;
+    /* Allocate before releasing: on failure the old buffer stays, and oclgrind 21.10 would lose
+     * track of initialised memory in a buffer that reuses a just-released one's id. */
+    cl_mem grown;
+    clattn_status status = clattn__buffer_create(ctx, need, &grown, what);
+    if (status != CLATTN_OK)
+        return status;
+    if (*mem)
+        clReleaseMemObject(*mem);
+    *mem = grown;
+    *have = need;
+    return CLATTN_OK;
+}
+
 clattn_status clattn__scratch(clattn_context *ctx, clattn_scratch_slot slot, size_t bytes,
                               cl_mem *buffer)
 {
-    if (ctx->scratch[slot] && ctx->scratch_bytes[slot] >= bytes) {
+    clattn_status status = clattn__grow_buffer(ctx, &ctx->scratch[slot], &ctx->scratch_bytes[slot],
+                                               bytes, "the attention workspace");
+    if (status == CLATTN_OK)
         *buffer = ctx->scratch[slot];
-        return CLATTN_OK;
-    }
-    /* Allocate before releasing: on failure the old buffer stays, and oclgrind 21.10 would lose
-     * track of initialised memory in a buffer that reuses a just-released one's id. */
-    cl_mem mem;
-    clattn_status status = clattn__buffer_create(ctx, bytes, &mem, "the attention workspace");
-    if (status != CLATTN_OK)
-        return status;
-    if (ctx->scratch[slot])
-        clReleaseMemObject(ctx->scratch[slot]);
-    ctx->scratch[slot] = mem;
-    ctx->scratch_bytes[slot] = bytes;
-    *buffer = mem;
-    return CLATTN_OK;
+    return status;
 }

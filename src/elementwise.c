@@ -25,3 +25,51 @@ clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, s
     size_t global[2] = {cols, rows};
     return clattn__launch(ctx, &args, "bias_act", 2, global, NULL, CLATTN_OP_OTHER, 0);
 }
+
+clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)
+{
+    cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
+    cl_uint r = (cl_uint)rows, w = (cl_uint)width;
+    clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
+                          : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
+                                      : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
+    /* The variants without a residual ignore res and res_bias: pass x for both. */
+    cl_mem res_arg = res ? res : x, res_bias_arg = res_bias ? res_bias : x;
+    clattn_kernel_args args = {ctx->kernels.kernel[id], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    CLATTN_ARG(&args, res_arg);
+    CLATTN_ARG(&args, res_off);
+    CLATTN_ARG(&args, res_bias_arg);
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, y_off);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, weight);
+    CLATTN_ARG(&args, bias);
+    CLATTN_ARG(&args, eps);
+    size_t wg = ctx->kernels.reduce_wg, global = rows * wg;
+    return clattn__launch(ctx, &args, "layernorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
+                          size_t x_offset, cl_mem bias, size_t rows, size_t width)
+{
+    size_t n = rows * width;
+    cl_ulong y_off = y_offset, x_off = x_offset, count = n;
+    cl_uint w = (cl_uint)width;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, y_off);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    if (bias)
+        CLATTN_ARG(&args, bias);
+    else
+        clattn__arg_null(&args);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, count);
+    return clattn__launch(ctx, &args, "add", 1, &n, NULL, CLATTN_OP_OTHER, 0);
+}

@@ -47,6 +47,10 @@ struct clattn_context {
     cl_mem scratch[CLATTN_SCRATCH_COUNT];
     size_t scratch_bytes[CLATTN_SCRATCH_COUNT];
 
+    /* The sinusoidal table on the device: [pe_positions, pe_dim], grown on demand. */
+    cl_mem pe;
+    size_t pe_positions, pe_dim;
+
     clattn_stats stats;
     clattn_pending_event *pending;
     size_t pending_count, pending_capacity;
@@ -175,6 +179,32 @@ typedef enum clattn_activation_kind {
 clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
                                size_t rows, size_t cols, cl_mem bias, size_t bias_offset,
                                clattn_activation_kind act);
+
+/* y = LayerNorm(x + (res + res_bias)) row by row on [rows, width] contiguous blocks (offsets in
+ * floats); res and res_bias may be NULL; y may be x. */
+clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps);
+/* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
+clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
+                          size_t x_offset, cl_mem bias, size_t rows, size_t width);
+/* Makes *mem at least `need` bytes (allocating the new buffer before releasing the old one). */
+clattn_status clattn__grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
+                                  const char *what);
+
+/* ---- positional encoding and embedding (positional.c) ---- */
+
+/* The device's sinusoidal table with at least `positions` rows of width d (grown on demand). */
+clattn_status clattn__positional_table(clattn_context *ctx, size_t positions, size_t d,
+                                       cl_mem *table);
+/* out[t] = in[t] + PE[offset + t % seq] for tokens = batch·seq rows of width d. */
+clattn_status clattn__add_positional(clattn_context *ctx, cl_mem in, size_t in_offset, cl_mem out,
+                                     size_t out_offset, size_t tokens, size_t seq, size_t d,
+                                     size_t offset);
+/* x[t] = emb[ids[t]] · scale (+ PE[offset + t % seq] when with_positions); ids: int32 [tokens]. */
+clattn_status clattn__embed(clattn_context *ctx, cl_mem ids, cl_mem emb, float scale,
+                            bool with_positions, size_t offset, size_t tokens, size_t seq, size_t d,
+                            cl_mem x);
 
 /* ---- test hooks ---- */
 

@@ -14,7 +14,13 @@
     X(SOFTMAX, "clattn_softmax")                 \
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \
-    X(BIAS_ACT, "clattn_bias_act")
+    X(BIAS_ACT, "clattn_bias_act")               \
+    X(LAYERNORM, "clattn_layernorm")             \
+    X(LAYERNORM_ADD, "clattn_layernorm_add")     \
+    X(LAYERNORM_ADD_BIAS, "clattn_layernorm_add_bias") \
+    X(EMBED, "clattn_embed")                     \
+    X(ADD_POSITIONAL, "clattn_add_positional")   \
+    X(ADD, "clattn_add")
 
 typedef enum clattn_kernel_id {
 #define CLATTN_KERNEL_ENUM(id, name) CLATTN_KERNEL_##id,
@@ -38,8 +44,8 @@ typedef struct clattn_kernels {
     cl_kernel kernel[CLATTN_KERNEL_COUNT];
     /* The -D options the program was built with (kept for logs and tests). */
     char options[512];
-    /* Work-group size of the softmax kernel (CLATTN_SOFTMAX_WG). */
-    size_t softmax_wg;
+    /* Work-group size of the row-reduction kernels: softmax and LayerNorm (CLATTN_REDUCE_WG). */
+    size_t reduce_wg;
 } clattn_kernels;
 
 struct clattn_context;

@@ -305,21 +305,6 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
 
 /* ---- forward ---- */
 
-static clattn_status grow(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
-                          const char *what)
-{
-    if (*mem && *have >= need)
-        return CLATTN_OK;
-    cl_mem grown; /* allocated before the old one goes: see clattn__scratch */
-    clattn_status status = clattn__buffer_create(ctx, need, &grown, what);
-    if (status != CLATTN_OK)
-        return status;
-    release(mem);
-    *mem = grown;
-    *have = need;
-    return CLATTN_OK;
-}
-
 static bool overlaps(const clattn_tensor *a, const clattn_tensor *b)
 {
     if (!a || !b || a->mem != b->mem)
@@ -419,7 +404,7 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_tensor *query,
     if (s->self) {
         /* One GEMM on the packed weights: QKV [B·N, P] with Q | K | V in each row. */
         size_t P = 2 * qk + vw;
-        if ((status = grow(ctx, &mha->proj, &mha->proj_bytes, rows_q * P * sizeof(float),
+        if ((status = clattn__grow_buffer(ctx, &mha->proj, &mha->proj_bytes, rows_q * P * sizeof(float),
                            "the Q/K/V projections")) ||
             (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_q, P, E, query->mem,
                                       query->offset, E, mha->w_in, 0, E, 0.0f, mha->proj, 0, P)) ||
@@ -434,7 +419,7 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_tensor *query,
 
     /* Three GEMMs: Q [B·Nq, h·d_k] | K [B·Nk, h·d_k] | V [B·Nk, h·d_v], one after another. */
     size_t k_at = rows_q * qk, v_at = k_at + rows_k * qk, total = v_at + rows_k * vw;
-    if ((status = grow(ctx, &mha->proj, &mha->proj_bytes, total * sizeof(float),
+    if ((status = clattn__grow_buffer(ctx, &mha->proj, &mha->proj_bytes, total * sizeof(float),
                        "the Q/K/V projections")) ||
         (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_q, qk, E, query->mem,
                                   query->offset, E, mha->w_in, 0, E, 0.0f, mha->proj, 0, qk)) ||
@@ -517,7 +502,7 @@ clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,
      * no output projection (h·d_v == E then). */
     size_t rows_q = s.batch * s.seq_q, vw = mha->v_width, E = c->embed_dim;
     if (c->out_proj) {
-        status = grow(ctx, &mha->heads, &mha->heads_bytes, rows_q * vw * sizeof(float),
+        status = clattn__grow_buffer(ctx, &mha->heads, &mha->heads_bytes, rows_q * vw * sizeof(float),
                       "the attention output");
         if (status != CLATTN_OK)
             return status;

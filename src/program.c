@@ -72,10 +72,10 @@ static size_t floor_pow2(size_t n)
 static void choose_options(const clattn_context *ctx, clattn_kernels *kernels)
 {
     size_t max_wg = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
-    kernels->softmax_wg = floor_pow2(max_wg < 64 ? max_wg : 64);
+    kernels->reduce_wg = floor_pow2(max_wg < 64 ? max_wg : 64);
     snprintf(kernels->options, sizeof(kernels->options),
-             "-cl-std=CL1.2 -DCLATTN_LOCAL_IS_GLOBAL=%d -DCLATTN_SOFTMAX_WG=%zu",
-             ctx->info.local_mem_is_global, kernels->softmax_wg);
+             "-cl-std=CL1.2 -DCLATTN_LOCAL_IS_GLOBAL=%d -DCLATTN_REDUCE_WG=%zu",
+             ctx->info.local_mem_is_global, kernels->reduce_wg);
 }
 
 clattn_status clattn__kernels_build(clattn_context *ctx, clattn_kernels *kernels)

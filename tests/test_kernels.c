@@ -7,6 +7,7 @@
 #include "common/test_util.h"
 #include "attention_core.h"
 #include "ref/ref_attention.h"
+#include "ref/ref_encoder.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -296,6 +297,115 @@ static void bias_and_activations(void **state)
     check_bias_act(*state, CLATTN_ACT_GELU, false);
 }
 
+static void check_layernorm(fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
+                            bool in_place, uint64_t seed)
+{
+    float *x = random_array(rows * width, seed, -3, 3);
+    float *r = random_array(rows * width, seed + 1, -1, 1);
+    float *rb = random_array(width, seed + 2, -1, 1);
+    float *w = random_array(width, seed + 3, 0.5f, 1.5f);
+    float *b = random_array(width, seed + 4, -0.5f, 0.5f);
+    clattn_tensor *tx = test_tensor_from(f->ctx, 2, (size_t[]){rows, width}, x);
+    clattn_tensor *tr = test_tensor_from(f->ctx, 2, (size_t[]){rows, width}, r);
+    clattn_tensor *trb = test_tensor_from(f->ctx, 1, &width, rb);
+    clattn_tensor *tw = test_tensor_from(f->ctx, 1, &width, w);
+    clattn_tensor *tb = test_tensor_from(f->ctx, 1, &width, b);
+    clattn_tensor *ty = in_place ? tx : test_tensor_from(f->ctx, 2, (size_t[]){rows, width}, NULL);
+    float eps = 1e-5f;
+    assert_int_equal(clattn__layernorm(f->ctx, clattn_tensor_buffer(tx), 0,
+                                       residual ? clattn_tensor_buffer(tr) : NULL, 0,
+                                       res_bias ? clattn_tensor_buffer(trb) : NULL,
+                                       clattn_tensor_buffer(ty), 0, rows, width,
+                                       clattn_tensor_buffer(tw), clattn_tensor_buffer(tb), eps),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(ty);
+    float *z = malloc(rows * width * sizeof(float)), *want = malloc(rows * width * sizeof(float));
+    for (size_t i = 0; i < rows * width; i++)
+        z[i] = residual ? (float)((double)x[i] + ((double)r[i] + (res_bias ? rb[i % width] : 0)))
+                        : x[i];
+    ref_layernorm(z, w, b, rows, width, eps, want);
+    assert_close(got, want, rows * width, 4e-6);
+    free(got), free(z), free(want), free(x), free(r), free(rb), free(w), free(b);
+    if (!in_place)
+        clattn_tensor_destroy(&ty);
+    clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tr), clattn_tensor_destroy(&trb);
+    clattn_tensor_destroy(&tw), clattn_tensor_destroy(&tb);
+}
+
+static void layernorm_with_fused_residual(void **state)
+{
+    check_layernorm(*state, 1, 1, false, false, false, 70);
+    check_layernorm(*state, 3, 7, false, false, false, 71);
+    check_layernorm(*state, 5, 16, true, false, true, 72);
+    check_layernorm(*state, 4, 129, true, true, true, 73);
+    check_layernorm(*state, 2, 512, true, true, false, 74);
+}
+
+static void residual_add_with_bias(void **state)
+{
+    fixture *f = *state;
+    size_t rows = 5, width = 7, n = rows * width;
+    float *y = random_array(n, 80, -1, 1), *x = random_array(n, 81, -1, 1);
+    float *bias = random_array(width, 82, -1, 1);
+    clattn_tensor *ty = test_tensor_from(f->ctx, 1, &n, y);
+    clattn_tensor *tx = test_tensor_from(f->ctx, 1, &n, x);
+    clattn_tensor *tb = test_tensor_from(f->ctx, 1, &width, bias);
+    assert_int_equal(clattn__add(f->ctx, clattn_tensor_buffer(ty), 0, clattn_tensor_buffer(tx), 0,
+                                 clattn_tensor_buffer(tb), rows, width),
+                     CLATTN_OK);
+    assert_int_equal(clattn__add(f->ctx, clattn_tensor_buffer(ty), 0, clattn_tensor_buffer(tx), 0,
+                                 NULL, rows, width),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(ty);
+    for (size_t i = 0; i < n; i++)
+        y[i] = (y[i] + (x[i] + bias[i % width])) + x[i];
+    assert_close(got, y, n, 1e-6);
+    free(got), free(y), free(x), free(bias);
+    clattn_tensor_destroy(&ty), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tb);
+}
+
+static void embedding_and_positions(void **state)
+{
+    fixture *f = *state;
+    size_t vocab = 7, d = 6, B = 2, N = 5, T = B * N, offset = 4;
+    float *emb = random_array(vocab * d, 90, -1, 1);
+    cl_int ids[10] = {0, 6, 3, 3, 1, 2, 5, 4, 0, 6};
+    clattn_tensor *temb = test_tensor_from(f->ctx, 2, (size_t[]){vocab, d}, emb);
+    clattn_tensor *tx = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, NULL);
+    clattn_tensor *tin = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, emb); /* any input */
+    cl_int err;
+    cl_mem tids = clCreateBuffer(clattn_context_cl_context(f->ctx), CL_MEM_READ_WRITE |
+                                 CL_MEM_COPY_HOST_PTR, sizeof(ids), ids, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float pe[9 * 6], want[60];
+    ref_sinusoidal(offset + N, d, pe);
+    for (int with_pe = 0; with_pe <= 1; with_pe++) {
+        assert_int_equal(clattn__embed(f->ctx, tids, clattn_tensor_buffer(temb), 2.5f, with_pe,
+                                       offset, T, N, d, clattn_tensor_buffer(tx)),
+                         CLATTN_OK);
+        float *got = test_tensor_to_host(tx);
+        for (size_t t = 0; t < T; t++)
+            for (size_t c = 0; c < d; c++)
+                want[t * d + c] = emb[ids[t] * d + c] * 2.5f +
+                                  (with_pe ? pe[(offset + t % N) * d + c] : 0.0f);
+        assert_close(got, want, T * d, 1e-6);
+        free(got);
+    }
+    /* The positional add alone: out = in + PE. */
+    assert_int_equal(clattn__add_positional(f->ctx, clattn_tensor_buffer(tin), 0,
+                                            clattn_tensor_buffer(tx), 0, T, N, d, offset),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(tx);
+    float *in = test_tensor_to_host(tin);
+    for (size_t t = 0; t < T; t++)
+        for (size_t c = 0; c < d; c++)
+            want[t * d + c] = in[t * d + c] + pe[(offset + t % N) * d + c];
+    assert_close(got, want, T * d, 1e-6);
+    free(got), free(in), free(emb);
+    clReleaseMemObject(tids);
+    clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +416,9 @@ int main(void)
         cmocka_unit_test(head_merge_writes_concatenated_heads),
         cmocka_unit_test(average_heads_over_chunks),
         cmocka_unit_test(bias_and_activations),
+        cmocka_unit_test(layernorm_with_fused_residual),
+        cmocka_unit_test(residual_add_with_bias),
+        cmocka_unit_test(embedding_and_positions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,25 +1,28 @@
 #!/usr/bin/env python3
-"""Generates the PyTorch golden files for libclattn's attention tests.
+"""Generates the PyTorch golden files for libclattn's attention and encoder tests.
 
 usage: /usr/bin/python3 tools/gen_golden.py [--out DIR]
 
-Needs only torch and numpy. Writes one directory per case under DIR (default: tests/golden next
-to this script's parent), removing and rewriting each case directory it generates; prints one
-line per case. Everything is deterministic: float32, torch.set_num_threads(1), torch.no_grad(),
-modules in eval() mode, torch.manual_seed(<fixed per-case seed>) before each case.
+Needs only torch and numpy (and tools/export_torch.py, imported from this directory). Writes
+one directory per case under DIR (default: tests/golden next to this script's parent), removing
+and rewriting each case directory it generates; prints one line per case. Everything is
+deterministic: float32, torch.set_num_threads(1), torch.no_grad(), modules in eval() mode,
+torch.manual_seed(<fixed per-case seed>) before each case.
 
 Format of a case directory tests/golden/<case>/:
 
   meta.json   JSON object, see below.
   *.npy       np.save of C-contiguous little-endian arrays: float32 ('<f4') for float data,
-              numpy bool ('|b1') for boolean masks.
+              numpy bool ('|b1') for boolean masks, int64 ('<i8') for token ids.
+  model.safetensors   (kind "encoder" only) the model, written by tools/export_torch.py.
 
 meta.json keys present in every case:
-  "kind"          "mha" | "timm_attention"
+  "kind"          "mha" | "timm_attention" | "encoder"
   "description"   one sentence
   "torch_version" torch.__version__ that produced the file
   "tolerance"     max abs error allowed against the stored outputs
-  "arrays"        {file name: {"dtype": "float32"|"bool", "shape": [...]}} for every .npy stored
+  "arrays"        {file name: {"dtype": "float32"|"bool"|"int64", "shape": [...]}} for every
+                  .npy stored
 
 kind "mha": nn.MultiheadAttention(embed_dim, num_heads, bias=bias, kdim=kdim, vdim=vdim,
 batch_first=True), called as mha(query, key, value, key_padding_mask=..., need_weights=...,
@@ -49,21 +52,62 @@ reimplemented below (TimmAttention) exactly as timm writes it.
   Arrays: x.npy [B,N,dim], qkv_weight.npy [3*dim,dim], qkv_bias.npy [3*dim] (if qkv_bias),
   proj_weight.npy [dim,dim], proj_bias.npy [dim], out.npy [B,N,dim].
 
+kind "encoder": a Transformer encoder stored as model.safetensors (format and tensor names in
+the docstring of tools/export_torch.py; the header's __metadata__ repeats d_model ... positional
+as strings). out.npy is what PyTorch computes (batch_first=True, eval(), no_grad):
+    x = input                            or  x = embedding(tokens) * sqrt(d_model)
+    if positional == "sinusoidal": x = x + PE[:N]   (PE[pos, 2i] = sin(pos / 10000^(2i/d_model)),
+                                   PE[pos, 2i+1] = cos(...), float64 cast to float32)
+    out = nn.TransformerEncoder(layer, num_layers, norm=LayerNorm or None,
+                                enable_nested_tensor=False)(x, mask=..., src_key_padding_mask=...)
+  (module "TransformerEncoderLayer": out = layer(x, ...), exported as a 1-layer encoder).
+  "d_model", "nhead", "num_layers", "dim_feedforward"   ints
+  "activation"      "relu" | "gelu" (exact, erf)
+  "norm_first"      false: post-LN, x = norm1(x + sa(x)); x = norm2(x + ff(x))
+                    true:  pre-LN,  x = x + sa(norm1(x)); x = x + ff(norm2(x))
+  "layer_norm_eps"  float, used by every LayerNorm (biased variance, eps inside the sqrt)
+  "final_norm"      bool: a final LayerNorm (norm.weight/norm.bias) after the last layer
+  "positional"      "none" | "sinusoidal" (input.npy holds x before the table is added)
+  "causal"          true: mask = triu of -inf above the diagonal (no mask file stored)
+  "input"           "input" (input.npy [B,N,d_model] float32) | "tokens" (tokens.npy [B,N]
+                    int64 indices into embedding.weight)
+  "key_padding_mask" bool: key_padding_mask.npy [B,N] bool present (True = padding key, -inf);
+                    out holds every position, padded ones included (never zeroed)
+  "batch", "seq"
+  "model"           "model.safetensors"; "model_dtype" "F32" | "F16" | "BF16" (every tensor in
+                    the file; out was computed from exactly those rounded weights)
+  "module"          "TransformerEncoder" | "TransformerEncoderLayer" (what was exported)
+  "vocab"           null | embedding rows (input "tokens")
+  Arrays: input.npy or tokens.npy, key_padding_mask.npy (if any), out.npy [B,N,d_model].
+  "tolerance" is 1e-4 (several float32 layers); the float64 check below uses 1e-5.
+
 Every case is cross-checked before it is written: an independent float64 NumPy implementation
 recomputes the outputs (and attention weights) from the stored arrays and meta, and must agree
-with PyTorch to within the case tolerance.
+with PyTorch to within the case tolerance. For encoder cases it reads model.safetensors back with
+its own parser (read_safetensors, strict about the layout) and checks that the file holds exactly
+the module's parameters in state_dict order before running the whole pipeline in float64.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
+import struct
+import sys
+import tempfile
 
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_torch import export  # noqa: E402  (tools/export_torch.py writes model.safetensors)
 
 TOLERANCE = 1e-5
+ENC_TOLERANCE = 1e-4  # what the encoder cases allow the C library (several layers, float32)
+ENC_CHECK = 1e-5      # what the float64 reference must agree with PyTorch to, per encoder case
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            'tests', 'golden')
 
@@ -166,6 +210,114 @@ def ref_timm(meta, arrays):
     return ctx @ arrays['proj_weight'].astype(np.float64).T + arrays['proj_bias'].astype(np.float64)
 
 
+def read_safetensors(blob):
+    """Parses a safetensors file (bytes) independently of export_torch. Returns (metadata,
+    {name: float64 array}, names in data order, {name: dtype}). Checks the layout strictly: header
+    length a multiple of 8, JSON padded with spaces only, data offsets contiguous from 0 to the
+    end of the file, sizes matching shapes and dtypes."""
+    (n,) = struct.unpack('<Q', blob[:8])
+    assert n % 8 == 0 and 8 + n <= len(blob), n
+    text = blob[8:8 + n]
+    assert text.startswith(b'{') and text.rstrip(b' ').endswith(b'}'), 'bad header padding'
+    header = json.loads(text.decode('utf-8'))
+    metadata = header.pop('__metadata__')
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()), metadata
+    data = blob[8 + n:]
+    sizes = {'F32': 4, 'F16': 2, 'BF16': 2}
+    tensors, order, dtypes, pos = {}, [], {}, 0
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]['data_offsets'][0]):
+        begin, end = info['data_offsets']
+        shape, dt = info['shape'], info['dtype']
+        count = int(np.prod(shape, dtype=np.int64))
+        assert begin == pos and end - begin == count * sizes[dt], (name, info)
+        raw = data[begin:end]
+        if dt == 'F32':
+            a = np.frombuffer(raw, '<f4')
+        elif dt == 'F16':
+            a = np.frombuffer(raw, '<f2')
+        else:  # BF16: the upper half of a float32
+            a = (np.frombuffer(raw, '<u2').astype('<u4') << 16).view('<f4')
+        tensors[name] = a.astype(np.float64).reshape(shape)
+        order.append(name)
+        dtypes[name] = dt
+        pos = end
+    assert pos == len(data), 'trailing bytes after the last tensor'
+    return metadata, tensors, order, dtypes
+
+
+def _layer_norm64(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)  # biased variance, eps inside the sqrt
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+_erf = np.vectorize(math.erf)
+
+
+def _sinusoid64(n, d):
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same), element by element."""
+    pe = np.zeros((n, d))
+    for pos in range(n):
+        for i in range(0, d, 2):
+            angle = pos / 10000.0 ** (i / d)
+            pe[pos, i] = math.sin(angle)
+            if i + 1 < d:
+                pe[pos, i + 1] = math.cos(angle)
+    return pe
+
+
+def ref_encoder(meta, metadata, T, arrays):
+    """The whole encoder in float64 from the safetensors metadata and tensors T and the case
+    inputs: embedding * sqrt(d_model), sinusoidal PE, per layer packed-in_proj MHA + FFN with
+    post- or pre-LN, final LayerNorm; masks from meta (causal) and key_padding_mask.npy."""
+    d, H = int(metadata['d_model']), int(metadata['nhead'])
+    L, eps = int(metadata['num_layers']), float(metadata['layer_norm_eps'])
+    norm_first = {'true': True, 'false': False}[metadata['norm_first']]
+    act = {'relu': lambda z: np.maximum(z, 0.0),
+           'gelu': lambda z: 0.5 * z * (1.0 + _erf(z / math.sqrt(2.0)))}[metadata['activation']]
+    D = d // H
+    if 'tokens' in arrays:
+        x = T['embedding.weight'][arrays['tokens']] * math.sqrt(d)
+    else:
+        x = arrays['input'].astype(np.float64)
+    B, N = x.shape[:2]
+    if metadata['positional'] == 'sinusoidal':
+        x = x + _sinusoid64(N, d)
+    else:
+        assert metadata['positional'] == 'none'
+    add = np.zeros((B, 1, N, N))  # added to the scaled scores [B, H, Nq, Nk]
+    if meta['causal']:
+        add = add + np.where(np.triu(np.ones((N, N), dtype=bool), 1), -np.inf, 0.0)
+    if 'key_padding_mask' in arrays:
+        add = add + np.where(arrays['key_padding_mask'], -np.inf, 0.0)[:, None, None, :]
+
+    def sa(z, p):
+        qkv = z @ T[p + 'self_attn.in_proj_weight'].T + T[p + 'self_attn.in_proj_bias']
+        q, k, v = (t.reshape(B, N, H, D).transpose(0, 2, 1, 3) for t in np.split(qkv, 3, -1))
+        w = _softmax64(q @ k.transpose(0, 1, 3, 2) / math.sqrt(D) + add)
+        ctx = (w @ v).transpose(0, 2, 1, 3).reshape(B, N, d)
+        return ctx @ T[p + 'self_attn.out_proj.weight'].T + T[p + 'self_attn.out_proj.bias']
+
+    def ff(z, p):
+        h = act(z @ T[p + 'linear1.weight'].T + T[p + 'linear1.bias'])
+        return h @ T[p + 'linear2.weight'].T + T[p + 'linear2.bias']
+
+    def ln(z, p):
+        return _layer_norm64(z, T[p + 'weight'], T[p + 'bias'], eps)
+
+    for i in range(L):
+        p = f'layers.{i}.'
+        if norm_first:
+            x = x + sa(ln(x, p + 'norm1.'), p)
+            x = x + ff(ln(x, p + 'norm2.'), p)
+        else:
+            x = ln(x + sa(x, p), p + 'norm1.')
+            x = ln(x + ff(x, p), p + 'norm2.')
+    if 'norm.weight' in T:
+        x = ln(x, 'norm.')
+    return x
+
+
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
@@ -196,7 +348,11 @@ def _bool_mask(shape, p=0.35):
     return flat.reshape(shape)
 
 
-def _write_case(root, name, meta, arrays):
+_NPY_DTYPES = {np.dtype('<f4'): 'float32', np.dtype(np.bool_): 'bool', np.dtype('<i8'): 'int64'}
+
+
+def _write_case(root, name, meta, arrays, files=None):
+    """files: {file name: bytes} written as they are (encoder cases: model.safetensors)."""
     d = os.path.join(root, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
@@ -206,10 +362,12 @@ def _write_case(root, name, meta, arrays):
     for key in sorted(arrays):
         a = arrays[key]
         assert a.flags['C_CONTIGUOUS']
-        assert a.dtype in (np.dtype('<f4'), np.dtype(np.bool_)), (key, a.dtype)
+        assert a.dtype in _NPY_DTYPES, (key, a.dtype)
         np.save(os.path.join(d, key + '.npy'), a)
-        meta['arrays'][key + '.npy'] = {'dtype': 'bool' if a.dtype == np.bool_ else 'float32',
-                                        'shape': list(a.shape)}
+        meta['arrays'][key + '.npy'] = {'dtype': _NPY_DTYPES[a.dtype], 'shape': list(a.shape)}
+    for fname, blob in sorted((files or {}).items()):
+        with open(os.path.join(d, fname), 'wb') as f:
+            f.write(blob)
     with open(os.path.join(d, 'meta.json'), 'w') as f:
         text = json.dumps(meta, indent=2)
         # Keep shape lists on one line.
@@ -359,6 +517,143 @@ def make_timm(name, description, seed, dim, H, qkv_bias, B, N):
     return meta, arrays, diffs
 
 
+def _randomize_encoder(module):
+    """Every parameter random and distinct across the (cloned) layers: LayerNorm weight
+    U(0.5, 1.5) and bias U(-0.2, 0.2), matrices xavier_uniform, other biases U(-0.2, 0.2)."""
+    for name, p in module.named_parameters():
+        owner = name.rsplit('.', 1)[0] if '.' in name else ''
+        owner = module.get_submodule(owner) if owner else module
+        if isinstance(owner, nn.LayerNorm):
+            if name.endswith('weight'):
+                p.uniform_(0.5, 1.5)
+            else:
+                p.uniform_(-0.2, 0.2)
+        elif p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+        else:
+            p.uniform_(-0.2, 0.2)
+
+
+def _torch_sinusoid(n, d):
+    """The paper's table, computed in float64 the way the PyTorch tutorial writes it, then cast
+    to float32."""
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    div = torch.exp(torch.arange(0, d, 2, dtype=torch.float64) * (-math.log(10000.0) / d))
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)
+    return pe.to(torch.float32)
+
+
+def make_encoder(name, description, seed, d, H, ff, num_layers=1, activation='relu',
+                 norm_first=False, eps=1e-5, final_norm=False, causal=False, padding=None,
+                 positional='none', vocab=None, dtype='f32', single_layer=False, B=2, N=6):
+    """padding: None or [B][N] bools (True = padded key), never a whole row."""
+    torch.manual_seed(seed)
+    layer = nn.TransformerEncoderLayer(d, H, dim_feedforward=ff, activation=activation,
+                                       layer_norm_eps=eps, batch_first=True,
+                                       norm_first=norm_first)
+    if single_layer:
+        assert num_layers == 1 and not final_norm
+        module = layer
+    else:
+        # enable_nested_tensor=False: with the default (True) PyTorch 1.13 runs padded batches
+        # as nested tensors and returns zeros at padded positions.
+        module = nn.TransformerEncoder(layer, num_layers,
+                                       norm=nn.LayerNorm(d, eps=eps) if final_norm else None,
+                                       enable_nested_tensor=False)
+    module.eval()
+    _randomize_encoder(module)
+    emb = nn.Embedding(vocab, d) if vocab else None  # N(0, 1) init
+    params = list(module.parameters()) + ([emb.weight] if emb is not None else [])
+    if dtype != 'f32':
+        # The golden output uses the weights as stored: rounded to f16/bf16 and back.
+        for p in params:
+            p.copy_(p.to({'f16': torch.float16, 'bf16': torch.bfloat16}[dtype]).float())
+
+    if vocab:
+        tokens = torch.randint(vocab, (B, N), dtype=torch.int64)
+        x = emb(tokens) * math.sqrt(d)  # the paper's section 3.4
+    else:
+        x = torch.rand(B, N, d) * 2 - 1
+    x_in = x  # what input.npy stores: before the positional encoding
+    if positional == 'sinusoidal':
+        x = x + _torch_sinusoid(N, d)
+    mask = torch.triu(torch.full((N, N), float('-inf')), 1) if causal else None
+    kpm = None
+    if padding is not None:
+        kpm = torch.tensor(padding, dtype=torch.bool)
+        assert kpm.shape == (B, N) and bool(kpm.any())
+        allowed = ~kpm[:, None, :]
+        if causal:
+            allowed = allowed & ~torch.triu(torch.ones(N, N, dtype=torch.bool), 1)
+        assert bool(allowed.any(dim=-1).all()), 'a query row would have every key masked'
+    # In eval()/no_grad the layers may take PyTorch's fast path (torch._transformer_encoder_
+    # layer_fwd: key padding only, no src_mask, even nhead); the float64 check below passes with
+    # it, including at padded query positions, so the output is the plain module call.
+    if single_layer:
+        out = module(x, src_mask=mask, src_key_padding_mask=kpm)
+    else:
+        out = module(x, mask=mask, src_key_padding_mask=kpm)
+    assert out.shape == (B, N, d)
+
+    arrays = {}
+    if vocab:
+        arrays['tokens'] = np.ascontiguousarray(tokens.numpy(), dtype='<i8')
+    else:
+        arrays['input'] = _np(x_in)
+    if kpm is not None:
+        arrays['key_padding_mask'] = _np(kpm)
+    arrays['out'] = _np(out)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'model.safetensors')
+        export(module, path, embedding=emb, positional=positional, dtype=dtype)
+        with open(path, 'rb') as f:
+            blob = f.read()
+    metadata, T, order, dtypes = read_safetensors(blob)
+    md = {'d_model': d, 'nhead': H, 'num_layers': num_layers, 'dim_feedforward': ff}
+    act_name = {'relu': 'relu', 'gelu': 'gelu', F.relu: 'relu', F.gelu: 'gelu'}[activation]
+    assert metadata == {**{k: str(v) for k, v in md.items()}, 'activation': act_name,
+                        'norm_first': 'true' if norm_first else 'false',
+                        'layer_norm_eps': repr(eps), 'positional': positional}, metadata
+
+    # The file holds exactly the module's (rounded) parameters, in state_dict order.
+    state = module.state_dict()
+    prefix = 'layers.0.' if single_layer else ''
+    expect = [prefix + k for k in state]
+    want = {prefix + k: v for k, v in state.items()}
+    if emb is not None:
+        expect.insert(0, 'embedding.weight')
+        want['embedding.weight'] = emb.weight
+    assert order == expect, order
+    assert set(dtypes.values()) == {dtype.upper()}, dtypes
+    for k, v in want.items():
+        assert np.array_equal(T[k], v.detach().numpy().astype(np.float64)), k
+
+    meta = {
+        'kind': 'encoder',
+        'description': description,
+        'torch_version': torch.__version__,
+        'tolerance': ENC_TOLERANCE,
+        'd_model': d, 'nhead': H, 'num_layers': num_layers, 'dim_feedforward': ff,
+        'activation': act_name, 'norm_first': norm_first, 'layer_norm_eps': eps,
+        'final_norm': final_norm,
+        'positional': positional,
+        'causal': causal,
+        'input': 'tokens' if vocab else 'input',
+        'key_padding_mask': kpm is not None,
+        'batch': B, 'seq': N,
+        'model': 'model.safetensors',
+        'model_dtype': dtype.upper(),
+        'module': type(module).__name__,
+        'vocab': vocab,
+    }
+    ref = ref_encoder(meta, metadata, T, arrays)
+    diffs = [_check(name + ' out', arrays['out'], ref, ENC_CHECK)]
+    return meta, arrays, diffs, {'model.safetensors': blob}
+
+
 def cases():
     E, H, B = 16, 4, 2
     yield 'mha_self_basic', make_mha(
@@ -446,6 +741,78 @@ def cases():
         "timm ViT Attention(dim=16, num_heads=8, qkv_bias=False) on x of shape [2, 6, 16].",
         202, 16, 8, False, 2, 6)
 
+    # Transformer encoder cases (kind "encoder"): model.safetensors from tools/export_torch.py.
+    yield 'enc_post_ln_relu', make_encoder(
+        'enc_post_ln_relu',
+        'One post-LN encoder layer (d_model 32, 4 heads, dim_feedforward 64, ReLU, eps 1e-5).',
+        301, 32, 4, 64)
+    yield 'enc_pre_ln_relu', make_encoder(
+        'enc_pre_ln_relu', 'One pre-LN (norm_first) encoder layer, d_model 32, 4 heads, ReLU.',
+        302, 32, 4, 64, norm_first=True)
+    yield 'enc_post_ln_gelu', make_encoder(
+        'enc_post_ln_gelu', 'One post-LN encoder layer, d_model 16, 2 heads, exact GELU, N=5.',
+        303, 16, 2, 32, activation='gelu', N=5)
+    yield 'enc_pre_ln_gelu', make_encoder(
+        'enc_pre_ln_gelu',
+        'One pre-LN encoder layer, d_model 16, 4 heads, dim_feedforward 64, GELU given as '
+        'F.gelu, N=7.',
+        304, 16, 4, 64, activation=F.gelu, norm_first=True, N=7)
+    yield 'enc_eps_1e-6', make_encoder(
+        'enc_eps_1e-6', 'One post-LN ReLU encoder layer with layer_norm_eps 1e-6.',
+        305, 16, 2, 32, eps=1e-6)
+    yield 'enc_eps_1e-3', make_encoder(
+        'enc_eps_1e-3', 'One pre-LN GELU encoder layer with layer_norm_eps 1e-3.',
+        306, 16, 4, 32, activation='gelu', norm_first=True, eps=1e-3)
+    yield 'enc_stack_final_norm', make_encoder(
+        'enc_stack_final_norm',
+        'Three pre-LN ReLU layers (distinct weights) followed by a final LayerNorm.',
+        307, 16, 4, 32, num_layers=3, norm_first=True, final_norm=True)
+    yield 'enc_stack_no_final_norm', make_encoder(
+        'enc_stack_no_final_norm', 'Two post-LN GELU layers, no final norm, N=5.',
+        308, 16, 2, 64, num_layers=2, activation='gelu', N=5)
+    yield 'enc_key_padding', make_encoder(
+        'enc_key_padding',
+        'Two post-LN ReLU layers with a bool src_key_padding_mask (True = padding; not only '
+        'trailing); out holds every position, padded ones included.',
+        309, 16, 4, 32, num_layers=2,
+        padding=[[False, False, False, False, False, True],
+                 [False, True, False, False, True, True]])
+    yield 'enc_causal', make_encoder(
+        'enc_causal',
+        'Two pre-LN GELU layers with a causal mask (triu of -inf above the diagonal).',
+        310, 16, 4, 32, num_layers=2, activation='gelu', norm_first=True, causal=True)
+    yield 'enc_causal_padding', make_encoder(
+        'enc_causal_padding',
+        'Two post-LN ReLU layers with a causal mask and trailing key padding (3 of 7 in batch 1).',
+        311, 16, 2, 32, num_layers=2, causal=True, N=7,
+        padding=[[False] * 7, [False] * 4 + [True] * 3])
+    yield 'enc_sinusoidal', make_encoder(
+        'enc_sinusoidal',
+        'One post-LN ReLU layer, d_model 32, with the sinusoidal positional encoding added to '
+        'the input (input.npy holds the input before it), N=7.',
+        312, 32, 4, 64, positional='sinusoidal', N=7)
+    yield 'enc_tokens', make_encoder(
+        'enc_tokens',
+        'Token input: nn.Embedding(11, 16) * sqrt(16) + sinusoidal encoding, then two pre-LN '
+        'GELU layers and a final LayerNorm.',
+        313, 16, 4, 32, num_layers=2, activation='gelu', norm_first=True, final_norm=True,
+        positional='sinusoidal', vocab=11)
+    yield 'enc_f16_weights', make_encoder(
+        'enc_f16_weights',
+        'Two post-LN GELU layers and a final norm stored as F16; out uses the f16-rounded '
+        'weights.',
+        314, 16, 4, 32, num_layers=2, activation='gelu', final_norm=True, dtype='f16')
+    yield 'enc_bf16_weights', make_encoder(
+        'enc_bf16_weights',
+        'Two pre-LN ReLU layers and a final norm stored as BF16; out uses the bf16-rounded '
+        'weights.',
+        315, 16, 2, 64, num_layers=2, norm_first=True, final_norm=True, dtype='bf16')
+    yield 'enc_single_layer_module', make_encoder(
+        'enc_single_layer_module',
+        'A bare nn.TransformerEncoderLayer (post-LN, GELU, d_model 32), exported as a 1-layer '
+        'encoder; out is layer(x).',
+        316, 32, 4, 64, activation='gelu', single_layer=True, N=5)
+
 
 def main():
     parser = argparse.ArgumentParser(description='Generate libclattn golden files with PyTorch.')
@@ -457,8 +824,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with torch.no_grad():
         generated = list(cases())
-    for name, (meta, arrays, diffs) in generated:
-        _write_case(args.out, name, meta, arrays)
+    for name, result in generated:
+        meta, arrays, diffs = result[:3]
+        _write_case(args.out, name, meta, arrays, result[3] if len(result) > 3 else None)
         labels = ('out', 'attn_weights')
         print(f'{name:28s} {meta["kind"]:15s} max |float64 ref - torch|: '
               + ', '.join(f'{label} {d:.3g}' for label, d in zip(labels, diffs)))

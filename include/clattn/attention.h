@@ -204,6 +204,15 @@ CLATTN_API clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor
                                             clattn_tensor *out,
                                             const clattn_mha_forward_params *params);
 
+/*
+ * The multiply-adds one forward pass performs, per operation (macs receives CLATTN_OP_COUNT
+ * values indexed by clattn_op), with the convention of the context's counters: fvcore's, one
+ * multiply-add = one FLOP; projections by M·N·K; attention by its full Nq·Nk score and weights·V
+ * products (also when masked or causal).
+ */
+CLATTN_API clattn_status clattn_mha_count_macs(const clattn_mha_config *config, size_t batch,
+                                               size_t seq_q, size_t seq_k, uint64_t *macs);
+
 /* The layer's configuration with every default resolved (d_k, d_v, kdim, vdim filled in). */
 CLATTN_API clattn_status clattn_mha_get_config(const clattn_mha *mha, clattn_mha_config *config);
 

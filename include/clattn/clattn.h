@@ -6,7 +6,9 @@
  *   clattn/context.h    devices, the context, errors, statistics
  *   clattn/tensor.h     float32 device tensors
  *   clattn/attention.h  scaled dot-product attention, multi-head attention layer
+ *   clattn/encoder.h    Transformer encoder, positional encoding, presets, model files
  *   clattn/npy.h        reading and writing NumPy .npy files
+ *   clattn/safetensors.h  reading and writing safetensors files
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -20,6 +22,8 @@
 #include "clattn/context.h"
 #include "clattn/tensor.h"
 #include "clattn/attention.h"
+#include "clattn/encoder.h"
 #include "clattn/npy.h"
+#include "clattn/safetensors.h"
 
 #endif /* CLATTN_H */

@@ -1,0 +1,47 @@
+/* What happens before the first encoder layer, and the residual add of pre-LN layers. */
+
+/* Token embedding with the paper's scaling, plus the positional table when given:
+ *
+ *   x[t, c] = emb[ids[t], c] · scale (+ pe[pe_first + t % seq, c])
+ *
+ * ids: [tokens] (validated on the host); emb: [vocab, d]; pe: [positions, d] or NULL;
+ * x: [tokens, d] contiguous. NDRange: (d, tokens). */
+__kernel void clattn_embed(__global const int *ids, __global const float *emb, float scale,
+                           __global const float *pe, ulong pe_first, uint seq, uint d, uint tokens,
+                           __global float *x)
+{
+    uint c = get_global_id(0), t = get_global_id(1);
+    if (c >= d || t >= tokens)
+        return;
+    float v = emb[(ulong)ids[t] * d + c] * scale;
+    if (pe)
+        v += pe[(pe_first + t % seq) * d + c];
+    x[(ulong)t * d + c] = v;
+}
+
+/* out[t, c] = in[t, c] + pe[pe_first + t % seq, c] for [tokens, d] contiguous tensors (out may be
+ * in). NDRange: (d, tokens). */
+__kernel void clattn_add_positional(__global const float *in, ulong in_off, __global const float *pe,
+                                    ulong pe_first, uint seq, uint d, uint tokens,
+                                    __global float *out, ulong out_off)
+{
+    uint c = get_global_id(0), t = get_global_id(1);
+    if (c >= d || t >= tokens)
+        return;
+    ulong at = (ulong)t * d + c;
+    out[out_off + at] = in[in_off + at] + pe[(pe_first + t % seq) * d + c];
+}
+
+/* The residual add of pre-LN layers: y[r, c] += x[r, c] + bias[c] (bias may be NULL) for n = rows ·
+ * width elements. NDRange: (n). */
+__kernel void clattn_add(__global float *y, ulong y_off, __global const float *x, ulong x_off,
+                         __global const float *bias, uint width, ulong n)
+{
+    ulong i = get_global_id(0);
+    if (i >= n)
+        return;
+    float v = x[x_off + i];
+    if (bias)
+        v += bias[i % width];
+    y[y_off + i] += v;
+}

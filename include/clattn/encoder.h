@@ -1,0 +1,209 @@
+/*
+ * libclattn — encoder.h: the Transformer encoder (nn.TransformerEncoderLayer / nn.TransformerEncoder
+ * semantics, batch_first, inference), positional encoding, token embedding, Table 3 presets, model
+ * files and operation counts.
+ *
+ * One layer, with x [B, N, d_model]:
+ *   post-LN (norm_first = 0, the paper):  x = LN1(x + SA(x));   x = LN2(x + FF(x))
+ *   pre-LN  (norm_first = 1):             x = x + SA(LN1(x));   x = x + FF(LN2(x))
+ * where SA is multi-head self-attention (see attention.h) and FF(x) = linear2(act(linear1(x))),
+ * act = relu or gelu (exact, with erf). N layers, then an optional final LayerNorm
+ * (nn.TransformerEncoder.norm). LayerNorm: (x - mean) / sqrt(var + eps) · weight + bias with the
+ * biased variance, as PyTorch.
+ *
+ * Before the first layer:
+ *   - token input: x = embedding.weight[ids] · sqrt(d_model)  (the paper's section 3.4);
+ *   - positional = SINUSOIDAL: x += PE[offset + n] with the paper's table
+ *     PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)),
+ *     computed on the host in double precision once per maximum length and kept on the device.
+ *
+ * Weights use nn.TransformerEncoder's state_dict names (see clattn_encoder_load_weights).
+ * Same thread-safety rule as the context.
+ */
+#ifndef CLATTN_ENCODER_H
+#define CLATTN_ENCODER_H
+
+#include "clattn/attention.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clattn_encoder clattn_encoder;
+
+typedef enum clattn_activation {
+    CLATTN_ACTIVATION_RELU = 0,
+    CLATTN_ACTIVATION_GELU = 1, /* exact: 0.5·x·(1 + erf(x/√2)), PyTorch's default gelu */
+} clattn_activation;
+
+typedef enum clattn_positional {
+    CLATTN_POSITIONAL_NONE = 0,
+    CLATTN_POSITIONAL_SINUSOIDAL = 1,
+} clattn_positional;
+
+typedef struct clattn_encoder_config {
+    size_t d_model;
+    size_t nhead;
+    size_t num_layers;
+    size_t dim_feedforward;
+    size_t head_dim_qk; /* d_k; 0 selects d_model / nhead */
+    size_t head_dim_v;  /* d_v; 0 selects d_model / nhead */
+    clattn_activation activation;
+    int norm_first;       /* 0: post-LN (the paper); 1: pre-LN */
+    float layer_norm_eps; /* default 1e-5 */
+    int final_norm;       /* 1: a final LayerNorm after the last layer ("norm.weight") */
+    clattn_positional positional;
+    size_t vocab_size;    /* > 0: a token embedding "embedding.weight" [vocab_size, d_model] */
+    uint8_t reserved[64]; /* must be zero */
+} clattn_encoder_config;
+
+/* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
+ * encoding, no embedding. */
+CLATTN_API void clattn_encoder_config_default(clattn_encoder_config *config, size_t d_model,
+                                              size_t nhead, size_t num_layers,
+                                              size_t dim_feedforward);
+
+/* ---- Table 3 presets ---- */
+
+/*
+ * The paper's Table 3 configurations: "base", "big", and the named variants of rows (A), (B),
+ * (C), each equal to base except where named:
+ *   A-h1 (h 1, d_k = d_v = 512), A-h4 (4, 128), A-h16 (16, 32), A-h32 (32, 16);
+ *   B-dk16, B-dk32 (d_k 16 or 32, d_v 64, h 8);
+ *   C-N2, C-N4, C-N8 (layers); C-d256 (d_model 256, d_k = d_v = 32), C-d1024 (1024, 128);
+ *   C-ff1024, C-ff4096 (d_ff).
+ * All use post-LN, relu, eps 1e-6 (the paper's), sinusoidal positions and no final norm.
+ * Returns CLATTN_ERROR_INVALID_ARGUMENT for an unknown name (the message lists the names).
+ */
+CLATTN_API clattn_status clattn_encoder_preset(const char *name, clattn_encoder_config *config);
+/* The preset names, NULL-terminated, in the order above. */
+CLATTN_API const char *const *clattn_encoder_preset_names(void);
+
+/* ---- life cycle and weights ---- */
+
+/* Creates an encoder without weights. Errors: invalid sizes (zero, d_model not divisible by nhead
+ * when a head width is derived), non-zero reserved bytes. */
+CLATTN_API clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **encoder,
+                                               const clattn_encoder_config *config);
+
+/* Releases the encoder and its device buffers; sets *encoder to NULL. Accepts NULL. */
+CLATTN_API void clattn_encoder_destroy(clattn_encoder **encoder);
+
+CLATTN_API clattn_status clattn_encoder_get_config(const clattn_encoder *encoder,
+                                                   clattn_encoder_config *config);
+
+/*
+ * Returns the host tensor named `name`, or NULL if there is none. The returned tensor (and its
+ * data) must stay valid until clattn_encoder_load_weights returns.
+ */
+typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const char *name);
+
+/*
+ * Loads every weight the configuration needs by asking `lookup` for it by its PyTorch name:
+ *   layers.{i}.self_attn.in_proj_weight [3·d_model, d_model]  (or, when d_k or d_v differ from
+ *       d_model/nhead: layers.{i}.self_attn.q_proj_weight [h·d_k, d_model], k_proj_weight
+ *       [h·d_k, d_model], v_proj_weight [h·d_v, d_model]; q/k/v_proj_weight are also accepted
+ *       in place of in_proj_weight)
+ *   layers.{i}.self_attn.in_proj_bias [h·(2·d_k + d_v)]
+ *   layers.{i}.self_attn.out_proj.weight [d_model, h·d_v], layers.{i}.self_attn.out_proj.bias
+ *   layers.{i}.linear1.weight [d_ff, d_model], layers.{i}.linear1.bias [d_ff]
+ *   layers.{i}.linear2.weight [d_model, d_ff], layers.{i}.linear2.bias [d_model]
+ *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]
+ *   norm.weight, norm.bias [d_model]           when final_norm
+ *   embedding.weight [vocab_size, d_model]     when vocab_size > 0
+ * A missing tensor is CLATTN_ERROR_FORMAT ("missing tensor <name>"), a wrong shape
+ * CLATTN_ERROR_SHAPE_MISMATCH naming the tensor and both shapes. On error the encoder keeps no
+ * partial state: it stays without weights (or with its previous ones).
+ */
+CLATTN_API clattn_status clattn_encoder_load_weights(clattn_encoder *encoder,
+                                                     clattn_weight_lookup lookup,
+                                                     void *user_data);
+
+/*
+ * Fills every weight with seeded pseudo-random values in PyTorch's initialisation ranges
+ * (uniform ±1/sqrt(fan_in) for linear weights, ±1/sqrt(width) for their biases, xavier-uniform
+ * for the attention projections,
+ * LayerNorm weight 1 and bias 0, attention biases 0, N(0, 1) embeddings). Same seed, same weights,
+ * on every platform.
+ */
+CLATTN_API clattn_status clattn_encoder_init_random(clattn_encoder *encoder, uint64_t seed);
+
+/* ---- forward ---- */
+
+typedef struct clattn_encoder_forward_params {
+    /* [B, N] PyTorch's src_key_padding_mask: nonzero (bool) marks padding. */
+    const clattn_tensor *key_padding_mask;
+    clattn_mask_kind key_padding_mask_kind;
+    int causal;             /* each position attends only to itself and earlier ones */
+    size_t position_offset; /* the first token's position in the sinusoidal table */
+    clattn_attention_path path;
+    uint8_t reserved[64];   /* must be zero */
+} clattn_encoder_forward_params;
+
+CLATTN_API void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params);
+
+/*
+ *   input: [B, N, d_model] contiguous (not modified)
+ *   out:   [B, N, d_model] contiguous, may be the input tensor itself
+ * params may be NULL. The encoder keeps device scratch buffers sized for the largest call.
+ */
+CLATTN_API clattn_status clattn_encoder_forward(clattn_encoder *encoder,
+                                                const clattn_tensor *input, clattn_tensor *out,
+                                                const clattn_encoder_forward_params *params);
+
+/*
+ * Token input: ids [batch, seq] on the host (row-major), looked up in embedding.weight and scaled
+ * by sqrt(d_model). Needs vocab_size > 0. An id outside [0, vocab_size) is
+ * CLATTN_ERROR_OUT_OF_RANGE naming its position and value; nothing is computed then.
+ *   out: [batch, seq, d_model]
+ */
+CLATTN_API clattn_status clattn_encoder_forward_tokens(clattn_encoder *encoder, const int64_t *ids,
+                                                       size_t batch, size_t seq,
+                                                       clattn_tensor *out,
+                                                       const clattn_encoder_forward_params *params);
+
+/* ---- positional encoding on its own ---- */
+
+/* Fills table[positions, d_model] with the paper's sinusoidal encoding, in double precision
+ * rounded to float (row p is position p). */
+CLATTN_API clattn_status clattn_sinusoidal_table(float *table, size_t positions, size_t d_model);
+
+/* x[b, n, :] += PE[offset + n, :] on a contiguous [B, N, d] tensor, in place. */
+CLATTN_API clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tensor *x,
+                                               size_t offset);
+
+/* ---- model files ---- */
+
+/*
+ * Loads an encoder from a safetensors file (see DESIGN.md §5): the configuration from the
+ * header's __metadata__ (string values: d_model, nhead, num_layers, dim_feedforward, activation
+ * "relu"|"gelu", norm_first "true"|"false", layer_norm_eps, positional "none"|"sinusoidal", and
+ * optionally head_dim_qk, head_dim_v), the weights by their PyTorch names, F32, F16 or BF16.
+ * final_norm and vocab_size follow from the presence of norm.weight and embedding.weight.
+ * Errors name the file and what is wrong: CLATTN_ERROR_IO (missing file), CLATTN_ERROR_FORMAT
+ * (truncated data, absurd header length, invalid JSON, unknown dtype, missing metadata key or
+ * tensor, inconsistent configuration), CLATTN_ERROR_SHAPE_MISMATCH (a tensor of the wrong shape:
+ * both shapes), CLATTN_ERROR_UNSUPPORTED (a dtype we do not convert).
+ */
+CLATTN_API clattn_status clattn_encoder_load_file(clattn_context *ctx, const char *path,
+                                                  clattn_encoder **encoder);
+
+/* ---- operation counts ---- */
+
+/*
+ * The multiply-adds one forward pass performs, per operation (indexed by clattn_op), with the
+ * same convention as the context's counters (fvcore's: one multiply-add = one FLOP; attention
+ * counts full Nq·Nk products, also when causal). `macs` receives CLATTN_OP_COUNT values.
+ */
+CLATTN_API clattn_status clattn_encoder_count_macs(const clattn_encoder_config *config,
+                                                   size_t batch, size_t seq, uint64_t *macs);
+
+/* The number of parameters (weights and biases, embedding included). */
+CLATTN_API clattn_status clattn_encoder_count_params(const clattn_encoder_config *config,
+                                                     uint64_t *params);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_ENCODER_H */

@@ -1,0 +1,817 @@
+/* safetensors files: the length prefix, the JSON header through jansson, F16/BF16 conversion,
+ * and an F32 writer laid out like the reference implementation's. */
+#include "internal.h"
+
+#include "clattn/safetensors.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The length prefix, and the alignment the reference writer pads the header to. */
+#define ST_PREFIX 8
+#define ST_ALIGN 8
+
+/* The largest JSON integer jansson holds. */
+#if JSON_INTEGER_IS_LONG_LONG
+#define ST_JSON_INT_MAX LLONG_MAX
+#else
+#define ST_JSON_INT_MAX LONG_MAX
+#endif
+
+static const char memory_name[] = "<memory>";
+static const char metadata_key[] = "__metadata__";
+
+/* Dtypes safetensors defines that the reader does not convert (an UNSUPPORTED error rather
+ * than an unknown dtype). */
+static const char *const unsupported_dtypes[] = {
+    "BOOL", "F4",  "F6_E2M3", "F6_E3M2", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16",
+    "U16",  "I32", "U32",     "I64",     "U64", "F64", "C64",
+};
+
+/* ---- small helpers ---- */
+
+/* Records "<function>: <name>: <detail>". */
+static clattn_status st_fail(const char *function, const char *name, clattn_status status,
+                             const char *fmt, ...) CLATTN_PRINTF(4, 5);
+
+static clattn_status st_fail(const char *function, const char *name, clattn_status status,
+                             const char *fmt, ...)
+{
+    char detail[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, args);
+    va_end(args);
+    return clattn__fail(NULL, status, "%s: %s: %s", function, name, detail);
+}
+
+/* Copies up to 64 bytes of a (UTF-8) name into dst for a message: control characters become
+ * '?', a cut never splits a character, and "..." marks a cut. dst must hold 72 bytes. */
+#define SHOWN_NAME 72
+static void show_name(char *dst, const char *src)
+{
+    size_t len = strlen(src), n = len <= 64 ? len : 64;
+    while (n < len && n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    if (n < len) {
+        memcpy(dst + n, "...", 3);
+        n += 3;
+    }
+    dst[n] = '\0';
+}
+
+static const char *json_kind(const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown JSON value";
+}
+
+static size_t dtype_size(clattn_st_dtype dtype)
+{
+    return dtype == CLATTN_ST_F32 ? 4 : 2;
+}
+
+const char *clattn_st_dtype_name(clattn_st_dtype dtype)
+{
+    switch (dtype) {
+    case CLATTN_ST_F32: return "F32";
+    case CLATTN_ST_F16: return "F16";
+    case CLATTN_ST_BF16: return "BF16";
+    }
+    return "unknown";
+}
+
+/* A non-negative JSON integer as a size_t; false when it does not fit. */
+static bool json_to_size(json_int_t v, size_t *out)
+{
+#if ST_JSON_INT_MAX > SIZE_MAX
+    if ((uintmax_t)v > SIZE_MAX)
+        return false;
+#endif
+    *out = (size_t)v;
+    return true;
+}
+
+/* numel of a shape (0 when a dimension is 0, whatever the others); false on overflow. */
+static bool shape_numel(int ndim, const size_t *shape, size_t *numel)
+{
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0) {
+            *numel = 0;
+            return true;
+        }
+    for (int d = 0; d < ndim; d++)
+        if (!clattn__mul_size(n, shape[d], &n))
+            return false;
+    *numel = n;
+    return true;
+}
+
+static char *copy_string(const char *s)
+{
+    size_t len = strlen(s);
+    char *copy = malloc(len + 1);
+    if (copy)
+        memcpy(copy, s, len + 1);
+    return copy;
+}
+
+void clattn_safetensors_free(clattn_safetensors **st)
+{
+    if (!st || !*st)
+        return;
+    clattn_safetensors *s = *st;
+    for (size_t i = 0; s->tensors && i < s->tensor_count; i++) {
+        free(s->tensors[i].name);
+        free(s->tensors[i].data);
+    }
+    for (size_t i = 0; s->metadata && i < s->metadata_count; i++) {
+        free(s->metadata[i].key);
+        free(s->metadata[i].value);
+    }
+    free(s->tensors);
+    free(s->metadata);
+    free(s);
+    *st = NULL;
+}
+
+const clattn_st_tensor *clattn_safetensors_find(const clattn_safetensors *st, const char *name)
+{
+    if (!st || !name)
+        return NULL;
+    for (size_t i = 0; i < st->tensor_count; i++)
+        if (strcmp(st->tensors[i].name, name) == 0)
+            return &st->tensors[i];
+    return NULL;
+}
+
+const char *clattn_safetensors_metadata(const clattn_safetensors *st, const char *key)
+{
+    if (!st || !key)
+        return NULL;
+    for (size_t i = 0; i < st->metadata_count; i++)
+        if (strcmp(st->metadata[i].key, key) == 0)
+            return st->metadata[i].value;
+    return NULL;
+}
+
+/* ---- element conversion (little-endian, whatever the host) ---- */
+
+static float f32_from_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+/* IEEE binary16 to binary32, exactly. */
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    if (exponent == 0x1f) /* infinity, or NaN with its payload */
+        return f32_from_bits(sign | 0x7f800000u | mantissa << 13);
+    if (exponent != 0) /* normal: rebias 15 -> 127 */
+        return f32_from_bits(sign | (exponent + 112) << 23 | mantissa << 13);
+    if (mantissa == 0)
+        return f32_from_bits(sign);
+    /* Subnormal: mantissa * 2^-24, normal as a float. Shift until the implicit bit appears. */
+    uint32_t e = 113;
+    while (!(mantissa & 0x400u)) {
+        mantissa <<= 1;
+        e--;
+    }
+    return f32_from_bits(sign | e << 23 | (mantissa & 0x3ffu) << 13);
+}
+
+static void convert(clattn_st_dtype dtype, const unsigned char *p, size_t numel, float *dst)
+{
+    for (size_t i = 0; i < numel; i++) {
+        uint32_t low = (uint32_t)p[0] | (uint32_t)p[1] << 8;
+        if (dtype == CLATTN_ST_F32) {
+            dst[i] = f32_from_bits(low | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+            p += 4;
+        } else {
+            dst[i] = dtype == CLATTN_ST_F16 ? f16_to_f32((uint16_t)low) : f32_from_bits(low << 16);
+            p += 2;
+        }
+    }
+}
+
+/* ---- the header ---- */
+
+/* Where the parser is, for messages. */
+typedef struct st_source {
+    const char *function, *name;
+    size_t data_size; /* bytes in the data section */
+} st_source;
+
+/* A tensor's entry, checked against the data section but not converted yet. */
+typedef struct st_entry {
+    const char *name; /* the JSON's key */
+    size_t position;  /* among the JSON's keys, for a stable order */
+    clattn_st_dtype dtype;
+    int ndim;
+    size_t shape[CLATTN_ST_MAX_DIMS];
+    size_t numel;
+    size_t begin, end;
+} st_entry;
+
+static clattn_status parse_dtype(const st_source *src, const char *shown, const char *text,
+                                 clattn_st_dtype *dtype)
+{
+    for (int d = CLATTN_ST_F32; d <= CLATTN_ST_BF16; d++)
+        if (strcmp(text, clattn_st_dtype_name((clattn_st_dtype)d)) == 0) {
+            *dtype = (clattn_st_dtype)d;
+            return CLATTN_OK;
+        }
+    char dtype_shown[SHOWN_NAME];
+    show_name(dtype_shown, text);
+    for (size_t i = 0; i < sizeof(unsupported_dtypes) / sizeof(unsupported_dtypes[0]); i++)
+        if (strcmp(text, unsupported_dtypes[i]) == 0)
+            return st_fail(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
+                           "tensor '%s': dtype %s is not supported (only F32, F16 and BF16 are)",
+                           shown, dtype_shown);
+    return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                   "tensor '%s': unknown dtype '%s'", shown, dtype_shown);
+}
+
+static clattn_status parse_shape(const st_source *src, const char *shown, const json_t *shape,
+                                 st_entry *entry)
+{
+    size_t ndim = json_array_size(shape);
+    if (ndim > CLATTN_ST_MAX_DIMS)
+        return st_fail(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
+                       "tensor '%s': the shape has %zu dimensions; at most %d are supported",
+                       shown, ndim, CLATTN_ST_MAX_DIMS);
+    entry->ndim = (int)ndim;
+    for (size_t d = 0; d < ndim; d++) {
+        const json_t *dim = json_array_get(shape, d);
+        if (!json_is_integer(dim))
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "tensor '%s': shape[%zu] is %s, not an integer", shown, d,
+                           json_kind(dim));
+        json_int_t v = json_integer_value(dim);
+        if (v < 0)
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "tensor '%s': shape[%zu] is %" JSON_INTEGER_FORMAT
+                           "; dimensions must not be negative",
+                           shown, d, v);
+        if (!json_to_size(v, &entry->shape[d]))
+            return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+                           "tensor '%s': shape[%zu] = %" JSON_INTEGER_FORMAT
+                           " does not fit in size_t",
+                           shown, d, v);
+    }
+    return CLATTN_OK;
+}
+
+/* data_offsets: [begin, end], two non-negative integers with begin <= end. */
+static clattn_status parse_offsets(const st_source *src, const char *shown,
+                                   const json_t *offsets, st_entry *entry)
+{
+    const json_t *begin = json_array_get(offsets, 0), *end = json_array_get(offsets, 1);
+    if (json_array_size(offsets) != 2 || !json_is_integer(begin) || !json_is_integer(end) ||
+        json_integer_value(begin) < 0 || json_integer_value(end) < 0)
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "tensor '%s': \"data_offsets\" must be two non-negative integers "
+                       "[begin, end]",
+                       shown);
+    json_int_t b = json_integer_value(begin), e = json_integer_value(end);
+    if (b > e)
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "tensor '%s': data_offsets [%" JSON_INTEGER_FORMAT
+                       ", %" JSON_INTEGER_FORMAT "] begin after they end",
+                       shown, b, e);
+    if (!json_to_size(b, &entry->begin) || !json_to_size(e, &entry->end))
+        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+                       "tensor '%s': data_offsets [%" JSON_INTEGER_FORMAT
+                       ", %" JSON_INTEGER_FORMAT "] do not fit in size_t",
+                       shown, b, e);
+    return CLATTN_OK;
+}
+
+/* Checks one tensor's entry: its fields, its byte count and its place in the data section. */
+static clattn_status parse_entry(const st_source *src, const char *name, const json_t *info,
+                                 st_entry *entry)
+{
+    char shown[SHOWN_NAME];
+    show_name(shown, name);
+    entry->name = name;
+    if (!json_is_object(info))
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "tensor '%s': the entry is %s, not an object", shown, json_kind(info));
+    const char *fields[3] = {"dtype", "shape", "data_offsets"};
+    const json_t *values[3];
+    for (int f = 0; f < 3; f++) {
+        values[f] = json_object_get(info, fields[f]);
+        if (!values[f])
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "tensor '%s': the entry has no \"%s\"", shown, fields[f]);
+        bool ok = f == 0 ? json_is_string(values[f]) : json_is_array(values[f]);
+        if (!ok)
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "tensor '%s': \"%s\" is %s, not %s", shown, fields[f],
+                           json_kind(values[f]), f == 0 ? "a string" : "an array");
+    }
+    clattn_status status = parse_dtype(src, shown, json_string_value(values[0]), &entry->dtype);
+    if (status == CLATTN_OK)
+        status = parse_shape(src, shown, values[1], entry);
+    if (status == CLATTN_OK)
+        status = parse_offsets(src, shown, values[2], entry);
+    if (status != CLATTN_OK)
+        return status;
+
+    char shape_text[256];
+    clattn__format_shape(shape_text, sizeof(shape_text), entry->ndim, entry->shape);
+    const char *dtype = clattn_st_dtype_name(entry->dtype);
+    size_t bytes;
+    if (!shape_numel(entry->ndim, entry->shape, &entry->numel))
+        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+                       "tensor '%s': the element count of shape %s overflows size_t", shown,
+                       shape_text);
+    if (!clattn__mul_size(entry->numel, dtype_size(entry->dtype), &bytes))
+        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+                       "tensor '%s': the byte size of shape %s of %s overflows size_t", shown,
+                       shape_text, dtype);
+    if (entry->end - entry->begin != bytes)
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "tensor '%s': shape %s of %s needs %zu bytes but data_offsets [%zu, %zu] "
+                       "span %zu",
+                       shown, shape_text, dtype, bytes, entry->begin, entry->end,
+                       entry->end - entry->begin);
+    if (entry->end > src->data_size)
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "tensor '%s': truncated data: data_offsets [%zu, %zu] run past the end of "
+                       "the %zu-byte data section",
+                       shown, entry->begin, entry->end, src->data_size);
+    return CLATTN_OK;
+}
+
+static clattn_status parse_metadata(const st_source *src, json_t *metadata)
+{
+    if (!json_is_object(metadata))
+        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                       "\"%s\" is %s, not an object of strings", metadata_key,
+                       json_kind(metadata));
+    const char *key;
+    const json_t *value;
+    json_object_foreach(metadata, key, value)
+    {
+        if (!json_is_string(value)) {
+            char shown[SHOWN_NAME];
+            show_name(shown, key);
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "\"%s\" entry '%s' is %s, not a string", metadata_key, shown,
+                           json_kind(value));
+        }
+    }
+    return CLATTN_OK;
+}
+
+/* Data order: by offsets, then by place in the JSON. */
+static int compare_entries(const void *a, const void *b)
+{
+    const st_entry *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->position < y->position ? -1 : x->position > y->position;
+}
+
+/* Builds the result from checked entries and metadata. */
+/* Entries sorted by begin must not share bytes: otherwise a small hostile file could name the
+ * same bytes from many tensors and make the reader convert far more data than the file holds. */
+static clattn_status check_no_overlap(const st_source *src, const st_entry *entries, size_t count)
+{
+    for (size_t i = 1; i < count; i++)
+        if (entries[i].begin < entries[i - 1].end && entries[i].end > entries[i].begin) {
+            char a[72], b[72];
+            show_name(a, entries[i - 1].name);
+            show_name(b, entries[i].name);
+            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+                           "tensors \"%s\" [%zu, %zu) and \"%s\" [%zu, %zu) overlap in the data "
+                           "section", a, entries[i - 1].begin, entries[i - 1].end, b,
+                           entries[i].begin, entries[i].end);
+        }
+    return CLATTN_OK;
+}
+
+static clattn_status build(const st_source *src, const unsigned char *data,
+                           const st_entry *entries, size_t count, json_t *metadata,
+                           clattn_safetensors **out)
+{
+    clattn_safetensors *st = calloc(1, sizeof(*st));
+    if (!st)
+        return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot allocate the result");
+    if (count > 0) {
+        st->tensors = calloc(count, sizeof(*st->tensors));
+        if (!st->tensors) {
+            clattn_safetensors_free(&st);
+            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                           "cannot allocate %zu tensors", count);
+        }
+        st->tensor_count = count;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const st_entry *e = &entries[i];
+        clattn_st_tensor *t = &st->tensors[i];
+        char shown[SHOWN_NAME];
+        show_name(shown, e->name);
+        size_t bytes;
+        if (!clattn__mul_size(e->numel, sizeof(float), &bytes)) {
+            clattn_safetensors_free(&st);
+            return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+                           "tensor '%s': %zu floats do not fit in memory", shown, e->numel);
+        }
+        t->name = copy_string(e->name);
+        t->data = malloc(bytes ? bytes : 1);
+        if (!t->name || !t->data) {
+            clattn_safetensors_free(&st);
+            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                           "tensor '%s': cannot allocate %zu bytes", shown, bytes);
+        }
+        t->dtype = e->dtype;
+        t->ndim = e->ndim;
+        memcpy(t->shape, e->shape, sizeof(t->shape));
+        t->numel = e->numel;
+        convert(e->dtype, data + e->begin, e->numel, t->data);
+    }
+
+    size_t meta_count = metadata ? json_object_size(metadata) : 0;
+    if (meta_count > 0) {
+        st->metadata = calloc(meta_count, sizeof(*st->metadata));
+        if (!st->metadata) {
+            clattn_safetensors_free(&st);
+            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                           "cannot allocate %zu metadata entries", meta_count);
+        }
+        st->metadata_count = meta_count;
+        size_t i = 0;
+        const char *key;
+        const json_t *value;
+        json_object_foreach(metadata, key, value)
+        {
+            st->metadata[i].key = copy_string(key);
+            st->metadata[i].value = copy_string(json_string_value(value));
+            if (!st->metadata[i].key || !st->metadata[i].value) {
+                clattn_safetensors_free(&st);
+                return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "cannot copy the metadata");
+            }
+            i++;
+        }
+    }
+    *out = st;
+    return CLATTN_OK;
+}
+
+/* Parses a whole file image; *out is set only on success. */
+static clattn_status load(const char *function, const char *name, const unsigned char *bytes,
+                          size_t size, clattn_safetensors **out)
+{
+    if (size < ST_PREFIX)
+        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+                       "truncated: %zu bytes is shorter than the 8-byte header length", size);
+    uint64_t header_len = 0;
+    for (int i = ST_PREFIX - 1; i >= 0; i--)
+        header_len = header_len << 8 | bytes[i];
+    if (header_len > size - ST_PREFIX)
+        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+                       "the header length %llu is larger than the %zu bytes that follow the "
+                       "length (the file has %zu bytes)",
+                       (unsigned long long)header_len, size - ST_PREFIX, size);
+
+    json_error_t error;
+    json_t *root = json_loadb((const char *)bytes + ST_PREFIX, (size_t)header_len,
+                              JSON_REJECT_DUPLICATES, &error);
+    if (!root) {
+        if (json_error_code(&error) == json_error_out_of_memory)
+            return st_fail(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                           "out of memory while parsing the JSON header");
+        /* jansson quotes the text near the error, which may hold any byte: show ASCII only. */
+        for (char *c = error.text; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                *c = '?';
+        size_t at = ST_PREFIX + (size_t)(error.position > 0 ? error.position : 0);
+        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+                       "invalid JSON header: %s (line %d, column %d, byte %zu of the file)",
+                       error.text, error.line, error.column, at);
+    }
+    if (!json_is_object(root)) {
+        clattn_status status = st_fail(function, name, CLATTN_ERROR_FORMAT,
+                                       "the JSON header is %s, not an object", json_kind(root));
+        json_decref(root);
+        return status;
+    }
+
+    st_source src = {function, name, size - ST_PREFIX - (size_t)header_len};
+    size_t keys = json_object_size(root), count = 0;
+    st_entry *entries = calloc(keys ? keys : 1, sizeof(*entries));
+    if (!entries) {
+        json_decref(root);
+        return st_fail(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot allocate %zu header entries", keys);
+    }
+    json_t *metadata = NULL;
+    clattn_status status = CLATTN_OK;
+    const char *key;
+    json_t *value;
+    size_t position = 0;
+    json_object_foreach(root, key, value)
+    {
+        if (strcmp(key, metadata_key) == 0) {
+            metadata = value;
+            status = parse_metadata(&src, metadata);
+        } else {
+            entries[count].position = position;
+            status = parse_entry(&src, key, value, &entries[count]);
+            count++;
+        }
+        position++;
+        if (status != CLATTN_OK)
+            break;
+    }
+    if (status == CLATTN_OK) {
+        qsort(entries, count, sizeof(*entries), compare_entries);
+        status = check_no_overlap(&src, entries, count);
+    }
+    if (status == CLATTN_OK)
+        status = build(&src, bytes + ST_PREFIX + header_len, entries, count, metadata, out);
+    free(entries);
+    json_decref(root);
+    return status;
+}
+
+/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
+static clattn_status read_file(const char *function, const char *path, unsigned char **bytes,
+                               size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return st_fail(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        int err = errno;
+        fclose(f);
+        return st_fail(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fclose(f);
+        return st_fail(function, path, CLATTN_ERROR_IO, "not a regular file");
+    }
+    if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
+        fclose(f);
+        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+                       "the file (%jd bytes) is too large to read into memory",
+                       (intmax_t)st.st_size);
+    }
+    size_t n = (size_t)st.st_size;
+    unsigned char *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot allocate %zu bytes to read the file", n);
+    }
+    size_t got = fread(buf, 1, n, f);
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (got != n) {
+        free(buf);
+        if (err)
+            return st_fail(function, path, CLATTN_ERROR_IO,
+                           "read failed after %zu of %zu bytes: %s", got, n, strerror(err));
+        return st_fail(function, path, CLATTN_ERROR_IO,
+                       "the file shrank while being read (%zu of %zu bytes)", got, n);
+    }
+    *bytes = buf;
+    *size = n;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out)
+{
+    static const char function[] = "clattn_safetensors_read";
+    if (out)
+        *out = NULL;
+    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
+    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    clattn_status status = read_file(function, path, &bytes, &size);
+    if (status == CLATTN_OK)
+        status = load(function, path, bytes, size, out);
+    free(bytes);
+    return status;
+}
+
+clattn_status clattn_safetensors_parse(const void *bytes, size_t size, clattn_safetensors **out)
+{
+    static const char function[] = "clattn_safetensors_parse";
+    if (out)
+        *out = NULL;
+    CLATTN_CHECK_ARG(NULL, bytes || size == 0,
+                     "%s: invalid argument: bytes is NULL but size is %zu", function, size);
+    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    static const unsigned char nothing[1] = {0};
+    return load(function, memory_name, bytes ? bytes : nothing, size, out);
+}
+
+/* ---- writing ---- */
+
+/* Checks the metadata and adds it to the header as "__metadata__" (when there is any). */
+static clattn_status add_metadata(const char *function, const char *path, json_t *root,
+                                  const clattn_st_metadata *metadata, size_t count)
+{
+    if (count == 0)
+        return CLATTN_OK;
+    json_t *object = json_object();
+    if (!object || json_object_set_new(root, metadata_key, object) != 0)
+        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot build the JSON header");
+    for (size_t i = 0; i < count; i++) {
+        const char *key = metadata[i].key, *value = metadata[i].value;
+        CLATTN_CHECK_ARG(NULL, key && *key, "%s: invalid argument: metadata[%zu].key is %s",
+                         function, i, key ? "empty" : "NULL");
+        char shown[SHOWN_NAME];
+        show_name(shown, key);
+        CLATTN_CHECK_ARG(NULL, value, "%s: invalid argument: metadata[%zu] ('%s') has a NULL value",
+                         function, i, shown);
+        CLATTN_CHECK_ARG(NULL, !json_object_get(object, key),
+                         "%s: invalid argument: metadata[%zu].key '%s' repeats an earlier key",
+                         function, i, shown);
+        json_t *string = json_string(value);
+        CLATTN_CHECK_ARG(NULL, string,
+                         "%s: invalid argument: metadata[%zu] ('%s') value is not valid UTF-8",
+                         function, i, shown);
+        CLATTN_CHECK_ARG(NULL, json_object_set_new(object, key, string) == 0,
+                         "%s: invalid argument: metadata[%zu].key is not valid UTF-8", function,
+                         i);
+    }
+    return CLATTN_OK;
+}
+
+/* Checks one tensor and adds its entry, at data offset *offset (advanced past its bytes). */
+static clattn_status add_tensor(const char *function, const char *path, json_t *root,
+                                const clattn_st_tensor *t, size_t i, size_t *offset)
+{
+    CLATTN_CHECK_ARG(NULL, t->name && *t->name, "%s: invalid argument: tensors[%zu].name is %s",
+                     function, i, t->name ? "empty" : "NULL");
+    char shown[SHOWN_NAME];
+    show_name(shown, t->name);
+    CLATTN_CHECK_ARG(NULL, strcmp(t->name, metadata_key) != 0,
+                     "%s: invalid argument: tensors[%zu].name '%s' is reserved for the metadata",
+                     function, i, metadata_key);
+    CLATTN_CHECK_ARG(NULL, !json_object_get(root, t->name),
+                     "%s: invalid argument: tensors[%zu].name '%s' repeats an earlier tensor's",
+                     function, i, shown);
+    CLATTN_CHECK_ARG(NULL, t->ndim >= 0 && t->ndim <= CLATTN_ST_MAX_DIMS,
+                     "%s: invalid argument: tensors[%zu] ('%s') has ndim %d; it must be 0 to %d",
+                     function, i, shown, t->ndim, CLATTN_ST_MAX_DIMS);
+    size_t numel, bytes, end;
+    if (!shape_numel(t->ndim, t->shape, &numel) ||
+        !clattn__mul_size(numel, sizeof(float), &bytes))
+        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+                       "tensors[%zu] ('%s'): the byte size of the shape overflows size_t", i,
+                       shown);
+    CLATTN_CHECK_ARG(NULL, t->data || numel == 0,
+                     "%s: invalid argument: tensors[%zu] ('%s') has NULL data but %zu elements",
+                     function, i, shown, numel);
+    bool fits = bytes <= SIZE_MAX - *offset;
+    end = fits ? *offset + bytes : 0;
+    for (int d = 0; d < t->ndim && fits; d++)
+        fits = (uintmax_t)t->shape[d] <= (uintmax_t)ST_JSON_INT_MAX;
+    if (!fits || (uintmax_t)end > (uintmax_t)ST_JSON_INT_MAX)
+        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+                       "tensors[%zu] ('%s'): its shape or data offsets do not fit in a JSON "
+                       "integer",
+                       i, shown);
+
+    /* Each *_new call takes over its value, even when it fails (then it releases it). */
+    json_t *shape = json_array(), *offsets = json_array(), *entry = json_object();
+    bool ok = true;
+    for (int d = 0; d < t->ndim; d++)
+        ok = json_array_append_new(shape, json_integer((json_int_t)t->shape[d])) == 0 && ok;
+    ok = json_array_append_new(offsets, json_integer((json_int_t)*offset)) == 0 && ok;
+    ok = json_array_append_new(offsets, json_integer((json_int_t)end)) == 0 && ok;
+    ok = json_object_set_new(entry, "dtype", json_string("F32")) == 0 && ok;
+    ok = json_object_set_new(entry, "shape", shape) == 0 && ok;
+    ok = json_object_set_new(entry, "data_offsets", offsets) == 0 && ok;
+    if (!ok) {
+        json_decref(entry);
+        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot build the JSON header");
+    }
+    /* Fails for a key that is not UTF-8 (or when out of memory); the entry is released. */
+    CLATTN_CHECK_ARG(NULL, json_object_set_new(root, t->name, entry) == 0,
+                     "%s: invalid argument: tensors[%zu].name is not valid UTF-8", function, i);
+    *offset = end;
+    return CLATTN_OK;
+}
+
+static bool write_floats(FILE *f, const float *data, size_t count)
+{
+    unsigned char chunk[4096];
+    size_t per_chunk = sizeof(chunk) / 4;
+    while (count > 0) {
+        size_t n = count < per_chunk ? count : per_chunk;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t bits;
+            memcpy(&bits, &data[i], sizeof(bits));
+            for (int b = 0; b < 4; b++)
+                chunk[4 * i + (size_t)b] = (unsigned char)(bits >> (8 * b));
+        }
+        if (fwrite(chunk, 4, n, f) != n)
+            return false;
+        data += n;
+        count -= n;
+    }
+    return true;
+}
+
+static clattn_status write_file(const char *function, const char *path, const char *header,
+                                const clattn_st_tensor *tensors, size_t tensor_count)
+{
+    size_t text_len = strlen(header), pad = (ST_ALIGN - text_len % ST_ALIGN) % ST_ALIGN;
+    uint64_t header_len = (uint64_t)text_len + pad;
+    unsigned char prefix[ST_PREFIX];
+    for (int i = 0; i < ST_PREFIX; i++)
+        prefix[i] = (unsigned char)(header_len >> (8 * i));
+    static const char spaces[ST_ALIGN + 1] = "        ";
+
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return st_fail(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
+    bool ok = fwrite(prefix, 1, ST_PREFIX, f) == ST_PREFIX &&
+              fwrite(header, 1, text_len, f) == text_len && fwrite(spaces, 1, pad, f) == pad;
+    for (size_t i = 0; i < tensor_count && ok; i++) {
+        size_t numel = 0;
+        shape_numel(tensors[i].ndim, tensors[i].shape, &numel); /* checked by add_tensor */
+        ok = write_floats(f, tensors[i].data, numel);
+    }
+    int err = ok ? 0 : errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        remove(path);
+        return st_fail(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+    }
+    return CLATTN_OK;
+}
+
+clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor *tensors,
+                                       size_t tensor_count, const clattn_st_metadata *metadata,
+                                       size_t metadata_count)
+{
+    static const char function[] = "clattn_safetensors_write";
+    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
+    CLATTN_CHECK_ARG(NULL, tensors || tensor_count == 0,
+                     "%s: invalid argument: tensors is NULL but tensor_count is %zu", function,
+                     tensor_count);
+    CLATTN_CHECK_ARG(NULL, metadata || metadata_count == 0,
+                     "%s: invalid argument: metadata is NULL but metadata_count is %zu",
+                     function, metadata_count);
+    json_t *root = json_object();
+    if (!root)
+        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                       "cannot build the JSON header");
+    clattn_status status = add_metadata(function, path, root, metadata, metadata_count);
+    size_t offset = 0;
+    for (size_t i = 0; i < tensor_count && status == CLATTN_OK; i++)
+        status = add_tensor(function, path, root, &tensors[i], i, &offset);
+    char *header = NULL;
+    if (status == CLATTN_OK) {
+        header = json_dumps(root, JSON_COMPACT);
+        if (!header)
+            status = st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                             "cannot format the JSON header");
+    }
+    json_decref(root);
+    if (status == CLATTN_OK)
+        status = write_file(function, path, header, tensors, tensor_count);
+    free(header);
+    return status;
+}
