@@ -126,6 +126,17 @@ clattn_status clattn_encoder_get_config(const clattn_encoder *enc, clattn_encode
     return CLATTN_OK;
 }
 
+clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_positional positional)
+{
+    static const char fn[] = "clattn_encoder_set_positional";
+    CLATTN_CHECK_ARG(NULL, enc, "%s: invalid argument: encoder is NULL", fn);
+    CLATTN_CHECK_ARG(enc->ctx, positional == CLATTN_POSITIONAL_NONE ||
+                                   positional == CLATTN_POSITIONAL_SINUSOIDAL,
+                     "%s: invalid argument: positional is %d", fn, (int)positional);
+    enc->cfg.positional = positional;
+    return CLATTN_OK;
+}
+
 /* ---- forward ---- */
 
 /* Grows every scratch buffer to hold `tokens` rows. */

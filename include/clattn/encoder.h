@@ -92,6 +92,11 @@ CLATTN_API void clattn_encoder_destroy(clattn_encoder **encoder);
 CLATTN_API clattn_status clattn_encoder_get_config(const clattn_encoder *encoder,
                                                    clattn_encoder_config *config);
 
+/* Changes the positional encoding added before the first layer (e.g. to add the sinusoidal
+ * table to a model exported from PyTorch, whose encoder has none). */
+CLATTN_API clattn_status clattn_encoder_set_positional(clattn_encoder *encoder,
+                                                       clattn_positional positional);
+
 /*
  * Returns the host tensor named `name`, or NULL if there is none. The returned tensor (and its
  * data) must stay valid until clattn_encoder_load_weights returns.
