@@ -23,6 +23,17 @@ setup build-ci --werror --buildtype=debugoptimized
 meson compile -C build-ci
 meson test -C build-ci --print-errorlogs --num-processes 2
 
+echo "=== install into a temporary prefix and build the README's example with pkg-config"
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/clattn-install.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+meson install -C build-ci --destdir "$prefix" >/dev/null
+pcdir=$(dirname "$(find "$prefix" -name clattn.pc | head -n 1)")
+libdir=$(dirname "$pcdir")
+PKG_CONFIG_SYSROOT_DIR="$prefix" PKG_CONFIG_PATH="$pcdir" \
+    cc -Werror -o "$prefix/minimal" examples/minimal.c $(PKG_CONFIG_SYSROOT_DIR="$prefix" \
+    PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs clattn)
+LD_LIBRARY_PATH="$libdir" "$prefix/minimal"
+
 echo "=== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
 setup build-ci-asan --werror --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-ci-asan
