@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-static void mask_args(clattn_kernel_args *args, const clattn_attention_problem *p)
+void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p)
 {
     const clattn_mask_view *am = &p->attn_mask, *kp = &p->key_padding_mask;
     cl_ulong am_off = am->offset, am_sb = am->sb, am_sh = am->sh, am_si = am->si, am_sj = am->sj;
@@ -57,7 +57,7 @@ clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_
     CLATTN_ARG(&args, dk);
     CLATTN_ARG(&args, c->bh0);
     CLATTN_ARG(&args, scale);
-    mask_args(&args, p);
+    clattn__mask_args(&args, p);
     size_t global[3] = {c->nk, c->nq, c->pairs};
     uint64_t macs = (uint64_t)c->pairs * c->nq * c->nk * p->dk;
     return clattn__launch(ctx, &args, "scores", 3, global, NULL, CLATTN_OP_SCORES, macs);
@@ -206,5 +206,7 @@ clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_prob
     clattn_status status = check_kernel_limits(ctx, p);
     if (status != CLATTN_OK)
         return status;
-    return attention_unfused(ctx, p);
+    bool fused = p->path == CLATTN_PATH_FUSED ||
+                 (p->path == CLATTN_PATH_AUTO && p->weights_layout == CLATTN_WEIGHTS_NONE);
+    return fused ? clattn__attention_fused(ctx, p) : attention_unfused(ctx, p);
 }

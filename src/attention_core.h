@@ -64,6 +64,14 @@ clattn_status clattn__launch_average_heads(clattn_context *ctx,
                                            const clattn_attention_problem *p,
                                            const clattn_score_chunk *c);
 
+/* Sets the 13 mask arguments every attention kernel takes (cl/common.cl). */
+void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p);
+
+/* The fused kernel (fused_attention.c): the variant for (dk, dv), built on first use. */
+clattn_status clattn__fused_variant(clattn_context *ctx, size_t dk, size_t dv,
+                                    const clattn_fused_variant **variant);
+clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *p);
+
 /* Runs attention as described; the caller has validated shapes. */
 clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_problem *problem);
 

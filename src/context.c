@@ -58,6 +58,7 @@ static clattn_status context_finish_setup(clattn_context *ctx)
         return status;
     if (ctx->workspace_limit == 0 || ctx->workspace_limit > ctx->info.max_alloc_bytes)
         ctx->workspace_limit = ctx->info.max_alloc_bytes;
+    clattn__tuning_init(ctx);
     status = clattn__kernels_build(ctx, &ctx->kernels);
     if (status != CLATTN_OK)
         return status;
@@ -187,6 +188,8 @@ void clattn_context_destroy(clattn_context **pctx)
             clReleaseMemObject(ctx->scratch[i]);
     if (ctx->pe)
         clReleaseMemObject(ctx->pe);
+    for (size_t i = 0; i < ctx->fused_count; i++)
+        clattn__fused_release(&ctx->fused[i]);
     clattn__kernels_release(&ctx->kernels);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

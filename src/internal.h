@@ -30,6 +30,28 @@ typedef enum clattn_scratch_slot {
     CLATTN_SCRATCH_COUNT
 } clattn_scratch_slot;
 
+/* Device-aware tuning of our kernels: defaults from the device's facts, overridden by the
+ * environment variable CLATTN_TUNE (see context.h). */
+typedef struct clattn_tuning {
+    size_t fused_qpw;  /* queries per work-item of the fused kernel (global variant) */
+    size_t fused_tk;   /* keys per block */
+    size_t fused_wg;   /* work-group size */
+    int fused_local;   /* stage keys and values through __local memory */
+} clattn_tuning;
+
+/* A fused attention program specialised for one pair of head widths. */
+typedef struct clattn_fused_variant {
+    size_t dk, dv;
+    cl_program program;
+    cl_kernel kernel;
+    bool local;
+    size_t qpw, tk, wg;
+} clattn_fused_variant;
+
+#define CLATTN_FUSED_CACHE 8
+
+void clattn__fused_release(clattn_fused_variant *variant);
+
 struct clattn_context {
     cl_device_id device;
     cl_context cl_ctx;
@@ -43,6 +65,9 @@ struct clattn_context {
     uint64_t workspace_limit; /* bytes; already clamped to the device's max allocation */
 
     clattn_kernels kernels;
+    clattn_tuning tuning;
+    clattn_fused_variant fused[CLATTN_FUSED_CACHE];
+    size_t fused_count;
 
     cl_mem scratch[CLATTN_SCRATCH_COUNT];
     size_t scratch_bytes[CLATTN_SCRATCH_COUNT];
@@ -205,6 +230,11 @@ clattn_status clattn__add_positional(clattn_context *ctx, cl_mem in, size_t in_o
 clattn_status clattn__embed(clattn_context *ctx, cl_mem ids, cl_mem emb, float scale,
                             bool with_positions, size_t offset, size_t tokens, size_t seq, size_t d,
                             cl_mem x);
+
+/* ---- tuning (tuning.c) ---- */
+
+/* Chooses ctx->tuning from the device's facts, then applies CLATTN_TUNE. */
+void clattn__tuning_init(clattn_context *ctx);
 
 /* ---- test hooks ---- */
 

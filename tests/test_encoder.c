@@ -91,6 +91,14 @@ static void run_case(clattn_context *ctx, const enc_case *c, uint64_t seed)
     ref_encoder_forward(&bank->ref, c->tokens ? NULL : input, c->tokens ? ids : NULL, B, N,
                         c->padding ? kpm : NULL, c->causal, c->offset, want);
     assert_close(got, want, T * d, TOL);
+    /* The unfused attention path gives the same (the default above is the fused one). */
+    p.path = CLATTN_PATH_UNFUSED;
+    assert_int_equal(c->tokens ? clattn_encoder_forward_tokens(enc, ids, B, N, tout, &p)
+                               : clattn_encoder_forward(enc, tin, tout, &p),
+                     CLATTN_OK);
+    free(got);
+    got = test_tensor_to_host(tout);
+    assert_close(got, want, T * d, TOL);
     /* The input is not modified. */
     float *in_after = test_tensor_to_host(tin);
     assert_memory_equal(in_after, input, T * d * sizeof(float));

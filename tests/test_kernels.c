@@ -372,7 +372,8 @@ static void embedding_and_positions(void **state)
     cl_int ids[10] = {0, 6, 3, 3, 1, 2, 5, 4, 0, 6};
     clattn_tensor *temb = test_tensor_from(f->ctx, 2, (size_t[]){vocab, d}, emb);
     clattn_tensor *tx = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, NULL);
-    clattn_tensor *tin = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, emb); /* any input */
+    float *in_host = random_array(T * d, 91, -1, 1);
+    clattn_tensor *tin = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, in_host);
     cl_int err;
     cl_mem tids = clCreateBuffer(clattn_context_cl_context(f->ctx), CL_MEM_READ_WRITE |
                                  CL_MEM_COPY_HOST_PTR, sizeof(ids), ids, &err);
@@ -401,7 +402,7 @@ static void embedding_and_positions(void **state)
         for (size_t c = 0; c < d; c++)
             want[t * d + c] = in[t * d + c] + pe[(offset + t % N) * d + c];
     assert_close(got, want, T * d, 1e-6);
-    free(got), free(in), free(emb);
+    free(got), free(in), free(emb), free(in_host);
     clReleaseMemObject(tids);
     clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
 }

@@ -209,6 +209,15 @@ static void run_case(clattn_context *shared_ctx, const mha_case *c, uint64_t see
         assert_close(got_w, want_w, nw, TOL);
         free(got_w);
     }
+    /* The other path gives the same output: fused when the weights were asked (so the call above
+     * ran unfused), unfused otherwise. */
+    fp.path = tw ? CLATTN_PATH_FUSED : CLATTN_PATH_UNFUSED;
+    fp.attn_weights = NULL;
+    assert_int_equal(clattn_tensor_fill(to, NAN), CLATTN_OK);
+    assert_int_equal(clattn_mha_forward(mha, tq, tk, tv, to, &fp), CLATTN_OK);
+    free(got);
+    got = test_tensor_to_host(to);
+    assert_close(got, want, B * Nq * E, TOL);
 
     free(got), free(want), free(want_w), free(w_in), free(b_in), free(w_out), free(b_out);
     if (c->cross)
@@ -476,6 +485,17 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
         assert_close(got_w, expect_w.f32, expect_w.numel, tol);
         free(got_w);
     }
+    /* And on the other path (fused when weights were asked, else unfused). */
+    fp.path = tw ? CLATTN_PATH_FUSED : CLATTN_PATH_UNFUSED;
+    fp.attn_weights = NULL;
+    assert_int_equal(clattn_tensor_fill(to, NAN), CLATTN_OK);
+    assert_int_equal(clattn_mha_forward(mha, tq, tk, tv, to, &fp), CLATTN_OK);
+    free(got);
+    got = test_tensor_to_host(to);
+    double err_other = test_max_abs_diff(got, expect.f32, expect.numel);
+    if (err_other > err)
+        err = err_other;
+    assert_close(got, expect.f32, expect.numel, tol);
     free(got);
     for (int i = 0; i < n; i++)
         clattn_npy_array_free(&arrays[i]);

@@ -75,7 +75,7 @@ static sdpa_case shape_case(size_t B, size_t H, size_t Nq, size_t Nk, size_t dk,
 }
 
 /* Runs one case on ctx and compares out (and weights) with the reference. */
-static void run_case(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
+static void run_case_on(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
 {
     size_t B = c->B, H = c->H, Nq = c->Nq, Nk = c->Nk;
     size_t nq = B * H * Nq * c->dk, nk = B * H * Nk * c->dk, nv = B * H * Nk * c->dv;
@@ -158,6 +158,17 @@ static void run_case(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
     clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tv);
     clattn_tensor_destroy(&to), clattn_tensor_destroy(&tw), clattn_tensor_destroy(&tam);
     clattn_tensor_destroy(&tkp);
+}
+
+/* Every case on both paths: unfused (with the weights when asked) and fused (without). */
+static void run_case(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
+{
+    sdpa_case unfused = *c, fused = *c;
+    unfused.path = CLATTN_PATH_UNFUSED;
+    run_case_on(ctx, &unfused, seed);
+    fused.path = CLATTN_PATH_FUSED;
+    fused.weights = 0;
+    run_case_on(ctx, &fused, seed);
 }
 
 static void matches_reference_over_a_grid_of_shapes(void **state)
@@ -290,6 +301,13 @@ static void chunked_path_matches_unchunked(void **state)
     run_case(ctx, &c, 900);
     c.weights = 1; /* weights output: scores go straight into it */
     run_case(ctx, &c, 901);
+    /* The fused path needs no score workspace at all: a limit below one pair still runs. */
+    clattn_context_destroy(&ctx);
+    params.workspace_limit_bytes = 16;
+    assert_int_equal(clattn_context_create(&ctx, &params), CLATTN_OK);
+    c.weights = 0;
+    c.path = CLATTN_PATH_FUSED;
+    run_case_on(ctx, &c, 902);
     clattn_context_destroy(&ctx);
 }
 
@@ -355,6 +373,54 @@ static void strided_views_into_packed_projections(void **state)
     free(got), free(want), free(qkv), free(qh), free(kh), free(vh), free(oh);
     clattn_tensor_destroy(&q), clattn_tensor_destroy(&k), clattn_tensor_destroy(&v);
     clattn_tensor_destroy(&o), clattn_tensor_destroy(&packed), clattn_tensor_destroy(&out);
+}
+
+/* The fused kernel's other variants: staged through __local memory (the GPU default), and other
+ * queries per work-item and block sizes, chosen with CLATTN_TUNE. */
+static void fused_variants_chosen_by_clattn_tune(void **state)
+{
+    (void)state;
+    static const char *const tunes[] = {
+        "fused_local=1,fused_tk=8,fused_wg=16",
+        "fused_local=1,fused_tk=3,fused_wg=4",
+        "fused_local=0,fused_qpw=1,fused_tk=1,fused_wg=1",
+        "fused_local=0,fused_qpw=3,fused_tk=5,fused_wg=2",
+    };
+    for (size_t t = 0; t < sizeof(tunes) / sizeof(tunes[0]); t++) {
+        setenv("CLATTN_TUNE", tunes[t], 1);
+        clattn_context *ctx = test_context_create(NULL);
+        unsetenv("CLATTN_TUNE");
+        assert_non_null(ctx);
+        sdpa_case c = shape_case(2, 3, 7, 9, 5, 4);
+        c.path = CLATTN_PATH_FUSED;
+        run_case_on(ctx, &c, 1100 + t);
+        c.causal = 1;
+        c.key_padding = (mask_spec){2, {2, 9}, CLATTN_MASK_BOOL};
+        run_case_on(ctx, &c, 1110 + t);
+        c.causal = 0;
+        c.attn = (mask_spec){2, {7, 9}, CLATTN_MASK_BOOL};
+        c.fully_masked_rows = 1;
+        run_case_on(ctx, &c, 1120 + t);
+        sdpa_case d = shape_case(1, 2, 33, 1, 3, 16); /* one key; Nq not a multiple of anything */
+        d.path = CLATTN_PATH_FUSED;
+        run_case_on(ctx, &d, 1130 + t);
+        clattn_context_destroy(&ctx);
+    }
+}
+
+static void a_bad_clattn_tune_is_ignored_with_a_warning(void **state)
+{
+    (void)state;
+    setenv("CLATTN_TUNE", "fused_qpw=0,bogus=3,fused_wg=12,fused_tk=4", 1);
+    test_log log;
+    clattn_context *ctx = test_context_create(&log);
+    unsetenv("CLATTN_TUNE");
+    assert_non_null(ctx);
+    assert_true(log.count >= 3);
+    assert_non_null(strstr(log.last, "CLATTN_TUNE: ignoring"));
+    sdpa_case c = shape_case(1, 2, 5, 6, 4, 4);
+    run_case(ctx, &c, 1200); /* fused_tk=4 applied, the rest kept at the defaults */
+    clattn_context_destroy(&ctx);
 }
 
 static void invalid_arguments(void **state)
@@ -474,6 +540,8 @@ int main(void)
         cmocka_unit_test(chunked_path_matches_unchunked),
         cmocka_unit_test(a_single_pair_beyond_the_workspace_limit_fails),
         cmocka_unit_test(strided_views_into_packed_projections),
+        cmocka_unit_test(fused_variants_chosen_by_clattn_tune),
+        cmocka_unit_test(a_bad_clattn_tune_is_ignored_with_a_warning),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_default_tolerates_null),
     };

@@ -1,0 +1,190 @@
+/* Fused attention: scores, masked online softmax and weights·V in one kernel (flash-attention
+ * style), with O(N) memory: no score matrix is ever stored.
+ *
+ *   out[b, h, i, :] = Σ_j softmax_j(Σ_c (q[b,h,i,c] · scale) · k[b,h,j,c] + masks) · v[b,h,j,:]
+ *
+ * Keys are visited in blocks of CLATTN_FUSED_TK; for each query the running maximum m, the
+ * running sum l of exp(s - m) and the running weighted sum acc of the values are rescaled when
+ * the maximum grows. A query whose keys are all masked gets a zero output (not NaN).
+ * q, k, v, out: per-head views as in scores.cl (the output in the concatenated-heads layout).
+ *
+ * Compiled only in the specialised program: CLATTN_FUSED_DK and CLATTN_FUSED_DV (the head widths)
+ * are compile-time constants, as are CLATTN_FUSED_QPW (queries per work-item), CLATTN_FUSED_TK
+ * (keys per block) and CLATTN_FUSED_WG (work-group size). Two variants:
+ *   clattn_fused_attention        each work-item reads keys and values from global memory (for
+ *                                 devices whose __local memory is global memory, e.g. CPUs);
+ *   clattn_fused_attention_local  the work-group stages each block of keys and values through
+ *                                 __local memory (GPUs).
+ * NDRange: (ceil(nq / QPW) rounded up to WG, pairs), local (WG, 1). */
+#ifdef CLATTN_FUSED_DK
+
+#define DK CLATTN_FUSED_DK
+#define DV CLATTN_FUSED_DV
+#define QPW CLATTN_FUSED_QPW
+#define TK CLATTN_FUSED_TK
+
+/* The per-query state of the online softmax. */
+typedef struct clattn_online {
+    float m;       /* largest score so far */
+    float l;       /* Σ exp(s - m) */
+    float acc[DV]; /* Σ exp(s - m) · v */
+} clattn_online;
+
+/* Folds one block of scores s[0..TK) (already masked; -inf = ignored) into the state, turning
+ * s into the unnormalised probabilities exp(s - m). Returns 0 when the block adds nothing. */
+int clattn_online_block(clattn_online *st, float *s)
+{
+    float block_max = -INFINITY;
+    for (int t = 0; t < TK; t++)
+        block_max = fmax(block_max, s[t]);
+    if (block_max == -INFINITY)
+        return 0;
+    if (block_max > st->m) {
+        float correction = exp(st->m - block_max); /* exp(-inf) = 0 on the first block */
+        st->l *= correction;
+        for (int c = 0; c < DV; c++)
+            st->acc[c] *= correction;
+        st->m = block_max;
+    }
+    for (int t = 0; t < TK; t++) {
+        s[t] = exp(s[t] - st->m);
+        st->l += s[t];
+    }
+    return 1;
+}
+
+void clattn_online_store(const clattn_online *st, __global float *o)
+{
+    float inv = st->l > 0.0f ? 1.0f / st->l : 0.0f;
+    for (int c = 0; c < DV; c++)
+        o[c] = st->acc[c] * inv;
+}
+
+__kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
+                                     ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
+                                     ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
+                                     ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
+                                     ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
+                                     uint pairs, uint nq, uint nk, uint bh0, float scale,
+                                     CLATTN_MASK_PARAMS)
+{
+    uint first = get_global_id(0) * QPW, z = get_global_id(1);
+    if (first >= nq || z >= pairs)
+        return;
+    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
+    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
+
+    float qv[QPW][DK];
+    clattn_online st[QPW];
+    for (int r = 0; r < QPW; r++) {
+        uint i = min(first + r, nq - 1); /* rows past the end repeat the last; not stored */
+        __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
+        for (int c = 0; c < DK; c++)
+            qv[r][c] = qi[c] * scale;
+        st[r].m = -INFINITY;
+        st[r].l = 0.0f;
+        for (int c = 0; c < DV; c++)
+            st[r].acc[c] = 0.0f;
+    }
+    /* With a causal mask no query of this work-item sees a key after its last query. */
+    uint last = min(first + QPW, nq) - 1;
+    uint end = causal ? min(nk, last + 1) : nk;
+
+    for (uint j0 = 0; j0 < end; j0 += TK) {
+        float s[QPW][TK];
+        for (int t = 0; t < TK; t++) {
+            uint j = j0 + t;
+            __global const float *kj = kb + (ulong)min(j, nk - 1) * k_sn;
+            for (int r = 0; r < QPW; r++) {
+                float dot = 0.0f;
+                for (int c = 0; c < DK; c++)
+                    dot += qv[r][c] * kj[c];
+                uint i = min(first + r, nq - 1);
+                s[r][t] = j < end ? clattn_masked_score(dot, b, h, i, j, CLATTN_MASK_ARGS)
+                                  : -INFINITY;
+            }
+        }
+        int any = 0;
+        for (int r = 0; r < QPW; r++)
+            any |= clattn_online_block(&st[r], s[r]) << r;
+        if (!any)
+            continue;
+        for (int t = 0; t < TK && j0 + t < end; t++) {
+            __global const float *vj = vb + (ulong)(j0 + t) * v_sn;
+            for (int r = 0; r < QPW; r++) {
+                if (!((any >> r) & 1))
+                    continue;
+                float p = s[r][t];
+                for (int c = 0; c < DV; c++)
+                    st[r].acc[c] += p * vj[c];
+            }
+        }
+    }
+    for (int r = 0; r < QPW && first + r < nq; r++)
+        clattn_online_store(&st[r], o + o_off + b * o_sb + h * o_sh + (first + r) * o_sn);
+}
+
+/* The same with each block of keys and values staged through __local memory by the whole
+ * work-group (one query per work-item: QPW must be 1). No work-item leaves before the last
+ * barrier; those without a query compute on a clamped row and store nothing. */
+__kernel __attribute__((reqd_work_group_size(CLATTN_FUSED_WG, 1, 1)))
+void clattn_fused_attention_local(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
+                                  ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
+                                  ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
+                                  ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
+                                  ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
+                                  uint pairs, uint nq, uint nk, uint bh0, float scale,
+                                  CLATTN_MASK_PARAMS)
+{
+    __local float k_tile[TK][DK];
+    __local float v_tile[TK][DV];
+    uint i = get_global_id(0), z = get_group_id(1), t_local = get_local_id(0);
+    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    uint row = min(i, nq - 1);
+    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
+    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
+    __global const float *qi = q + q_off + b * q_sb + h * q_sh + row * q_sn;
+    float qv[DK];
+    for (int c = 0; c < DK; c++)
+        qv[c] = qi[c] * scale;
+    clattn_online st;
+    st.m = -INFINITY;
+    st.l = 0.0f;
+    for (int c = 0; c < DV; c++)
+        st.acc[c] = 0.0f;
+    /* The same bound for the whole work-group: the keys its last query can see. */
+    uint group_last = min((uint)(get_group_id(0) + 1) * CLATTN_FUSED_WG, nq) - 1;
+    uint end = causal ? min(nk, group_last + 1) : nk;
+
+    for (uint j0 = 0; j0 < end; j0 += TK) {
+        for (uint e = t_local; e < TK * DK; e += CLATTN_FUSED_WG) {
+            uint j = min(j0 + e / DK, nk - 1);
+            k_tile[e / DK][e % DK] = kb[(ulong)j * k_sn + e % DK];
+        }
+        for (uint e = t_local; e < TK * DV; e += CLATTN_FUSED_WG) {
+            uint j = min(j0 + e / DV, nk - 1);
+            v_tile[e / DV][e % DV] = vb[(ulong)j * v_sn + e % DV];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float s[TK];
+        for (int t = 0; t < TK; t++) {
+            float dot = 0.0f;
+            for (int c = 0; c < DK; c++)
+                dot += qv[c] * k_tile[t][c];
+            uint j = j0 + t;
+            s[t] = j < end && j <= (causal ? row : j) ? clattn_masked_score(dot, b, h, row, j,
+                                                                           CLATTN_MASK_ARGS)
+                                                      : -INFINITY;
+        }
+        if (clattn_online_block(&st, s))
+            for (int t = 0; t < TK; t++)
+                for (int c = 0; c < DV; c++)
+                    st.acc[c] += s[t] * v_tile[t][c];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i < nq && z < pairs)
+        clattn_online_store(&st, o + o_off + b * o_sb + h * o_sh + i * o_sn);
+}
+
+#endif /* CLATTN_FUSED_DK */
