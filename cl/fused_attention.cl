@@ -10,7 +10,8 @@
  *
  * Compiled only in the specialised program: CLATTN_FUSED_DK and CLATTN_FUSED_DV (the head widths)
  * are compile-time constants, as are CLATTN_FUSED_QPW (queries per work-item), CLATTN_FUSED_TK
- * (keys per block) and CLATTN_FUSED_WG (work-group size). Two variants:
+ * (keys per block), CLATTN_FUSED_WG (work-group size) and the vector widths CLATTN_FUSED_VK and
+ * CLATTN_FUSED_VV. Two variants, one compiled per program (CLATTN_FUSED_LOCAL selects):
  *   clattn_fused_attention        each work-item reads keys and values from global memory (for
  *                                 devices whose __local memory is global memory, e.g. CPUs);
  *   clattn_fused_attention_local  the work-group stages each block of keys and values through
@@ -22,6 +23,141 @@
 #define DV CLATTN_FUSED_DV
 #define QPW CLATTN_FUSED_QPW
 #define TK CLATTN_FUSED_TK
+
+#ifndef CLATTN_FUSED_LOCAL
+
+/* ---- explicit vectors for the global variant ----
+ * LLVM does not vectorise float reductions without fast-math, so the dot products and the
+ * softmax of a block are written with OpenCL vector types: CLATTN_FUSED_VK (a width dividing
+ * d_k), CLATTN_FUSED_VV (dividing d_v) and TK (the key block, 1, 2, 4, 8 or 16) lanes. */
+#define CLATTN_CAT_(a, b) a##b
+#define CLATTN_CAT(a, b) CLATTN_CAT_(a, b)
+
+float clattn_hsum1(float v) { return v; }
+float clattn_hsum2(float2 v) { return v.x + v.y; }
+float clattn_hsum4(float4 v) { return clattn_hsum2(v.lo + v.hi); }
+float clattn_hsum8(float8 v) { return clattn_hsum4(v.lo + v.hi); }
+float clattn_hsum16(float16 v) { return clattn_hsum8(v.lo + v.hi); }
+float clattn_hmax1(float v) { return v; }
+float clattn_hmax2(float2 v) { return fmax(v.x, v.y); }
+float clattn_hmax4(float4 v) { return clattn_hmax2(fmax(v.lo, v.hi)); }
+float clattn_hmax8(float8 v) { return clattn_hmax4(fmax(v.lo, v.hi)); }
+float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(v.lo, v.hi)); }
+#define clattn_vload1(i, p) ((p)[i])
+#define clattn_vstore1(v, i, p) ((p)[i] = (v))
+
+#define VK_T CLATTN_VEC_TYPE(CLATTN_FUSED_VK)
+#define VV_T CLATTN_VEC_TYPE(CLATTN_FUSED_VV)
+#define VT_T CLATTN_VEC_TYPE(TK)
+#define CLATTN_VEC_TYPE(n) CLATTN_CAT(CLATTN_VEC_TYPE_, n)
+#define CLATTN_VEC_TYPE_1 float
+#define CLATTN_VEC_TYPE_2 float2
+#define CLATTN_VEC_TYPE_4 float4
+#define CLATTN_VEC_TYPE_8 float8
+#define CLATTN_VEC_TYPE_16 float16
+#define CLATTN_VLOAD(n) CLATTN_CAT(CLATTN_VLOAD_, n)
+#define CLATTN_VLOAD_1 clattn_vload1
+#define CLATTN_VLOAD_2 vload2
+#define CLATTN_VLOAD_4 vload4
+#define CLATTN_VLOAD_8 vload8
+#define CLATTN_VLOAD_16 vload16
+#define CLATTN_VSTORE(n) CLATTN_CAT(CLATTN_VSTORE_, n)
+#define CLATTN_VSTORE_1 clattn_vstore1
+#define CLATTN_VSTORE_2 vstore2
+#define CLATTN_VSTORE_4 vstore4
+#define CLATTN_VSTORE_8 vstore8
+#define CLATTN_VSTORE_16 vstore16
+#define NK (DK / CLATTN_FUSED_VK)
+#define NV (DV / CLATTN_FUSED_VV)
+
+__kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
+                                     ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
+                                     ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
+                                     ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
+                                     ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
+                                     uint pairs, uint nq, uint nk, uint bh0, float scale,
+                                     CLATTN_MASK_PARAMS)
+{
+    uint first = get_global_id(0) * QPW, z = get_global_id(1);
+    if (first >= nq || z >= pairs)
+        return;
+    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
+    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
+
+    VK_T qv[QPW][NK];   /* the queries, pre-scaled */
+    VV_T acc[QPW][NV];  /* Σ exp(s - m) · v */
+    float m[QPW], l[QPW];
+    for (int r = 0; r < QPW; r++) {
+        uint i = min(first + r, nq - 1); /* rows past the end repeat the last; not stored */
+        __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
+        for (int c = 0; c < NK; c++)
+            qv[r][c] = CLATTN_VLOAD(CLATTN_FUSED_VK)(c, qi) * scale;
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = 0.0f;
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    /* With a causal mask no query of this work-item sees a key after its last query. */
+    uint last = min(first + QPW, nq) - 1;
+    uint end = causal ? min(nk, last + 1) : nk;
+    bool masked = causal || am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
+
+    for (uint j0 = 0; j0 < end; j0 += TK) {
+        float s[QPW][TK];
+        for (int t = 0; t < TK; t++) {
+            uint j = j0 + t;
+            __global const float *kj = kb + (ulong)min(j, nk - 1) * k_sn;
+            VK_T kv[NK];
+            for (int c = 0; c < NK; c++)
+                kv[c] = CLATTN_VLOAD(CLATTN_FUSED_VK)(c, kj);
+            for (int r = 0; r < QPW; r++) {
+                VK_T dot = qv[r][0] * kv[0];
+                for (int c = 1; c < NK; c++)
+                    dot += qv[r][c] * kv[c];
+                float score = CLATTN_CAT(clattn_hsum, CLATTN_FUSED_VK)(dot);
+                if (masked)
+                    score = clattn_masked_score(score, b, h, min(first + r, nq - 1), j,
+                                                CLATTN_MASK_ARGS);
+                s[r][t] = j < end ? score : -INFINITY;
+            }
+        }
+        for (int r = 0; r < QPW; r++) {
+            VT_T sv = CLATTN_VLOAD(TK)(0, s[r]);
+            float block_max = CLATTN_CAT(clattn_hmax, TK)(sv);
+            if (block_max == -INFINITY) {
+                CLATTN_VSTORE(TK)((VT_T)(0.0f), 0, s[r]);
+                continue;
+            }
+            if (block_max > m[r]) {
+                float correction = exp(m[r] - block_max); /* 0 on the first block */
+                l[r] *= correction;
+                for (int c = 0; c < NV; c++)
+                    acc[r][c] *= correction;
+                m[r] = block_max;
+            }
+            VT_T p = exp(sv - m[r]);
+            l[r] += CLATTN_CAT(clattn_hsum, TK)(p);
+            CLATTN_VSTORE(TK)(p, 0, s[r]);
+        }
+        for (int t = 0; t < TK; t++) {
+            __global const float *vj = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
+            for (int c = 0; c < NV; c++) {
+                VV_T vv = CLATTN_VLOAD(CLATTN_FUSED_VV)(c, vj);
+                for (int r = 0; r < QPW; r++)
+                    acc[r][c] += s[r][t] * vv;
+            }
+        }
+    }
+    for (int r = 0; r < QPW && first + r < nq; r++) {
+        __global float *out = o + o_off + b * o_sb + h * o_sh + (first + r) * o_sn;
+        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (int c = 0; c < NV; c++)
+            CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[r][c] * inv, c, out);
+    }
+}
+
+#else /* CLATTN_FUSED_LOCAL */
 
 /* The per-query state of the online softmax. */
 typedef struct clattn_online {
@@ -60,70 +196,6 @@ void clattn_online_store(const clattn_online *st, __global float *o)
         o[c] = st->acc[c] * inv;
 }
 
-__kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
-                                     ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
-                                     ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
-                                     ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
-                                     ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
-                                     uint pairs, uint nq, uint nk, uint bh0, float scale,
-                                     CLATTN_MASK_PARAMS)
-{
-    uint first = get_global_id(0) * QPW, z = get_global_id(1);
-    if (first >= nq || z >= pairs)
-        return;
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
-    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
-    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
-
-    float qv[QPW][DK];
-    clattn_online st[QPW];
-    for (int r = 0; r < QPW; r++) {
-        uint i = min(first + r, nq - 1); /* rows past the end repeat the last; not stored */
-        __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
-        for (int c = 0; c < DK; c++)
-            qv[r][c] = qi[c] * scale;
-        st[r].m = -INFINITY;
-        st[r].l = 0.0f;
-        for (int c = 0; c < DV; c++)
-            st[r].acc[c] = 0.0f;
-    }
-    /* With a causal mask no query of this work-item sees a key after its last query. */
-    uint last = min(first + QPW, nq) - 1;
-    uint end = causal ? min(nk, last + 1) : nk;
-
-    for (uint j0 = 0; j0 < end; j0 += TK) {
-        float s[QPW][TK];
-        for (int t = 0; t < TK; t++) {
-            uint j = j0 + t;
-            __global const float *kj = kb + (ulong)min(j, nk - 1) * k_sn;
-            for (int r = 0; r < QPW; r++) {
-                float dot = 0.0f;
-                for (int c = 0; c < DK; c++)
-                    dot += qv[r][c] * kj[c];
-                uint i = min(first + r, nq - 1);
-                s[r][t] = j < end ? clattn_masked_score(dot, b, h, i, j, CLATTN_MASK_ARGS)
-                                  : -INFINITY;
-            }
-        }
-        int any = 0;
-        for (int r = 0; r < QPW; r++)
-            any |= clattn_online_block(&st[r], s[r]) << r;
-        if (!any)
-            continue;
-        for (int t = 0; t < TK && j0 + t < end; t++) {
-            __global const float *vj = vb + (ulong)(j0 + t) * v_sn;
-            for (int r = 0; r < QPW; r++) {
-                if (!((any >> r) & 1))
-                    continue;
-                float p = s[r][t];
-                for (int c = 0; c < DV; c++)
-                    st[r].acc[c] += p * vj[c];
-            }
-        }
-    }
-    for (int r = 0; r < QPW && first + r < nq; r++)
-        clattn_online_store(&st[r], o + o_off + b * o_sb + h * o_sh + (first + r) * o_sn);
-}
 
 /* The same with each block of keys and values staged through __local memory by the whole
  * work-group (one query per work-item: QPW must be 1). No work-item leaves before the last
@@ -187,4 +259,5 @@ void clattn_fused_attention_local(__global const float *q, ulong q_off, ulong q_
         clattn_online_store(&st, o + o_off + b * o_sb + h * o_sh + i * o_sn);
 }
 
+#endif /* CLATTN_FUSED_LOCAL */
 #endif /* CLATTN_FUSED_DK */

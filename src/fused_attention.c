@@ -13,6 +13,15 @@ static const clattn_embedded_source *embedded(const char *name)
     return NULL;
 }
 
+/* The largest OpenCL vector width (1, 2, 4, 8, 16) that divides n and is at most `cap`. */
+static size_t vector_width(size_t n, size_t cap)
+{
+    size_t w = 16;
+    while (w > 1 && (w > cap || n % w != 0))
+        w /= 2;
+    return w;
+}
+
 /* Block size for the local variant: the tuned one, shrunk until K and V tiles fit in half of the
  * device's local memory. */
 static size_t local_block(const clattn_context *ctx, size_t dk, size_t dv)
@@ -39,11 +48,15 @@ static clattn_status build_variant(clattn_context *ctx, size_t dk, size_t dv,
     v.qpw = v.local ? 1 : ctx->tuning.fused_qpw;
     v.wg = ctx->tuning.fused_wg;
     v.tk = v.local ? local_block(ctx, dk, dv) : ctx->tuning.fused_tk;
+    if (!v.local) /* the global variant's key block is a vector: 1, 2, 4, 8 or 16 lanes */
+        v.tk = vector_width(v.tk, 16);
     char options[768];
     snprintf(options, sizeof(options),
              "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "
-             "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_WG=%zu",
-             ctx->kernels.options, dk, dv, v.qpw, v.tk, v.wg);
+             "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_WG=%zu -DCLATTN_FUSED_VK=%zu "
+             "-DCLATTN_FUSED_VV=%zu%s",
+             ctx->kernels.options, dk, dv, v.qpw, v.tk, v.wg, vector_width(dk, 16),
+             vector_width(dv, 16), v.local ? " -DCLATTN_FUSED_LOCAL=1" : "");
     const char *sources[2] = {(const char *)common->data, (const char *)fused->data};
     size_t lengths[2] = {common->size, fused->size};
     clattn_status status = clattn__program_build(ctx, sources, lengths, 2, options, &v.program);

@@ -100,3 +100,20 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
     snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
     return clattn__account(ctx, name, op, (uint64_t)m * n * k, event);
 }
+
+clattn_status clattn__gemm_apply_tuning(clattn_context *ctx)
+{
+    if (!ctx->tuning.has_xgemm)
+        return CLATTN_OK;
+    static const char *const names[CLATTN_XGEMM_PARAMETER_COUNT] = CLATTN_XGEMM_PARAMETER_NAMES;
+    CLBlastStatusCode code =
+        CLBlastOverrideParameters(ctx->device, "Xgemm", CLBlastPrecisionSingle,
+                                  CLATTN_XGEMM_PARAMETER_COUNT, (const char **)names,
+                                  ctx->tuning.xgemm);
+    if (code != CLBlastSuccess)
+        return clattn__fail(ctx, CLATTN_ERROR_CLBLAST,
+                            "CLBlastOverrideParameters(Xgemm) refused the tuning's parameters: %s "
+                            "(%d)",
+                            clblast_status_name(code), (int)code);
+    return CLATTN_OK;
+}

@@ -30,15 +30,6 @@ typedef enum clattn_scratch_slot {
     CLATTN_SCRATCH_COUNT
 } clattn_scratch_slot;
 
-/* Device-aware tuning of our kernels: defaults from the device's facts, overridden by the
- * environment variable CLATTN_TUNE (see context.h). */
-typedef struct clattn_tuning {
-    size_t fused_qpw;  /* queries per work-item of the fused kernel (global variant) */
-    size_t fused_tk;   /* keys per block */
-    size_t fused_wg;   /* work-group size */
-    int fused_local;   /* stage keys and values through __local memory */
-} clattn_tuning;
-
 /* A fused attention program specialised for one pair of head widths. */
 typedef struct clattn_fused_variant {
     size_t dk, dv;
@@ -233,8 +224,10 @@ clattn_status clattn__embed(clattn_context *ctx, cl_mem ids, cl_mem emb, float s
 
 /* ---- tuning (tuning.c) ---- */
 
-/* Chooses ctx->tuning from the device's facts, then applies CLATTN_TUNE. */
+/* Chooses ctx->tuning (defaults, cache, CLATTN_TUNE: see clattn_tuning) and applies it. */
 void clattn__tuning_init(clattn_context *ctx);
+/* Applies ctx->tuning's Xgemm parameters to CLBlast (no-op when it has none). */
+clattn_status clattn__gemm_apply_tuning(clattn_context *ctx);
 
 /* ---- test hooks ---- */
 

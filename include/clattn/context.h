@@ -153,6 +153,61 @@ CLATTN_API cl_device_id clattn_context_device(const clattn_context *ctx);
 CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Tuning                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* CLBlast's Xgemm kernel parameters, in the order of clattn_tuning.xgemm. */
+#define CLATTN_XGEMM_PARAMETER_COUNT 16
+#define CLATTN_XGEMM_PARAMETER_NAMES                                                          \
+    {"GEMMK", "MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",   \
+     "STRM", "STRN", "SA", "SB", "KREG"}
+
+/*
+ * How the context runs its kernels and GEMMs on its device. Context creation chooses it in this
+ * order, each step overriding the previous one:
+ *   1. defaults from the device's facts (CPUs, whose __local memory is global memory: no
+ *      staging, 4 queries per work-item; GPUs: keys and values staged through __local memory);
+ *      for PoCL's CPU devices also Xgemm parameters found by CLBlast's tuner on such a device;
+ *   2. the entry for this device (name and driver version) and this library version in the
+ *      tuning cache written by examples/tune: $CLATTN_TUNING_CACHE, else
+ *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache or
+ *      a stale entry (another library version) is ignored with a warning, never fatal;
+ *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs among fused_qpw
+ *      (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1); anything else
+ *      is ignored with a warning.
+ * Xgemm parameters are applied with CLBlastOverrideParameters, which is process-wide state of
+ * CLBlast for the device.
+ */
+typedef struct clattn_tuning {
+    int fused_local;  /* 1: stage keys and values through __local memory */
+    size_t fused_qpw; /* queries per work-item (without staging) */
+    size_t fused_tk;  /* keys per block */
+    size_t fused_wg;  /* work-group size (a power of two) */
+    int has_xgemm;    /* 1: xgemm holds parameters to apply; 0: CLBlast's own choice */
+    size_t xgemm[CLATTN_XGEMM_PARAMETER_COUNT];
+    uint8_t reserved[64]; /* must be zero */
+} clattn_tuning;
+
+/* The tuning in effect. */
+CLATTN_API clattn_status clattn_context_get_tuning(const clattn_context *ctx,
+                                                   clattn_tuning *tuning);
+
+/* Applies a tuning from now on (kernels specialised by it are rebuilt on their next use; Xgemm
+ * parameters are applied to CLBlast at once). Out-of-range values are
+ * CLATTN_ERROR_INVALID_ARGUMENT; parameters CLBlast refuses are CLATTN_ERROR_CLBLAST. */
+CLATTN_API clattn_status clattn_context_set_tuning(clattn_context *ctx,
+                                                   const clattn_tuning *tuning);
+
+/* Stores a tuning as the cache entry of the context's device, driver and library version
+ * (replacing an older one; other devices' entries are kept). */
+CLATTN_API clattn_status clattn_tuning_cache_store(clattn_context *ctx,
+                                                   const clattn_tuning *tuning);
+
+/* The tuning cache's path (see clattn_tuning), or NULL when no home directory is known. The
+ * string stays valid until the next call on the same thread. */
+CLATTN_API const char *clattn_tuning_cache_path(void);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Statistics                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
