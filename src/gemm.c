@@ -87,18 +87,26 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
 {
     if (m == 0 || n == 0 || k == 0)
         return CLATTN_OK;
-    cl_event event = NULL;
+    cl_event start = NULL, event = NULL;
+    if (ctx->profiling) {
+        cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &start);
+        if (err != CL_SUCCESS)
+            return clattn__fail_cl(ctx, err, "clEnqueueMarkerWithWaitList before a GEMM failed");
+    }
     CLBlastStatusCode code =
         CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, m, n, k, 1.0f,
                      a, a_offset, lda, b, b_offset, ldb, beta, c, c_offset, ldc, &ctx->queue,
                      ctx->profiling ? &event : NULL);
-    if (code != CLBlastSuccess)
+    if (code != CLBlastSuccess) {
+        if (start)
+            clReleaseEvent(start);
         return clattn__fail(ctx, status_from_clblast(code),
                             "CLBlastSgemm (%s, m=%zu n=%zu k=%zu) failed: %s (%d)",
                             clattn_op_name(op), m, n, k, clblast_status_name(code), (int)code);
+    }
     char name[CLATTN_STATS_NAME_SIZE];
     snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
-    return clattn__account(ctx, name, op, (uint64_t)m * n * k, event);
+    return clattn__account_span(ctx, name, op, (uint64_t)m * n * k, start, event);
 }
 
 clattn_status clattn__gemm_apply_tuning(clattn_context *ctx)

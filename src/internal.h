@@ -18,9 +18,12 @@
 #define CLATTN_PRINTF(fmt, args)
 #endif
 
-/* A profiling event waiting to be read, and the stats.kernels slot it adds to. */
+/* A profiling event waiting to be read, and the stats.kernels slot it adds to. With `start`, the
+ * time runs from the end of `start` (a marker enqueued before a multi-kernel CLBlast routine,
+ * whose own event covers only its last kernel) to the end of `event`. */
 typedef struct clattn_pending_event {
     cl_event event;
+    cl_event start;
     size_t slot;
 } clattn_pending_event;
 
@@ -170,6 +173,9 @@ clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args
 /* Records `macs` for `op` and, when profiling, queues `event` (which it takes over) for timing. */
 clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
                               cl_event event);
+/* The same for work that began after the marker event `start` (also taken over). */
+clattn_status clattn__account_span(clattn_context *ctx, const char *name, clattn_op op,
+                                   uint64_t macs, cl_event start, cl_event event);
 /* Reads every queued profiling event into the per-kernel times. */
 clattn_status clattn__stats_collect(clattn_context *ctx);
 void clattn__stats_release(clattn_context *ctx);

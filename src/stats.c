@@ -41,17 +41,28 @@ static size_t kernel_slot(clattn_stats *stats, const char *name)
 clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
                               cl_event event)
 {
+    return clattn__account_span(ctx, name, op, macs, NULL, event);
+}
+
+clattn_status clattn__account_span(clattn_context *ctx, const char *name, clattn_op op,
+                                   uint64_t macs, cl_event start, cl_event event)
+{
     ctx->stats.macs[op] += macs;
     ctx->stats.total_macs += macs;
     ctx->stats.kernel_launches++;
-    if (!event)
+    if (!event) {
+        if (start)
+            clReleaseEvent(start);
         return CLATTN_OK;
+    }
 
     if (ctx->pending_count == ctx->pending_capacity) {
         size_t cap = ctx->pending_capacity ? ctx->pending_capacity * 2 : 64;
         clattn_pending_event *grown = realloc(ctx->pending, cap * sizeof(*grown));
         if (!grown) {
             clReleaseEvent(event);
+            if (start)
+                clReleaseEvent(start);
             return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                 "out of host memory recording a profiling event");
         }
@@ -59,7 +70,7 @@ clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op o
         ctx->pending_capacity = cap;
     }
     ctx->pending[ctx->pending_count++] =
-        (clattn_pending_event){event, kernel_slot(&ctx->stats, name)};
+        (clattn_pending_event){event, start, kernel_slot(&ctx->stats, name)};
     ctx->stats.kernels[ctx->pending[ctx->pending_count - 1].slot].launches++;
     if (ctx->pending_count >= PENDING_LIMIT)
         return clattn__stats_collect(ctx);
@@ -77,8 +88,10 @@ clattn_status clattn__stats_collect(clattn_context *ctx)
     for (size_t i = 0; i < ctx->pending_count; i++) {
         cl_ulong start = 0, end = 0;
         cl_event ev = ctx->pending[i].event;
-        cl_int e1 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(start), &start,
-                                            NULL);
+        cl_event from = ctx->pending[i].start ? ctx->pending[i].start : ev;
+        cl_int e1 = clGetEventProfilingInfo(from, ctx->pending[i].start ? CL_PROFILING_COMMAND_END
+                                                                        : CL_PROFILING_COMMAND_START,
+                                            sizeof(start), &start, NULL);
         cl_int e2 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL);
         if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && end >= start) {
             double ms = (double)(end - start) * 1e-6;
@@ -89,6 +102,8 @@ clattn_status clattn__stats_collect(clattn_context *ctx)
                                      "clGetEventProfilingInfo failed");
         }
         clReleaseEvent(ev);
+        if (ctx->pending[i].start)
+            clReleaseEvent(ctx->pending[i].start);
     }
     ctx->pending_count = 0;
     return status;
@@ -96,8 +111,11 @@ clattn_status clattn__stats_collect(clattn_context *ctx)
 
 void clattn__stats_release(clattn_context *ctx)
 {
-    for (size_t i = 0; i < ctx->pending_count; i++)
+    for (size_t i = 0; i < ctx->pending_count; i++) {
         clReleaseEvent(ctx->pending[i].event);
+        if (ctx->pending[i].start)
+            clReleaseEvent(ctx->pending[i].start);
+    }
     free(ctx->pending);
     ctx->pending = NULL;
     ctx->pending_count = ctx->pending_capacity = 0;

@@ -166,8 +166,8 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  * How the context runs its kernels and GEMMs on its device. Context creation chooses it in this
  * order, each step overriding the previous one:
  *   1. defaults from the device's facts (CPUs, whose __local memory is global memory: no
- *      staging, 4 queries per work-item; GPUs: keys and values staged through __local memory);
- *      for PoCL's CPU devices also Xgemm parameters found by CLBlast's tuner on such a device;
+ *      staging, 8 queries per work-item; GPUs: keys and values staged through __local memory);
+ *      for PoCL's CPU devices also Xgemm parameters examples/tune found on such a device;
  *   2. the entry for this device (name and driver version) and this library version in the
  *      tuning cache written by examples/tune: $CLATTN_TUNING_CACHE, else
  *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache or

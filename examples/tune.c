@@ -1,0 +1,274 @@
+/*
+ * tune: finds the fastest kernel variants and CLBlast GEMM parameters for this device and the
+ * shapes you give, and stores them in the per-user tuning cache that context creation applies
+ * (see clattn_tuning in clattn/context.h).
+ *
+ * It times candidates inside a real encoder layer (--config PRESET or --model FILE, at
+ * --batch x --seq) with OpenCL profiling: the Xgemm parameter sets by the time of the projection
+ * and feed-forward GEMMs, then the fused attention variants by the time of the attention kernel.
+ */
+#include <clattn/clattn.h>
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct options {
+    const char *device, *preset, *model;
+    size_t batch, seq;
+    unsigned repeat;
+    bool quick, dry_run;
+} options;
+
+/* Xgemm candidates (GEMMK MWG NWG KWG MDIMC NDIMC MDIMA NDIMB KWI VWM VWN STRM STRN SA SB KREG),
+ * all satisfying CLBlast's constraints; the first is the built-in default for PoCL's CPUs, the
+ * fifth the one CLBlast's own tuner found on such a CPU. */
+static const size_t xgemm_candidates[][CLATTN_XGEMM_PARAMETER_COUNT] = {
+    {0, 128, 128, 64, 16, 16, 16, 16, 4, 8, 8, 0, 0, 1, 1, 1},
+    {0, 128, 64, 64, 16, 16, 16, 16, 4, 8, 4, 0, 0, 1, 1, 1},
+    {0, 128, 128, 64, 16, 16, 16, 16, 2, 8, 8, 0, 0, 1, 1, 1},
+    {0, 128, 64, 128, 16, 16, 16, 16, 2, 8, 4, 0, 0, 1, 1, 1},
+    {0, 64, 64, 32, 8, 16, 8, 16, 2, 4, 2, 0, 0, 1, 1, 1},
+    {0, 128, 64, 32, 16, 16, 16, 16, 2, 8, 4, 0, 0, 1, 1, 1},
+    {0, 128, 128, 32, 16, 16, 16, 16, 2, 8, 8, 0, 0, 1, 1, 1},
+    {0, 128, 64, 32, 16, 8, 16, 8, 2, 8, 8, 0, 0, 1, 1, 1},
+    {0, 64, 128, 32, 8, 16, 8, 16, 2, 8, 8, 0, 0, 1, 1, 1},
+    {0, 128, 64, 16, 16, 16, 16, 16, 2, 8, 4, 0, 0, 1, 1, 1},
+    {0, 128, 32, 32, 16, 8, 16, 8, 2, 8, 4, 0, 0, 1, 1, 1},
+    {0, 64, 64, 32, 8, 8, 8, 8, 2, 8, 8, 0, 0, 1, 1, 1},
+    {0, 32, 32, 32, 8, 8, 8, 8, 2, 4, 4, 0, 0, 1, 1, 1},
+    {0, 64, 64, 16, 16, 16, 16, 16, 2, 4, 4, 0, 0, 1, 1, 1},
+};
+#define XGEMM_CANDIDATES (sizeof(xgemm_candidates) / sizeof(xgemm_candidates[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tune [--device SPEC] [--config PRESET | --model FILE] [--batch B] [--seq N]\n"
+            "            [--repeat R] [--quick] [--dry-run]\n"
+            "  Times kernel variants and CLBlast GEMM parameters in one encoder layer of the\n"
+            "  given configuration (default: base) at [B, N] (default 2 x 512) and stores the\n"
+            "  fastest in the tuning cache (%s).\n"
+            "  --quick     fewer candidates\n"
+            "  --dry-run   measure and print, store nothing\n",
+            clattn_tuning_cache_path() ? clattn_tuning_cache_path() : "no cache path");
+}
+
+static int fail(clattn_context *ctx, const char *what)
+{
+    fprintf(stderr, "tune: %s: %s\n", what, clattn_last_error(ctx));
+    return 1;
+}
+
+typedef struct session {
+    const options *o;
+    clattn_context *ctx;
+    clattn_encoder *enc;
+    clattn_tensor *x;
+} session;
+
+/* Runs the layer (one warm-up, then repeat timed passes) and returns the milliseconds per pass
+ * spent in kernels whose name starts with `prefix`, or a negative value on error. */
+static double measure(session *s, const char *prefix)
+{
+    if (clattn_encoder_forward(s->enc, s->x, s->x, NULL) != CLATTN_OK ||
+        clattn_context_finish(s->ctx) != CLATTN_OK || clattn_stats_reset(s->ctx) != CLATTN_OK)
+        return -1.0;
+    for (unsigned i = 0; i < s->o->repeat; i++)
+        if (clattn_encoder_forward(s->enc, s->x, s->x, NULL) != CLATTN_OK)
+            return -1.0;
+    clattn_stats stats;
+    if (clattn_stats_get(s->ctx, &stats) != CLATTN_OK)
+        return -1.0;
+    double ms = 0.0;
+    for (size_t i = 0; i < stats.kernel_count; i++)
+        if (strncmp(stats.kernels[i].name, prefix, strlen(prefix)) == 0)
+            ms += stats.kernels[i].total_ms;
+    return ms / s->o->repeat;
+}
+
+static int tune_gemm(session *s, clattn_tuning *best)
+{
+    printf("\nCLBlast Xgemm parameters (GEMM time per layer):\n");
+    double best_ms = -1.0;
+    size_t count = s->o->quick ? 3 : XGEMM_CANDIDATES;
+    for (size_t c = 0; c < count; c++) {
+        clattn_tuning t = *best;
+        t.has_xgemm = 1;
+        memcpy(t.xgemm, xgemm_candidates[c], sizeof(t.xgemm));
+        printf("  MWG %3zu NWG %3zu KWG %2zu MDIMC %2zu NDIMC %2zu VWM %zu VWN %zu SA/SB %zu: ",
+               t.xgemm[1], t.xgemm[2], t.xgemm[3], t.xgemm[4], t.xgemm[5], t.xgemm[9],
+               t.xgemm[10], t.xgemm[13]);
+        fflush(stdout);
+        if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK) {
+            printf("refused (%s)\n", clattn_last_error(s->ctx));
+            continue;
+        }
+        double ms = measure(s, "gemm:");
+        if (ms < 0) {
+            printf("failed (%s)\n", clattn_last_error(s->ctx));
+            continue;
+        }
+        printf("%8.1f ms%s\n", ms, best_ms < 0 || ms < best_ms ? "  <- best so far" : "");
+        if (best_ms < 0 || ms < best_ms) {
+            best_ms = ms;
+            *best = t;
+        }
+    }
+    if (best_ms < 0)
+        return fail(s->ctx, "no GEMM candidate ran");
+    return clattn_context_set_tuning(s->ctx, best) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
+}
+
+static int tune_attention(session *s, clattn_tuning *best)
+{
+    printf("\nfused attention variants (attention kernel time per layer):\n");
+    clattn_device_info info;
+    clattn_context_device_info(s->ctx, &info);
+    static const size_t qpws[] = {1, 2, 4, 8}, tks[] = {4, 8, 16}, wgs[] = {1, 4, 8, 16, 32, 64};
+    static const size_t local_tks[] = {16, 32, 64}, local_wgs[] = {32, 64, 128, 256};
+    double best_ms = -1.0;
+    /* Staging through __local memory only costs where it is global memory (CPUs). */
+    for (int local = 0; local <= (info.local_mem_is_global ? 0 : 1); local++) {
+        size_t nq = local ? 1 : (s->o->quick ? 2 : 4), nt = 3, nw = local ? 4 : 6;
+        for (size_t a = 0; a < nq; a++)
+            for (size_t b = 0; b < nt; b++)
+                for (size_t c = 0; c < nw; c++) {
+                    clattn_tuning t = *best;
+                    t.fused_local = local;
+                    t.fused_qpw = local ? 1 : qpws[s->o->quick ? a + 2 : a];
+                    t.fused_tk = local ? local_tks[b] : tks[b];
+                    t.fused_wg = local ? local_wgs[c] : wgs[c];
+                    if (t.fused_wg > info.max_work_group_size ||
+                        (s->o->quick && c % 2 == 1))
+                        continue;
+                    if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
+                        continue;
+                    double ms = measure(s, "fused_attention");
+                    if (ms < 0)
+                        continue;
+                    printf("  local %d qpw %zu tk %2zu wg %3zu: %8.1f ms%s\n", local, t.fused_qpw,
+                           t.fused_tk, t.fused_wg, ms,
+                           best_ms < 0 || ms < best_ms ? "  <- best so far" : "");
+                    if (best_ms < 0 || ms < best_ms) {
+                        best_ms = ms;
+                        *best = t;
+                    }
+                }
+    }
+    if (best_ms < 0)
+        return fail(s->ctx, "no attention variant ran");
+    return clattn_context_set_tuning(s->ctx, best) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
+}
+
+static int run(const options *o)
+{
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    params.device = o->device;
+    params.profiling = 1;
+    session s = {o, NULL, NULL, NULL};
+    int rc = 0;
+    if (clattn_context_create(&s.ctx, &params) != CLATTN_OK)
+        return fail(NULL, "creating the context");
+    clattn_device_info info;
+    clattn_context_device_info(s.ctx, &info);
+    printf("device: %s (driver %s)\n", info.name, info.driver_version);
+    clattn_encoder_config cfg;
+    if (o->model) {
+        if (clattn_encoder_load_file(s.ctx, o->model, &s.enc) != CLATTN_OK) {
+            rc = fail(s.ctx, o->model);
+            goto done;
+        }
+        clattn_encoder_get_config(s.enc, &cfg);
+    } else {
+        if (clattn_encoder_preset(o->preset, &cfg) != CLATTN_OK) {
+            fprintf(stderr, "tune: %s\n", clattn_last_error(NULL));
+            rc = 2;
+            goto done;
+        }
+        cfg.num_layers = 1; /* every layer is the same: time one */
+        if (clattn_encoder_create(s.ctx, &s.enc, &cfg) != CLATTN_OK ||
+            clattn_encoder_init_random(s.enc, 1) != CLATTN_OK) {
+            rc = fail(s.ctx, "creating the encoder");
+            goto done;
+        }
+    }
+    size_t shape[3] = {o->batch, o->seq, cfg.d_model};
+    if (clattn_tensor_create(s.ctx, &s.x, 3, shape) != CLATTN_OK ||
+        clattn_tensor_fill(s.x, 0.01f) != CLATTN_OK) {
+        rc = fail(s.ctx, "creating the input");
+        goto done;
+    }
+    printf("shape [%zu, %zu, %zu], %zu heads, d_ff %zu\n", o->batch, o->seq, cfg.d_model,
+           cfg.nhead, cfg.dim_feedforward);
+    clattn_tuning best;
+    clattn_context_get_tuning(s.ctx, &best);
+    if ((rc = tune_gemm(&s, &best)) || (rc = tune_attention(&s, &best)))
+        goto done;
+    printf("\nbest: fused local %d qpw %zu tk %zu wg %zu; Xgemm MWG %zu NWG %zu KWG %zu MDIMC %zu "
+           "NDIMC %zu VWM %zu VWN %zu\n",
+           best.fused_local, best.fused_qpw, best.fused_tk, best.fused_wg, best.xgemm[1],
+           best.xgemm[2], best.xgemm[3], best.xgemm[4], best.xgemm[5], best.xgemm[9],
+           best.xgemm[10]);
+    if (o->dry_run) {
+        printf("(--dry-run: nothing stored)\n");
+    } else if (clattn_tuning_cache_store(s.ctx, &best) != CLATTN_OK) {
+        rc = fail(s.ctx, "storing the tuning");
+    } else {
+        printf("stored in %s; new contexts on this device use it\n", clattn_tuning_cache_path());
+    }
+done:
+    clattn_tensor_destroy(&s.x);
+    clattn_encoder_destroy(&s.enc);
+    clattn_context_destroy(&s.ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {NULL, "base", NULL, 2, 512, 2, false, false};
+    static const struct option longopts[] = {
+        {"device", required_argument, NULL, 'd'}, {"config", required_argument, NULL, 'c'},
+        {"model", required_argument, NULL, 'm'},  {"batch", required_argument, NULL, 'b'},
+        {"seq", required_argument, NULL, 'n'},    {"repeat", required_argument, NULL, 'r'},
+        {"quick", no_argument, NULL, 'q'},        {"dry-run", no_argument, NULL, 'y'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        unsigned long long v = 0;
+        char *end = NULL;
+        if (c == 'b' || c == 'n' || c == 'r') {
+            v = strtoull(optarg, &end, 10);
+            if (*end || v == 0 || v > (1u << 24) || optarg[0] == '-') {
+                fprintf(stderr, "tune: %s needs a positive integer, not '%s'\n", argv[optind - 1],
+                        optarg);
+                return 2;
+            }
+        }
+        switch (c) {
+        case 'd': o.device = optarg; break;
+        case 'c': o.preset = optarg; break;
+        case 'm': o.model = optarg; break;
+        case 'b': o.batch = (size_t)v; break;
+        case 'n': o.seq = (size_t)v; break;
+        case 'r': o.repeat = (unsigned)v; break;
+        case 'q': o.quick = true; break;
+        case 'y': o.dry_run = true; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "tune: bad option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tune: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return run(&o);
+}
