@@ -37,7 +37,11 @@ def run_json(cmd, timeout):
         return {"error": "timed out after %d s" % timeout}
     if out.returncode != 0:
         return {"error": (out.stderr.strip() or out.stdout.strip())[-300:]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    text = out.stdout.strip()
+    try:
+        return json.loads(text)  # encode --json prints one indented object
+    except ValueError:
+        return json.loads(text.splitlines()[-1])
 
 
 def projection_gemms(encode, batch, seq):

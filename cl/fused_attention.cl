@@ -37,12 +37,16 @@ float clattn_hsum1(float v) { return v; }
 float clattn_hsum2(float2 v) { return v.x + v.y; }
 float clattn_hsum4(float4 v) { return clattn_hsum2(v.lo + v.hi); }
 float clattn_hsum8(float8 v) { return clattn_hsum4(v.lo + v.hi); }
-float clattn_hsum16(float16 v) { return clattn_hsum8(v.lo + v.hi); }
+/* The halves of a float16 from its components: the same shuffle once compiled, but oclgrind
+ * 21.10 reports the .lo/.hi swizzles of 16-wide vectors as uninitialised (a false positive). */
+#define CLATTN_LO8(v) ((float8)((v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7))
+#define CLATTN_HI8(v) ((float8)((v).s8, (v).s9, (v).sa, (v).sb, (v).sc, (v).sd, (v).se, (v).sf))
+float clattn_hsum16(float16 v) { return clattn_hsum8(CLATTN_LO8(v) + CLATTN_HI8(v)); }
 float clattn_hmax1(float v) { return v; }
 float clattn_hmax2(float2 v) { return fmax(v.x, v.y); }
 float clattn_hmax4(float4 v) { return clattn_hmax2(fmax(v.lo, v.hi)); }
 float clattn_hmax8(float8 v) { return clattn_hmax4(fmax(v.lo, v.hi)); }
-float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(v.lo, v.hi)); }
+float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_HI8(v))); }
 #define clattn_vload1(i, p) ((p)[i])
 #define clattn_vstore1(v, i, p) ((p)[i] = (v))
 

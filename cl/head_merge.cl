@@ -45,3 +45,20 @@ __kernel void clattn_average_heads(__global const float *p, ulong p_off, __globa
         sum += p[p_off + ((ulong)(bh - bh0) * nq + i) * nk + j];
     avg[avg_off + ((ulong)b * nq + i) * nk + j] += sum / (float)heads;
 }
+
+/* Copies a per-head view into a contiguous [pairs, n, d] block (the fused kernel streams keys and
+ * values many times; rows strided by the packed projection's width cost a page each):
+ *
+ *   out[z, i, c] = x[b, h, i, c]      for bh = bh0 + z
+ *
+ * NDRange: (d, n, pairs). */
+__kernel void clattn_pack_heads(__global const float *x, ulong x_off, ulong x_sb, ulong x_sh,
+                                ulong x_sn, __global float *out, ulong out_off, uint heads,
+                                uint pairs, uint n, uint d, uint bh0)
+{
+    uint c = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
+    if (c >= d || i >= n || z >= pairs)
+        return;
+    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    out[out_off + ((ulong)z * n + i) * d + c] = x[x_off + b * x_sb + h * x_sh + i * x_sn + c];
+}

@@ -28,12 +28,11 @@ static clattn_status check_params(const clattn_context_params *params, const cha
         return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
                             "%s: invalid argument: params->log_level is %d, not a clattn_log_level",
                             function, (int)params->log_level);
-    for (size_t i = 0; i < sizeof(params->reserved); i++)
-        if (params->reserved[i])
-            return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                                "%s: invalid argument: params->reserved is not zero (initialise "
-                                "params with clattn_context_params_default)",
-                                function);
+    if (!clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)))
+        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
+                            "%s: invalid argument: params->reserved is not zero (initialise "
+                            "params with clattn_context_params_default)",
+                            function);
     return CLATTN_OK;
 }
 

@@ -115,12 +115,56 @@ static void view_args(clattn_kernel_args *args, const clattn_head_view *v)
     CLATTN_ARG(args, sn);
 }
 
-clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *p)
+/* Keys and values shorter than this are read in place: they stay in cache anyway. */
+#define PACK_MIN_KEYS 256
+
+/* Copies the [B, H, Nk, d] view *view into mem at `offset` (floats) as contiguous per-head rows
+ * and points *view there. */
+static clattn_status pack(clattn_context *ctx, const clattn_attention_problem *p, size_t d,
+                          cl_mem mem, size_t offset, clattn_head_view *view)
+{
+    cl_ulong x_off = view->offset, sb = view->sb, sh = view->sh, sn = view->sn, out_off = offset;
+    cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
+    cl_uint n = (cl_uint)p->seq_k, width = (cl_uint)d, bh0 = 0;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_PACK_HEADS], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, view->mem);
+    CLATTN_ARG(&args, x_off);
+    CLATTN_ARG(&args, sb);
+    CLATTN_ARG(&args, sh);
+    CLATTN_ARG(&args, sn);
+    CLATTN_ARG(&args, mem);
+    CLATTN_ARG(&args, out_off);
+    CLATTN_ARG(&args, heads);
+    CLATTN_ARG(&args, pairs);
+    CLATTN_ARG(&args, n);
+    CLATTN_ARG(&args, width);
+    CLATTN_ARG(&args, bh0);
+    size_t global[3] = {d, p->seq_k, pairs};
+    *view = (clattn_head_view){mem, offset, p->heads * p->seq_k * d, p->seq_k * d, d};
+    return clattn__launch(ctx, &args, "pack_heads", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *given)
 {
     const clattn_fused_variant *v;
-    clattn_status status = clattn__fused_variant(ctx, p->dk, p->dv, &v);
+    clattn_status status = clattn__fused_variant(ctx, given->dk, given->dv, &v);
     if (status != CLATTN_OK)
         return status;
+    /* Without staging every work-item streams all keys and values of its head: rows strided by a
+     * packed projection's width (a page per row at long sequences) are first made contiguous. */
+    clattn_attention_problem packed = *given;
+    const clattn_attention_problem *p = &packed;
+    bool strided = given->k.sn != given->dk || given->v.sn != given->dv;
+    if (strided && !v->local && given->seq_k >= PACK_MIN_KEYS) {
+        size_t k_floats = given->batch * given->heads * given->seq_k * given->dk;
+        size_t v_floats = given->batch * given->heads * given->seq_k * given->dv;
+        cl_mem scratch;
+        if ((status = clattn__scratch(ctx, CLATTN_SCRATCH_PACKED,
+                                      (k_floats + v_floats) * sizeof(float), &scratch)) ||
+            (status = pack(ctx, given, given->dk, scratch, 0, &packed.k)) ||
+            (status = pack(ctx, given, given->dv, scratch, k_floats, &packed.v)))
+            return status;
+    }
     cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
     cl_uint nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k, bh0 = 0;
     float scale = p->scale;

@@ -30,6 +30,7 @@ typedef struct clattn_pending_event {
 /* Scratch buffers the context keeps between calls, grown on demand. */
 typedef enum clattn_scratch_slot {
     CLATTN_SCRATCH_SCORES = 0, /* attention scores/probabilities: [pairs, Nq, Nk] */
+    CLATTN_SCRATCH_PACKED = 1, /* keys and values packed per head for the fused kernel */
     CLATTN_SCRATCH_COUNT
 } clattn_scratch_slot;
 

@@ -14,6 +14,7 @@
     X(SOFTMAX, "clattn_softmax")                 \
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \
+    X(PACK_HEADS, "clattn_pack_heads")           \
     X(BIAS_ACT, "clattn_bias_act")               \
     X(LAYERNORM, "clattn_layernorm")             \
     X(LAYERNORM_ADD, "clattn_layernorm_add")     \

@@ -329,6 +329,20 @@ static void fully_padded_batch_gives_zero_attention(void **state)
     run_case(f->ctx, &c, 601);
 }
 
+static void long_sequences(void **state)
+{
+    fixture *f = *state;
+    /* Past 256 keys the fused kernel packs keys and values per head first (on devices without
+     * staging), with masks and causal too. */
+    mha_case c = base_case(16, 2, 1, 300, 0);
+    c.key_padding = 1;
+    c.causal = true;
+    run_case(f->ctx, &c, 800);
+    mha_case d = base_case(16, 4, 2, 7, 290);
+    d.cross = true;
+    run_case(f->ctx, &d, 801);
+}
+
 static void chunked_scores_with_averaged_weights(void **state)
 {
     fixture *f = *state;
@@ -849,6 +863,7 @@ int main(void)
         cmocka_unit_test(separate_weights_give_the_packed_result),
         cmocka_unit_test(masks_and_causal),
         cmocka_unit_test(fully_padded_batch_gives_zero_attention),
+        cmocka_unit_test(long_sequences),
         cmocka_unit_test(chunked_scores_with_averaged_weights),
         cmocka_unit_test(matches_pytorch_golden_files),
         cmocka_unit_test(create_rejects_bad_configurations),

@@ -331,16 +331,16 @@ static void a_single_pair_beyond_the_workspace_limit_fails(void **state)
     clattn_context_destroy(&ctx);
 }
 
-static void strided_views_into_packed_projections(void **state)
+/* qkv: [B, N, 3, H, d] like timm's packed projection; out: [B, N, H·d] concatenated. */
+static void check_strided_views(clattn_context *ctx, size_t N, clattn_attention_path path,
+                                uint64_t seed)
 {
-    fixture *f = *state;
-    /* qkv: [B, N, 3, H, d] like timm's packed projection; out: [B, N, H·d] concatenated. */
-    size_t B = 2, N = 5, H = 3, d = 4, row = 3 * H * d;
+    size_t B = 2, H = 3, d = 4, row = 3 * H * d;
     size_t total = B * N * row;
     float *qkv = malloc(total * sizeof(float));
-    test_fill_uniform(qkv, total, 1000, -1, 1);
-    clattn_tensor *packed = test_tensor_from(f->ctx, 1, &total, qkv);
-    clattn_tensor *out = test_tensor_from(f->ctx, 3, (size_t[]){B, N, H * d}, NULL);
+    test_fill_uniform(qkv, total, seed, -1, 1);
+    clattn_tensor *packed = test_tensor_from(ctx, 1, &total, qkv);
+    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, H * d}, NULL);
     size_t shape[4] = {B, H, N, d}, strides[4] = {N * row, d, row, 1};
     size_t out_strides[4] = {N * H * d, d, H * d, 1};
     clattn_tensor *q = NULL, *k = NULL, *v = NULL, *o = NULL;
@@ -348,7 +348,10 @@ static void strided_views_into_packed_projections(void **state)
     assert_int_equal(clattn_tensor_view(&k, packed, H * d, 4, shape, strides), CLATTN_OK);
     assert_int_equal(clattn_tensor_view(&v, packed, 2 * H * d, 4, shape, strides), CLATTN_OK);
     assert_int_equal(clattn_tensor_view(&o, out, 0, 4, shape, out_strides), CLATTN_OK);
-    assert_int_equal(clattn_sdpa(f->ctx, q, k, v, o, NULL), CLATTN_OK);
+    clattn_sdpa_params params;
+    clattn_sdpa_params_default(&params);
+    params.path = path;
+    assert_int_equal(clattn_sdpa(ctx, q, k, v, o, &params), CLATTN_OK);
     float *got = test_tensor_to_host(out);
 
     /* Reference on contiguous copies. */
@@ -373,6 +376,20 @@ static void strided_views_into_packed_projections(void **state)
     free(got), free(want), free(qkv), free(qh), free(kh), free(vh), free(oh);
     clattn_tensor_destroy(&q), clattn_tensor_destroy(&k), clattn_tensor_destroy(&v);
     clattn_tensor_destroy(&o), clattn_tensor_destroy(&packed), clattn_tensor_destroy(&out);
+}
+
+static void strided_views_into_packed_projections(void **state)
+{
+    fixture *f = *state;
+    check_strided_views(f->ctx, 5, CLATTN_PATH_FUSED, 1000);
+    check_strided_views(f->ctx, 5, CLATTN_PATH_UNFUSED, 1001);
+    /* Past 256 keys the fused kernel (without staging) first packs keys and values per head. */
+    setenv("CLATTN_TUNE", "fused_local=0", 1);
+    clattn_context *ctx = test_context_create(NULL);
+    unsetenv("CLATTN_TUNE");
+    check_strided_views(ctx, 260, CLATTN_PATH_FUSED, 1002);
+    check_strided_views(ctx, 300, CLATTN_PATH_UNFUSED, 1003);
+    clattn_context_destroy(&ctx);
 }
 
 /* The fused kernel's other variants: staged through __local memory (the GPU default), and other
