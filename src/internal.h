@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "kernels.h"
 
@@ -136,6 +137,15 @@ clattn_status clattn__expect_shape(clattn_context *ctx, const char *function, co
                                    const char *meaning);
 /* True when every byte of a params struct's reserved[] is zero. */
 bool clattn__reserved_is_zero(const uint8_t *reserved, size_t size);
+
+/* ---- files (file_io.c) ---- */
+
+/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size);
+ * errors are recorded as "<function>: <path>: <what>". */
+clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
+                                size_t *size);
+/* Writes `count` floats to f in little-endian byte order; false on a write error. */
+bool clattn__write_floats(FILE *f, const float *data, size_t count);
 
 /* ---- sizes (tensor.c) ---- */
 

@@ -551,52 +551,6 @@ static clattn_status load(const char *function, const char *name, const unsigned
     return CLATTN_OK;
 }
 
-/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
-static clattn_status read_file(const char *function, const char *path, unsigned char **bytes,
-                               size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return npy_fail(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int err = errno;
-        fclose(f);
-        return npy_fail(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return npy_fail(function, path, CLATTN_ERROR_IO, "not a regular file");
-    }
-    if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
-        fclose(f);
-        return npy_fail(function, path, CLATTN_ERROR_TOO_LARGE,
-                        "the file (%jd bytes) is too large to read into memory",
-                        (intmax_t)st.st_size);
-    }
-    size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return npy_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                        "cannot allocate %zu bytes to read the file", n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (got != n) {
-        free(buf);
-        if (err)
-            return npy_fail(function, path, CLATTN_ERROR_IO, "read failed after %zu of %zu "
-                            "bytes: %s", got, n, strerror(err));
-        return npy_fail(function, path, CLATTN_ERROR_IO,
-                        "the file shrank while being read (%zu of %zu bytes)", got, n);
-    }
-    *bytes = buf;
-    *size = n;
-    return CLATTN_OK;
-}
-
 static clattn_status read_path(const char *function, const char *path, npy_target target,
                                clattn_npy_array *out)
 {
@@ -606,7 +560,7 @@ static clattn_status read_path(const char *function, const char *path, npy_targe
     CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
     unsigned char *bytes = NULL;
     size_t size = 0;
-    clattn_status status = read_file(function, path, &bytes, &size);
+    clattn_status status = clattn__read_file(function, path, &bytes, &size);
     if (status == CLATTN_OK)
         status = load(function, path, bytes, size, target, out);
     free(bytes);
@@ -675,26 +629,6 @@ static size_t build_header(char *dst, size_t cap, int ndim, const size_t *shape)
     return len;
 }
 
-static bool write_floats(FILE *f, const float *data, size_t count)
-{
-    unsigned char chunk[4096];
-    size_t per_chunk = sizeof(chunk) / 4;
-    while (count > 0) {
-        size_t n = count < per_chunk ? count : per_chunk;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t bits;
-            memcpy(&bits, &data[i], sizeof(bits));
-            for (int b = 0; b < 4; b++)
-                chunk[4 * i + (size_t)b] = (unsigned char)(bits >> (8 * b));
-        }
-        if (fwrite(chunk, 4, n, f) != n)
-            return false;
-        data += n;
-        count -= n;
-    }
-    return true;
-}
-
 clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                    const size_t *shape)
 {
@@ -727,7 +661,7 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
     FILE *f = fopen(path, "wb");
     if (!f)
         return npy_fail(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
-    bool ok = fwrite(header, 1, header_len, f) == header_len && write_floats(f, data, numel);
+    bool ok = fwrite(header, 1, header_len, f) == header_len && clattn__write_floats(f, data, numel);
     int err = ok ? 0 : errno;
     if (fclose(f) != 0 && ok) {
         ok = false;

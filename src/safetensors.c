@@ -564,52 +564,6 @@ static clattn_status load(const char *function, const char *name, const unsigned
     return status;
 }
 
-/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
-static clattn_status read_file(const char *function, const char *path, unsigned char **bytes,
-                               size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return st_fail(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int err = errno;
-        fclose(f);
-        return st_fail(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return st_fail(function, path, CLATTN_ERROR_IO, "not a regular file");
-    }
-    if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
-        fclose(f);
-        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
-                       "the file (%jd bytes) is too large to read into memory",
-                       (intmax_t)st.st_size);
-    }
-    size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf) {
-        fclose(f);
-        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                       "cannot allocate %zu bytes to read the file", n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (got != n) {
-        free(buf);
-        if (err)
-            return st_fail(function, path, CLATTN_ERROR_IO,
-                           "read failed after %zu of %zu bytes: %s", got, n, strerror(err));
-        return st_fail(function, path, CLATTN_ERROR_IO,
-                       "the file shrank while being read (%zu of %zu bytes)", got, n);
-    }
-    *bytes = buf;
-    *size = n;
-    return CLATTN_OK;
-}
-
 clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out)
 {
     static const char function[] = "clattn_safetensors_read";
@@ -619,7 +573,7 @@ clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out
     CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
     unsigned char *bytes = NULL;
     size_t size = 0;
-    clattn_status status = read_file(function, path, &bytes, &size);
+    clattn_status status = clattn__read_file(function, path, &bytes, &size);
     if (status == CLATTN_OK)
         status = load(function, path, bytes, size, out);
     free(bytes);
@@ -730,26 +684,6 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
     return CLATTN_OK;
 }
 
-static bool write_floats(FILE *f, const float *data, size_t count)
-{
-    unsigned char chunk[4096];
-    size_t per_chunk = sizeof(chunk) / 4;
-    while (count > 0) {
-        size_t n = count < per_chunk ? count : per_chunk;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t bits;
-            memcpy(&bits, &data[i], sizeof(bits));
-            for (int b = 0; b < 4; b++)
-                chunk[4 * i + (size_t)b] = (unsigned char)(bits >> (8 * b));
-        }
-        if (fwrite(chunk, 4, n, f) != n)
-            return false;
-        data += n;
-        count -= n;
-    }
-    return true;
-}
-
 static clattn_status write_file(const char *function, const char *path, const char *header,
                                 const clattn_st_tensor *tensors, size_t tensor_count)
 {
@@ -768,7 +702,7 @@ static clattn_status write_file(const char *function, const char *path, const ch
     for (size_t i = 0; i < tensor_count && ok; i++) {
         size_t numel = 0;
         shape_numel(tensors[i].ndim, tensors[i].shape, &numel); /* checked by add_tensor */
-        ok = write_floats(f, tensors[i].data, numel);
+        ok = clattn__write_floats(f, tensors[i].data, numel);
     }
     int err = ok ? 0 : errno;
     if (fclose(f) != 0 && ok) {

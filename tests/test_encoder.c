@@ -14,27 +14,6 @@
 
 #define TOL 1e-4
 
-typedef struct fixture {
-    clattn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    test_require_device();
-    fixture *f = calloc(1, sizeof(*f));
-    f->ctx = test_context_create(NULL);
-    *state = f;
-    return f->ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    clattn_context_destroy(&f->ctx);
-    free(f);
-    return 0;
-}
-
 typedef struct enc_case {
     clattn_encoder_config cfg;
     bool packed;
@@ -113,7 +92,7 @@ static void run_case(clattn_context *ctx, const enc_case *c, uint64_t seed)
 
 static void post_and_pre_ln_with_relu_and_gelu(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     for (int norm_first = 0; norm_first <= 1; norm_first++)
         for (int gelu = 0; gelu <= 1; gelu++) {
             enc_case c = make_case(16, 4, 1, 32, 2, 7);
@@ -125,7 +104,7 @@ static void post_and_pre_ln_with_relu_and_gelu(void **state)
 
 static void layer_norm_eps_values(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     const float eps[] = {1e-6f, 1e-5f, 1e-3f, 0.5f};
     for (int i = 0; i < 4; i++) {
         enc_case c = make_case(8, 2, 1, 16, 2, 5);
@@ -137,7 +116,7 @@ static void layer_norm_eps_values(void **state)
 
 static void stacks_with_and_without_final_norm(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     enc_case c = make_case(32, 4, 3, 64, 2, 6);
     c.cfg.final_norm = 1;
     run_case(f->ctx, &c, 30);
@@ -149,7 +128,7 @@ static void stacks_with_and_without_final_norm(void **state)
 
 static void padding_and_causal_masks(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     for (int mode = 1; mode <= 3; mode++) {
         enc_case c = make_case(16, 2, 2, 32, 3, 7);
         c.padding = mode & 1;
@@ -161,7 +140,7 @@ static void padding_and_causal_masks(void **state)
 
 static void sinusoidal_positions_with_an_offset(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     enc_case c = make_case(16, 4, 1, 32, 2, 9);
     c.cfg.positional = CLATTN_POSITIONAL_SINUSOIDAL;
     run_case(f->ctx, &c, 50);
@@ -174,7 +153,7 @@ static void sinusoidal_positions_with_an_offset(void **state)
 
 static void token_input_with_embedding(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     enc_case c = make_case(16, 4, 2, 32, 2, 6);
     c.cfg.vocab_size = 11;
     c.cfg.positional = CLATTN_POSITIONAL_SINUSOIDAL;
@@ -186,7 +165,7 @@ static void token_input_with_embedding(void **state)
 
 static void head_widths_of_table_3_row_b(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     enc_case c = make_case(32, 8, 1, 64, 2, 5);
     c.cfg.head_dim_qk = 2; /* h·d_k = 16 != d_model (like B-dk16 at 1/16 scale) */
     c.cfg.head_dim_v = 4;
@@ -199,7 +178,7 @@ static void head_widths_of_table_3_row_b(void **state)
 
 static void out_may_be_the_input(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 8, 2, 1, 16);
     weight_bank *bank = malloc(sizeof(*bank));
@@ -250,7 +229,7 @@ static void sinusoidal_table_matches_the_paper(void **state)
 
 static void add_sinusoidal_adds_the_table(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t B = 2, N = 5, d = 6, offset = 3;
     float x[60], pe[8 * 6];
     test_fill_uniform(x, 60, 90, -1, 1);
@@ -362,7 +341,7 @@ static void analytic_counts(void **state)
 
 static void counters_agree_with_the_analytic_count(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 16, 4, 2, 32);
     cfg.head_dim_qk = 3;
@@ -388,7 +367,7 @@ static void counters_agree_with_the_analytic_count(void **state)
 
 static void random_weights_are_deterministic(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 16, 2, 2, 32);
     cfg.vocab_size = 9;
@@ -416,7 +395,7 @@ static void random_weights_are_deterministic(void **state)
 
 static void create_rejects_bad_configurations(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_encoder_config c;
     clattn_encoder *enc = (clattn_encoder *)0x1;
@@ -468,7 +447,7 @@ static void create_rejects_bad_configurations(void **state)
 
 static void load_weights_names_what_is_missing_or_wrong(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 8, 2, 2, 16);
@@ -507,7 +486,7 @@ static void load_weights_names_what_is_missing_or_wrong(void **state)
 
 static void forward_rejects_bad_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 8, 2, 1, 16);
@@ -551,7 +530,7 @@ static void forward_rejects_bad_arguments(void **state)
 
 static void token_ids_out_of_range(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_encoder_config cfg;
     clattn_encoder_config_default(&cfg, 8, 2, 1, 16);
@@ -599,5 +578,5 @@ int main(void)
         cmocka_unit_test(forward_rejects_bad_arguments),
         cmocka_unit_test(token_ids_out_of_range),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -15,27 +15,6 @@
 
 #define TOL 2e-6
 
-typedef struct fixture {
-    clattn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    test_require_device();
-    fixture *f = calloc(1, sizeof(*f));
-    f->ctx = test_context_create(NULL);
-    *state = f;
-    return f->ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    clattn_context_destroy(&f->ctx);
-    free(f);
-    return 0;
-}
-
 static float *random_array(size_t n, uint64_t seed, float lo, float hi)
 {
     float *x = malloc(n * sizeof(float) + 1);
@@ -57,7 +36,7 @@ typedef struct mask_setup {
 } mask_setup;
 
 /* Scores for pairs [bh0, bh0 + pairs) of a [B, H, Nq, Nk] problem with the given masks. */
-static void check_scores(fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dk,
+static void check_scores(test_fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dk,
                          size_t bh0, size_t pairs, mask_setup ms, uint64_t seed)
 {
     float *q = random_array(B * H * Nq * dk, seed, -1, 1);
@@ -145,7 +124,7 @@ static void scores_with_each_mask(void **state)
     check_scores(*state, 2, 3, 6, 6, 3, 0, 6, (mask_setup){1, 2, false}, 14);
 }
 
-static void check_softmax(fixture *f, size_t rows, size_t n, uint64_t seed)
+static void check_softmax(test_fixture *f, size_t rows, size_t n, uint64_t seed)
 {
     float *x = random_array(rows * n, seed, -8, 8);
     /* Some -inf entries, one fully masked row, one row with large values (stability). */
@@ -182,7 +161,7 @@ static void softmax_rows_of_odd_lengths(void **state)
     check_softmax(*state, 2, 1000, 25);
 }
 
-static void check_head_merge(fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dv,
+static void check_head_merge(test_fixture *f, size_t B, size_t H, size_t Nq, size_t Nk, size_t dv,
                              uint64_t seed)
 {
     size_t pairs = B * H;
@@ -225,7 +204,7 @@ static void head_merge_writes_concatenated_heads(void **state)
 
 static void average_heads_over_chunks(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t B = 3, H = 2, Nq = 3, Nk = 5, chunk_pairs = 4; /* chunks of 4 straddle batches */
     size_t pairs = B * H;
     float *p = random_array(pairs * Nq * Nk, 40, 0, 1);
@@ -255,7 +234,7 @@ static void average_heads_over_chunks(void **state)
     clattn_tensor_destroy(&tp), clattn_tensor_destroy(&tavg);
 }
 
-static void check_bias_act(fixture *f, clattn_activation_kind act, bool with_bias)
+static void check_bias_act(test_fixture *f, clattn_activation_kind act, bool with_bias)
 {
     size_t rows = 5, cols = 7, ld = 9, bias_offset = 3;
     float *y = random_array(rows * ld, 50 + act, -3, 3);
@@ -297,7 +276,7 @@ static void bias_and_activations(void **state)
     check_bias_act(*state, CLATTN_ACT_GELU, false);
 }
 
-static void check_layernorm(fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
+static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
                             bool in_place, uint64_t seed)
 {
     float *x = random_array(rows * width, seed, -3, 3);
@@ -343,7 +322,7 @@ static void layernorm_with_fused_residual(void **state)
 
 static void residual_add_with_bias(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t rows = 5, width = 7, n = rows * width;
     float *y = random_array(n, 80, -1, 1), *x = random_array(n, 81, -1, 1);
     float *bias = random_array(width, 82, -1, 1);
@@ -366,7 +345,7 @@ static void residual_add_with_bias(void **state)
 
 static void embedding_and_positions(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t vocab = 7, d = 6, B = 2, N = 5, T = B * N, offset = 4;
     float *emb = random_array(vocab * d, 90, -1, 1);
     cl_int ids[10] = {0, 6, 3, 3, 1, 2, 5, 4, 0, 6};
@@ -421,5 +400,5 @@ int main(void)
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

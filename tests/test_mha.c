@@ -22,27 +22,6 @@
 
 #define TOL 1e-5
 
-typedef struct fixture {
-    clattn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    test_require_device();
-    fixture *f = calloc(1, sizeof(*f));
-    f->ctx = test_context_create(NULL);
-    *state = f;
-    return f->ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    clattn_context_destroy(&f->ctx);
-    free(f);
-    return 0;
-}
-
 static clattn_host_tensor host2(const float *data, size_t rows, size_t cols)
 {
     clattn_host_tensor t = {data, 2, {rows, cols, 0, 0}};
@@ -234,7 +213,7 @@ static void run_case(clattn_context *shared_ctx, const mha_case *c, uint64_t see
 
 static void self_attention_over_widths_and_heads(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     static const size_t dims[][2] = {{8, 1}, {8, 2}, {8, 8}, {64, 1}, {64, 2}, {64, 8}, {512, 8}};
     size_t n = test_small_mode() ? 3 : sizeof(dims) / sizeof(dims[0]);
     for (size_t i = 0; i < n; i++) {
@@ -246,7 +225,7 @@ static void self_attention_over_widths_and_heads(void **state)
 
 static void head_widths_that_differ_from_e_over_h(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     /* Table 3 rows (B): d_k = 16 or 32 with h = 8 and E = 64 here; d_k != d_v. */
     mha_case c = base_case(64, 8, 2, 7, 0);
     c.dk = 16, c.dv = 4;
@@ -263,7 +242,7 @@ static void head_widths_that_differ_from_e_over_h(void **state)
 
 static void cross_attention_with_kdim_and_vdim(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     mha_case c = base_case(8, 2, 3, 7, 129);
     c.cross = true, c.packed_weights = false;
     c.kdim = 6, c.vdim = 10, c.dk = 3, c.dv = 5;
@@ -280,7 +259,7 @@ static void cross_attention_with_kdim_and_vdim(void **state)
 
 static void biases_and_output_projection_switched_off(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     mha_case c = base_case(16, 4, 2, 5, 0);
     c.in_bias = false, c.out_bias = false;
     run_case(f->ctx, &c, 300);
@@ -295,7 +274,7 @@ static void biases_and_output_projection_switched_off(void **state)
 
 static void separate_weights_give_the_packed_result(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     mha_case c = base_case(16, 2, 2, 6, 0);
     c.packed_weights = false;
     run_case(f->ctx, &c, 400);
@@ -303,7 +282,7 @@ static void separate_weights_give_the_packed_result(void **state)
 
 static void masks_and_causal(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     for (int kp = 0; kp <= 2; kp++)
         for (int am = 0; am <= 2; am++) {
             mha_case c = base_case(16, 2, 2, 5, 0);
@@ -321,7 +300,7 @@ static void masks_and_causal(void **state)
 
 static void fully_padded_batch_gives_zero_attention(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     mha_case c = base_case(8, 2, 2, 5, 0);
     c.key_padding = 1, c.fully_masked = true, c.weights = 2;
     run_case(f->ctx, &c, 600);
@@ -331,7 +310,7 @@ static void fully_padded_batch_gives_zero_attention(void **state)
 
 static void long_sequences(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     /* Past 256 keys the fused kernel packs keys and values per head first (on devices without
      * staging), with masks and causal too. */
     mha_case c = base_case(16, 2, 1, 300, 0);
@@ -345,7 +324,7 @@ static void long_sequences(void **state)
 
 static void chunked_scores_with_averaged_weights(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     /* 3 pairs of [7, 7] scores per chunk with h = 2: chunks straddle batches. */
     mha_case c = base_case(16, 2, 3, 7, 0);
     c.workspace_limit = 3 * 7 * 7 * sizeof(float);
@@ -567,7 +546,7 @@ static int compare_names(const void *a, const void *b)
 
 static void matches_pytorch_golden_files(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     DIR *d = opendir(GOLDEN_DIR);
     assert_non_null(d);
     char *names[256];
@@ -606,7 +585,7 @@ static void matches_pytorch_golden_files(void **state)
 
 static void create_rejects_bad_configurations(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_mha_config cfg;
     clattn_mha *mha = (clattn_mha *)0x1;
@@ -651,7 +630,7 @@ static void create_rejects_bad_configurations(void **state)
 
 static void load_weights_checks_every_shape(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_mha_config cfg;
     clattn_mha_config_default(&cfg, 8, 2);
@@ -731,7 +710,7 @@ static void load_weights_checks_every_shape(void **state)
 
 static void forward_rejects_bad_tensors(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_mha_config cfg;
     clattn_mha_config_default(&cfg, 8, 2);
@@ -820,7 +799,7 @@ static void forward_rejects_bad_tensors(void **state)
 
 static void projections_are_counted(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     size_t E = 16, H = 4, B = 2, N = 5;
     clattn_mha_config cfg;
@@ -871,5 +850,5 @@ int main(void)
         cmocka_unit_test(forward_rejects_bad_tensors),
         cmocka_unit_test(projections_are_counted),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -28,9 +28,7 @@ static int setup(void **state)
     test_require_device();
     fixture *f = calloc(1, sizeof(*f));
     f->ctx = test_context_create(NULL);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof(f->dir), "%s/clattn-model-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(f->dir))
+    if (test_temp_dir_create(f->dir, sizeof(f->dir), "clattn-model-") != 0)
         return -1;
     *state = f;
     return f->ctx ? 0 : -1;
@@ -40,16 +38,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     clattn_context_destroy(&f->ctx);
-    char path[512];
-    DIR *d = opendir(f->dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
-            unlink(path);
-        }
-    if (d)
-        closedir(d);
-    rmdir(f->dir);
+    test_temp_dir_remove(f->dir);
     free(f);
     return 0;
 }
@@ -320,28 +309,6 @@ static void missing_and_misshapen_tensors_are_named(void **state)
                       CLATTN_ERROR_INVALID_ARGUMENT, "encoder is NULL");
 }
 
-static unsigned char *read_whole(const char *path, size_t *size)
-{
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *bytes = malloc((size_t)n);
-    assert_int_equal(fread(bytes, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *size = (size_t)n;
-    return bytes;
-}
-
-static void write_whole(const char *path, const unsigned char *bytes, size_t size)
-{
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(bytes, 1, size, fp), size);
-    fclose(fp);
-}
-
 static void corrupted_files_never_crash(void **state)
 {
     fixture *f = *state;
@@ -349,13 +316,13 @@ static void corrupted_files_never_crash(void **state)
     snprintf(good, sizeof(good), "%s/%s", GOLDEN_DIR, "enc_tokens/model.safetensors");
     snprintf(bad, sizeof(bad), "%s/mutated.safetensors", f->dir);
     size_t size;
-    unsigned char *bytes = read_whole(good, &size);
+    unsigned char *bytes = test_read_file(good, &size);
     unsigned char *copy = malloc(size);
     clattn_encoder *enc = NULL;
 
     /* Truncations: every length of the header region, then a few into the data. */
     for (size_t n = 0; n < size; n += n < 1024 ? 1 : 997) {
-        write_whole(bad, bytes, n);
+        test_write_file(bad, bytes, n);
         clattn_status status = clattn_encoder_load_file(f->ctx, bad, &enc);
         assert_int_not_equal(status, CLATTN_OK);
         assert_null(enc);
@@ -364,13 +331,13 @@ static void corrupted_files_never_crash(void **state)
     /* An absurd header length. */
     memcpy(copy, bytes, size);
     memset(copy, 0xff, 8);
-    write_whole(bad, copy, size);
+    test_write_file(bad, copy, size);
     assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, bad, &enc), CLATTN_ERROR_FORMAT,
                       bad);
     /* Invalid JSON. */
     memcpy(copy, bytes, size);
     copy[8] = '[';
-    write_whole(bad, copy, size);
+    test_write_file(bad, copy, size);
     assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, bad, &enc), CLATTN_ERROR_FORMAT,
                       "JSON");
     /* Seeded mutations: any status but OK-with-garbage; never a crash. */
@@ -386,7 +353,7 @@ static void corrupted_files_never_crash(void **state)
                                                 : test_rng_next(&rng) % size;
             copy[at] = (unsigned char)test_rng_next(&rng);
         }
-        write_whole(bad, copy, size);
+        test_write_file(bad, copy, size);
         clattn_status status = clattn_encoder_load_file(f->ctx, bad, &enc);
         if (status == CLATTN_OK) {
             ok++;

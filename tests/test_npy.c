@@ -25,11 +25,7 @@ static char temp_dir[1024];
 static int make_temp_dir(void **state)
 {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    snprintf(temp_dir, sizeof(temp_dir), "%s/clattn_npy_XXXXXX", base);
-    return mkdtemp(temp_dir) ? 0 : -1;
+    return test_temp_dir_create(temp_dir, sizeof(temp_dir), "clattn_npy_");
 }
 
 static int remove_temp_dir(void **state)
@@ -52,34 +48,6 @@ static const char *temp_file(const char *name)
     return path;
 }
 
-/* Reads a whole file into a malloc'd buffer of exactly its size (at least 1 byte allocated). */
-static unsigned char *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        print_error("cannot open %s: %s\n", path, strerror(errno));
-        fail();
-    }
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 256;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        buf[len++] = (unsigned char)c;
-    }
-    fclose(f);
-    unsigned char *exact = malloc(len ? len : 1);
-    assert_non_null(exact);
-    if (len)
-        memcpy(exact, buf, len);
-    free(buf);
-    *size = len;
-    return exact;
-}
 
 /* A .npy image: preamble of format `major`.0, the header text exactly as given, then data. */
 static unsigned char *make_npy(int major, const char *header, const void *data, size_t data_len,
@@ -147,8 +115,8 @@ static void writes_exactly_what_numpy_writes(void **state)
         assert_int_equal(clattn_npy_write_f32(out, cases[c].data, cases[c].ndim, cases[c].shape),
                          CLATTN_OK);
         size_t ours_len, theirs_len;
-        unsigned char *ours = slurp(out, &ours_len);
-        unsigned char *theirs = slurp(fixture(cases[c].name), &theirs_len);
+        unsigned char *ours = test_read_file(out, &ours_len);
+        unsigned char *theirs = test_read_file(fixture(cases[c].name), &theirs_len);
         if (ours_len != theirs_len || memcmp(ours, theirs, ours_len) != 0) {
             print_error("%s: our %zu bytes differ from numpy's %zu\n", cases[c].name, ours_len,
                         theirs_len);
@@ -205,7 +173,7 @@ static void round_trips_are_bit_exact(void **state)
 
         /* The data starts at a multiple of 64 and follows the header immediately. */
         size_t size;
-        unsigned char *bytes = slurp(path, &size);
+        unsigned char *bytes = test_read_file(path, &size);
         assert_int_equal((size - n * sizeof(float)) % 64, 0);
         assert_int_equal(bytes[size - n * sizeof(float) - 1], '\n');
         assert_int_equal(clattn_npy_parse_f32(bytes, size, &a), CLATTN_OK);
@@ -540,7 +508,7 @@ static void rejects_bad_preambles(void **state)
 {
     (void)state;
     size_t size;
-    unsigned char *good = slurp(fixture("f32_2x3.npy"), &size);
+    unsigned char *good = test_read_file(fixture("f32_2x3.npy"), &size);
     unsigned char *bytes = malloc(size);
     assert_non_null(bytes);
     clattn_npy_array a;
@@ -584,7 +552,7 @@ static void every_truncation_fails(void **state)
                            "f32_empty_100000x0.npy", "f64_4.npy"};
     for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
         size_t size;
-        unsigned char *whole = slurp(fixture(names[f]), &size);
+        unsigned char *whole = test_read_file(fixture(names[f]), &size);
         for (size_t len = 0; len < size; len++) {
             unsigned char *prefix = malloc(len ? len : 1);
             assert_non_null(prefix);
@@ -632,7 +600,7 @@ static void mutated_files_never_crash(void **state)
     size_t accepted = 0, iterations = 0;
     for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
         size_t size;
-        unsigned char *whole = slurp(fixture(names[f]), &size);
+        unsigned char *whole = test_read_file(fixture(names[f]), &size);
         for (int round = 0; round < 400; round++, iterations++) {
             size_t len = size;
             unsigned char *bytes = malloc(size + 64);

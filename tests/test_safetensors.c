@@ -25,11 +25,7 @@ static char temp_dir[1024];
 static int make_temp_dir(void **state)
 {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    if (!base || !*base)
-        base = "/tmp";
-    snprintf(temp_dir, sizeof(temp_dir), "%s/clattn_st_XXXXXX", base);
-    return mkdtemp(temp_dir) ? 0 : -1;
+    return test_temp_dir_create(temp_dir, sizeof(temp_dir), "clattn_st_");
 }
 
 static int remove_temp_dir(void **state)
@@ -52,34 +48,6 @@ static const char *temp_file(const char *name)
     return path;
 }
 
-/* Reads a whole file into a malloc'd buffer of exactly its size (at least 1 byte allocated). */
-static unsigned char *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        print_error("cannot open %s: %s\n", path, strerror(errno));
-        fail();
-    }
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 256;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        buf[len++] = (unsigned char)c;
-    }
-    fclose(f);
-    unsigned char *exact = malloc(len ? len : 1);
-    assert_non_null(exact);
-    if (len)
-        memcpy(exact, buf, len);
-    free(buf);
-    *size = len;
-    return exact;
-}
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
@@ -219,7 +187,7 @@ static void writes_what_the_reference_writes(void **state)
                                                   cases[c].metadata),
                          CLATTN_OK);
         size_t size;
-        unsigned char *ours = slurp(path, &size);
+        unsigned char *ours = test_read_file(path, &size);
         if (size != cases[c].size || memcmp(ours, cases[c].bytes, size) != 0) {
             print_error("%s: our %zu bytes differ from the reference's %zu\n", cases[c].name,
                         size, cases[c].size);
@@ -268,8 +236,8 @@ static void writes_what_the_fixture_script_writes(void **state)
                                               COUNT(metadata)),
                      CLATTN_OK);
     size_t ours_len, theirs_len;
-    unsigned char *ours = slurp(path, &ours_len);
-    unsigned char *theirs = slurp(fixture("f32_torch.safetensors"), &theirs_len);
+    unsigned char *ours = test_read_file(path, &ours_len);
+    unsigned char *theirs = test_read_file(fixture("f32_torch.safetensors"), &theirs_len);
     assert_int_equal(ours_len, theirs_len);
     assert_memory_equal(ours, theirs, ours_len);
     free(ours);
@@ -354,7 +322,7 @@ static void round_trips_are_bit_exact(void **state)
 
     /* The header is padded with spaces to a multiple of 8 and the data follows it directly. */
     size_t size;
-    unsigned char *bytes = slurp(path, &size);
+    unsigned char *bytes = test_read_file(path, &size);
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--)
         header_len = header_len << 8 | bytes[i];
@@ -904,7 +872,7 @@ static void every_truncation_fails(void **state)
     (void)state;
     for (size_t f = 0; f < COUNT(fixture_names); f++) {
         size_t size;
-        unsigned char *whole = slurp(fixture(fixture_names[f]), &size);
+        unsigned char *whole = test_read_file(fixture(fixture_names[f]), &size);
         for (size_t len = 0; len < size; len++) {
             unsigned char *prefix = malloc(len ? len : 1);
             assert_non_null(prefix);
@@ -1015,7 +983,7 @@ static void mutated_files_never_crash(void **state)
     size_t accepted = 0, iterations = 0;
     for (size_t f = 0; f < COUNT(fixture_names); f++) {
         size_t size;
-        unsigned char *whole = slurp(fixture(fixture_names[f]), &size);
+        unsigned char *whole = test_read_file(fixture(fixture_names[f]), &size);
         size_t header_end = 8 + (size_t)header_length(whole);
         for (int round = 0; round < 600; round++, iterations++) {
             size_t len = size, at, inner;

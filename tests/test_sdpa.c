@@ -14,27 +14,6 @@
 
 #define TOL 1e-5
 
-typedef struct fixture {
-    clattn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    test_require_device();
-    fixture *f = calloc(1, sizeof(*f));
-    f->ctx = test_context_create(NULL);
-    *state = f;
-    return f->ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    clattn_context_destroy(&f->ctx);
-    free(f);
-    return 0;
-}
-
 typedef struct mask_spec {
     int ndim; /* 0 = no mask */
     size_t shape[4];
@@ -173,7 +152,7 @@ static void run_case(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
 
 static void matches_reference_over_a_grid_of_shapes(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     static const size_t seqs[][2] = {{1, 7}, {7, 1}, {7, 7}, {64, 129}, {129, 64}};
     static const size_t widths[][2] = {{8, 5}, {3, 16}};
     size_t nseq = test_small_mode() ? 3 : 5;
@@ -190,7 +169,7 @@ static void matches_reference_over_a_grid_of_shapes(void **state)
 
 static void every_attention_mask_form(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t B = 2, H = 3, Nq = 5, Nk = 7;
     const mask_spec masks[] = {
         {2, {Nq, Nk}, CLATTN_MASK_BOOL},
@@ -214,7 +193,7 @@ static void every_attention_mask_form(void **state)
 
 static void key_padding_masks(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t B = 3, H = 2, Nq = 4, Nk = 9;
     const mask_spec masks[] = {
         {2, {B, Nk}, CLATTN_MASK_BOOL},
@@ -231,7 +210,7 @@ static void key_padding_masks(void **state)
 
 static void causal_top_left_also_when_nq_differs_from_nk(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     const size_t shapes[][2] = {{6, 6}, {4, 9}, {9, 4}, {1, 5}};
     for (size_t i = 0; i < 4; i++) {
         sdpa_case c = shape_case(2, 2, shapes[i][0], shapes[i][1], 4, 4);
@@ -243,7 +222,7 @@ static void causal_top_left_also_when_nq_differs_from_nk(void **state)
 
 static void combined_masks(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     sdpa_case c = shape_case(2, 2, 6, 8, 4, 5);
     c.attn = (mask_spec){2, {6, 8}, CLATTN_MASK_ADDITIVE};
     c.key_padding = (mask_spec){2, {2, 8}, CLATTN_MASK_BOOL};
@@ -257,7 +236,7 @@ static void combined_masks(void **state)
 
 static void fully_masked_rows_give_zeros_not_nan(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     /* Query row 0 has every key masked by attn_mask; batch 0 has every key padded. */
     sdpa_case c = shape_case(2, 2, 5, 6, 4, 3);
     c.attn = (mask_spec){2, {5, 6}, CLATTN_MASK_BOOL};
@@ -275,7 +254,7 @@ static void fully_masked_rows_give_zeros_not_nan(void **state)
 
 static void custom_scale(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     sdpa_case c = shape_case(1, 2, 5, 5, 8, 8);
     c.scale = 0.5f;
     c.weights = 1;
@@ -380,7 +359,7 @@ static void check_strided_views(clattn_context *ctx, size_t N, clattn_attention_
 
 static void strided_views_into_packed_projections(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     check_strided_views(f->ctx, 5, CLATTN_PATH_FUSED, 1000);
     check_strided_views(f->ctx, 5, CLATTN_PATH_UNFUSED, 1001);
     /* Past 256 keys the fused kernel (without staging) first packs keys and values per head. */
@@ -442,7 +421,7 @@ static void a_bad_clattn_tune_is_ignored_with_a_warning(void **state)
 
 static void invalid_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_tensor *q = test_tensor_from(ctx, 4, (size_t[]){2, 3, 5, 4}, NULL);
     clattn_tensor *k = test_tensor_from(ctx, 4, (size_t[]){2, 3, 7, 4}, NULL);
@@ -562,5 +541,5 @@ int main(void)
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_default_tolerates_null),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -6,27 +6,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-typedef struct fixture {
-    clattn_context *ctx;
-} fixture;
-
-static int setup(void **state)
-{
-    test_require_device();
-    fixture *f = calloc(1, sizeof(*f));
-    f->ctx = test_context_create(NULL);
-    *state = f;
-    return f->ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    clattn_context_destroy(&f->ctx);
-    free(f);
-    return 0;
-}
-
 static void round_trip(clattn_context *ctx, int ndim, const size_t *shape, uint64_t seed)
 {
     size_t n = 1;
@@ -50,7 +29,7 @@ static void round_trip(clattn_context *ctx, int ndim, const size_t *shape, uint6
 
 static void round_trips_of_odd_sizes(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     const size_t sizes[] = {1, 2, 7, 64, 129, 1000, 4097};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         round_trip(f->ctx, 1, &sizes[i], i);
@@ -62,7 +41,7 @@ static void round_trips_of_odd_sizes(void **state)
 
 static void strides_are_row_major(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_tensor *t = NULL;
     assert_int_equal(clattn_tensor_create(f->ctx, &t, 4, (size_t[]){2, 3, 5, 7}), CLATTN_OK);
     assert_int_equal(clattn_tensor_stride(t, 0), 105);
@@ -78,7 +57,7 @@ static void strides_are_row_major(void **state)
 
 static void fill_sets_every_element(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     size_t shape[3] = {3, 7, 5};
     clattn_tensor *t = test_tensor_from(f->ctx, 3, shape, NULL);
     assert_int_equal(clattn_tensor_fill(t, -1.25f), CLATTN_OK);
@@ -91,7 +70,7 @@ static void fill_sets_every_element(void **state)
 
 static void fill_through_a_strided_view_touches_only_the_view(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     /* base [4, 6]; the view is column 1..2 of rows 1..3: shape [3, 2], strides [6, 1]. */
     size_t shape[2] = {4, 6};
     float zeros[24] = {0};
@@ -124,7 +103,7 @@ static void fill_through_a_strided_view_touches_only_the_view(void **state)
 
 static void a_contiguous_view_reads_its_slice(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     float data[12];
     for (int i = 0; i < 12; i++)
         data[i] = (float)i;
@@ -148,7 +127,7 @@ static void a_contiguous_view_reads_its_slice(void **state)
 
 static void wrap_uses_the_callers_buffer(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     cl_int err;
     float data[10];
     for (int i = 0; i < 10; i++)
@@ -174,7 +153,7 @@ static void wrap_uses_the_callers_buffer(void **state)
 
 static void create_rejects_bad_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_tensor *t = (clattn_tensor *)0x1;
     size_t shape[4] = {2, 3, 4, 5};
@@ -196,7 +175,7 @@ static void create_rejects_bad_arguments(void **state)
 
 static void create_rejects_sizes_too_large(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_tensor *t = NULL;
     /* The element count overflows size_t. */
@@ -216,7 +195,7 @@ static void create_rejects_sizes_too_large(void **state)
 
 static void wrap_rejects_bad_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     cl_int err;
     cl_mem small = clCreateBuffer(clattn_context_cl_context(ctx), CL_MEM_READ_WRITE,
@@ -253,7 +232,7 @@ static void wrap_rejects_bad_arguments(void **state)
 
 static void view_rejects_bad_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_tensor *base = test_tensor_from(ctx, 1, (size_t[]){12}, NULL);
     clattn_tensor *v = NULL;
@@ -278,7 +257,7 @@ static void view_rejects_bad_arguments(void **state)
 
 static void transfers_reject_bad_arguments(void **state)
 {
-    fixture *f = *state;
+    test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     clattn_tensor *t = test_tensor_from(ctx, 2, (size_t[]){2, 3}, NULL);
     float host[6] = {0};
@@ -330,5 +309,5 @@ int main(void)
         cmocka_unit_test(transfers_reject_bad_arguments),
         cmocka_unit_test(queries_and_destroy_accept_null),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
+#include <unistd.h>
 
 void test_require_device(void)
 {
@@ -43,6 +46,25 @@ clattn_context *test_context_create(test_log *log)
         return NULL;
     }
     return ctx;
+}
+
+int test_fixture_setup(void **state)
+{
+    test_require_device();
+    test_fixture *f = calloc(1, sizeof(*f));
+    if (!f)
+        return -1;
+    f->ctx = test_context_create(NULL);
+    *state = f;
+    return f->ctx ? 0 : -1;
+}
+
+int test_fixture_teardown(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context_destroy(&f->ctx);
+    free(f);
+    return 0;
 }
 
 uint64_t test_rng_next(test_rng *rng)
@@ -184,4 +206,66 @@ int test_small_mode(void)
 {
     const char *v = getenv("CLATTN_TEST_SMALL");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+int test_temp_dir_create(char *dir, size_t size, const char *prefix)
+{
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    int n = snprintf(dir, size, "%s/%sXXXXXX", base, prefix);
+    return n > 0 && (size_t)n < size && mkdtemp(dir) ? 0 : -1;
+}
+
+void test_temp_dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    char path[4096];
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+unsigned char *test_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        print_error("cannot open %s: %s\n", path, strerror(errno));
+        fail();
+    }
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int c;
+    while ((c = fgetc(f)) != EOF) {
+        if (len == cap) {
+            cap = cap ? 2 * cap : 256;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        buf[len++] = (unsigned char)c;
+    }
+    fclose(f);
+    unsigned char *exact = malloc(len ? len : 1);
+    assert_non_null(exact);
+    if (len)
+        memcpy(exact, buf, len);
+    free(buf);
+    *size = len;
+    return exact;
+}
+
+void test_write_file(const char *path, const void *bytes, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        print_error("cannot create %s: %s\n", path, strerror(errno));
+        fail();
+    }
+    assert_int_equal(fwrite(bytes, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
 }

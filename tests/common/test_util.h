@@ -28,6 +28,13 @@ void test_log_callback(void *user_data, clattn_log_level level, const char *mess
 /* Creates a context on the default device that logs into *log (may be NULL: logs nothing). */
 clattn_context *test_context_create(test_log *log);
 
+/* The usual cmocka group state: a context on the default device (skips without a device). */
+typedef struct test_fixture {
+    clattn_context *ctx;
+} test_fixture;
+int test_fixture_setup(void **state);
+int test_fixture_teardown(void **state);
+
 /* Seeded pseudo-random numbers (splitmix64), identical on every platform. */
 typedef struct test_rng {
     uint64_t state;
@@ -66,5 +73,15 @@ float *test_expand_mask(const float *mask, int ndim, const size_t *shape, int th
 
 /* Small-shape mode (set by the oclgrind wrapper): tests shrink their grids. */
 int test_small_mode(void);
+
+/* A fresh directory "<$TMPDIR or /tmp>/<prefix>XXXXXX" written into dir; 0 on success. */
+int test_temp_dir_create(char *dir, size_t size, const char *prefix);
+/* Removes the plain files directly inside dir, then dir. */
+void test_temp_dir_remove(const char *dir);
+/* The whole file in a malloc'd buffer of exactly its size (at least 1 byte allocated); fails the
+ * test when the file cannot be read. */
+unsigned char *test_read_file(const char *path, size_t *size);
+/* Writes `size` bytes to path (creating or truncating it); fails the test on error. */
+void test_write_file(const char *path, const void *bytes, size_t size);
 
 #endif
