@@ -120,10 +120,12 @@ __kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong
                 for (int c = 1; c < NK; c++)
                     dot += qv[r][c] * kv[c];
                 float score = CLATTN_CAT(clattn_hsum, CLATTN_FUSED_VK)(dot);
-                if (masked)
+                if (j >= end) /* past the keys: the masks have no element for it */
+                    score = -INFINITY;
+                else if (masked)
                     score = clattn_masked_score(score, b, h, min(first + r, nq - 1), j,
                                                 CLATTN_MASK_ARGS);
-                s[r][t] = j < end ? score : -INFINITY;
+                s[r][t] = score;
             }
         }
         for (int r = 0; r < QPW; r++) {

@@ -132,8 +132,8 @@ static clattn_status check_kernel_limits(clattn_context *ctx, const clattn_atten
     bool ok = clattn__mul_size(p->batch, p->heads, &pairs) && pairs <= UINT32_MAX &&
               p->seq_q <= UINT32_MAX && p->seq_k <= UINT32_MAX && p->dk <= UINT32_MAX &&
               p->dv <= UINT32_MAX;
-    size_t rows;
-    ok = ok && clattn__mul_size(pairs, p->seq_q, &rows);
+    size_t rows; /* the softmax and the kernels index rows of all pairs with 32 bits */
+    ok = ok && clattn__mul_size(pairs, p->seq_q, &rows) && rows <= UINT32_MAX;
     if (!ok)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "attention sizes B=%zu H=%zu Nq=%zu Nk=%zu exceed the kernels' 32-bit "

@@ -1,8 +1,15 @@
 /* The context: device, queue, compiled kernels, scratch buffers. */
 #include "internal.h"
 
+#include <clblast_c.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Contexts alive in the process: CLBlast keeps the programs it compiled for every OpenCL context
+ * until told otherwise, so the last context to go releases them (CLBlastClearCache keeps the
+ * parameter overrides). */
+static atomic_int live_contexts;
 
 unsigned clattn_version(void)
 {
@@ -108,6 +115,8 @@ clattn_status clattn_context_create(clattn_context **out, const clattn_context_p
     status = context_finish_setup(ctx);
     if (status != CLATTN_OK)
         goto fail;
+    ctx->counted = true;
+    atomic_fetch_add(&live_contexts, 1);
     *out = ctx;
     return CLATTN_OK;
 
@@ -170,6 +179,8 @@ clattn_status clattn_context_wrap(clattn_context **out, cl_context cl_ctx, cl_co
         clattn_context_destroy(&ctx);
         return status;
     }
+    ctx->counted = true;
+    atomic_fetch_add(&live_contexts, 1);
     *out = ctx;
     return CLATTN_OK;
 }
@@ -194,6 +205,8 @@ void clattn_context_destroy(clattn_context **pctx)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx)
         clReleaseContext(ctx->cl_ctx);
+    if (ctx->counted && atomic_fetch_sub(&live_contexts, 1) == 1)
+        CLBlastClearCache();
     free(ctx->last_error);
     free(ctx);
     *pctx = NULL;

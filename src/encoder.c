@@ -69,7 +69,9 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_co
                      "%s: invalid argument: layer_norm_eps must be positive and finite", fn);
     bool sane = in->d_model < (1u << 24) && in->dim_feedforward < (1u << 28) &&
                 in->num_layers < (1u << 16) && in->vocab_size < (1u << 31) &&
-                out->head_dim_qk * in->nhead < (1u << 28) && out->head_dim_v * in->nhead < (1u << 28);
+                in->nhead < (1u << 20) && out->head_dim_qk < (1u << 24) &&
+                out->head_dim_v < (1u << 24) && out->head_dim_qk * in->nhead < (1u << 28) &&
+                out->head_dim_v * in->nhead < (1u << 28);
     if (!sane)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: the configuration's sizes are too large",
                             fn);

@@ -48,8 +48,12 @@ static clattn_status build_variant(clattn_context *ctx, size_t dk, size_t dv,
     v.qpw = v.local ? 1 : ctx->tuning.fused_qpw;
     v.wg = ctx->tuning.fused_wg;
     v.tk = v.local ? local_block(ctx, dk, dv) : ctx->tuning.fused_tk;
-    if (!v.local) /* the global variant's key block is a vector: 1, 2, 4, 8 or 16 lanes */
-        v.tk = vector_width(v.tk, 16);
+    if (!v.local) { /* the global variant's key block is a vector: 1, 2, 4, 8 or 16 lanes */
+        size_t lanes = 16;
+        while (lanes > v.tk)
+            lanes /= 2;
+        v.tk = lanes;
+    }
     char options[768];
     snprintf(options, sizeof(options),
              "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "

@@ -109,19 +109,24 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
     return clattn__account_span(ctx, name, op, (uint64_t)m * n * k, start, event);
 }
 
-clattn_status clattn__gemm_apply_tuning(clattn_context *ctx)
+const char *clattn__gemm_override(clattn_context *ctx)
 {
     if (!ctx->tuning.has_xgemm)
-        return CLATTN_OK;
+        return NULL;
     static const char *const names[CLATTN_XGEMM_PARAMETER_COUNT] = CLATTN_XGEMM_PARAMETER_NAMES;
     CLBlastStatusCode code =
         CLBlastOverrideParameters(ctx->device, "Xgemm", CLBlastPrecisionSingle,
                                   CLATTN_XGEMM_PARAMETER_COUNT, (const char **)names,
                                   ctx->tuning.xgemm);
-    if (code != CLBlastSuccess)
+    return code == CLBlastSuccess ? NULL : clblast_status_name(code);
+}
+
+clattn_status clattn__gemm_apply_tuning(clattn_context *ctx)
+{
+    const char *refused = clattn__gemm_override(ctx);
+    if (refused)
         return clattn__fail(ctx, CLATTN_ERROR_CLBLAST,
-                            "CLBlastOverrideParameters(Xgemm) refused the tuning's parameters: %s "
-                            "(%d)",
-                            clblast_status_name(code), (int)code);
+                            "CLBlastOverrideParameters(Xgemm) refused the tuning's parameters: %s",
+                            refused);
     return CLATTN_OK;
 }

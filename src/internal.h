@@ -77,6 +77,7 @@ struct clattn_context {
     size_t pending_count, pending_capacity;
 
     char *last_error; /* heap; NULL when there was no failure yet */
+    bool counted;     /* counted among the live contexts (see context.c) */
 };
 
 /* A float32 tensor: element (i0..i3) is at mem[offset + Σ i_d · strides[d]] (in floats). */
@@ -243,8 +244,11 @@ clattn_status clattn__embed(clattn_context *ctx, cl_mem ids, cl_mem emb, float s
 
 /* Chooses ctx->tuning (defaults, cache, CLATTN_TUNE: see clattn_tuning) and applies it. */
 void clattn__tuning_init(clattn_context *ctx);
-/* Applies ctx->tuning's Xgemm parameters to CLBlast (no-op when it has none). */
+/* Applies ctx->tuning's Xgemm parameters to CLBlast (no-op when it has none); records a
+ * CLATTN_ERROR_CLBLAST when CLBlast refuses them. */
 clattn_status clattn__gemm_apply_tuning(clattn_context *ctx);
+/* The same without recording anything: NULL on success, else CLBlast's status name. */
+const char *clattn__gemm_override(clattn_context *ctx);
 
 /* ---- test hooks ---- */
 

@@ -89,10 +89,11 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_mha_config
     out->in_proj_bias = in->in_proj_bias != 0;
     out->out_proj = in->out_proj != 0;
     out->out_proj_bias = in->out_proj && in->out_proj_bias;
-    size_t width;
-    bool ok = clattn__mul_size(out->num_heads, out->head_dim_qk, &width) &&
-              clattn__mul_size(out->num_heads, out->head_dim_v, &width) && width < (1u << 30) &&
-              out->embed_dim < (1u << 30) && out->kdim < (1u << 30) && out->vdim < (1u << 30);
+    size_t qk_width, v_width;
+    bool ok = clattn__mul_size(out->num_heads, out->head_dim_qk, &qk_width) &&
+              clattn__mul_size(out->num_heads, out->head_dim_v, &v_width) &&
+              qk_width < (1u << 30) && v_width < (1u << 30) && out->embed_dim < (1u << 30) &&
+              out->kdim < (1u << 30) && out->vdim < (1u << 30);
     if (!ok)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "%s: the layer's widths are too large (h·d_k, h·d_v or a dimension "
@@ -364,6 +365,10 @@ static clattn_status check_forward(clattn_mha *mha, const clattn_tensor *query,
     s->seq_q = query->shape[1];
     s->self = !key || (key == query && value == query);
     if (s->self) {
+        CLATTN_CHECK_ARG(ctx, c->kdim == c->embed_dim && c->vdim == c->embed_dim,
+                         "%s: invalid argument: self-attention (key and value NULL or the query) "
+                         "needs kdim == vdim == embed_dim, not %zu and %zu",
+                         fn_forward, c->kdim, c->vdim);
         s->seq_k = s->seq_q;
     } else {
         if ((status = check_sequence(ctx, "key", key, c->kdim, "kdim")) ||
@@ -386,6 +391,14 @@ static clattn_status check_forward(clattn_mha *mha, const clattn_tensor *query,
                                     (size_t[]){s->batch, s->seq_q, c->embed_dim}, "[B, Nq, E]");
     CLATTN_CHECK_ARG(ctx, !overlaps(out, query) && !overlaps(out, key) && !overlaps(out, value),
                      "%s: invalid argument: out overlaps an input", fn_forward);
+    /* Rows are indexed with 32 bits by the kernels; the projections' sizes must not overflow. */
+    size_t rows = s->batch * (s->seq_q > s->seq_k ? s->seq_q : s->seq_k), bytes;
+    size_t width = 2 * mha->qk_width + mha->v_width;
+    if (rows > UINT32_MAX || !clattn__mul_size(rows, width, &bytes) ||
+        !clattn__mul_size(3 * bytes, sizeof(float), &bytes))
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
+                            "%s: %zu x %zu tokens are too many for the projections", fn_forward,
+                            s->batch, s->seq_q > s->seq_k ? s->seq_q : s->seq_k);
     return CLATTN_OK;
 }
 

@@ -23,20 +23,33 @@ static bool is_pow2(size_t n)
     return n && !(n & (n - 1));
 }
 
-/* Checks a tuning's ranges; `where` names its origin in the message. */
+/* What is out of range in a tuning, written into problem; false when nothing is. */
+static bool tuning_problem(const clattn_context *ctx, const clattn_tuning *t, char *problem,
+                           size_t size)
+{
+    if (t->fused_local != 0 && t->fused_local != 1)
+        snprintf(problem, size, "fused_local is %d (0 or 1)", t->fused_local);
+    else if (t->fused_qpw < 1 || t->fused_qpw > 16)
+        snprintf(problem, size, "fused_qpw is %zu (1 to 16)", t->fused_qpw);
+    else if (t->fused_tk < 1 || t->fused_tk > 256)
+        snprintf(problem, size, "fused_tk is %zu (1 to 256)", t->fused_tk);
+    else if (!is_pow2(t->fused_wg) || t->fused_wg > ctx->info.max_work_group_size)
+        snprintf(problem, size, "fused_wg is %zu (a power of two up to %zu)", t->fused_wg,
+                 ctx->info.max_work_group_size);
+    else if (t->has_xgemm != 0 && t->has_xgemm != 1)
+        snprintf(problem, size, "has_xgemm is %d", t->has_xgemm);
+    else
+        return false;
+    return true;
+}
+
+/* Records CLATTN_ERROR_INVALID_ARGUMENT for an out-of-range tuning. */
 static clattn_status check_tuning(clattn_context *ctx, const clattn_tuning *t, const char *where)
 {
-    CLATTN_CHECK_ARG(ctx, t->fused_local == 0 || t->fused_local == 1,
-                     "%s: invalid argument: fused_local is %d (0 or 1)", where, t->fused_local);
-    CLATTN_CHECK_ARG(ctx, t->fused_qpw >= 1 && t->fused_qpw <= 16,
-                     "%s: invalid argument: fused_qpw is %zu (1 to 16)", where, t->fused_qpw);
-    CLATTN_CHECK_ARG(ctx, t->fused_tk >= 1 && t->fused_tk <= 256,
-                     "%s: invalid argument: fused_tk is %zu (1 to 256)", where, t->fused_tk);
-    CLATTN_CHECK_ARG(ctx, is_pow2(t->fused_wg) && t->fused_wg <= ctx->info.max_work_group_size,
-                     "%s: invalid argument: fused_wg is %zu (a power of two up to %zu)", where,
-                     t->fused_wg, ctx->info.max_work_group_size);
-    CLATTN_CHECK_ARG(ctx, t->has_xgemm == 0 || t->has_xgemm == 1,
-                     "%s: invalid argument: has_xgemm is %d", where, t->has_xgemm);
+    char problem[128];
+    if (tuning_problem(ctx, t, problem, sizeof(problem)))
+        return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT, "%s: invalid argument: %s",
+                            where, problem);
     return CLATTN_OK;
 }
 
@@ -147,6 +160,7 @@ static void apply_cache(clattn_context *ctx, clattn_tuning *t)
     }
     size_t i;
     json_t *entry;
+    char problem[128] = "a missing or mistyped field";
     json_array_foreach(entries, i, entry) {
         if (!json_is_object(entry) || !same_device(entry, ctx))
             continue;
@@ -159,10 +173,10 @@ static void apply_cache(clattn_context *ctx, clattn_tuning *t)
                         path, ctx->info.name, library ? library : "(unknown)",
                         CLATTN_VERSION_STRING);
         } else if (!entry_tuning(entry, &candidate) ||
-                   check_tuning(ctx, &candidate, "tuning cache") != CLATTN_OK) {
+                   tuning_problem(ctx, &candidate, problem, sizeof(problem))) {
             clattn__log(ctx, CLATTN_LOG_WARNING,
-                        "tuning cache %s: the entry for %s is malformed; ignored", path,
-                        ctx->info.name);
+                        "tuning cache %s: the entry for %s is malformed (%s); ignored", path,
+                        ctx->info.name, problem);
         } else {
             *t = candidate;
             clattn__log(ctx, CLATTN_LOG_INFO, "tuning from %s applied", path);
@@ -227,6 +241,8 @@ clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning
             json_array_remove(entries, i);
     json_t *entry = entry_json(ctx, t);
     if (!root || !entry || json_array_append_new(entries, entry) != 0) {
+        if (!root) /* json_array_append_new took entry over (and freed it) otherwise */
+            json_decref(entry);
         json_decref(root);
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     }
@@ -291,9 +307,12 @@ void clattn__tuning_init(clattn_context *ctx)
     apply_cache(ctx, &t);
     apply_environment(ctx, &t);
     ctx->tuning = t;
-    if (clattn__gemm_apply_tuning(ctx) != CLATTN_OK) { /* logged; CLBlast keeps its defaults */
+    const char *refused = clattn__gemm_override(ctx);
+    if (refused) { /* CLBlast keeps its own parameters: a warning, not an error */
         ctx->tuning.has_xgemm = 0;
-        clattn__log(ctx, CLATTN_LOG_WARNING, "continuing with CLBlast's default GEMM parameters");
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "CLBlast refused the tuning's Xgemm parameters (%s); continuing with its own",
+                    refused);
     }
 }
 

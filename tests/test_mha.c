@@ -689,7 +689,8 @@ static void load_weights_checks_every_shape(void **state)
                       "(ndim 9)");
     clattn_mha_destroy(&mha);
 
-    /* Separate weights with kdim/vdim; in_proj_weight is refused there. */
+    /* Separate weights with kdim/vdim; in_proj_weight is refused there, and so is
+     * self-attention (PyTorch refuses it too). */
     clattn_mha_config_default(&cfg, 8, 2);
     cfg.kdim = 6, cfg.vdim = 10;
     assert_int_equal(clattn_mha_create(ctx, &mha, &cfg), CLATTN_OK);
@@ -704,6 +705,13 @@ static void load_weights_checks_every_shape(void **state)
                       "v_proj_weight has shape [8, 6] but the configuration needs [8, 10]");
     w.v_proj_weight = host2(buf, 8, 10);
     assert_int_equal(clattn_mha_load_weights(mha, &w), CLATTN_OK);
+    clattn_tensor *x = test_tensor_from(ctx, 3, (size_t[]){1, 3, 8}, NULL);
+    clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){1, 3, 8}, NULL);
+    assert_status_msg(ctx, clattn_mha_forward(mha, x, NULL, NULL, y, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT,
+                      "self-attention (key and value NULL or the query) needs kdim == vdim == "
+                      "embed_dim, not 6 and 10");
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
 #undef RESET
     clattn_mha_destroy(&mha);
 }

@@ -393,7 +393,10 @@ static void fused_variants_chosen_by_clattn_tune(void **state)
         c.causal = 1;
         c.key_padding = (mask_spec){2, {2, 9}, CLATTN_MASK_BOOL};
         run_case_on(ctx, &c, 1110 + t);
+        /* Masks without causal: a key block past the last key must not read the masks. */
         c.causal = 0;
+        c.attn = (mask_spec){2, {7, 9}, CLATTN_MASK_ADDITIVE};
+        run_case_on(ctx, &c, 1140 + t);
         c.attn = (mask_spec){2, {7, 9}, CLATTN_MASK_BOOL};
         c.fully_masked_rows = 1;
         run_case_on(ctx, &c, 1120 + t);

@@ -150,6 +150,8 @@ static void expect_ignored(fixture *f, const char *cache_text, const char *needl
     if (!strstr(log.last, needle))
         print_error("log \"%s\" lacks \"%s\"\n", log.last, needle);
     assert_non_null(strstr(log.last, needle));
+    assert_int_equal(log.errors, 0); /* a warning, not an error... */
+    assert_string_equal(clattn_last_error(ctx), ""); /* ...and nothing recorded as a failure */
     clattn_tuning got, want = defaults_of();
     assert_int_equal(clattn_context_get_tuning(ctx, &got), CLATTN_OK);
     assert_int_equal(got.fused_qpw, want.fused_qpw);

@@ -128,6 +128,8 @@ CLATTN_API clattn_status clattn_context_wrap(clattn_context **ctx, cl_context cl
 /*
  * Waits for all enqueued work, releases everything the context owns and sets *ctx to NULL.
  * Accepts NULL and a pointer to NULL. Destroy every tensor and layer of the context first.
+ * When the last context of the process goes, CLBlast's cache of compiled programs is cleared too
+ * (CLBlastClearCache), which releases the OpenCL contexts it still references.
  */
 CLATTN_API void clattn_context_destroy(clattn_context **ctx);
 
@@ -176,14 +178,16 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1); anything else
  *      is ignored with a warning.
  * Xgemm parameters are applied with CLBlastOverrideParameters, which is process-wide state of
- * CLBlast for the device.
+ * CLBlast for the device: every context on that device (and any other CLBlast user in the
+ * process) then uses them, and a later tuning with has_xgemm = 0 does not undo an earlier
+ * override.
  */
 typedef struct clattn_tuning {
     int fused_local;  /* 1: stage keys and values through __local memory */
     size_t fused_qpw; /* queries per work-item (without staging) */
-    size_t fused_tk;  /* keys per block */
+    size_t fused_tk;  /* keys per block (without staging: rounded down to 1, 2, 4, 8 or 16) */
     size_t fused_wg;  /* work-group size (a power of two) */
-    int has_xgemm;    /* 1: xgemm holds parameters to apply; 0: CLBlast's own choice */
+    int has_xgemm;    /* 1: xgemm holds parameters to apply; 0: leave CLBlast's as they are */
     size_t xgemm[CLATTN_XGEMM_PARAMETER_COUNT];
     uint8_t reserved[64]; /* must be zero */
 } clattn_tuning;
