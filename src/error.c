@@ -230,6 +230,19 @@ clattn_status clattn__fail_cl(clattn_context *ctx, cl_int err, const char *fmt, 
     return fail_with(ctx, clattn__status_from_cl(err), message);
 }
 
+clattn_status clattn__fail_in(const char *function, const char *where, clattn_status status,
+                              const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    char *detail = format_message(fmt, args, NULL);
+    va_end(args);
+    clattn_status result = clattn__fail(NULL, status, "%s: %s: %s", function, where,
+                                        detail ? detail : out_of_memory_message);
+    free(detail);
+    return result;
+}
+
 clattn_status clattn__fail_quiet(clattn_context *ctx, clattn_status status, const char *message)
 {
     record(ctx, message);

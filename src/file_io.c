@@ -7,41 +7,26 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static clattn_status file_fail(const char *function, const char *path, clattn_status status,
-                               const char *fmt, ...) CLATTN_PRINTF(4, 5);
-
-/* Records "<function>: <path>: <detail>". */
-static clattn_status file_fail(const char *function, const char *path, clattn_status status,
-                               const char *fmt, ...)
-{
-    char detail[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(detail, sizeof(detail), fmt, args);
-    va_end(args);
-    return clattn__fail(NULL, status, "%s: %s: %s", function, path, detail);
-}
-
 /* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
 clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
                                 size_t *size)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return file_fail(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) != 0) {
         int err = errno;
         fclose(f);
-        return file_fail(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
     }
     if (!S_ISREG(st.st_mode)) {
         fclose(f);
-        return file_fail(function, path, CLATTN_ERROR_IO, "not a regular file");
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "not a regular file");
     }
     if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
         fclose(f);
-        return file_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                         "the file (%jd bytes) is too large to read into memory",
                         (intmax_t)st.st_size);
     }
@@ -49,7 +34,7 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
     unsigned char *buf = malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
-        return file_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                         "cannot allocate %zu bytes to read the file", n);
     }
     size_t got = fread(buf, 1, n, f);
@@ -58,9 +43,9 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
     if (got != n) {
         free(buf);
         if (err)
-            return file_fail(function, path, CLATTN_ERROR_IO, "read failed after %zu of %zu "
+            return clattn__fail_in(function, path, CLATTN_ERROR_IO, "read failed after %zu of %zu "
                             "bytes: %s", got, n, strerror(err));
-        return file_fail(function, path, CLATTN_ERROR_IO,
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO,
                         "the file shrank while being read (%zu of %zu bytes)", got, n);
     }
     *bytes = buf;

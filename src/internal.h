@@ -99,6 +99,10 @@ clattn_status clattn__fail(clattn_context *ctx, clattn_status status, const char
 /* Same, for a failed OpenCL call: appends ": CL_NAME (code)" and picks the status from the code. */
 clattn_status clattn__fail_cl(clattn_context *ctx, cl_int err, const char *fmt, ...)
     CLATTN_PRINTF(3, 4);
+/* For calls without a context (file formats): records "<function>: <where>: <detail>", where is
+ * typically the file's path. */
+clattn_status clattn__fail_in(const char *function, const char *where, clattn_status status,
+                              const char *fmt, ...) CLATTN_PRINTF(4, 5);
 /* Records a message without logging it (used when the log already received the details). */
 clattn_status clattn__fail_quiet(clattn_context *ctx, clattn_status status, const char *message);
 /* The name of an OpenCL error code ("CL_INVALID_VALUE"), or "unknown OpenCL error". */

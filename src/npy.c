@@ -20,21 +20,6 @@ static const char memory_name[] = "<memory>";
 
 /* ---- small helpers ---- */
 
-/* Records "<function>: <name>: <detail>". */
-static clattn_status npy_fail(const char *function, const char *name, clattn_status status,
-                              const char *fmt, ...) CLATTN_PRINTF(4, 5);
-
-static clattn_status npy_fail(const char *function, const char *name, clattn_status status,
-                              const char *fmt, ...)
-{
-    char detail[768];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(detail, sizeof(detail), fmt, args);
-    va_end(args);
-    return clattn__fail(NULL, status, "%s: %s: %s", function, name, detail);
-}
-
 static bool host_is_little_endian(void)
 {
     const uint16_t one = 1;
@@ -130,7 +115,7 @@ typedef struct npy_header {
 
 static clattn_status syntax_error(const npy_header *h, const char *what)
 {
-    return npy_fail(h->function, h->name, CLATTN_ERROR_FORMAT,
+    return clattn__fail_in(h->function, h->name, CLATTN_ERROR_FORMAT,
                     "malformed header: %s at byte %zu", what,
                     h->text_offset + (size_t)(h->pos - h->text));
 }
@@ -188,7 +173,7 @@ static clattn_status parse_dim(npy_header *h, size_t *value)
     while (h->pos < h->end && *h->pos >= '0' && *h->pos <= '9') {
         size_t digit = (size_t)(*h->pos - '0');
         if (v > (SIZE_MAX - digit) / 10)
-            return npy_fail(h->function, h->name, CLATTN_ERROR_TOO_LARGE,
+            return clattn__fail_in(h->function, h->name, CLATTN_ERROR_TOO_LARGE,
                             "a dimension in the header's 'shape' does not fit in size_t");
         v = v * 10 + digit;
         h->pos++;
@@ -239,7 +224,7 @@ static clattn_status parse_value(npy_header *h, const char *key, size_t key_len)
             return syntax_error(h, "duplicate key 'descr'");
         h->has_descr = true;
         if (h->pos < h->end && (*h->pos == '[' || *h->pos == '{'))
-            return npy_fail(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
+            return clattn__fail_in(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
                             "structured dtypes are not supported");
         if (!parse_string(h, &h->descr, &h->descr_len))
             return syntax_error(h, "'descr' is not a string");
@@ -310,7 +295,7 @@ static clattn_status parse_dict(npy_header *h)
                           : !h->has_shape   ? "shape"
                                             : NULL;
     if (missing)
-        return npy_fail(h->function, h->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(h->function, h->name, CLATTN_ERROR_FORMAT,
                         "malformed header: no '%s' key", missing);
     return CLATTN_OK;
 }
@@ -345,15 +330,15 @@ static clattn_status parse_descr(const npy_header *h, clattn_npy_dtype *dtype)
         bool one_byte = table[i].size == '1';
         bool native_big = order == '=' && !host_is_little_endian();
         if (!one_byte && (order == '>' || native_big))
-            return npy_fail(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
+            return clattn__fail_in(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
                             "big-endian dtype '%s' is not supported", shown);
         if (!one_byte && order == '|')
-            return npy_fail(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
+            return clattn__fail_in(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
                             "dtype '%s' has no byte order; '|' is only for 1-byte types", shown);
         *dtype = table[i].dtype;
         return CLATTN_OK;
     }
-    return npy_fail(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
+    return clattn__fail_in(h->function, h->name, CLATTN_ERROR_UNSUPPORTED,
                     "dtype '%s' is not supported (supported: float32, float64, bool and "
                     "8- to 64-bit signed and unsigned integers)",
                     shown);
@@ -383,24 +368,24 @@ static clattn_status parse_file(const char *function, const char *name,
 {
     size_t magic_len = size < sizeof(npy_magic) ? size : sizeof(npy_magic);
     if (memcmp(bytes, npy_magic, magic_len) != 0)
-        return npy_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                         "not a .npy file (the magic string \"\\x93NUMPY\" is missing)");
     if (size < 10)
-        return npy_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                         "truncated: %zu bytes is shorter than the .npy preamble", size);
     int major = bytes[6], minor = bytes[7];
     if (minor != 0 || major < 1 || major > 3)
-        return npy_fail(function, name, CLATTN_ERROR_UNSUPPORTED,
+        return clattn__fail_in(function, name, CLATTN_ERROR_UNSUPPORTED,
                         ".npy format version %d.%d is not supported (only 1.0, 2.0, 3.0)", major,
                         minor);
     size_t prelude = major == 1 ? 10 : 12;
     if (size < prelude)
-        return npy_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                         "truncated: %zu bytes is shorter than the .npy %d.0 preamble", size,
                         major);
     uint64_t header_len = load_le(bytes + 8, prelude - 8);
     if (header_len > size - prelude)
-        return npy_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                         "the header length %llu runs past the end of the file (%zu bytes, "
                         "header starts at byte %zu)",
                         (unsigned long long)header_len, size, prelude);
@@ -420,10 +405,10 @@ static clattn_status parse_file(const char *function, const char *name,
     if (status != CLATTN_OK)
         return status;
     if (h.fortran_order)
-        return npy_fail(function, name, CLATTN_ERROR_UNSUPPORTED,
+        return clattn__fail_in(function, name, CLATTN_ERROR_UNSUPPORTED,
                         "fortran_order True (column-major) arrays are not supported");
     if (h.ndim > CLATTN_NPY_MAX_DIMS)
-        return npy_fail(function, name, CLATTN_ERROR_UNSUPPORTED,
+        return clattn__fail_in(function, name, CLATTN_ERROR_UNSUPPORTED,
                         "arrays of more than %d dimensions are not supported",
                         CLATTN_NPY_MAX_DIMS);
 
@@ -435,18 +420,18 @@ static clattn_status parse_file(const char *function, const char *name,
         empty = empty || h.shape[d] == 0;
     for (int d = 0; d < h.ndim && !empty; d++)
         if (!clattn__mul_size(numel, h.shape[d], &numel))
-            return npy_fail(function, name, CLATTN_ERROR_TOO_LARGE,
+            return clattn__fail_in(function, name, CLATTN_ERROR_TOO_LARGE,
                             "the element count of shape %s overflows size_t", shape_text);
     if (empty)
         numel = 0;
     size_t itemsize = dtype_size(file->dtype), data_bytes;
     if (!clattn__mul_size(numel, itemsize, &data_bytes))
-        return npy_fail(function, name, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, name, CLATTN_ERROR_TOO_LARGE,
                         "the byte size of shape %s of %s overflows size_t", shape_text,
                         clattn_npy_dtype_name(file->dtype));
     size_t data_offset = prelude + (size_t)header_len;
     if (size - data_offset < data_bytes)
-        return npy_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                         "truncated data: shape %s of %s needs %zu bytes but only %zu follow the "
                         "header",
                         shape_text, clattn_npy_dtype_name(file->dtype), data_bytes,
@@ -504,17 +489,17 @@ static clattn_status load(const char *function, const char *name, const unsigned
         return status;
     if (target == TARGET_I64 &&
         (file.dtype == CLATTN_NPY_FLOAT32 || file.dtype == CLATTN_NPY_FLOAT64))
-        return npy_fail(function, name, CLATTN_ERROR_UNSUPPORTED,
+        return clattn__fail_in(function, name, CLATTN_ERROR_UNSUPPORTED,
                         "expected an integer or bool array, got %s",
                         clattn_npy_dtype_name(file.dtype));
 
     size_t elem = target == TARGET_F32 ? sizeof(float) : sizeof(int64_t), bytes_out;
     if (!clattn__mul_size(file.numel, elem, &bytes_out))
-        return npy_fail(function, name, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, name, CLATTN_ERROR_TOO_LARGE,
                         "%zu elements do not fit in memory", file.numel);
     void *values = malloc(bytes_out ? bytes_out : 1);
     if (!values)
-        return npy_fail(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                         "cannot allocate %zu bytes for %zu elements", bytes_out, file.numel);
 
     size_t itemsize = dtype_size(file.dtype);
@@ -536,7 +521,7 @@ static clattn_status load(const char *function, const char *name, const unsigned
                 i64[i] = (int64_t)bits;
             } else {
                 free(values);
-                return npy_fail(function, name, CLATTN_ERROR_OUT_OF_RANGE,
+                return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_RANGE,
                                 "uint64 element at flat index %zu (%llu) is larger than "
                                 "INT64_MAX",
                                 i, (unsigned long long)bits);
@@ -645,12 +630,12 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
         empty = empty || shape[d] == 0;
     for (int d = 0; d < ndim && !empty; d++)
         if (!clattn__mul_size(numel, shape[d], &numel))
-            return npy_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+            return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                             "the element count of the shape overflows size_t");
     if (empty)
         numel = 0;
     if (!clattn__mul_size(numel, sizeof(float), &bytes))
-        return npy_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                         "the byte size of %zu floats overflows size_t", numel);
     CLATTN_CHECK_ARG(NULL, data || numel == 0,
                      "%s: invalid argument: data is NULL but the shape has %zu elements",
@@ -660,7 +645,7 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
     size_t header_len = build_header(header, sizeof(header), ndim, shape);
     FILE *f = fopen(path, "wb");
     if (!f)
-        return npy_fail(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
     bool ok = fwrite(header, 1, header_len, f) == header_len && clattn__write_floats(f, data, numel);
     int err = ok ? 0 : errno;
     if (fclose(f) != 0 && ok) {
@@ -669,7 +654,7 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
     }
     if (!ok) {
         remove(path);
-        return npy_fail(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
     }
     return CLATTN_OK;
 }

@@ -35,21 +35,6 @@ static const char *const unsupported_dtypes[] = {
 
 /* ---- small helpers ---- */
 
-/* Records "<function>: <name>: <detail>". */
-static clattn_status st_fail(const char *function, const char *name, clattn_status status,
-                             const char *fmt, ...) CLATTN_PRINTF(4, 5);
-
-static clattn_status st_fail(const char *function, const char *name, clattn_status status,
-                             const char *fmt, ...)
-{
-    char detail[1024];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(detail, sizeof(detail), fmt, args);
-    va_end(args);
-    return clattn__fail(NULL, status, "%s: %s: %s", function, name, detail);
-}
-
 /* Copies up to 64 bytes of a (UTF-8) name into dst for a message: control characters become
  * '?', a cut never splits a character, and "..." marks a cut. dst must hold 72 bytes. */
 #define SHOWN_NAME 72
@@ -248,10 +233,10 @@ static clattn_status parse_dtype(const st_source *src, const char *shown, const 
     show_name(dtype_shown, text);
     for (size_t i = 0; i < sizeof(unsupported_dtypes) / sizeof(unsupported_dtypes[0]); i++)
         if (strcmp(text, unsupported_dtypes[i]) == 0)
-            return st_fail(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
                            "tensor '%s': dtype %s is not supported (only F32, F16 and BF16 are)",
                            shown, dtype_shown);
-    return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+    return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                    "tensor '%s': unknown dtype '%s'", shown, dtype_shown);
 }
 
@@ -260,24 +245,24 @@ static clattn_status parse_shape(const st_source *src, const char *shown, const 
 {
     size_t ndim = json_array_size(shape);
     if (ndim > CLATTN_ST_MAX_DIMS)
-        return st_fail(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
                        "tensor '%s': the shape has %zu dimensions; at most %d are supported",
                        shown, ndim, CLATTN_ST_MAX_DIMS);
     entry->ndim = (int)ndim;
     for (size_t d = 0; d < ndim; d++) {
         const json_t *dim = json_array_get(shape, d);
         if (!json_is_integer(dim))
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensor '%s': shape[%zu] is %s, not an integer", shown, d,
                            json_kind(dim));
         json_int_t v = json_integer_value(dim);
         if (v < 0)
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensor '%s': shape[%zu] is %" JSON_INTEGER_FORMAT
                            "; dimensions must not be negative",
                            shown, d, v);
         if (!json_to_size(v, &entry->shape[d]))
-            return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                            "tensor '%s': shape[%zu] = %" JSON_INTEGER_FORMAT
                            " does not fit in size_t",
                            shown, d, v);
@@ -292,18 +277,18 @@ static clattn_status parse_offsets(const st_source *src, const char *shown,
     const json_t *begin = json_array_get(offsets, 0), *end = json_array_get(offsets, 1);
     if (json_array_size(offsets) != 2 || !json_is_integer(begin) || !json_is_integer(end) ||
         json_integer_value(begin) < 0 || json_integer_value(end) < 0)
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "tensor '%s': \"data_offsets\" must be two non-negative integers "
                        "[begin, end]",
                        shown);
     json_int_t b = json_integer_value(begin), e = json_integer_value(end);
     if (b > e)
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "tensor '%s': data_offsets [%" JSON_INTEGER_FORMAT
                        ", %" JSON_INTEGER_FORMAT "] begin after they end",
                        shown, b, e);
     if (!json_to_size(b, &entry->begin) || !json_to_size(e, &entry->end))
-        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                        "tensor '%s': data_offsets [%" JSON_INTEGER_FORMAT
                        ", %" JSON_INTEGER_FORMAT "] do not fit in size_t",
                        shown, b, e);
@@ -318,18 +303,18 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
     show_name(shown, name);
     entry->name = name;
     if (!json_is_object(info))
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "tensor '%s': the entry is %s, not an object", shown, json_kind(info));
     const char *fields[3] = {"dtype", "shape", "data_offsets"};
     const json_t *values[3];
     for (int f = 0; f < 3; f++) {
         values[f] = json_object_get(info, fields[f]);
         if (!values[f])
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensor '%s': the entry has no \"%s\"", shown, fields[f]);
         bool ok = f == 0 ? json_is_string(values[f]) : json_is_array(values[f]);
         if (!ok)
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensor '%s': \"%s\" is %s, not %s", shown, fields[f],
                            json_kind(values[f]), f == 0 ? "a string" : "an array");
     }
@@ -346,21 +331,21 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
     const char *dtype = clattn_st_dtype_name(entry->dtype);
     size_t bytes;
     if (!shape_numel(entry->ndim, entry->shape, &entry->numel))
-        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                        "tensor '%s': the element count of shape %s overflows size_t", shown,
                        shape_text);
     if (!clattn__mul_size(entry->numel, dtype_size(entry->dtype), &bytes))
-        return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                        "tensor '%s': the byte size of shape %s of %s overflows size_t", shown,
                        shape_text, dtype);
     if (entry->end - entry->begin != bytes)
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "tensor '%s': shape %s of %s needs %zu bytes but data_offsets [%zu, %zu] "
                        "span %zu",
                        shown, shape_text, dtype, bytes, entry->begin, entry->end,
                        entry->end - entry->begin);
     if (entry->end > src->data_size)
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "tensor '%s': truncated data: data_offsets [%zu, %zu] run past the end of "
                        "the %zu-byte data section",
                        shown, entry->begin, entry->end, src->data_size);
@@ -370,7 +355,7 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
 static clattn_status parse_metadata(const st_source *src, json_t *metadata)
 {
     if (!json_is_object(metadata))
-        return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                        "\"%s\" is %s, not an object of strings", metadata_key,
                        json_kind(metadata));
     const char *key;
@@ -380,7 +365,7 @@ static clattn_status parse_metadata(const st_source *src, json_t *metadata)
         if (!json_is_string(value)) {
             char shown[SHOWN_NAME];
             show_name(shown, key);
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "\"%s\" entry '%s' is %s, not a string", metadata_key, shown,
                            json_kind(value));
         }
@@ -409,7 +394,7 @@ static clattn_status check_no_overlap(const st_source *src, const st_entry *entr
             char a[72], b[72];
             show_name(a, entries[i - 1].name);
             show_name(b, entries[i].name);
-            return st_fail(src->function, src->name, CLATTN_ERROR_FORMAT,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensors \"%s\" [%zu, %zu) and \"%s\" [%zu, %zu) overlap in the data "
                            "section", a, entries[i - 1].begin, entries[i - 1].end, b,
                            entries[i].begin, entries[i].end);
@@ -423,13 +408,13 @@ static clattn_status build(const st_source *src, const unsigned char *data,
 {
     clattn_safetensors *st = calloc(1, sizeof(*st));
     if (!st)
-        return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot allocate the result");
     if (count > 0) {
         st->tensors = calloc(count, sizeof(*st->tensors));
         if (!st->tensors) {
             clattn_safetensors_free(&st);
-            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "cannot allocate %zu tensors", count);
         }
         st->tensor_count = count;
@@ -442,14 +427,14 @@ static clattn_status build(const st_source *src, const unsigned char *data,
         size_t bytes;
         if (!clattn__mul_size(e->numel, sizeof(float), &bytes)) {
             clattn_safetensors_free(&st);
-            return st_fail(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                            "tensor '%s': %zu floats do not fit in memory", shown, e->numel);
         }
         t->name = copy_string(e->name);
         t->data = malloc(bytes ? bytes : 1);
         if (!t->name || !t->data) {
             clattn_safetensors_free(&st);
-            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "tensor '%s': cannot allocate %zu bytes", shown, bytes);
         }
         t->dtype = e->dtype;
@@ -464,7 +449,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
         st->metadata = calloc(meta_count, sizeof(*st->metadata));
         if (!st->metadata) {
             clattn_safetensors_free(&st);
-            return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "cannot allocate %zu metadata entries", meta_count);
         }
         st->metadata_count = meta_count;
@@ -477,7 +462,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
             st->metadata[i].value = copy_string(json_string_value(value));
             if (!st->metadata[i].key || !st->metadata[i].value) {
                 clattn_safetensors_free(&st);
-                return st_fail(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "cannot copy the metadata");
             }
             i++;
@@ -492,13 +477,13 @@ static clattn_status load(const char *function, const char *name, const unsigned
                           size_t size, clattn_safetensors **out)
 {
     if (size < ST_PREFIX)
-        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                        "truncated: %zu bytes is shorter than the 8-byte header length", size);
     uint64_t header_len = 0;
     for (int i = ST_PREFIX - 1; i >= 0; i--)
         header_len = header_len << 8 | bytes[i];
     if (header_len > size - ST_PREFIX)
-        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                        "the header length %llu is larger than the %zu bytes that follow the "
                        "length (the file has %zu bytes)",
                        (unsigned long long)header_len, size - ST_PREFIX, size);
@@ -508,19 +493,19 @@ static clattn_status load(const char *function, const char *name, const unsigned
                               JSON_REJECT_DUPLICATES, &error);
     if (!root) {
         if (json_error_code(&error) == json_error_out_of_memory)
-            return st_fail(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "out of memory while parsing the JSON header");
         /* jansson quotes the text near the error, which may hold any byte: show ASCII only. */
         for (char *c = error.text; *c; c++)
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
                 *c = '?';
         size_t at = ST_PREFIX + (size_t)(error.position > 0 ? error.position : 0);
-        return st_fail(function, name, CLATTN_ERROR_FORMAT,
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                        "invalid JSON header: %s (line %d, column %d, byte %zu of the file)",
                        error.text, error.line, error.column, at);
     }
     if (!json_is_object(root)) {
-        clattn_status status = st_fail(function, name, CLATTN_ERROR_FORMAT,
+        clattn_status status = clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
                                        "the JSON header is %s, not an object", json_kind(root));
         json_decref(root);
         return status;
@@ -531,7 +516,7 @@ static clattn_status load(const char *function, const char *name, const unsigned
     st_entry *entries = calloc(keys ? keys : 1, sizeof(*entries));
     if (!entries) {
         json_decref(root);
-        return st_fail(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot allocate %zu header entries", keys);
     }
     json_t *metadata = NULL;
@@ -602,7 +587,7 @@ static clattn_status add_metadata(const char *function, const char *path, json_t
         return CLATTN_OK;
     json_t *object = json_object();
     if (!object || json_object_set_new(root, metadata_key, object) != 0)
-        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot build the JSON header");
     for (size_t i = 0; i < count; i++) {
         const char *key = metadata[i].key, *value = metadata[i].value;
@@ -646,7 +631,7 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
     size_t numel, bytes, end;
     if (!shape_numel(t->ndim, t->shape, &numel) ||
         !clattn__mul_size(numel, sizeof(float), &bytes))
-        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                        "tensors[%zu] ('%s'): the byte size of the shape overflows size_t", i,
                        shown);
     CLATTN_CHECK_ARG(NULL, t->data || numel == 0,
@@ -657,7 +642,7 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
     for (int d = 0; d < t->ndim && fits; d++)
         fits = (uintmax_t)t->shape[d] <= (uintmax_t)ST_JSON_INT_MAX;
     if (!fits || (uintmax_t)end > (uintmax_t)ST_JSON_INT_MAX)
-        return st_fail(function, path, CLATTN_ERROR_TOO_LARGE,
+        return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                        "tensors[%zu] ('%s'): its shape or data offsets do not fit in a JSON "
                        "integer",
                        i, shown);
@@ -674,7 +659,7 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
     ok = json_object_set_new(entry, "data_offsets", offsets) == 0 && ok;
     if (!ok) {
         json_decref(entry);
-        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot build the JSON header");
     }
     /* Fails for a key that is not UTF-8 (or when out of memory); the entry is released. */
@@ -696,7 +681,7 @@ static clattn_status write_file(const char *function, const char *path, const ch
 
     FILE *f = fopen(path, "wb");
     if (!f)
-        return st_fail(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
     bool ok = fwrite(prefix, 1, ST_PREFIX, f) == ST_PREFIX &&
               fwrite(header, 1, text_len, f) == text_len && fwrite(spaces, 1, pad, f) == pad;
     for (size_t i = 0; i < tensor_count && ok; i++) {
@@ -711,7 +696,7 @@ static clattn_status write_file(const char *function, const char *path, const ch
     }
     if (!ok) {
         remove(path);
-        return st_fail(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
     }
     return CLATTN_OK;
 }
@@ -730,7 +715,7 @@ clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor 
                      function, metadata_count);
     json_t *root = json_object();
     if (!root)
-        return st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot build the JSON header");
     clattn_status status = add_metadata(function, path, root, metadata, metadata_count);
     size_t offset = 0;
@@ -740,7 +725,7 @@ clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor 
     if (status == CLATTN_OK) {
         header = json_dumps(root, JSON_COMPACT);
         if (!header)
-            status = st_fail(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            status = clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                              "cannot format the JSON header");
     }
     json_decref(root);

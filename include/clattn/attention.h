@@ -20,9 +20,13 @@
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
  * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).
  *
- * Two implementations compute this. The unfused one materialises the scores (kernels: scores,
- * row-softmax, weights·V), which is required when the attention weights are requested. When the
- * score matrix of all (batch, head) pairs exceeds the workspace limit (see
+ * Two implementations compute this and agree to float32 rounding. The fused one (the default
+ * when no attention weights are requested) computes scores, the masked softmax and weights·V in
+ * one kernel with an online softmax over blocks of keys, storing no score matrix: O(N) memory at
+ * any sequence length. It is specialised per pair of head widths (compiled on first use) and per
+ * device (see clattn_tuning in context.h). The unfused one materialises the scores (kernels:
+ * scores, row-softmax, weights·V), which is required when the attention weights are requested.
+ * When the score matrix of all (batch, head) pairs exceeds the workspace limit (see
  * clattn_context_params.workspace_limit_bytes) it is processed in chunks of (batch, head) pairs;
  * only a single pair whose [Nq, Nk] scores cannot fit fails, with CLATTN_ERROR_TOO_LARGE.
  *
