@@ -74,3 +74,25 @@ bool clattn__write_floats(FILE *f, const float *data, size_t count)
     return true;
 }
 
+
+clattn_status clattn__create_file(const char *function, const char *path, FILE **f)
+{
+    *f = fopen(path, "wb");
+    if (!*f)
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s",
+                               strerror(errno));
+    return CLATTN_OK;
+}
+
+clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, bool ok)
+{
+    int err = ok ? 0 : errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok)
+        return CLATTN_OK;
+    remove(path);
+    return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+}

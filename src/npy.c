@@ -643,18 +643,10 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
 
     char header[512];
     size_t header_len = build_header(header, sizeof(header), ndim, shape);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
+    FILE *f;
+    clattn_status status = clattn__create_file(function, path, &f);
+    if (status != CLATTN_OK)
+        return status;
     bool ok = fwrite(header, 1, header_len, f) == header_len && clattn__write_floats(f, data, numel);
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        remove(path);
-        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
-    }
-    return CLATTN_OK;
+    return clattn__finish_file(function, path, f, ok);
 }

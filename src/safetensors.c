@@ -679,9 +679,10 @@ static clattn_status write_file(const char *function, const char *path, const ch
         prefix[i] = (unsigned char)(header_len >> (8 * i));
     static const char spaces[ST_ALIGN + 1] = "        ";
 
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s", strerror(errno));
+    FILE *f;
+    clattn_status status = clattn__create_file(function, path, &f);
+    if (status != CLATTN_OK)
+        return status;
     bool ok = fwrite(prefix, 1, ST_PREFIX, f) == ST_PREFIX &&
               fwrite(header, 1, text_len, f) == text_len && fwrite(spaces, 1, pad, f) == pad;
     for (size_t i = 0; i < tensor_count && ok; i++) {
@@ -689,16 +690,7 @@ static clattn_status write_file(const char *function, const char *path, const ch
         shape_numel(tensors[i].ndim, tensors[i].shape, &numel); /* checked by add_tensor */
         ok = clattn__write_floats(f, tensors[i].data, numel);
     }
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        remove(path);
-        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
-    }
-    return CLATTN_OK;
+    return clattn__finish_file(function, path, f, ok);
 }
 
 clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor *tensors,
