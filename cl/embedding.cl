@@ -1,4 +1,4 @@
-/* What happens before the first encoder layer, and the residual add of pre-LN layers. */
+/* What happens before the first encoder layer: token embedding and the positional table. */
 
 /* Token embedding with the paper's scaling, plus the positional table when given:
  *
@@ -30,18 +30,4 @@ __kernel void clattn_add_positional(__global const float *in, ulong in_off, __gl
         return;
     ulong at = (ulong)t * d + c;
     out[out_off + at] = in[in_off + at] + pe[(pe_first + t % seq) * d + c];
-}
-
-/* The residual add of pre-LN layers: y[r, c] += x[r, c] + bias[c] (bias may be NULL) for n = rows ·
- * width elements. NDRange: (n). */
-__kernel void clattn_add(__global float *y, ulong y_off, __global const float *x, ulong x_off,
-                         __global const float *bias, uint width, ulong n)
-{
-    ulong i = get_global_id(0);
-    if (i >= n)
-        return;
-    float v = x[x_off + i];
-    if (bias)
-        v += bias[i % width];
-    y[y_off + i] += v;
 }

@@ -24,6 +24,21 @@
 #define QPW CLATTN_FUSED_QPW
 #define TK CLATTN_FUSED_TK
 
+/* The online softmax's update for one block whose largest score is block_max (> -inf): when the
+ * maximum m grows, the running sum l and the accumulator (acc, n_acc elements of type ACC_T)
+ * are rescaled by exp(m_old - m_new) (0 on the first block, where m_old = -inf). Both variants
+ * use it; it is a macro because the accumulators are vectors in one and scalars in the other. */
+#define CLATTN_ONLINE_RESCALE(m, l, acc, n_acc, block_max)                                  \
+    do {                                                                                    \
+        if ((block_max) > (m)) {                                                            \
+            float correction_ = exp((m) - (block_max));                                     \
+            (l) *= correction_;                                                             \
+            for (int c_ = 0; c_ < (n_acc); c_++)                                            \
+                (acc)[c_] *= correction_;                                                   \
+            (m) = (block_max);                                                              \
+        }                                                                                   \
+    } while (0)
+
 #ifndef CLATTN_FUSED_LOCAL
 
 /* ---- explicit vectors for the global variant ----
@@ -74,27 +89,24 @@ float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_
 #define NK (DK / CLATTN_FUSED_VK)
 #define NV (DV / CLATTN_FUSED_VV)
 
-__kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
-                                     ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
-                                     ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
-                                     ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
-                                     ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
-                                     uint pairs, uint nq, uint nk, uint bh0, float scale,
+__kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
+                                     CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
+                                     uint pairs, uint nq, uint nk, float scale,
                                      CLATTN_MASK_PARAMS)
 {
-    uint first = get_global_id(0) * QPW, z = get_global_id(1);
-    if (first >= nq || z >= pairs)
+    uint first = get_global_id(0) * QPW, bh = get_global_id(1);
+    if (first >= nq || bh >= pairs)
         return;
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
-    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
-    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
+    __global const float *kb = CLATTN_VIEW_ROW(k, b, h, 0);
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h, 0);
 
     VK_T qv[QPW][NK];   /* the queries, pre-scaled */
     VV_T acc[QPW][NV];  /* Σ exp(s - m) · v */
     float m[QPW], l[QPW];
     for (int r = 0; r < QPW; r++) {
         uint i = min(first + r, nq - 1); /* rows past the end repeat the last; not stored */
-        __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
+        __global const float *qi = CLATTN_VIEW_ROW(q, b, h, i);
         for (int c = 0; c < NK; c++)
             qv[r][c] = CLATTN_VLOAD(CLATTN_FUSED_VK)(c, qi) * scale;
         for (int c = 0; c < NV; c++)
@@ -135,13 +147,7 @@ __kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong
                 CLATTN_VSTORE(TK)((VT_T)(0.0f), 0, s[r]);
                 continue;
             }
-            if (block_max > m[r]) {
-                float correction = exp(m[r] - block_max); /* 0 on the first block */
-                l[r] *= correction;
-                for (int c = 0; c < NV; c++)
-                    acc[r][c] *= correction;
-                m[r] = block_max;
-            }
+            CLATTN_ONLINE_RESCALE(m[r], l[r], acc[r], NV, block_max);
             VT_T p = exp(sv - m[r]);
             l[r] += CLATTN_CAT(clattn_hsum, TK)(p);
             CLATTN_VSTORE(TK)(p, 0, s[r]);
@@ -156,7 +162,7 @@ __kernel void clattn_fused_attention(__global const float *q, ulong q_off, ulong
         }
     }
     for (int r = 0; r < QPW && first + r < nq; r++) {
-        __global float *out = o + o_off + b * o_sb + h * o_sh + (first + r) * o_sn;
+        __global float *out = CLATTN_VIEW_ROW(o, b, h, first + r);
         float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
         for (int c = 0; c < NV; c++)
             CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[r][c] * inv, c, out);
@@ -181,13 +187,7 @@ int clattn_online_block(clattn_online *st, float *s)
         block_max = fmax(block_max, s[t]);
     if (block_max == -INFINITY)
         return 0;
-    if (block_max > st->m) {
-        float correction = exp(st->m - block_max); /* exp(-inf) = 0 on the first block */
-        st->l *= correction;
-        for (int c = 0; c < DV; c++)
-            st->acc[c] *= correction;
-        st->m = block_max;
-    }
+    CLATTN_ONLINE_RESCALE(st->m, st->l, st->acc, DV, block_max);
     for (int t = 0; t < TK; t++) {
         s[t] = exp(s[t] - st->m);
         st->l += s[t];
@@ -207,22 +207,18 @@ void clattn_online_store(const clattn_online *st, __global float *o)
  * work-group (one query per work-item: QPW must be 1). No work-item leaves before the last
  * barrier; those without a query compute on a clamped row and store nothing. */
 __kernel __attribute__((reqd_work_group_size(CLATTN_FUSED_WG, 1, 1)))
-void clattn_fused_attention_local(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
-                                  ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
-                                  ulong k_sh, ulong k_sn, __global const float *v, ulong v_off,
-                                  ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
-                                  ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
-                                  uint pairs, uint nq, uint nk, uint bh0, float scale,
-                                  CLATTN_MASK_PARAMS)
+void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
+                                  CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
+                                  uint pairs, uint nq, uint nk, float scale, CLATTN_MASK_PARAMS)
 {
     __local float k_tile[TK][DK];
     __local float v_tile[TK][DV];
-    uint i = get_global_id(0), z = get_group_id(1), t_local = get_local_id(0);
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    uint i = get_global_id(0), bh = get_group_id(1), t_local = get_local_id(0);
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
     uint row = min(i, nq - 1);
-    __global const float *kb = k + k_off + b * k_sb + h * k_sh;
-    __global const float *vb = v + v_off + b * v_sb + h * v_sh;
-    __global const float *qi = q + q_off + b * q_sb + h * q_sh + row * q_sn;
+    __global const float *kb = CLATTN_VIEW_ROW(k, b, h, 0);
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h, 0);
+    __global const float *qi = CLATTN_VIEW_ROW(q, b, h, row);
     float qv[DK];
     for (int c = 0; c < DK; c++)
         qv[c] = qi[c] * scale;
@@ -261,8 +257,8 @@ void clattn_fused_attention_local(__global const float *q, ulong q_off, ulong q_
                     st.acc[c] += s[t] * v_tile[t][c];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (i < nq && z < pairs)
-        clattn_online_store(&st, o + o_off + b * o_sb + h * o_sh + i * o_sn);
+    if (i < nq && bh < pairs)
+        clattn_online_store(&st, CLATTN_VIEW_ROW(o, b, h, i));
 }
 
 #endif /* CLATTN_FUSED_LOCAL */

@@ -6,21 +6,20 @@
  * v, o: per-head views (see scores.cl); with o_sh = d_v and o_sn = h·d_v the output is the
  *       [B, Nq, h·d_v] matrix that the output projection consumes.
  * NDRange: (dv, nq, pairs). */
-__kernel void clattn_head_merge(__global const float *p, ulong p_off, __global const float *v,
-                                ulong v_off, ulong v_sb, ulong v_sh, ulong v_sn, __global float *o,
-                                ulong o_off, ulong o_sb, ulong o_sh, ulong o_sn, uint heads,
-                                uint pairs, uint nq, uint nk, uint dv, uint bh0)
+__kernel void clattn_head_merge(__global const float *p, ulong p_off, CLATTN_VIEW_PARAMS(v),
+                                CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint pairs, uint nq,
+                                uint nk, uint dv, uint bh0)
 {
     uint c = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
     if (c >= dv || i >= nq || z >= pairs)
         return;
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
+    CLATTN_SPLIT_PAIR(bh0 + z, heads, b, h);
     __global const float *pi = p + p_off + ((ulong)z * nq + i) * nk;
-    __global const float *vc = v + v_off + b * v_sb + h * v_sh + c;
+    __global const float *vc = CLATTN_VIEW_ROW(v, b, h, 0) + c;
     float acc = 0.0f;
     for (uint m = 0; m < nk; m++)
         acc += pi[m] * vc[m * v_sn];
-    o[o_off + b * o_sb + h * o_sh + i * o_sn + c] = acc;
+    CLATTN_VIEW_ROW(o, b, h, i)[c] = acc;
 }
 
 /* Adds the head-average of a chunk's probabilities to avg (which starts zeroed):
@@ -44,21 +43,4 @@ __kernel void clattn_average_heads(__global const float *p, ulong p_off, __globa
     for (uint bh = first; bh < end; bh++)
         sum += p[p_off + ((ulong)(bh - bh0) * nq + i) * nk + j];
     avg[avg_off + ((ulong)b * nq + i) * nk + j] += sum / (float)heads;
-}
-
-/* Copies a per-head view into a contiguous [pairs, n, d] block (the fused kernel streams keys and
- * values many times; rows strided by the packed projection's width cost a page each):
- *
- *   out[z, i, c] = x[b, h, i, c]      for bh = bh0 + z
- *
- * NDRange: (d, n, pairs). */
-__kernel void clattn_pack_heads(__global const float *x, ulong x_off, ulong x_sb, ulong x_sh,
-                                ulong x_sn, __global float *out, ulong out_off, uint heads,
-                                uint pairs, uint n, uint d, uint bh0)
-{
-    uint c = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
-    if (c >= d || i >= n || z >= pairs)
-        return;
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
-    out[out_off + ((ulong)z * n + i) * d + c] = x[x_off + b * x_sb + h * x_sh + i * x_sn + c];
 }

@@ -14,18 +14,6 @@
  * One work-group of CLATTN_REDUCE_WG work-items per row. NDRange: (rows · CLATTN_REDUCE_WG),
  * local (CLATTN_REDUCE_WG). */
 
-/* partial[0] = Σ over the work-group of `value`; every work-item must reach it. */
-#define CLATTN_GROUP_SUM(value, partial, t)                                                 \
-    do {                                                                                    \
-        partial[t] = (value);                                                               \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                       \
-        for (uint span = CLATTN_REDUCE_WG / 2; span > 0; span >>= 1) {                      \
-            if (t < span)                                                                   \
-                partial[t] += partial[t + span];                                            \
-            barrier(CLK_LOCAL_MEM_FENCE);                                                   \
-        }                                                                                   \
-    } while (0)
-
 #define CLATTN_LAYERNORM_KERNEL(name, INPUT)                                                \
     __kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))                 \
     void name(__global const float *x, ulong x_off, __global const float *res,              \
@@ -43,16 +31,13 @@
         float sum = 0.0f;                                                                   \
         for (uint c = t; c < width; c += CLATTN_REDUCE_WG)                                  \
             sum += INPUT(c);                                                                \
-        CLATTN_GROUP_SUM(sum, partial, t);                                                  \
-        float mean = partial[0] / (float)width;                                             \
-        barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read partial[0] */                    \
+        float mean = clattn_group_sum(sum, partial) / (float)width;                         \
         float squares = 0.0f;                                                               \
         for (uint c = t; c < width; c += CLATTN_REDUCE_WG) {                                \
             float dev = INPUT(c) - mean;                                                    \
             squares += dev * dev;                                                           \
         }                                                                                   \
-        CLATTN_GROUP_SUM(squares, partial, t);                                              \
-        float rstd = 1.0f / sqrt(partial[0] / (float)width + eps);                          \
+        float rstd = 1.0f / sqrt(clattn_group_sum(squares, partial) / (float)width + eps);  \
         for (uint c = t; c < width; c += CLATTN_REDUCE_WG)                                  \
             yr[c] = (INPUT(c) - mean) * rstd * weight[c] + bias[c];                         \
     }

@@ -6,18 +6,16 @@
  *       x[x_off + b·x_sb + h·x_sh + n·x_sn + c] (no split or transpose copies).
  * s:    [pairs, nq, nk] contiguous from s_off.
  * NDRange: (nk, nq, pairs), one score per work-item. */
-__kernel void clattn_scores(__global const float *q, ulong q_off, ulong q_sb, ulong q_sh,
-                            ulong q_sn, __global const float *k, ulong k_off, ulong k_sb,
-                            ulong k_sh, ulong k_sn, __global float *s, ulong s_off, uint heads,
-                            uint pairs, uint nq, uint nk, uint dk, uint bh0, float scale,
-                            CLATTN_MASK_PARAMS)
+__kernel void clattn_scores(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k), __global float *s,
+                            ulong s_off, uint heads, uint pairs, uint nq, uint nk, uint dk,
+                            uint bh0, float scale, CLATTN_MASK_PARAMS)
 {
     uint j = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
     if (j >= nk || i >= nq || z >= pairs)
         return;
-    uint bh = bh0 + z, b = bh / heads, h = bh % heads;
-    __global const float *qi = q + q_off + b * q_sb + h * q_sh + i * q_sn;
-    __global const float *kj = k + k_off + b * k_sb + h * k_sh + j * k_sn;
+    CLATTN_SPLIT_PAIR(bh0 + z, heads, b, h);
+    __global const float *qi = CLATTN_VIEW_ROW(q, b, h, i);
+    __global const float *kj = CLATTN_VIEW_ROW(k, b, h, j);
     float acc = 0.0f;
     for (uint c = 0; c < dk; c++)
         acc += (qi[c] * scale) * kj[c];

@@ -19,15 +19,7 @@ void clattn_softmax(__global float *x, ulong off, uint rows, uint n)
     float m = -INFINITY;
     for (uint j = t; j < n; j += CLATTN_REDUCE_WG)
         m = fmax(m, r[j]);
-    partial[t] = m;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint span = CLATTN_REDUCE_WG / 2; span > 0; span >>= 1) {
-        if (t < span)
-            partial[t] = fmax(partial[t], partial[t + span]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    m = partial[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    m = clattn_group_max(m, partial);
 
     if (m == -INFINITY) { /* every key masked; uniform across the work-group */
         for (uint j = t; j < n; j += CLATTN_REDUCE_WG)
@@ -41,14 +33,7 @@ void clattn_softmax(__global float *x, ulong off, uint rows, uint n)
         r[j] = e;
         sum += e;
     }
-    partial[t] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint span = CLATTN_REDUCE_WG / 2; span > 0; span >>= 1) {
-        if (t < span)
-            partial[t] += partial[t + span];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float total = partial[0];
+    float total = clattn_group_sum(sum, partial);
     for (uint j = t; j < n; j += CLATTN_REDUCE_WG)
         r[j] = r[j] / total;
 }

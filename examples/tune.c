@@ -22,10 +22,15 @@ typedef struct options {
     bool quick, dry_run;
 } options;
 
-/* Xgemm candidates (GEMMK MWG NWG KWG MDIMC NDIMC MDIMA NDIMB KWI VWM VWN STRM STRN SA SB KREG),
- * all satisfying CLBlast's constraints; the first is the built-in default for PoCL's CPUs, the
- * fifth the one CLBlast's own tuner found on such a CPU. */
-static const size_t xgemm_candidates[][CLATTN_XGEMM_PARAMETER_COUNT] = {
+/* CLBlast's Xgemm parameters, in the order of the candidates below. */
+#define XGEMM_PARAMETERS 16
+static const char *const xgemm_names[XGEMM_PARAMETERS] = {
+    "GEMMK", "MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB",
+    "KWI",   "VWM", "VWN", "STRM", "STRN", "SA", "SB", "KREG"};
+
+/* Xgemm candidates, all satisfying CLBlast's constraints; the first is the built-in default for
+ * PoCL's CPUs, the fifth the one CLBlast's own tuner found on such a CPU. */
+static const size_t xgemm_candidates[][XGEMM_PARAMETERS] = {
     {0, 128, 128, 64, 16, 16, 16, 16, 4, 8, 8, 0, 0, 1, 1, 1},
     {0, 128, 64, 64, 16, 16, 16, 16, 4, 8, 4, 0, 0, 1, 1, 1},
     {0, 128, 128, 64, 16, 16, 16, 16, 2, 8, 8, 0, 0, 1, 1, 1},
@@ -89,20 +94,28 @@ static double measure(session *s, const char *prefix)
     return ms / s->o->repeat;
 }
 
-static int tune_gemm(session *s, clattn_tuning *best)
+/* "GEMMK=0,MWG=128,..." for clattn_context_set_gemm_parameters and the cache. */
+static void xgemm_text(const size_t *values, char *text, size_t size)
+{
+    size_t used = 0;
+    for (int i = 0; i < XGEMM_PARAMETERS && used < size; i++)
+        used += (size_t)snprintf(text + used, size - used, "%s%s=%zu", i ? "," : "",
+                                 xgemm_names[i], values[i]);
+}
+
+static int tune_gemm(session *s, char *best, size_t best_size)
 {
     printf("\nCLBlast Xgemm parameters (GEMM time per layer):\n");
     double best_ms = -1.0;
     size_t count = s->o->quick ? 3 : XGEMM_CANDIDATES;
     for (size_t c = 0; c < count; c++) {
-        clattn_tuning t = *best;
-        t.has_xgemm = 1;
-        memcpy(t.xgemm, xgemm_candidates[c], sizeof(t.xgemm));
+        const size_t *x = xgemm_candidates[c];
+        char text[256];
+        xgemm_text(x, text, sizeof(text));
         printf("  MWG %3zu NWG %3zu KWG %2zu MDIMC %2zu NDIMC %2zu VWM %zu VWN %zu SA/SB %zu: ",
-               t.xgemm[1], t.xgemm[2], t.xgemm[3], t.xgemm[4], t.xgemm[5], t.xgemm[9],
-               t.xgemm[10], t.xgemm[13]);
+               x[1], x[2], x[3], x[4], x[5], x[9], x[10], x[13]);
         fflush(stdout);
-        if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK) {
+        if (clattn_context_set_gemm_parameters(s->ctx, text) != CLATTN_OK) {
             printf("refused (%s)\n", clattn_last_error(s->ctx));
             continue;
         }
@@ -114,12 +127,14 @@ static int tune_gemm(session *s, clattn_tuning *best)
         printf("%8.1f ms%s\n", ms, best_ms < 0 || ms < best_ms ? "  <- best so far" : "");
         if (best_ms < 0 || ms < best_ms) {
             best_ms = ms;
-            *best = t;
+            snprintf(best, best_size, "%s", text);
         }
     }
     if (best_ms < 0)
         return fail(s->ctx, "no GEMM candidate ran");
-    return clattn_context_set_tuning(s->ctx, best) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
+    return clattn_context_set_gemm_parameters(s->ctx, best) == CLATTN_OK
+               ? 0
+               : fail(s->ctx, "applying");
 }
 
 static int tune_attention(session *s, clattn_tuning *best)
@@ -206,16 +221,14 @@ static int run(const options *o)
            cfg.nhead, cfg.dim_feedforward);
     clattn_tuning best;
     clattn_context_get_tuning(s.ctx, &best);
-    if ((rc = tune_gemm(&s, &best)) || (rc = tune_attention(&s, &best)))
+    char best_gemm[256] = "";
+    if ((rc = tune_gemm(&s, best_gemm, sizeof(best_gemm))) || (rc = tune_attention(&s, &best)))
         goto done;
-    printf("\nbest: fused local %d qpw %zu tk %zu wg %zu; Xgemm MWG %zu NWG %zu KWG %zu MDIMC %zu "
-           "NDIMC %zu VWM %zu VWN %zu\n",
-           best.fused_local, best.fused_qpw, best.fused_tk, best.fused_wg, best.xgemm[1],
-           best.xgemm[2], best.xgemm[3], best.xgemm[4], best.xgemm[5], best.xgemm[9],
-           best.xgemm[10]);
+    printf("\nbest: fused local %d qpw %zu tk %zu wg %zu; Xgemm %s\n", best.fused_local,
+           best.fused_qpw, best.fused_tk, best.fused_wg, best_gemm);
     if (o->dry_run) {
         printf("(--dry-run: nothing stored)\n");
-    } else if (clattn_tuning_cache_store(s.ctx, &best) != CLATTN_OK) {
+    } else if (clattn_tuning_cache_store(s.ctx, &best, best_gemm) != CLATTN_OK) {
         rc = fail(s.ctx, "storing the tuning");
     } else {
         printf("stored in %s; new contexts on this device use it\n", clattn_tuning_cache_path());

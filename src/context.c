@@ -1,7 +1,10 @@
-/* The context: device, queue, compiled kernels, scratch buffers. */
-#include "internal.h"
+/* The context: device, queue, compiled kernels; it owns and releases the parts in
+ * context_internal.h, and applies the tuning that tuning.c chooses. */
+#include "context_internal.h"
+#include "device.h"
+#include "gemm.h"
+#include "tuning.h"
 
-#include <clblast_c.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +32,39 @@ void clattn_context_params_default(clattn_context_params *params)
     params->log_level = CLATTN_LOG_WARNING;
 }
 
+/* Applies Xgemm parameters to CLBlast; a refusal is recorded as CLATTN_ERROR_CLBLAST. */
+static clattn_status apply_gemm(clattn_context *ctx, const clattn_gemm_params *gemm,
+                                const char *function)
+{
+    const char *refused = clattn__gemm_apply_params(ctx->device, gemm);
+    if (refused)
+        return clattn__fail(ctx, CLATTN_ERROR_CLBLAST,
+                            "%s: CLBlastOverrideParameters(Xgemm) refused the parameters: %s",
+                            function, refused);
+    return CLATTN_OK;
+}
+
+/* Chooses and applies the tuning at creation: CLBlast's refusal is a warning, not an error. */
+static void apply_initial_tuning(clattn_context *ctx)
+{
+    clattn_gemm_params gemm;
+    clattn__tuning_choose(ctx, &ctx->info, &ctx->tuning, &gemm);
+    const char *refused = clattn__gemm_apply_params(ctx->device, &gemm);
+    if (refused)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "CLBlast refused the tuning's Xgemm parameters (%s); continuing with its own",
+                    refused);
+}
+
 static clattn_status check_params(const clattn_context_params *params, const char *function)
 {
-    if (params->log_level < CLATTN_LOG_DEBUG || params->log_level > CLATTN_LOG_NONE)
-        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "%s: invalid argument: params->log_level is %d, not a clattn_log_level",
-                            function, (int)params->log_level);
-    if (!clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)))
-        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "%s: invalid argument: params->reserved is not zero (initialise "
-                            "params with clattn_context_params_default)",
-                            function);
+    CLATTN_CHECK_ARG(NULL, function,
+                     params->log_level >= CLATTN_LOG_DEBUG && params->log_level <= CLATTN_LOG_NONE,
+                     "params->log_level is %d, not a clattn_log_level", (int)params->log_level);
+    CLATTN_CHECK_ARG(NULL, function,
+                     clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_context_params_default)");
     return CLATTN_OK;
 }
 
@@ -48,9 +73,9 @@ static clattn_context *context_alloc(const clattn_context_params *params)
     clattn_context *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return NULL;
-    ctx->log_callback = params->log_callback;
-    ctx->log_user_data = params->log_user_data;
-    ctx->log_level = params->log_level;
+    ctx->diag.log_callback = params->log_callback;
+    ctx->diag.log_user_data = params->log_user_data;
+    ctx->diag.log_level = clattn__log_threshold(params->log_level);
     ctx->profiling = params->profiling != 0;
     ctx->workspace_limit = params->workspace_limit_bytes;
     return ctx;
@@ -64,7 +89,7 @@ static clattn_status context_finish_setup(clattn_context *ctx)
         return status;
     if (ctx->workspace_limit == 0 || ctx->workspace_limit > ctx->info.max_alloc_bytes)
         ctx->workspace_limit = ctx->info.max_alloc_bytes;
-    clattn__tuning_init(ctx);
+    apply_initial_tuning(ctx);
     status = clattn__kernels_build(ctx, &ctx->kernels);
     if (status != CLATTN_OK)
         return status;
@@ -76,7 +101,7 @@ static clattn_status context_finish_setup(clattn_context *ctx)
 
 clattn_status clattn_context_create(clattn_context **out, const clattn_context_params *params)
 {
-    CLATTN_CHECK_ARG(NULL, out, "clattn_context_create: invalid argument: ctx is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_create", out, "ctx is NULL");
     *out = NULL;
     clattn_context_params defaults;
     if (!params) {
@@ -128,10 +153,10 @@ fail:
 clattn_status clattn_context_wrap(clattn_context **out, cl_context cl_ctx, cl_command_queue queue,
                                   const clattn_context_params *params)
 {
-    CLATTN_CHECK_ARG(NULL, out, "clattn_context_wrap: invalid argument: ctx is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_wrap", out, "ctx is NULL");
     *out = NULL;
-    CLATTN_CHECK_ARG(NULL, cl_ctx, "clattn_context_wrap: invalid argument: cl_ctx is NULL");
-    CLATTN_CHECK_ARG(NULL, queue, "clattn_context_wrap: invalid argument: queue is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_wrap", cl_ctx, "cl_ctx is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_wrap", queue, "queue is NULL");
     clattn_context_params defaults;
     if (!params) {
         clattn_context_params_default(&defaults);
@@ -153,16 +178,16 @@ clattn_status clattn_context_wrap(clattn_context **out, cl_context cl_ctx, cl_co
     if (err != CL_SUCCESS)
         return clattn__fail_cl(NULL, err, "clattn_context_wrap: invalid argument: querying the queue");
     if (queue_ctx != cl_ctx)
-        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "clattn_context_wrap: invalid argument: the queue belongs to another "
+        return clattn__fail_arg(NULL, "clattn_context_wrap",
+                            "the queue belongs to another "
                             "cl_context");
     if (queue_props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
-        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "clattn_context_wrap: invalid argument: the queue is out-of-order; "
+        return clattn__fail_arg(NULL, "clattn_context_wrap",
+                            "the queue is out-of-order; "
                             "libclattn needs an in-order queue");
     if (params->profiling && !(queue_props & CL_QUEUE_PROFILING_ENABLE))
-        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "clattn_context_wrap: invalid argument: params->profiling is set but "
+        return clattn__fail_arg(NULL, "clattn_context_wrap",
+                            "params->profiling is set but "
                             "the queue was created without CL_QUEUE_PROFILING_ENABLE");
 
     clattn_context *ctx = context_alloc(params);
@@ -192,38 +217,34 @@ void clattn_context_destroy(clattn_context **pctx)
     clattn_context *ctx = *pctx;
     if (ctx->queue)
         clFinish(ctx->queue);
-    clattn__stats_release(ctx);
-    for (int i = 0; i < CLATTN_SCRATCH_COUNT; i++)
-        if (ctx->scratch[i])
-            clReleaseMemObject(ctx->scratch[i]);
-    if (ctx->pe)
-        clReleaseMemObject(ctx->pe);
-    for (size_t i = 0; i < ctx->fused_count; i++)
-        clattn__fused_release(&ctx->fused[i]);
+    clattn__stats_release(&ctx->stats);
+    clattn__workspace_release(&ctx->workspace);
+    clattn__positional_table_release(&ctx->pe_table);
+    clattn__fused_cache_clear(&ctx->fused);
     clattn__kernels_release(&ctx->kernels);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx)
         clReleaseContext(ctx->cl_ctx);
     if (ctx->counted && atomic_fetch_sub(&live_contexts, 1) == 1)
-        CLBlastClearCache();
-    free(ctx->last_error);
+        clattn__gemm_clear_cache();
+    free(ctx->diag.last_error);
     free(ctx);
     *pctx = NULL;
 }
 
 clattn_status clattn_context_device_info(const clattn_context *ctx, clattn_device_info *info)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_context_device_info: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG((clattn_context *)ctx, info,
-                     "clattn_context_device_info: invalid argument: info is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_device_info", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG((clattn_context *)ctx, "clattn_context_device_info", info,
+                     "info is NULL");
     *info = ctx->info;
     return CLATTN_OK;
 }
 
 clattn_status clattn_context_finish(clattn_context *ctx)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_context_finish: invalid argument: ctx is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_context_finish", ctx, "ctx is NULL");
     cl_int err = clFinish(ctx->queue);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "clFinish failed (an earlier kernel may have faulted)");
@@ -245,46 +266,45 @@ cl_device_id clattn_context_device(const clattn_context *ctx)
     return ctx ? ctx->device : NULL;
 }
 
-clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
-                                    const char *what)
+clattn_status clattn_context_get_tuning(const clattn_context *ctx, clattn_tuning *tuning)
 {
-    if (bytes > ctx->info.max_alloc_bytes)
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
-                            "%s needs %zu bytes, more than the device's maximum allocation of "
-                            "%llu bytes",
-                            what, bytes, (unsigned long long)ctx->info.max_alloc_bytes);
-    cl_int err;
-    cl_mem mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "clCreateBuffer(%zu bytes) for %s failed", bytes, what);
-    *buffer = mem;
+    static const char fn[] = "clattn_context_get_tuning";
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG((clattn_context *)ctx, fn, tuning, "tuning is NULL");
+    *tuning = ctx->tuning;
     return CLATTN_OK;
 }
 
-clattn_status clattn__grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
-                                  const char *what)
+clattn_status clattn_context_set_tuning(clattn_context *ctx, const clattn_tuning *tuning)
 {
-    if (*mem && *have >= need)
-        return CLATTN_OK;
-    /* Allocate before releasing: on failure the old buffer stays, and oclgrind 21.10 would lose
-     * track of initialised memory in a buffer that reuses a just-released one's id. */
-    cl_mem grown;
-    clattn_status status = clattn__buffer_create(ctx, need, &grown, what);
+    static const char fn[] = "clattn_context_set_tuning";
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, tuning, "tuning is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(tuning->reserved, sizeof(tuning->reserved)),
+                     "tuning->reserved is not zero");
+    clattn_status status = clattn__tuning_check(ctx, &ctx->info, tuning, fn);
     if (status != CLATTN_OK)
         return status;
-    if (*mem)
-        clReleaseMemObject(*mem);
-    *mem = grown;
-    *have = need;
-    return CLATTN_OK;
+    /* Specialised fused programs follow the new parameters on their next use. */
+    clattn_status finished = clattn_context_finish(ctx);
+    ctx->tuning = *tuning;
+    clattn__fused_cache_clear(&ctx->fused);
+    return finished;
 }
 
-clattn_status clattn__scratch(clattn_context *ctx, clattn_scratch_slot slot, size_t bytes,
-                              cl_mem *buffer)
+clattn_status clattn_context_set_gemm_parameters(clattn_context *ctx, const char *parameters)
 {
-    clattn_status status = clattn__grow_buffer(ctx, &ctx->scratch[slot], &ctx->scratch_bytes[slot],
-                                               bytes, "the attention workspace");
-    if (status == CLATTN_OK)
-        *buffer = ctx->scratch[slot];
-    return status;
+    static const char fn[] = "clattn_context_set_gemm_parameters";
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, parameters, "parameters is NULL");
+    clattn_gemm_params gemm;
+    char problem[160];
+    if (!clattn__gemm_params_parse(parameters, &gemm, problem, sizeof(problem)))
+        return clattn__fail_arg(ctx, fn, "%s", problem);
+    return apply_gemm(ctx, &gemm, fn);
+}
+
+size_t clattn_context_workspace_bytes(const clattn_context *ctx)
+{
+    return ctx ? clattn__workspace_bytes(&ctx->workspace) : 0;
 }

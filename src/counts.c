@@ -1,5 +1,5 @@
 /* Analytic operation and parameter counts, with the convention of the context's counters. */
-#include "internal.h"
+#include "errors.h"
 
 #include <string.h>
 
@@ -7,9 +7,9 @@ clattn_status clattn_mha_count_macs(const clattn_mha_config *config, size_t batc
                                     size_t seq_k, uint64_t *macs)
 {
     static const char fn[] = "clattn_mha_count_macs";
-    CLATTN_CHECK_ARG(NULL, config && macs, "%s: invalid argument: config or macs is NULL", fn);
-    CLATTN_CHECK_ARG(NULL, config->embed_dim > 0 && config->num_heads > 0,
-                     "%s: invalid argument: embed_dim and num_heads must be positive", fn);
+    CLATTN_CHECK_ARG(NULL, fn, config && macs, "config or macs is NULL");
+    CLATTN_CHECK_ARG(NULL, fn, config->embed_dim > 0 && config->num_heads > 0,
+                     "embed_dim and num_heads must be positive");
     uint64_t E = config->embed_dim, h = config->num_heads;
     uint64_t dk = config->head_dim_qk ? config->head_dim_qk : E / h;
     uint64_t dv = config->head_dim_v ? config->head_dim_v : E / h;
@@ -32,9 +32,9 @@ static void encoder_mha_config(const clattn_encoder_config *c, clattn_mha_config
 
 static clattn_status check_encoder_config(const clattn_encoder_config *c, const char *fn)
 {
-    CLATTN_CHECK_ARG(NULL, c, "%s: invalid argument: config is NULL", fn);
-    CLATTN_CHECK_ARG(NULL, c->d_model > 0 && c->nhead > 0 && c->num_layers > 0,
-                     "%s: invalid argument: d_model, nhead and num_layers must be positive", fn);
+    CLATTN_CHECK_ARG(NULL, fn, c, "config is NULL");
+    CLATTN_CHECK_ARG(NULL, fn, c->d_model > 0 && c->nhead > 0 && c->num_layers > 0,
+                     "d_model, nhead and num_layers must be positive");
     return CLATTN_OK;
 }
 
@@ -45,7 +45,7 @@ clattn_status clattn_encoder_count_macs(const clattn_encoder_config *config, siz
     clattn_status status = check_encoder_config(config, fn);
     if (status != CLATTN_OK)
         return status;
-    CLATTN_CHECK_ARG(NULL, macs, "%s: invalid argument: macs is NULL", fn);
+    CLATTN_CHECK_ARG(NULL, fn, macs, "macs is NULL");
     clattn_mha_config m;
     encoder_mha_config(config, &m);
     if ((status = clattn_mha_count_macs(&m, batch, seq, seq, macs)))
@@ -63,7 +63,7 @@ clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, u
     clattn_status status = check_encoder_config(config, fn);
     if (status != CLATTN_OK)
         return status;
-    CLATTN_CHECK_ARG(NULL, params, "%s: invalid argument: params is NULL", fn);
+    CLATTN_CHECK_ARG(NULL, fn, params, "params is NULL");
     uint64_t d = config->d_model, h = config->nhead, ff = config->dim_feedforward;
     uint64_t dk = config->head_dim_qk ? config->head_dim_qk : d / h;
     uint64_t dv = config->head_dim_v ? config->head_dim_v : d / h;

@@ -1,5 +1,5 @@
 /* Enumerating OpenCL devices, their facts, and resolving a device spec. */
-#include "internal.h"
+#include "device.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -203,9 +203,9 @@ const char *clattn_device_type_name(clattn_device_type type)
 
 clattn_status clattn_list_devices(clattn_device_info *infos, size_t capacity, size_t *count)
 {
-    CLATTN_CHECK_ARG(NULL, count, "clattn_list_devices: invalid argument: count is NULL");
-    CLATTN_CHECK_ARG(NULL, infos || capacity == 0,
-                     "clattn_list_devices: invalid argument: infos is NULL but capacity is %zu",
+    CLATTN_CHECK_ARG(NULL, "clattn_list_devices", count, "count is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_list_devices", infos || capacity == 0,
+                     "infos is NULL but capacity is %zu",
                      capacity);
     device_list list;
     clattn_status status = device_list_get(NULL, &list);

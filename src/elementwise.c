@@ -1,9 +1,11 @@
-/* Small element-wise kernels around the GEMMs: bias and activation. */
-#include "internal.h"
+/* Element-wise and row-wise kernels around the GEMMs: bias and activation, LayerNorm, add. */
+#include "elementwise.h"
+#include "context_internal.h"
+#include "launch.h"
 
 clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
                                size_t rows, size_t cols, cl_mem bias, size_t bias_offset,
-                               clattn_activation_kind act)
+                               int act)
 {
     if (!bias && act == CLATTN_ACT_NONE)
         return CLATTN_OK;
@@ -16,10 +18,7 @@ clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, s
     CLATTN_ARG(&args, ldu);
     CLATTN_ARG(&args, r);
     CLATTN_ARG(&args, c);
-    if (bias)
-        CLATTN_ARG(&args, bias);
-    else
-        clattn__arg_null(&args);
+    clattn__arg_mem(&args, bias);
     CLATTN_ARG(&args, b_off);
     CLATTN_ARG(&args, a);
     size_t global[2] = {cols, rows};
@@ -65,10 +64,7 @@ clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem
     CLATTN_ARG(&args, y_off);
     CLATTN_ARG(&args, x);
     CLATTN_ARG(&args, x_off);
-    if (bias)
-        CLATTN_ARG(&args, bias);
-    else
-        clattn__arg_null(&args);
+    clattn__arg_mem(&args, bias);
     CLATTN_ARG(&args, w);
     CLATTN_ARG(&args, count);
     return clattn__launch(ctx, &args, "add", 1, &n, NULL, CLATTN_OP_OTHER, 0);

@@ -1,6 +1,13 @@
 /* The Transformer encoder: configuration, life cycle and the forward pass. */
 #include "encoder_internal.h"
-#include "attention_core.h"
+#include "buffers.h"
+#include "context_internal.h"
+#include "elementwise.h"
+#include "gemm.h"
+#include "mha_internal.h"
+#include "positional.h"
+#include "shape.h"
+#include "tensor_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +15,7 @@
 
 static const char fn_forward[] = "clattn_encoder_forward";
 
-static clattn_activation_kind activation_kind(clattn_activation a)
+static int activation_kind(clattn_activation a)
 {
     return a == CLATTN_ACTIVATION_GELU ? CLATTN_ACT_GELU : CLATTN_ACT_RELU;
 }
@@ -42,31 +49,29 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_co
 {
     static const char fn[] = "clattn_encoder_create";
     *out = *in;
-    CLATTN_CHECK_ARG(ctx, clattn__reserved_is_zero(in->reserved, sizeof(in->reserved)),
-                     "%s: invalid argument: config->reserved is not zero (initialise config with "
-                     "clattn_encoder_config_default)",
-                     fn);
-    CLATTN_CHECK_ARG(ctx, in->d_model > 0 && in->nhead > 0 && in->num_layers > 0 &&
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(in->reserved, sizeof(in->reserved)),
+                     "config->reserved is not zero (initialise config with "
+                     "clattn_encoder_config_default)");
+    CLATTN_CHECK_ARG(ctx, fn, in->d_model > 0 && in->nhead > 0 && in->num_layers > 0 &&
                               in->dim_feedforward > 0,
-                     "%s: invalid argument: d_model (%zu), nhead (%zu), num_layers (%zu) and "
-                     "dim_feedforward (%zu) must all be positive",
-                     fn, in->d_model, in->nhead, in->num_layers, in->dim_feedforward);
+                     "d_model (%zu), nhead (%zu), num_layers (%zu) and "
+                     "dim_feedforward (%zu) must all be positive", in->d_model, in->nhead, in->num_layers, in->dim_feedforward);
     bool derived = in->head_dim_qk == 0 || in->head_dim_v == 0;
-    CLATTN_CHECK_ARG(ctx, !derived || in->d_model % in->nhead == 0,
-                     "%s: invalid argument: d_model %zu is not divisible by nhead %zu", fn,
+    CLATTN_CHECK_ARG(ctx, fn, !derived || in->d_model % in->nhead == 0,
+                     "d_model %zu is not divisible by nhead %zu",
                      in->d_model, in->nhead);
     if (!out->head_dim_qk)
         out->head_dim_qk = in->d_model / in->nhead;
     if (!out->head_dim_v)
         out->head_dim_v = in->d_model / in->nhead;
-    CLATTN_CHECK_ARG(ctx, in->activation == CLATTN_ACTIVATION_RELU ||
+    CLATTN_CHECK_ARG(ctx, fn, in->activation == CLATTN_ACTIVATION_RELU ||
                               in->activation == CLATTN_ACTIVATION_GELU,
-                     "%s: invalid argument: activation is %d", fn, (int)in->activation);
-    CLATTN_CHECK_ARG(ctx, in->positional == CLATTN_POSITIONAL_NONE ||
+                     "activation is %d", (int)in->activation);
+    CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL,
-                     "%s: invalid argument: positional is %d", fn, (int)in->positional);
-    CLATTN_CHECK_ARG(ctx, isfinite(in->layer_norm_eps) && in->layer_norm_eps > 0.0f,
-                     "%s: invalid argument: layer_norm_eps must be positive and finite", fn);
+                     "positional is %d", (int)in->positional);
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->layer_norm_eps) && in->layer_norm_eps > 0.0f,
+                     "layer_norm_eps must be positive and finite");
     bool sane = in->d_model < (1u << 24) && in->dim_feedforward < (1u << 28) &&
                 in->num_layers < (1u << 16) && in->vocab_size < (1u << 31) &&
                 in->nhead < (1u << 20) && out->head_dim_qk < (1u << 24) &&
@@ -83,10 +88,10 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_co
 clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
                                     const clattn_encoder_config *config)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_encoder_create: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG(ctx, out, "clattn_encoder_create: invalid argument: encoder is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_encoder_create", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_encoder_create", out, "encoder is NULL");
     *out = NULL;
-    CLATTN_CHECK_ARG(ctx, config, "clattn_encoder_create: invalid argument: config is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_encoder_create", config, "config is NULL");
     clattn_encoder_config cfg;
     clattn_status status = resolve_config(ctx, config, &cfg);
     if (status != CLATTN_OK)
@@ -101,29 +106,20 @@ clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
     return CLATTN_OK;
 }
 
-static void release(cl_mem *mem)
-{
-    if (*mem)
-        clReleaseMemObject(*mem);
-    *mem = NULL;
-}
-
 void clattn_encoder_destroy(clattn_encoder **penc)
 {
     if (!penc || !*penc)
         return;
     clattn_encoder *enc = *penc;
     clattn__encoder_weights_release(&enc->weights, enc->cfg.num_layers);
-    release(&enc->x), release(&enc->attn), release(&enc->normed), release(&enc->hidden);
-    release(&enc->ids);
     free(enc);
     *penc = NULL;
 }
 
 clattn_status clattn_encoder_get_config(const clattn_encoder *enc, clattn_encoder_config *config)
 {
-    CLATTN_CHECK_ARG(NULL, enc, "clattn_encoder_get_config: invalid argument: encoder is NULL");
-    CLATTN_CHECK_ARG(enc->ctx, config, "clattn_encoder_get_config: invalid argument: config is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_encoder_get_config", enc, "encoder is NULL");
+    CLATTN_CHECK_ARG(enc->ctx, "clattn_encoder_get_config", config, "config is NULL");
     *config = enc->cfg;
     return CLATTN_OK;
 }
@@ -131,52 +127,34 @@ clattn_status clattn_encoder_get_config(const clattn_encoder *enc, clattn_encode
 clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_positional positional)
 {
     static const char fn[] = "clattn_encoder_set_positional";
-    CLATTN_CHECK_ARG(NULL, enc, "%s: invalid argument: encoder is NULL", fn);
-    CLATTN_CHECK_ARG(enc->ctx, positional == CLATTN_POSITIONAL_NONE ||
+    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
+    CLATTN_CHECK_ARG(enc->ctx, fn, positional == CLATTN_POSITIONAL_NONE ||
                                    positional == CLATTN_POSITIONAL_SINUSOIDAL,
-                     "%s: invalid argument: positional is %d", fn, (int)positional);
+                     "positional is %d", (int)positional);
     enc->cfg.positional = positional;
     return CLATTN_OK;
 }
 
 /* ---- forward ---- */
 
-/* Grows every scratch buffer to hold `tokens` rows. */
-static clattn_status ensure_scratch(clattn_encoder *enc, size_t tokens)
-{
-    if (enc->x && enc->tokens_capacity >= tokens)
-        return CLATTN_OK;
-    const clattn_encoder_config *c = &enc->cfg;
-    size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
-    size_t have[5] = {0, 0, 0, 0, 0};
-    cl_mem fresh[5] = {NULL, NULL, NULL, NULL, NULL};
-    size_t need[5] = {tokens * row, tokens * row, tokens * row, tokens * hidden_row,
-                      tokens * sizeof(cl_int)};
-    static const char *const what[5] = {"the encoder activations", "the attention output",
-                                        "the normalised activations", "the feed-forward hidden "
-                                        "layer", "the token ids"};
-    for (int i = 0; i < 5; i++) {
-        clattn_status status = clattn__grow_buffer(enc->ctx, &fresh[i], &have[i], need[i], what[i]);
-        if (status != CLATTN_OK) {
-            for (int j = 0; j < i; j++)
-                release(&fresh[j]);
-            return status;
-        }
-    }
-    release(&enc->x), release(&enc->attn), release(&enc->normed), release(&enc->hidden);
-    release(&enc->ids);
-    enc->x = fresh[0], enc->attn = fresh[1], enc->normed = fresh[2], enc->hidden = fresh[3];
-    enc->ids = fresh[4];
-    enc->tokens_capacity = tokens;
-    return CLATTN_OK;
-}
-
+/* One forward pass: sizes, the workspace buffers it borrows, the attention call's template. */
 typedef struct pass {
     clattn_encoder *enc;
     size_t batch, seq, tokens;
-    clattn_mha_forward_params attn_params;
-    clattn_tensor *x, *attn, *normed; /* [B, N, d] views of the scratch buffers */
+    cl_mem x;      /* [T, d_model] the activations */
+    cl_mem sub;    /* [T, d_model] a sub-layer's output */
+    cl_mem normed; /* [T, d_model] pre-LN's normalised activations */
+    cl_mem hidden; /* [T, d_ff] */
+    clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
 } pass;
+
+static clattn_status self_attention(pass *p, const clattn_encoder_layer *l, cl_mem input)
+{
+    clattn_mha_io io = p->attn;
+    io.query = input;
+    io.out = p->sub;
+    return clattn__mha_run(l->attn, &io);
+}
 
 static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
 {
@@ -185,19 +163,19 @@ static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
     size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
     float eps = c->layer_norm_eps;
     clattn_status status;
-    if ((status = clattn_mha_forward(l->attn, p->x, NULL, NULL, p->attn, &p->attn_params)) ||
-        (status = clattn__layernorm(ctx, p->enc->x, 0, p->enc->attn, 0, NULL, p->enc->x, 0, T, d,
-                                    l->norm1_w, l->norm1_b, eps)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->enc->x, 0, d, l->w1, 0,
-                                  d, 0.0f, p->enc->hidden, 0, ff)) ||
-        (status = clattn__bias_act(ctx, p->enc->hidden, 0, ff, T, ff, l->b1, 0,
+    if ((status = self_attention(p, l, p->x)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1_w,
+                                    l->norm1_b, eps)) ||
+        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->x, 0, d, l->w1, 0, d,
+                                  0.0f, p->hidden, 0, ff)) ||
+        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
                                    activation_kind(c->activation))) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->enc->hidden, 0, ff,
-                                  l->w2, 0, ff, 0.0f, p->enc->attn, 0, d)))
+        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2,
+                                  0, ff, 0.0f, p->sub, 0, d)))
         return status;
     /* x = LN2(x + (H·W2ᵀ + b2)) */
-    return clattn__layernorm(ctx, p->enc->x, 0, p->enc->attn, 0, l->b2, p->enc->x, 0, T, d,
-                             l->norm2_w, l->norm2_b, eps);
+    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->b2, p->x, 0, T, d, l->norm2_w,
+                             l->norm2_b, eps);
 }
 
 static clattn_status layer_pre_ln(pass *p, const clattn_encoder_layer *l)
@@ -207,61 +185,62 @@ static clattn_status layer_pre_ln(pass *p, const clattn_encoder_layer *l)
     size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
     float eps = c->layer_norm_eps;
     clattn_status status;
-    if ((status = clattn__layernorm(ctx, p->enc->x, 0, NULL, 0, NULL, p->enc->normed, 0, T, d,
-                                    l->norm1_w, l->norm1_b, eps)) ||
-        (status = clattn_mha_forward(l->attn, p->normed, NULL, NULL, p->attn, &p->attn_params)) ||
-        (status = clattn__add(ctx, p->enc->x, 0, p->enc->attn, 0, NULL, T, d)) ||
-        (status = clattn__layernorm(ctx, p->enc->x, 0, NULL, 0, NULL, p->enc->normed, 0, T, d,
-                                    l->norm2_w, l->norm2_b, eps)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->enc->normed, 0, d,
-                                  l->w1, 0, d, 0.0f, p->enc->hidden, 0, ff)) ||
-        (status = clattn__bias_act(ctx, p->enc->hidden, 0, ff, T, ff, l->b1, 0,
+    if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1_w,
+                                    l->norm1_b, eps)) ||
+        (status = self_attention(p, l, p->normed)) ||
+        (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2_w,
+                                    l->norm2_b, eps)) ||
+        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->normed, 0, d, l->w1, 0,
+                                  d, 0.0f, p->hidden, 0, ff)) ||
+        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
                                    activation_kind(c->activation))) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->enc->hidden, 0, ff,
-                                  l->w2, 0, ff, 0.0f, p->enc->attn, 0, d)))
+        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2,
+                                  0, ff, 0.0f, p->sub, 0, d)))
         return status;
     /* x = x + (H·W2ᵀ + b2) */
-    return clattn__add(ctx, p->enc->x, 0, p->enc->attn, 0, l->b2, T, d);
+    return clattn__add(ctx, p->x, 0, p->sub, 0, l->b2, T, d);
 }
 
-static clattn_status wrap_scratch(pass *p)
-{
-    clattn_context *ctx = p->enc->ctx;
-    size_t shape[3] = {p->batch, p->seq, p->enc->cfg.d_model};
-    clattn_status status;
-    if ((status = clattn_tensor_wrap(ctx, &p->x, p->enc->x, 0, 3, shape)) ||
-        (status = clattn_tensor_wrap(ctx, &p->attn, p->enc->attn, 0, 3, shape)) ||
-        (status = clattn_tensor_wrap(ctx, &p->normed, p->enc->normed, 0, 3, shape)))
-        return status;
-    return CLATTN_OK;
-}
-
-/* Runs the layers and the final norm on enc->x (already holding the embedded input) into out. */
+/* Runs the layers and the final norm on p->x (already holding the embedded input) into out. */
 static clattn_status run_layers(pass *p, clattn_tensor *out)
 {
     clattn_encoder *enc = p->enc;
     const clattn_encoder_config *c = &enc->cfg;
-    clattn_status status = wrap_scratch(p);
+    clattn_status status = CLATTN_OK;
     for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
         status = c->norm_first ? layer_pre_ln(p, &enc->weights.layers[i])
                                : layer_post_ln(p, &enc->weights.layers[i]);
-    if (status == CLATTN_OK) {
-        size_t d = c->d_model;
-        if (c->final_norm) {
-            status = clattn__layernorm(enc->ctx, enc->x, 0, NULL, 0, NULL, out->mem, out->offset,
-                                       p->tokens, d, enc->weights.norm_w, enc->weights.norm_b,
-                                       c->layer_norm_eps);
-        } else {
-            cl_int err = clEnqueueCopyBuffer(enc->ctx->queue, enc->x, out->mem, 0,
-                                             out->offset * sizeof(float),
-                                             p->tokens * d * sizeof(float), 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                status = clattn__fail_cl(enc->ctx, err, "%s: copying the result", fn_forward);
-        }
-    }
-    clattn_tensor_destroy(&p->x), clattn_tensor_destroy(&p->attn);
-    clattn_tensor_destroy(&p->normed);
-    return status;
+    if (status != CLATTN_OK)
+        return status;
+    size_t d = c->d_model;
+    if (c->final_norm)
+        return clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, out->mem, out->offset,
+                                 p->tokens, d, enc->weights.norm_w, enc->weights.norm_b,
+                                 c->layer_norm_eps);
+    cl_int err = clEnqueueCopyBuffer(enc->ctx->queue, p->x, out->mem, 0,
+                                     out->offset * sizeof(float), p->tokens * d * sizeof(float), 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(enc->ctx, err, "%s: copying the result", fn_forward);
+    return CLATTN_OK;
+}
+
+/* Borrows the workspace slots a pass of `tokens` rows needs. */
+static clattn_status borrow_workspace(pass *p)
+{
+    clattn_context *ctx = p->enc->ctx;
+    const clattn_encoder_config *c = &p->enc->cfg;
+    size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
+    clattn_status status;
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, p->tokens * hidden_row,
+                                         &p->hidden)))
+        return status;
+    if (c->norm_first)
+        return clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_NORMED, p->tokens * row, &p->normed);
+    return CLATTN_OK;
 }
 
 /* Checks what both forward functions share and prepares the pass. */
@@ -271,24 +250,21 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
 {
     clattn_context *ctx = enc->ctx;
     const clattn_encoder_config *c = &enc->cfg;
-    CLATTN_CHECK_ARG(ctx, enc->loaded,
-                     "%s: invalid argument: the encoder has no weights (load them, or call "
-                     "clattn_encoder_init_random)",
-                     fn);
-    CLATTN_CHECK_ARG(ctx, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
-                     "%s: invalid argument: params->reserved is not zero (initialise params with "
-                     "clattn_encoder_forward_params_default)",
-                     fn);
-    CLATTN_CHECK_ARG(ctx, out, "%s: invalid argument: out is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, out->ctx == ctx, "%s: invalid argument: out belongs to another context",
-                     fn);
-    clattn_status status = clattn__expect_shape(ctx, fn, "out", out, 3,
+    CLATTN_CHECK_ARG(ctx, fn, enc->loaded,
+                     "the encoder has no weights (load them, or call "
+                     "clattn_encoder_init_random)");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_encoder_forward_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, out, "out is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, out->ctx == ctx, "out belongs to another context");
+    clattn_status status = clattn__expect_shape(ctx, fn, "out", out->ndim, out->shape, 3,
                                                 (size_t[]){batch, seq, c->d_model},
                                                 "[B, N, d_model]");
     if (status != CLATTN_OK)
         return status;
-    CLATTN_CHECK_ARG(ctx, clattn_tensor_is_contiguous(out),
-                     "%s: invalid argument: out must be contiguous", fn);
+    CLATTN_CHECK_ARG(ctx, fn, clattn_tensor_is_contiguous(out),
+                     "out must be contiguous");
     size_t tokens;
     if (!clattn__mul_size(batch, seq, &tokens) || tokens > UINT32_MAX ||
         params->position_offset > UINT32_MAX)
@@ -299,36 +275,35 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
     p->batch = batch;
     p->seq = seq;
     p->tokens = tokens;
-    clattn_mha_forward_params_default(&p->attn_params);
-    p->attn_params.key_padding_mask = params->key_padding_mask;
-    p->attn_params.key_padding_mask_kind = params->key_padding_mask_kind;
-    p->attn_params.causal = params->causal;
-    p->attn_params.path = params->path;
-    /* Check the mask now, before any work is enqueued. */
-    clattn_mask_view unused;
-    if (params->key_padding_mask &&
-        (status = clattn__key_padding_view(ctx, fn, params->key_padding_mask,
-                                           params->key_padding_mask_kind, batch, seq, &unused)))
+    p->attn.batch = batch;
+    p->attn.seq_q = seq;
+    p->attn.seq_k = seq;
+    p->attn.causal = params->causal;
+    p->attn.path = params->path;
+    /* The mask is checked once, before any work is enqueued, for every layer. */
+    if ((status = clattn__key_padding_view(ctx, fn, params->key_padding_mask,
+                                           params->key_padding_mask_kind, batch, seq,
+                                           &p->attn.key_padding_mask)))
         return status;
-    CLATTN_CHECK_ARG(ctx, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
-                     "%s: invalid argument: params->path is %d", fn, (int)params->path);
-    return ensure_scratch(enc, tokens);
+    CLATTN_CHECK_ARG(ctx, fn, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
+                     "params->path is %d", (int)params->path);
+    return borrow_workspace(p);
 }
 
 clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *input,
                                      clattn_tensor *out,
                                      const clattn_encoder_forward_params *params)
 {
-    CLATTN_CHECK_ARG(NULL, enc, "%s: invalid argument: encoder is NULL", fn_forward);
+    CLATTN_CHECK_ARG(NULL, fn_forward, enc, "encoder is NULL");
     clattn_context *ctx = enc->ctx;
     clattn_encoder_forward_params defaults;
     if (!params) {
         clattn_encoder_forward_params_default(&defaults);
         params = &defaults;
     }
-    CLATTN_CHECK_ARG(ctx, input, "%s: invalid argument: input is NULL", fn_forward);
-    CLATTN_CHECK_ARG(ctx, input->ctx == ctx,
-                     "%s: invalid argument: input belongs to another context", fn_forward);
+    CLATTN_CHECK_ARG(ctx, fn_forward, input, "input is NULL");
+    CLATTN_CHECK_ARG(ctx, fn_forward, input->ctx == ctx,
+                     "input belongs to another context");
     size_t d = enc->cfg.d_model;
     if (input->ndim != 3 || input->shape[2] != d) {
         char got[96];
@@ -337,18 +312,18 @@ clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *i
                             "%s: input has shape %s but must be [B, N, d_model] with d_model = %zu",
                             fn_forward, got, d);
     }
-    CLATTN_CHECK_ARG(ctx, clattn_tensor_is_contiguous(input),
-                     "%s: invalid argument: input must be contiguous", fn_forward);
+    CLATTN_CHECK_ARG(ctx, fn_forward, clattn_tensor_is_contiguous(input),
+                     "input must be contiguous");
     pass p;
     clattn_status status =
         begin_pass(enc, fn_forward, input->shape[0], input->shape[1], out, params, &p);
     if (status != CLATTN_OK)
         return status;
     if (enc->cfg.positional == CLATTN_POSITIONAL_SINUSOIDAL) {
-        status = clattn__add_positional(ctx, input->mem, input->offset, enc->x, 0, p.tokens,
-                                        p.seq, d, params->position_offset);
+        status = clattn__add_positional(ctx, input->mem, input->offset, p.x, 0, p.tokens, p.seq,
+                                        d, params->position_offset);
     } else {
-        cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, enc->x,
+        cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, p.x,
                                          input->offset * sizeof(float), 0,
                                          p.tokens * d * sizeof(float), 0, NULL, NULL);
         if (err != CL_SUCCESS)
@@ -364,7 +339,7 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
                                             const clattn_encoder_forward_params *params)
 {
     static const char fn[] = "clattn_encoder_forward_tokens";
-    CLATTN_CHECK_ARG(NULL, enc, "%s: invalid argument: encoder is NULL", fn);
+    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
     clattn_context *ctx = enc->ctx;
     const clattn_encoder_config *c = &enc->cfg;
     clattn_encoder_forward_params defaults;
@@ -372,11 +347,11 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
         clattn_encoder_forward_params_default(&defaults);
         params = &defaults;
     }
-    CLATTN_CHECK_ARG(ctx, c->vocab_size > 0,
-                     "%s: invalid argument: the encoder has no token embedding (vocab_size 0)", fn);
-    CLATTN_CHECK_ARG(ctx, ids, "%s: invalid argument: ids is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, batch > 0 && seq > 0,
-                     "%s: invalid argument: batch (%zu) and seq (%zu) must be positive", fn, batch,
+    CLATTN_CHECK_ARG(ctx, fn, c->vocab_size > 0,
+                     "the encoder has no token embedding (vocab_size 0)");
+    CLATTN_CHECK_ARG(ctx, fn, ids, "ids is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, batch > 0 && seq > 0,
+                     "batch (%zu) and seq (%zu) must be positive", batch,
                      seq);
     pass p;
     clattn_status status = begin_pass(enc, fn, batch, seq, out, params, &p);
@@ -395,16 +370,23 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
         }
         ids32[t] = (cl_int)ids[t];
     }
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, enc->ids, CL_TRUE, 0, p.tokens * sizeof(cl_int),
+    cl_mem ids_mem;
+    status = clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_IDS, p.tokens * sizeof(cl_int),
+                                    &ids_mem);
+    if (status != CLATTN_OK) {
+        free(ids32);
+        return status;
+    }
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, ids_mem, CL_TRUE, 0, p.tokens * sizeof(cl_int),
                                       ids32, 0, NULL, NULL);
     free(ids32);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "%s: writing the token ids", fn);
     /* The paper's section 3.4: embeddings multiplied by sqrt(d_model). */
     float scale = (float)sqrt((double)c->d_model);
-    status = clattn__embed(ctx, enc->ids, enc->weights.embedding, scale,
+    status = clattn__embed(ctx, ids_mem, enc->weights.embedding, scale,
                            c->positional == CLATTN_POSITIONAL_SINUSOIDAL, params->position_offset,
-                           p.tokens, seq, c->d_model, enc->x);
+                           p.tokens, seq, c->d_model, p.x);
     if (status != CLATTN_OK)
         return status;
     return run_layers(&p, out);

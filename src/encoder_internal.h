@@ -2,7 +2,7 @@
 #ifndef CLATTN_ENCODER_INTERNAL_H
 #define CLATTN_ENCODER_INTERNAL_H
 
-#include "internal.h"
+#include "errors.h"
 
 /* One layer's device weights (PyTorch layouts). */
 typedef struct clattn_encoder_layer {
@@ -25,11 +25,6 @@ struct clattn_encoder {
     clattn_encoder_config cfg; /* head widths resolved */
     clattn_encoder_weights weights;
     bool loaded;
-
-    /* Scratch, grown on demand (T = batch · seq tokens):
-     * x, attn, normed: [T, d_model]; hidden: [T, d_ff]; ids: int32 [T]. */
-    cl_mem x, attn, normed, hidden, ids;
-    size_t tokens_capacity;
 };
 
 void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layers);

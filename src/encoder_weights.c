@@ -1,5 +1,7 @@
 /* Loading the encoder's weights by their PyTorch names, and seeded random initialisation. */
 #include "encoder_internal.h"
+#include "buffers.h"
+#include "shape.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,54 +20,26 @@ typedef struct loader {
     void *user;
 } loader;
 
-static void release(cl_mem *mem)
-{
-    if (*mem)
-        clReleaseMemObject(*mem);
-    *mem = NULL;
-}
-
 void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layers)
 {
     for (size_t i = 0; w->layers && i < num_layers; i++) {
         clattn_encoder_layer *l = &w->layers[i];
         clattn_mha_destroy(&l->attn);
-        release(&l->w1), release(&l->b1), release(&l->w2), release(&l->b2);
-        release(&l->norm1_w), release(&l->norm1_b), release(&l->norm2_w), release(&l->norm2_b);
+        clattn__release_mem(&l->w1), clattn__release_mem(&l->b1), clattn__release_mem(&l->w2), clattn__release_mem(&l->b2);
+        clattn__release_mem(&l->norm1_w), clattn__release_mem(&l->norm1_b), clattn__release_mem(&l->norm2_w), clattn__release_mem(&l->norm2_b);
     }
     free(w->layers);
     w->layers = NULL;
-    release(&w->norm_w), release(&w->norm_b), release(&w->embedding);
-}
-
-static bool same_shape(const clattn_host_tensor *t, int ndim, const size_t *want)
-{
-    if (t->ndim != ndim)
-        return false;
-    for (int d = 0; d < ndim; d++)
-        if (t->shape[d] != want[d])
-            return false;
-    return true;
+    clattn__release_mem(&w->norm_w), clattn__release_mem(&w->norm_b), clattn__release_mem(&w->embedding);
 }
 
 /* Checks that t (what the provider gave for `name`) exists with exactly the shape `want`. */
 static clattn_status check(loader *l, const char *name, const clattn_host_tensor *t, int ndim,
                            const size_t *want)
 {
-    clattn_context *ctx = l->enc->ctx;
-    if (!t || !t->data)
-        return clattn__fail(ctx, CLATTN_ERROR_FORMAT, "%s: missing tensor %s", fn_load, name);
-    if (same_shape(t, ndim, want))
-        return CLATTN_OK;
-    char got[96], need[96];
-    if (t->ndim >= 1 && t->ndim <= CLATTN_MAX_DIMS)
-        clattn__format_shape(got, sizeof(got), t->ndim, t->shape);
-    else
-        snprintf(got, sizeof(got), "(%d dimensions)", t->ndim);
-    clattn__format_shape(need, sizeof(need), ndim, want);
-    return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
-                        "%s: tensor %s has shape %s but the configuration needs %s", fn_load, name,
-                        got, need);
+    char what[160];
+    snprintf(what, sizeof(what), "tensor %s", name);
+    return clattn__expect_host_shape(l->enc->ctx, fn_load, what, name, t, ndim, want, 1);
 }
 
 /* The tensor `name` with exactly the shape `want`, or a named error. */
@@ -78,7 +52,6 @@ static clattn_status fetch(loader *l, const char *name, int ndim, const size_t *
 
 static clattn_status upload(loader *l, const char *name, int ndim, const size_t *want, cl_mem *mem)
 {
-    clattn_context *ctx = l->enc->ctx;
     const clattn_host_tensor *t;
     clattn_status status = fetch(l, name, ndim, want, &t);
     if (status != CLATTN_OK)
@@ -86,15 +59,7 @@ static clattn_status upload(loader *l, const char *name, int ndim, const size_t 
     size_t count = 1;
     for (int d = 0; d < ndim; d++)
         count *= want[d];
-    if ((status = clattn__buffer_create(ctx, count * sizeof(float), mem, name)))
-        return status;
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, count * sizeof(float), t->data,
-                                      0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        release(mem);
-        return clattn__fail_cl(ctx, err, "%s: writing %s to the device", fn_load, name);
-    }
-    return CLATTN_OK;
+    return clattn__upload(l->enc->ctx, t->data, count, name, mem);
 }
 
 static clattn_status load_attention(loader *l, size_t i, clattn_encoder_layer *layer)
@@ -233,8 +198,8 @@ static const clattn_host_tensor *from_lookup(void *user, const char *name, int n
 clattn_status clattn_encoder_load_weights(clattn_encoder *enc, clattn_weight_lookup lookup,
                                           void *user_data)
 {
-    CLATTN_CHECK_ARG(NULL, enc, "%s: invalid argument: encoder is NULL", fn_load);
-    CLATTN_CHECK_ARG(enc->ctx, lookup, "%s: invalid argument: lookup is NULL", fn_load);
+    CLATTN_CHECK_ARG(NULL, fn_load, enc, "encoder is NULL");
+    CLATTN_CHECK_ARG(enc->ctx, fn_load, lookup, "lookup is NULL");
     lookup_adapter a = {lookup, user_data};
     return load_all(enc, from_lookup, &a);
 }
@@ -339,7 +304,7 @@ static const clattn_host_tensor *make_random(void *user, const char *name, int n
 
 clattn_status clattn_encoder_init_random(clattn_encoder *enc, uint64_t seed)
 {
-    CLATTN_CHECK_ARG(NULL, enc, "clattn_encoder_init_random: invalid argument: encoder is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_encoder_init_random", enc, "encoder is NULL");
     const clattn_encoder_config *c = &enc->cfg;
     random_weights r = {seed, c->head_dim_qk * c->nhead == c->d_model &&
                                   c->head_dim_v * c->nhead == c->d_model,

@@ -1,5 +1,6 @@
 /* Status codes, OpenCL error names and the last-error messages. */
-#include "internal.h"
+#include "errors.h"
+#include "context_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,13 +169,13 @@ static void record(clattn_context *ctx, const char *message)
         tss_set(thread_error_key, slot);
     }
     if (ctx)
-        store_message(&ctx->last_error, message);
+        store_message(&ctx->diag.last_error, message);
 }
 
 const char *clattn_last_error(const clattn_context *ctx)
 {
     if (ctx)
-        return ctx->last_error ? ctx->last_error : "";
+        return ctx->diag.last_error ? ctx->diag.last_error : "";
     call_once(&thread_error_once, thread_error_init);
     if (!thread_error_ok)
         return "";
@@ -201,11 +202,23 @@ static char *format_message(const char *fmt, va_list args, const char *suffix)
     return buf;
 }
 
+/* A returned error reaches a log only when someone asked: a log callback, or CLATTN_LOG. The
+ * caller has the status and clattn_last_error; the library prints nothing by itself. */
+static void log_error(const clattn_context *ctx, const char *text)
+{
+    if (ctx && ctx->diag.log_callback)
+        clattn__log_message(ctx->diag.log_callback, ctx->diag.log_user_data, ctx->diag.log_level,
+                            CLATTN_LOG_ERROR, text);
+    else if (getenv("CLATTN_LOG"))
+        clattn__log_message(NULL, NULL, clattn__log_threshold(CLATTN_LOG_NONE), CLATTN_LOG_ERROR,
+                            text);
+}
+
 static clattn_status fail_with(clattn_context *ctx, clattn_status status, char *message)
 {
     const char *text = message ? message : out_of_memory_message;
     record(ctx, text);
-    clattn__log(ctx, CLATTN_LOG_ERROR, "%s", text);
+    log_error(ctx, text);
     free(message);
     return status;
 }
@@ -243,8 +256,15 @@ clattn_status clattn__fail_in(const char *function, const char *where, clattn_st
     return result;
 }
 
-clattn_status clattn__fail_quiet(clattn_context *ctx, clattn_status status, const char *message)
+clattn_status clattn__fail_arg(clattn_context *ctx, const char *function, const char *fmt, ...)
 {
-    record(ctx, message);
-    return status;
+    va_list args;
+    va_start(args, fmt);
+    char *detail = format_message(fmt, args, NULL);
+    va_end(args);
+    clattn_status result = clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                                        "%s: invalid argument: %s", function,
+                                        detail ? detail : out_of_memory_message);
+    free(detail);
+    return result;
 }

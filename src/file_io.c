@@ -1,5 +1,5 @@
 /* Whole-file reads and little-endian float writes shared by the file formats (npy, safetensors). */
-#include "internal.h"
+#include "file_io.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,7 @@
 /* Projection GEMMs through CLBlast. */
-#include "internal.h"
+#include "gemm.h"
+#include "context_internal.h"
+#include "launch.h"
 
 #include <clblast_c.h>
 #include <stdio.h>
@@ -106,27 +108,20 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
     }
     char name[CLATTN_STATS_NAME_SIZE];
     snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
-    return clattn__account_span(ctx, name, op, (uint64_t)m * n * k, start, event);
+    return clattn__account(ctx, name, op, (uint64_t)m * n * k, start, event);
 }
 
-const char *clattn__gemm_override(clattn_context *ctx)
+const char *clattn__gemm_apply_params(cl_device_id device, const clattn_gemm_params *gemm)
 {
-    if (!ctx->tuning.has_xgemm)
+    if (!gemm->present)
         return NULL;
-    static const char *const names[CLATTN_XGEMM_PARAMETER_COUNT] = CLATTN_XGEMM_PARAMETER_NAMES;
-    CLBlastStatusCode code =
-        CLBlastOverrideParameters(ctx->device, "Xgemm", CLBlastPrecisionSingle,
-                                  CLATTN_XGEMM_PARAMETER_COUNT, (const char **)names,
-                                  ctx->tuning.xgemm);
+    CLBlastStatusCode code = CLBlastOverrideParameters(
+        device, "Xgemm", CLBlastPrecisionSingle, CLATTN_GEMM_PARAMETER_COUNT,
+        (const char **)clattn__gemm_parameter_names, gemm->values);
     return code == CLBlastSuccess ? NULL : clblast_status_name(code);
 }
 
-clattn_status clattn__gemm_apply_tuning(clattn_context *ctx)
+void clattn__gemm_clear_cache(void)
 {
-    const char *refused = clattn__gemm_override(ctx);
-    if (refused)
-        return clattn__fail(ctx, CLATTN_ERROR_CLBLAST,
-                            "CLBlastOverrideParameters(Xgemm) refused the tuning's parameters: %s",
-                            refused);
-    return CLATTN_OK;
+    CLBlastClearCache();
 }

@@ -5,7 +5,7 @@
 #ifndef CLATTN_KERNELS_H
 #define CLATTN_KERNELS_H
 
-#include "clattn/context.h"
+#include "errors.h"
 
 /* X(identifier, kernel function name) for every kernel of the base program. */
 #define CLATTN_KERNEL_LIST(X)                    \
@@ -60,5 +60,9 @@ void clattn__kernels_release(clattn_kernels *kernels);
 clattn_status clattn__program_build(struct clattn_context *ctx, const char *const *sources,
                                     const size_t *lengths, size_t count, const char *options,
                                     cl_program *program);
+
+/* When set, context creation appends this source to the library's kernel sources (tests use it
+ * to prove the build-failure path). Not thread-safe; tests only. */
+extern const char *clattn__test_extra_source;
 
 #endif /* CLATTN_KERNELS_H */

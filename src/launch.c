@@ -1,5 +1,6 @@
 /* Setting kernel arguments and enqueueing kernels. */
-#include "internal.h"
+#include "launch.h"
+#include "context_internal.h"
 
 void clattn__arg(clattn_kernel_args *args, size_t size, const void *value)
 {
@@ -11,9 +12,12 @@ void clattn__arg(clattn_kernel_args *args, size_t size, const void *value)
     args->next++;
 }
 
-void clattn__arg_null(clattn_kernel_args *args)
+void clattn__arg_mem(clattn_kernel_args *args, cl_mem mem)
 {
-    clattn__arg(args, sizeof(cl_mem), NULL);
+    if (mem)
+        clattn__arg(args, sizeof(mem), &mem);
+    else
+        clattn__arg(args, sizeof(cl_mem), NULL);
 }
 
 clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
@@ -35,5 +39,5 @@ clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args
                                         NULL, ctx->profiling ? &event : NULL);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "clEnqueueNDRangeKernel(%s) failed", name);
-    return clattn__account(ctx, name, op, macs, event);
+    return clattn__account(ctx, name, op, macs, NULL, event);
 }

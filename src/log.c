@@ -1,8 +1,20 @@
 /* Logging through the context's callback, or to stderr. */
-#include "internal.h"
+#include "errors.h"
+#include "context_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+clattn_log_level clattn__log_threshold(clattn_log_level fallback)
+{
+    static const char *const names[] = {"debug", "info", "warning", "error", "none"};
+    const char *env = getenv("CLATTN_LOG");
+    for (int i = 0; env && i < 5; i++)
+        if (strcmp(env, names[i]) == 0)
+            return (clattn_log_level)i;
+    return fallback;
+}
 
 static const char *level_name(clattn_log_level level)
 {
@@ -29,8 +41,9 @@ void clattn__log_message(clattn_log_callback callback, void *user_data, clattn_l
 
 void clattn__log(const clattn_context *ctx, clattn_log_level level, const char *fmt, ...)
 {
-    /* Without a context nobody asked for logs: the message is only recorded. */
-    if (!ctx || level < ctx->log_level)
+    /* Without a context only CLATTN_LOG can ask for messages. */
+    clattn_log_level threshold = ctx ? ctx->diag.log_level : clattn__log_threshold(CLATTN_LOG_NONE);
+    if (level < threshold || level >= CLATTN_LOG_NONE)
         return;
     va_list args, copy;
     va_start(args, fmt);
@@ -41,7 +54,8 @@ void clattn__log(const clattn_context *ctx, clattn_log_level level, const char *
     if (message)
         vsnprintf(message, (size_t)len + 1, fmt, args);
     va_end(args);
-    clattn__log_message(ctx->log_callback, ctx->log_user_data, ctx->log_level, level,
+    clattn__log_message(ctx ? ctx->diag.log_callback : NULL, ctx ? ctx->diag.log_user_data : NULL,
+                        threshold, level,
                         message ? message : "(out of memory formatting a log message)");
     free(message);
 }

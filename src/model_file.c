@@ -150,7 +150,7 @@ static clattn_status prepare_lookup(model_file *m)
     return CLATTN_OK;
 }
 
-/* Re-records the latest error with the file's name in front (it was logged already). */
+/* Re-records the latest error with the file's name in front. */
 static clattn_status name_the_file(clattn_context *ctx, clattn_status status, const char *path)
 {
     const char *message = clattn_last_error(ctx);
@@ -159,7 +159,7 @@ static clattn_status name_the_file(clattn_context *ctx, clattn_status status, co
     if (!named)
         return status;
     snprintf(named, size, "%s: %s: %s", fn, path, message);
-    clattn__fail_quiet(ctx, status, named);
+    clattn__fail(ctx, status, "%s", named);
     free(named);
     return status;
 }
@@ -167,10 +167,10 @@ static clattn_status name_the_file(clattn_context *ctx, clattn_status status, co
 clattn_status clattn_encoder_load_file(clattn_context *ctx, const char *path,
                                        clattn_encoder **out)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "%s: invalid argument: ctx is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, out, "%s: invalid argument: encoder is NULL", fn);
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, out, "encoder is NULL");
     *out = NULL;
-    CLATTN_CHECK_ARG(ctx, path, "%s: invalid argument: path is NULL", fn);
+    CLATTN_CHECK_ARG(ctx, fn, path, "path is NULL");
     model_file m = {ctx, path, NULL, NULL, NULL};
     clattn_status status = clattn_safetensors_read(path, &m.st);
     if (status != CLATTN_OK) /* the reader's message names the file and the problem */

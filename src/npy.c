@@ -1,5 +1,5 @@
 /* NumPy .npy files: a hand-written parser for the header dictionary, dtype conversion, writer. */
-#include "internal.h"
+#include "file_io.h"
 
 #include "clattn/npy.h"
 
@@ -541,8 +541,8 @@ static clattn_status read_path(const char *function, const char *path, npy_targe
 {
     if (out)
         memset(out, 0, sizeof(*out));
-    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
-    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
+    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     unsigned char *bytes = NULL;
     size_t size = 0;
     clattn_status status = clattn__read_file(function, path, &bytes, &size);
@@ -557,9 +557,9 @@ static clattn_status parse_memory(const char *function, const void *bytes, size_
 {
     if (out)
         memset(out, 0, sizeof(*out));
-    CLATTN_CHECK_ARG(NULL, bytes || size == 0,
-                     "%s: invalid argument: bytes is NULL but size is %zu", function, size);
-    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    CLATTN_CHECK_ARG(NULL, function, bytes || size == 0,
+                     "bytes is NULL but size is %zu", size);
+    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     static const unsigned char nothing[1] = {0};
     return load(function, memory_name, bytes ? bytes : nothing, size, target, out);
 }
@@ -618,12 +618,12 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
                                    const size_t *shape)
 {
     static const char function[] = "clattn_npy_write_f32";
-    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
-    CLATTN_CHECK_ARG(NULL, ndim >= 0 && ndim <= CLATTN_NPY_MAX_DIMS,
-                     "%s: invalid argument: ndim is %d; it must be 0 to %d", function, ndim,
+    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
+    CLATTN_CHECK_ARG(NULL, function, ndim >= 0 && ndim <= CLATTN_NPY_MAX_DIMS,
+                     "ndim is %d; it must be 0 to %d", ndim,
                      CLATTN_NPY_MAX_DIMS);
-    CLATTN_CHECK_ARG(NULL, shape || ndim == 0,
-                     "%s: invalid argument: shape is NULL but ndim is %d", function, ndim);
+    CLATTN_CHECK_ARG(NULL, function, shape || ndim == 0,
+                     "shape is NULL but ndim is %d", ndim);
     size_t numel = 1, bytes;
     bool empty = false;
     for (int d = 0; d < ndim; d++)
@@ -637,9 +637,8 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
     if (!clattn__mul_size(numel, sizeof(float), &bytes))
         return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                         "the byte size of %zu floats overflows size_t", numel);
-    CLATTN_CHECK_ARG(NULL, data || numel == 0,
-                     "%s: invalid argument: data is NULL but the shape has %zu elements",
-                     function, numel);
+    CLATTN_CHECK_ARG(NULL, function, data || numel == 0,
+                     "data is NULL but the shape has %zu elements", numel);
 
     char header[512];
     size_t header_len = build_header(header, sizeof(header), ndim, shape);

@@ -1,5 +1,5 @@
 /* The paper's Table 3 configurations. */
-#include "internal.h"
+#include "errors.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,8 +47,8 @@ static size_t or_base(size_t value, size_t base)
 clattn_status clattn_encoder_preset(const char *name, clattn_encoder_config *config)
 {
     static const char fn[] = "clattn_encoder_preset";
-    CLATTN_CHECK_ARG(NULL, name, "%s: invalid argument: name is NULL", fn);
-    CLATTN_CHECK_ARG(NULL, config, "%s: invalid argument: config is NULL", fn);
+    CLATTN_CHECK_ARG(NULL, fn, name, "name is NULL");
+    CLATTN_CHECK_ARG(NULL, fn, config, "config is NULL");
     const preset *base = &presets[0];
     for (size_t i = 0; i < PRESET_COUNT; i++) {
         const preset *p = &presets[i];
@@ -72,6 +72,6 @@ clattn_status clattn_encoder_preset(const char *name, clattn_encoder_config *con
             break;
         len += (size_t)n;
     }
-    return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
-                        "%s: invalid argument: unknown preset '%s' (presets: %s)", fn, name, names);
+    return clattn__fail_arg(NULL, fn,
+                        "unknown preset '%s' (presets: %s)", name, names);
 }

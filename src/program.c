@@ -1,5 +1,6 @@
 /* Building the embedded OpenCL C sources for the context's device. */
-#include "internal.h"
+#include "kernels.h"
+#include "context_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* safetensors files: the length prefix, the JSON header through jansson, F16/BF16 conversion,
  * and an F32 writer laid out like the reference implementation's. */
-#include "internal.h"
+#include "file_io.h"
+#include "shape.h"
 
 #include "clattn/safetensors.h"
 
@@ -554,8 +555,8 @@ clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out
     static const char function[] = "clattn_safetensors_read";
     if (out)
         *out = NULL;
-    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
-    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
+    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     unsigned char *bytes = NULL;
     size_t size = 0;
     clattn_status status = clattn__read_file(function, path, &bytes, &size);
@@ -570,9 +571,9 @@ clattn_status clattn_safetensors_parse(const void *bytes, size_t size, clattn_sa
     static const char function[] = "clattn_safetensors_parse";
     if (out)
         *out = NULL;
-    CLATTN_CHECK_ARG(NULL, bytes || size == 0,
-                     "%s: invalid argument: bytes is NULL but size is %zu", function, size);
-    CLATTN_CHECK_ARG(NULL, out, "%s: invalid argument: out is NULL", function);
+    CLATTN_CHECK_ARG(NULL, function, bytes || size == 0,
+                     "bytes is NULL but size is %zu", size);
+    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     static const unsigned char nothing[1] = {0};
     return load(function, memory_name, bytes ? bytes : nothing, size, out);
 }
@@ -591,21 +592,17 @@ static clattn_status add_metadata(const char *function, const char *path, json_t
                        "cannot build the JSON header");
     for (size_t i = 0; i < count; i++) {
         const char *key = metadata[i].key, *value = metadata[i].value;
-        CLATTN_CHECK_ARG(NULL, key && *key, "%s: invalid argument: metadata[%zu].key is %s",
-                         function, i, key ? "empty" : "NULL");
+        CLATTN_CHECK_ARG(NULL, function, key && *key, "metadata[%zu].key is %s", i, key ? "empty" : "NULL");
         char shown[SHOWN_NAME];
         show_name(shown, key);
-        CLATTN_CHECK_ARG(NULL, value, "%s: invalid argument: metadata[%zu] ('%s') has a NULL value",
-                         function, i, shown);
-        CLATTN_CHECK_ARG(NULL, !json_object_get(object, key),
-                         "%s: invalid argument: metadata[%zu].key '%s' repeats an earlier key",
-                         function, i, shown);
+        CLATTN_CHECK_ARG(NULL, function, value, "metadata[%zu] ('%s') has a NULL value", i, shown);
+        CLATTN_CHECK_ARG(NULL, function, !json_object_get(object, key),
+                         "metadata[%zu].key '%s' repeats an earlier key", i, shown);
         json_t *string = json_string(value);
-        CLATTN_CHECK_ARG(NULL, string,
-                         "%s: invalid argument: metadata[%zu] ('%s') value is not valid UTF-8",
-                         function, i, shown);
-        CLATTN_CHECK_ARG(NULL, json_object_set_new(object, key, string) == 0,
-                         "%s: invalid argument: metadata[%zu].key is not valid UTF-8", function,
+        CLATTN_CHECK_ARG(NULL, function, string,
+                         "metadata[%zu] ('%s') value is not valid UTF-8", i, shown);
+        CLATTN_CHECK_ARG(NULL, function, json_object_set_new(object, key, string) == 0,
+                         "metadata[%zu].key is not valid UTF-8",
                          i);
     }
     return CLATTN_OK;
@@ -615,28 +612,23 @@ static clattn_status add_metadata(const char *function, const char *path, json_t
 static clattn_status add_tensor(const char *function, const char *path, json_t *root,
                                 const clattn_st_tensor *t, size_t i, size_t *offset)
 {
-    CLATTN_CHECK_ARG(NULL, t->name && *t->name, "%s: invalid argument: tensors[%zu].name is %s",
-                     function, i, t->name ? "empty" : "NULL");
+    CLATTN_CHECK_ARG(NULL, function, t->name && *t->name, "tensors[%zu].name is %s", i, t->name ? "empty" : "NULL");
     char shown[SHOWN_NAME];
     show_name(shown, t->name);
-    CLATTN_CHECK_ARG(NULL, strcmp(t->name, metadata_key) != 0,
-                     "%s: invalid argument: tensors[%zu].name '%s' is reserved for the metadata",
-                     function, i, metadata_key);
-    CLATTN_CHECK_ARG(NULL, !json_object_get(root, t->name),
-                     "%s: invalid argument: tensors[%zu].name '%s' repeats an earlier tensor's",
-                     function, i, shown);
-    CLATTN_CHECK_ARG(NULL, t->ndim >= 0 && t->ndim <= CLATTN_ST_MAX_DIMS,
-                     "%s: invalid argument: tensors[%zu] ('%s') has ndim %d; it must be 0 to %d",
-                     function, i, shown, t->ndim, CLATTN_ST_MAX_DIMS);
+    CLATTN_CHECK_ARG(NULL, function, strcmp(t->name, metadata_key) != 0,
+                     "tensors[%zu].name '%s' is reserved for the metadata", i, metadata_key);
+    CLATTN_CHECK_ARG(NULL, function, !json_object_get(root, t->name),
+                     "tensors[%zu].name '%s' repeats an earlier tensor's", i, shown);
+    CLATTN_CHECK_ARG(NULL, function, t->ndim >= 0 && t->ndim <= CLATTN_ST_MAX_DIMS,
+                     "tensors[%zu] ('%s') has ndim %d; it must be 0 to %d", i, shown, t->ndim, CLATTN_ST_MAX_DIMS);
     size_t numel, bytes, end;
     if (!shape_numel(t->ndim, t->shape, &numel) ||
         !clattn__mul_size(numel, sizeof(float), &bytes))
         return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                        "tensors[%zu] ('%s'): the byte size of the shape overflows size_t", i,
                        shown);
-    CLATTN_CHECK_ARG(NULL, t->data || numel == 0,
-                     "%s: invalid argument: tensors[%zu] ('%s') has NULL data but %zu elements",
-                     function, i, shown, numel);
+    CLATTN_CHECK_ARG(NULL, function, t->data || numel == 0,
+                     "tensors[%zu] ('%s') has NULL data but %zu elements", i, shown, numel);
     bool fits = bytes <= SIZE_MAX - *offset;
     end = fits ? *offset + bytes : 0;
     for (int d = 0; d < t->ndim && fits; d++)
@@ -663,8 +655,8 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
                        "cannot build the JSON header");
     }
     /* Fails for a key that is not UTF-8 (or when out of memory); the entry is released. */
-    CLATTN_CHECK_ARG(NULL, json_object_set_new(root, t->name, entry) == 0,
-                     "%s: invalid argument: tensors[%zu].name is not valid UTF-8", function, i);
+    CLATTN_CHECK_ARG(NULL, function, json_object_set_new(root, t->name, entry) == 0,
+                     "tensors[%zu].name is not valid UTF-8", i);
     *offset = end;
     return CLATTN_OK;
 }
@@ -698,13 +690,12 @@ clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor 
                                        size_t metadata_count)
 {
     static const char function[] = "clattn_safetensors_write";
-    CLATTN_CHECK_ARG(NULL, path, "%s: invalid argument: path is NULL", function);
-    CLATTN_CHECK_ARG(NULL, tensors || tensor_count == 0,
-                     "%s: invalid argument: tensors is NULL but tensor_count is %zu", function,
+    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
+    CLATTN_CHECK_ARG(NULL, function, tensors || tensor_count == 0,
+                     "tensors is NULL but tensor_count is %zu",
                      tensor_count);
-    CLATTN_CHECK_ARG(NULL, metadata || metadata_count == 0,
-                     "%s: invalid argument: metadata is NULL but metadata_count is %zu",
-                     function, metadata_count);
+    CLATTN_CHECK_ARG(NULL, function, metadata || metadata_count == 0,
+                     "metadata is NULL but metadata_count is %zu", metadata_count);
     json_t *root = json_object();
     if (!root)
         return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,

@@ -1,5 +1,6 @@
 /* Counting executed multiply-adds and timing kernels through profiling events. */
-#include "internal.h"
+#include "context_internal.h"
+#include "launch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,27 +39,29 @@ static size_t kernel_slot(clattn_stats *stats, const char *name)
     return slot;
 }
 
-clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
-                              cl_event event)
+static clattn_status stats_collect(clattn_context *ctx);
+
+void clattn__count_macs(clattn_context *ctx, clattn_op op, uint64_t macs)
 {
-    return clattn__account_span(ctx, name, op, macs, NULL, event);
+    ctx->stats.stats.macs[op] += macs;
+    ctx->stats.stats.total_macs += macs;
 }
 
-clattn_status clattn__account_span(clattn_context *ctx, const char *name, clattn_op op,
-                                   uint64_t macs, cl_event start, cl_event event)
+clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
+                              cl_event start, cl_event event)
 {
-    ctx->stats.macs[op] += macs;
-    ctx->stats.total_macs += macs;
-    ctx->stats.kernel_launches++;
+    clattn__count_macs(ctx, op, macs);
+    clattn_stats_state *st = &ctx->stats;
+    st->stats.kernel_launches++;
     if (!event) {
         if (start)
             clReleaseEvent(start);
         return CLATTN_OK;
     }
 
-    if (ctx->pending_count == ctx->pending_capacity) {
-        size_t cap = ctx->pending_capacity ? ctx->pending_capacity * 2 : 64;
-        clattn_pending_event *grown = realloc(ctx->pending, cap * sizeof(*grown));
+    if (st->pending_count == st->pending_capacity) {
+        size_t cap = st->pending_capacity ? st->pending_capacity * 2 : 64;
+        clattn_pending_event *grown = realloc(st->pending, cap * sizeof(*grown));
         if (!grown) {
             clReleaseEvent(event);
             if (start)
@@ -66,74 +69,76 @@ clattn_status clattn__account_span(clattn_context *ctx, const char *name, clattn
             return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                 "out of host memory recording a profiling event");
         }
-        ctx->pending = grown;
-        ctx->pending_capacity = cap;
+        st->pending = grown;
+        st->pending_capacity = cap;
     }
-    ctx->pending[ctx->pending_count++] =
-        (clattn_pending_event){event, start, kernel_slot(&ctx->stats, name)};
-    ctx->stats.kernels[ctx->pending[ctx->pending_count - 1].slot].launches++;
-    if (ctx->pending_count >= PENDING_LIMIT)
-        return clattn__stats_collect(ctx);
+    st->pending[st->pending_count++] =
+        (clattn_pending_event){event, start, kernel_slot(&st->stats, name)};
+    st->stats.kernels[st->pending[st->pending_count - 1].slot].launches++;
+    if (st->pending_count >= PENDING_LIMIT)
+        return stats_collect(ctx);
     return CLATTN_OK;
 }
 
-clattn_status clattn__stats_collect(clattn_context *ctx)
+/* Reads every queued profiling event into the per-kernel times. */
+static clattn_status stats_collect(clattn_context *ctx)
 {
-    if (ctx->pending_count == 0)
+    clattn_stats_state *st = &ctx->stats;
+    if (st->pending_count == 0)
         return CLATTN_OK;
     cl_int err = clFinish(ctx->queue);
     clattn_status status = CLATTN_OK;
     if (err != CL_SUCCESS)
         status = clattn__fail_cl(ctx, err, "clFinish before reading profiling events failed");
-    for (size_t i = 0; i < ctx->pending_count; i++) {
+    for (size_t i = 0; i < st->pending_count; i++) {
         cl_ulong start = 0, end = 0;
-        cl_event ev = ctx->pending[i].event;
-        cl_event from = ctx->pending[i].start ? ctx->pending[i].start : ev;
-        cl_int e1 = clGetEventProfilingInfo(from, ctx->pending[i].start ? CL_PROFILING_COMMAND_END
+        cl_event ev = st->pending[i].event;
+        cl_event from = st->pending[i].start ? st->pending[i].start : ev;
+        cl_int e1 = clGetEventProfilingInfo(from, st->pending[i].start ? CL_PROFILING_COMMAND_END
                                                                         : CL_PROFILING_COMMAND_START,
                                             sizeof(start), &start, NULL);
         cl_int e2 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL);
         if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && end >= start) {
             double ms = (double)(end - start) * 1e-6;
-            ctx->stats.kernels[ctx->pending[i].slot].total_ms += ms;
-            ctx->stats.total_kernel_ms += ms;
+            st->stats.kernels[st->pending[i].slot].total_ms += ms;
+            st->stats.total_kernel_ms += ms;
         } else if (status == CLATTN_OK) {
             status = clattn__fail_cl(ctx, e1 != CL_SUCCESS ? e1 : e2,
                                      "clGetEventProfilingInfo failed");
         }
         clReleaseEvent(ev);
-        if (ctx->pending[i].start)
-            clReleaseEvent(ctx->pending[i].start);
+        if (st->pending[i].start)
+            clReleaseEvent(st->pending[i].start);
     }
-    ctx->pending_count = 0;
+    st->pending_count = 0;
     return status;
 }
 
-void clattn__stats_release(clattn_context *ctx)
+void clattn__stats_release(clattn_stats_state *st)
 {
-    for (size_t i = 0; i < ctx->pending_count; i++) {
-        clReleaseEvent(ctx->pending[i].event);
-        if (ctx->pending[i].start)
-            clReleaseEvent(ctx->pending[i].start);
+    for (size_t i = 0; i < st->pending_count; i++) {
+        clReleaseEvent(st->pending[i].event);
+        if (st->pending[i].start)
+            clReleaseEvent(st->pending[i].start);
     }
-    free(ctx->pending);
-    ctx->pending = NULL;
-    ctx->pending_count = ctx->pending_capacity = 0;
+    free(st->pending);
+    st->pending = NULL;
+    st->pending_count = st->pending_capacity = 0;
 }
 
 clattn_status clattn_stats_get(clattn_context *ctx, clattn_stats *stats)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_stats_get: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG(ctx, stats, "clattn_stats_get: invalid argument: stats is NULL");
-    clattn_status status = clattn__stats_collect(ctx);
-    *stats = ctx->stats;
+    CLATTN_CHECK_ARG(NULL, "clattn_stats_get", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_stats_get", stats, "stats is NULL");
+    clattn_status status = stats_collect(ctx);
+    *stats = ctx->stats.stats;
     return status;
 }
 
 clattn_status clattn_stats_reset(clattn_context *ctx)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_stats_reset: invalid argument: ctx is NULL");
-    clattn_status status = clattn__stats_collect(ctx);
-    memset(&ctx->stats, 0, sizeof(ctx->stats));
+    CLATTN_CHECK_ARG(NULL, "clattn_stats_reset", ctx, "ctx is NULL");
+    clattn_status status = stats_collect(ctx);
+    memset(&ctx->stats.stats, 0, sizeof(ctx->stats.stats));
     return status;
 }

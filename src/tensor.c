@@ -1,16 +1,11 @@
 /* float32 device tensors: creation, views, host transfers, fill. */
-#include "internal.h"
+#include "tensor_internal.h"
+#include "buffers.h"
+#include "context_internal.h"
+#include "launch.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-bool clattn__mul_size(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a)
-        return false;
-    *out = a * b;
-    return true;
-}
 
 static void contiguous_strides(int ndim, const size_t *shape, size_t *strides)
 {
@@ -25,13 +20,13 @@ static void contiguous_strides(int ndim, const size_t *shape, size_t *strides)
 static clattn_status check_shape(clattn_context *ctx, const char *function, int ndim,
                                  const size_t *shape, size_t *numel)
 {
-    CLATTN_CHECK_ARG(ctx, ndim >= 1 && ndim <= CLATTN_MAX_DIMS,
-                     "%s: invalid argument: ndim is %d; it must be 1 to %d", function, ndim,
+    CLATTN_CHECK_ARG(ctx, function, ndim >= 1 && ndim <= CLATTN_MAX_DIMS,
+                     "ndim is %d; it must be 1 to %d", ndim,
                      CLATTN_MAX_DIMS);
-    CLATTN_CHECK_ARG(ctx, shape, "%s: invalid argument: shape is NULL", function);
+    CLATTN_CHECK_ARG(ctx, function, shape, "shape is NULL");
     size_t n = 1;
     for (int d = 0; d < ndim; d++) {
-        CLATTN_CHECK_ARG(ctx, shape[d] > 0, "%s: invalid argument: shape[%d] is 0", function, d);
+        CLATTN_CHECK_ARG(ctx, function, shape[d] > 0, "shape[%d] is 0", d);
         if (!clattn__mul_size(n, shape[d], &n))
             return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                                 "%s: the element count of the shape overflows size_t", function);
@@ -62,8 +57,8 @@ static clattn_status tensor_new(clattn_context *ctx, clattn_tensor **out, cl_mem
 clattn_status clattn_tensor_create(clattn_context *ctx, clattn_tensor **out, int ndim,
                                    const size_t *shape)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_tensor_create: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG(ctx, out, "clattn_tensor_create: invalid argument: tensor is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tensor_create", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_create", out, "tensor is NULL");
     *out = NULL;
     size_t numel, bytes;
     clattn_status status = check_shape(ctx, "clattn_tensor_create", ndim, shape, &numel);
@@ -87,10 +82,10 @@ clattn_status clattn_tensor_create(clattn_context *ctx, clattn_tensor **out, int
 clattn_status clattn_tensor_wrap(clattn_context *ctx, clattn_tensor **out, cl_mem buffer,
                                  size_t offset, int ndim, const size_t *shape)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_tensor_wrap: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG(ctx, out, "clattn_tensor_wrap: invalid argument: tensor is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tensor_wrap", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_wrap", out, "tensor is NULL");
     *out = NULL;
-    CLATTN_CHECK_ARG(ctx, buffer, "clattn_tensor_wrap: invalid argument: buffer is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_wrap", buffer, "buffer is NULL");
     size_t numel, end, bytes;
     clattn_status status = check_shape(ctx, "clattn_tensor_wrap", ndim, shape, &numel);
     if (status != CLATTN_OK)
@@ -103,15 +98,15 @@ clattn_status clattn_tensor_wrap(clattn_context *ctx, clattn_tensor **out, cl_me
         err = clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof(owner), &owner, NULL);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "clattn_tensor_wrap: invalid argument: querying buffer");
-    CLATTN_CHECK_ARG(ctx, owner == ctx->cl_ctx,
-                     "clattn_tensor_wrap: invalid argument: the buffer belongs to another "
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_wrap", owner == ctx->cl_ctx,
+                     "the buffer belongs to another "
                      "cl_context");
     if (offset > SIZE_MAX - numel || !clattn__mul_size(offset + numel, sizeof(float), &bytes))
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "clattn_tensor_wrap: offset + size overflows size_t");
     end = bytes;
-    CLATTN_CHECK_ARG(ctx, end <= size,
-                     "clattn_tensor_wrap: invalid argument: the buffer holds %zu bytes but offset "
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_wrap", end <= size,
+                     "the buffer holds %zu bytes but offset "
                      "%zu + %zu floats need %zu",
                      size, offset, numel, end);
     err = clRetainMemObject(buffer);
@@ -126,9 +121,9 @@ clattn_status clattn_tensor_wrap(clattn_context *ctx, clattn_tensor **out, cl_me
 clattn_status clattn_tensor_view(clattn_tensor **out, const clattn_tensor *base, size_t offset,
                                  int ndim, const size_t *shape, const size_t *strides)
 {
-    CLATTN_CHECK_ARG(NULL, out, "clattn_tensor_view: invalid argument: view is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tensor_view", out, "view is NULL");
     *out = NULL;
-    CLATTN_CHECK_ARG(NULL, base, "clattn_tensor_view: invalid argument: base is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tensor_view", base, "base is NULL");
     clattn_context *ctx = base->ctx;
     size_t numel;
     clattn_status status = check_shape(ctx, "clattn_tensor_view", ndim, shape, &numel);
@@ -154,8 +149,8 @@ clattn_status clattn_tensor_view(clattn_tensor **out, const clattn_tensor *base,
     cl_int err = clGetMemObjectInfo(base->mem, CL_MEM_SIZE, sizeof(size), &size, NULL);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "clattn_tensor_view: querying the buffer size");
-    CLATTN_CHECK_ARG(ctx, ok && last < size / sizeof(float),
-                     "clattn_tensor_view: invalid argument: the view reaches past the end of the "
+    CLATTN_CHECK_ARG(ctx, "clattn_tensor_view", ok && last < size / sizeof(float),
+                     "the view reaches past the end of the "
                      "buffer (%zu floats)",
                      size / sizeof(float));
     err = clRetainMemObject(base->mem);
@@ -201,10 +196,10 @@ size_t clattn_tensor_numel(const clattn_tensor *t)
 static clattn_status check_transfer(const clattn_tensor *t, const void *host, size_t count,
                                     const char *function)
 {
-    CLATTN_CHECK_ARG(NULL, t, "%s: invalid argument: tensor is NULL", function);
-    CLATTN_CHECK_ARG(t->ctx, host, "%s: invalid argument: host pointer is NULL", function);
-    CLATTN_CHECK_ARG(t->ctx, count == clattn_tensor_numel(t),
-                     "%s: invalid argument: count is %zu but the tensor has %zu elements", function,
+    CLATTN_CHECK_ARG(NULL, function, t, "tensor is NULL");
+    CLATTN_CHECK_ARG(t->ctx, function, host, "host pointer is NULL");
+    CLATTN_CHECK_ARG(t->ctx, function, count == clattn_tensor_numel(t),
+                     "count is %zu but the tensor has %zu elements",
                      count, clattn_tensor_numel(t));
     if (!clattn_tensor_is_contiguous(t))
         return clattn__fail(t->ctx, CLATTN_ERROR_UNSUPPORTED,
@@ -240,7 +235,7 @@ clattn_status clattn_tensor_read(const clattn_tensor *t, float *dst, size_t coun
 
 clattn_status clattn_tensor_fill(clattn_tensor *t, float value)
 {
-    CLATTN_CHECK_ARG(NULL, t, "clattn_tensor_fill: invalid argument: tensor is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tensor_fill", t, "tensor is NULL");
     /* The kernel sees every tensor as 4-D: leading dimensions of size 1. */
     cl_ulong shape[CLATTN_MAX_DIMS] = {1, 1, 1, 1}, strides[CLATTN_MAX_DIMS] = {0, 0, 0, 0};
     int pad = CLATTN_MAX_DIMS - t->ndim;

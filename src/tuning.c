@@ -1,5 +1,6 @@
 /* Device-aware tuning: defaults from device facts, the per-user cache, the CLATTN_TUNE override. */
-#include "internal.h"
+#include "tuning.h"
+#include "context_internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -9,12 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const xgemm_names[CLATTN_XGEMM_PARAMETER_COUNT] = CLATTN_XGEMM_PARAMETER_NAMES;
+const char *const clattn__gemm_parameter_names[CLATTN_GEMM_PARAMETER_COUNT] = {
+    "GEMMK", "MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB",
+    "KWI",   "VWM", "VWN", "STRM", "STRN", "SA", "SB", "KREG"};
 
 /* Xgemm parameters examples/tune found best for PoCL's CPU device on a 2-core AVX-512 EPYC (of
  * its candidates, which include those CLBlast's own tuner found there): about 28-30 G
  * multiply-adds/s on the encoder's projection shapes, 3.5x CLBlast's defaults. */
-static const size_t pocl_cpu_xgemm[CLATTN_XGEMM_PARAMETER_COUNT] = {0,  128, 128, 64, 16, 16,
+static const size_t pocl_cpu_xgemm[CLATTN_GEMM_PARAMETER_COUNT] = {0,  128, 128, 64, 16, 16,
                                                                    16, 16,  4,   8,  8,  0,
                                                                    0,  1,   1,   1};
 
@@ -24,7 +27,7 @@ static bool is_pow2(size_t n)
 }
 
 /* What is out of range in a tuning, written into problem; false when nothing is. */
-static bool tuning_problem(const clattn_context *ctx, const clattn_tuning *t, char *problem,
+static bool tuning_problem(const clattn_device_info *info, const clattn_tuning *t, char *problem,
                            size_t size)
 {
     if (t->fused_local != 0 && t->fused_local != 1)
@@ -33,31 +36,30 @@ static bool tuning_problem(const clattn_context *ctx, const clattn_tuning *t, ch
         snprintf(problem, size, "fused_qpw is %zu (1 to 16)", t->fused_qpw);
     else if (t->fused_tk < 1 || t->fused_tk > 256)
         snprintf(problem, size, "fused_tk is %zu (1 to 256)", t->fused_tk);
-    else if (!is_pow2(t->fused_wg) || t->fused_wg > ctx->info.max_work_group_size)
+    else if (!is_pow2(t->fused_wg) || t->fused_wg > info->max_work_group_size)
         snprintf(problem, size, "fused_wg is %zu (a power of two up to %zu)", t->fused_wg,
-                 ctx->info.max_work_group_size);
-    else if (t->has_xgemm != 0 && t->has_xgemm != 1)
-        snprintf(problem, size, "has_xgemm is %d", t->has_xgemm);
+                 info->max_work_group_size);
     else
         return false;
     return true;
 }
 
-/* Records CLATTN_ERROR_INVALID_ARGUMENT for an out-of-range tuning. */
-static clattn_status check_tuning(clattn_context *ctx, const clattn_tuning *t, const char *where)
+clattn_status clattn__tuning_check(clattn_context *ctx, const clattn_device_info *info,
+                                   const clattn_tuning *t, const char *function)
 {
     char problem[128];
-    if (tuning_problem(ctx, t, problem, sizeof(problem)))
-        return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT, "%s: invalid argument: %s",
-                            where, problem);
+    if (tuning_problem(info, t, problem, sizeof(problem)))
+        return clattn__fail_arg(ctx, function, "%s", problem);
     return CLATTN_OK;
 }
 
-static void device_defaults(const clattn_context *ctx, clattn_tuning *t)
+static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
+                            clattn_gemm_params *gemm)
 {
     memset(t, 0, sizeof(*t));
-    size_t max_wg = ctx->info.max_work_group_size ? ctx->info.max_work_group_size : 1;
-    if (ctx->info.local_mem_is_global) {
+    memset(gemm, 0, sizeof(*gemm));
+    size_t max_wg = info->max_work_group_size ? info->max_work_group_size : 1;
+    if (info->local_mem_is_global) {
         /* CPUs: no staging; several queries per work-item reuse each key row from cache
          * (examples/tune's best on PoCL: 8 queries, blocks of 8 keys, one work-item groups). */
         t->fused_local = 0;
@@ -73,10 +75,10 @@ static void device_defaults(const clattn_context *ctx, clattn_tuning *t)
     }
     while (t->fused_wg > max_wg)
         t->fused_wg /= 2;
-    if (ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
-        strstr(ctx->info.platform_name, "Portable Computing Language")) {
-        t->has_xgemm = 1;
-        memcpy(t->xgemm, pocl_cpu_xgemm, sizeof(pocl_cpu_xgemm));
+    if (info->type == CLATTN_DEVICE_TYPE_CPU &&
+        strstr(info->platform_name, "Portable Computing Language")) {
+        gemm->present = 1;
+        memcpy(gemm->values, pocl_cpu_xgemm, sizeof(pocl_cpu_xgemm));
     }
 }
 
@@ -101,12 +103,12 @@ const char *clattn_tuning_cache_path(void)
     return n > 0 && (size_t)n < sizeof(cache_path_buffer) ? cache_path_buffer : NULL;
 }
 
-static bool same_device(json_t *entry, const clattn_context *ctx)
+static bool same_device(json_t *entry, const clattn_device_info *info)
 {
     const char *device = json_string_value(json_object_get(entry, "device"));
     const char *driver = json_string_value(json_object_get(entry, "driver"));
-    return device && driver && strcmp(device, ctx->info.name) == 0 &&
-           strcmp(driver, ctx->info.driver_version) == 0;
+    return device && driver && strcmp(device, info->name) == 0 &&
+           strcmp(driver, info->driver_version) == 0;
 }
 
 static bool read_size(json_t *object, const char *key, size_t *out)
@@ -118,8 +120,8 @@ static bool read_size(json_t *object, const char *key, size_t *out)
     return true;
 }
 
-/* Reads an entry into *t; false when a field is missing or mistyped. */
-static bool entry_tuning(json_t *entry, clattn_tuning *t)
+/* Reads an entry into *t and *gemm; false when a field is missing or mistyped. */
+static bool entry_tuning(json_t *entry, clattn_tuning *t, clattn_gemm_params *gemm)
 {
     json_t *fused = json_object_get(entry, "fused");
     size_t local;
@@ -129,15 +131,16 @@ static bool entry_tuning(json_t *entry, clattn_tuning *t)
         return false;
     t->fused_local = local != 0 ? (int)local : 0;
     json_t *xgemm = json_object_get(entry, "xgemm");
-    t->has_xgemm = json_is_object(xgemm);
-    for (int i = 0; t->has_xgemm && i < CLATTN_XGEMM_PARAMETER_COUNT; i++)
-        if (!read_size(xgemm, xgemm_names[i], &t->xgemm[i]))
+    gemm->present = json_is_object(xgemm);
+    for (int i = 0; gemm->present && i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+        if (!read_size(xgemm, clattn__gemm_parameter_names[i], &gemm->values[i]))
             return false;
     return true;
 }
 
-/* Applies this device's cache entry over *t, if there is a valid one. */
-static void apply_cache(clattn_context *ctx, clattn_tuning *t)
+/* Applies this device's cache entry over *t and *gemm, if there is a valid one. */
+static void apply_cache(clattn_context *ctx, const clattn_device_info *info, clattn_tuning *t,
+                        clattn_gemm_params *gemm)
 {
     const char *path = clattn_tuning_cache_path();
     if (!path)
@@ -162,41 +165,45 @@ static void apply_cache(clattn_context *ctx, clattn_tuning *t)
     json_t *entry;
     char problem[128] = "a missing or mistyped field";
     json_array_foreach(entries, i, entry) {
-        if (!json_is_object(entry) || !same_device(entry, ctx))
+        if (!json_is_object(entry) || !same_device(entry, info))
             continue;
         const char *library = json_string_value(json_object_get(entry, "library"));
         clattn_tuning candidate = *t;
+        clattn_gemm_params candidate_gemm = *gemm;
         if (!library || strcmp(library, CLATTN_VERSION_STRING) != 0) {
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "tuning cache %s: the entry for %s was made by libclattn %s, not %s; "
                         "ignored (run examples/tune again)",
-                        path, ctx->info.name, library ? library : "(unknown)",
+                        path, info->name, library ? library : "(unknown)",
                         CLATTN_VERSION_STRING);
-        } else if (!entry_tuning(entry, &candidate) ||
-                   tuning_problem(ctx, &candidate, problem, sizeof(problem))) {
+        } else if (!entry_tuning(entry, &candidate, &candidate_gemm) ||
+                   tuning_problem(info, &candidate, problem, sizeof(problem))) {
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "tuning cache %s: the entry for %s is malformed (%s); ignored", path,
-                        ctx->info.name, problem);
+                        info->name, problem);
         } else {
             *t = candidate;
+            *gemm = candidate_gemm;
             clattn__log(ctx, CLATTN_LOG_INFO, "tuning from %s applied", path);
         }
     }
     json_decref(root);
 }
 
-static json_t *entry_json(const clattn_context *ctx, const clattn_tuning *t)
+static json_t *entry_json(const clattn_device_info *info, const clattn_tuning *t,
+                          const clattn_gemm_params *gemm)
 {
     json_t *fused = json_pack("{s:i, s:I, s:I, s:I}", "local", t->fused_local, "qpw",
                               (json_int_t)t->fused_qpw, "tk", (json_int_t)t->fused_tk, "wg",
                               (json_int_t)t->fused_wg);
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:o}", "device", ctx->info.name, "driver",
-                              ctx->info.driver_version, "library", CLATTN_VERSION_STRING,
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:o}", "device", info->name, "driver",
+                              info->driver_version, "library", CLATTN_VERSION_STRING,
                               "fused", fused);
-    if (entry && t->has_xgemm) {
+    if (entry && gemm->present) {
         json_t *xgemm = json_object();
-        for (int i = 0; i < CLATTN_XGEMM_PARAMETER_COUNT; i++)
-            json_object_set_new(xgemm, xgemm_names[i], json_integer((json_int_t)t->xgemm[i]));
+        for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+            json_object_set_new(xgemm, clattn__gemm_parameter_names[i],
+                                json_integer((json_int_t)gemm->values[i]));
         json_object_set_new(entry, "xgemm", xgemm);
     }
     return entry;
@@ -215,14 +222,10 @@ static void make_parent_dirs(const char *path)
         }
 }
 
-clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning *t)
+clattn_status clattn__tuning_cache_write(clattn_context *ctx, const clattn_device_info *info,
+                                         const clattn_tuning *t, const clattn_gemm_params *gemm,
+                                         const char *fn)
 {
-    static const char fn[] = "clattn_tuning_cache_store";
-    CLATTN_CHECK_ARG(NULL, ctx, "%s: invalid argument: ctx is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, t, "%s: invalid argument: tuning is NULL", fn);
-    clattn_status status = check_tuning(ctx, t, fn);
-    if (status != CLATTN_OK)
-        return status;
     const char *path = clattn_tuning_cache_path();
     if (!path)
         return clattn__fail(ctx, CLATTN_ERROR_IO,
@@ -237,9 +240,9 @@ clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning
     }
     json_t *entries = json_object_get(root, "entries");
     for (size_t i = json_array_size(entries); i-- > 0;)
-        if (same_device(json_array_get(entries, i), ctx))
+        if (same_device(json_array_get(entries, i), info))
             json_array_remove(entries, i);
-    json_t *entry = entry_json(ctx, t);
+    json_t *entry = entry_json(info, t, gemm);
     if (!root || !entry || json_array_append_new(entries, entry) != 0) {
         if (!root) /* json_array_append_new took entry over (and freed it) otherwise */
             json_decref(entry);
@@ -283,7 +286,8 @@ static bool apply_pair(clattn_tuning *t, const char *key, size_t key_len, const 
     return true;
 }
 
-static void apply_environment(clattn_context *ctx, clattn_tuning *t)
+static void apply_environment(clattn_context *ctx, const clattn_device_info *info,
+                              clattn_tuning *t)
 {
     const char *env = getenv("CLATTN_TUNE");
     for (const char *p = env; p && *p;) {
@@ -296,55 +300,68 @@ static void apply_environment(clattn_context *ctx, clattn_tuning *t)
                         (int)len, p);
         p = comma ? comma + 1 : p + len;
     }
-    while (t->fused_wg > ctx->info.max_work_group_size && t->fused_wg > 1)
+    while (t->fused_wg > info->max_work_group_size && t->fused_wg > 1)
         t->fused_wg /= 2;
 }
 
-void clattn__tuning_init(clattn_context *ctx)
+void clattn__tuning_choose(clattn_context *ctx, const clattn_device_info *info,
+                           clattn_tuning *tuning, clattn_gemm_params *gemm)
 {
-    clattn_tuning t;
-    device_defaults(ctx, &t);
-    apply_cache(ctx, &t);
-    apply_environment(ctx, &t);
-    ctx->tuning = t;
-    const char *refused = clattn__gemm_override(ctx);
-    if (refused) { /* CLBlast keeps its own parameters: a warning, not an error */
-        ctx->tuning.has_xgemm = 0;
-        clattn__log(ctx, CLATTN_LOG_WARNING,
-                    "CLBlast refused the tuning's Xgemm parameters (%s); continuing with its own",
-                    refused);
+    device_defaults(info, tuning, gemm);
+    apply_cache(ctx, info, tuning, gemm);
+    apply_environment(ctx, info, tuning);
+}
+
+bool clattn__gemm_params_parse(const char *text, clattn_gemm_params *gemm, char *problem,
+                               size_t problem_size)
+{
+    clattn_gemm_params parsed;
+    memset(&parsed, 0, sizeof(parsed));
+    bool seen[CLATTN_GEMM_PARAMETER_COUNT] = {false};
+    for (const char *p = text; *p;) {
+        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        int index = -1;
+        for (int i = 0; eq && (!comma || eq < comma) && i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+            if ((size_t)(eq - p) == strlen(clattn__gemm_parameter_names[i]) &&
+                strncmp(p, clattn__gemm_parameter_names[i], (size_t)(eq - p)) == 0)
+                index = i;
+        char *end = NULL;
+        unsigned long v = index >= 0 && eq[1] != '-' ? strtoul(eq + 1, &end, 10) : 0;
+        if (index < 0 || !end || end == eq + 1 || (*end && *end != ',') || seen[index]) {
+            snprintf(problem, problem_size, "\"%.*s\" is not NAME=VALUE with a new CLBlast Xgemm "
+                     "parameter name", (int)len, p);
+            return false;
+        }
+        seen[index] = true;
+        parsed.values[index] = v;
+        p = comma ? comma + 1 : p + len;
     }
+    for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+        if (!seen[i]) {
+            snprintf(problem, problem_size, "%s is missing (all 16 Xgemm parameters are needed)",
+                     clattn__gemm_parameter_names[i]);
+            return false;
+        }
+    parsed.present = 1;
+    *gemm = parsed;
+    return true;
 }
 
-clattn_status clattn_context_get_tuning(const clattn_context *ctx, clattn_tuning *tuning)
+clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning *tuning,
+                                        const char *gemm_parameters)
 {
-    CLATTN_CHECK_ARG(NULL, ctx, "clattn_context_get_tuning: invalid argument: ctx is NULL");
-    CLATTN_CHECK_ARG((clattn_context *)ctx, tuning,
-                     "clattn_context_get_tuning: invalid argument: tuning is NULL");
-    *tuning = ctx->tuning;
-    return CLATTN_OK;
-}
-
-clattn_status clattn_context_set_tuning(clattn_context *ctx, const clattn_tuning *tuning)
-{
-    static const char fn[] = "clattn_context_set_tuning";
-    CLATTN_CHECK_ARG(NULL, ctx, "%s: invalid argument: ctx is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, tuning, "%s: invalid argument: tuning is NULL", fn);
-    CLATTN_CHECK_ARG(ctx, clattn__reserved_is_zero(tuning->reserved, sizeof(tuning->reserved)),
-                     "%s: invalid argument: tuning->reserved is not zero", fn);
-    clattn_status status = check_tuning(ctx, tuning, fn);
+    static const char fn[] = "clattn_tuning_cache_store";
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, tuning, "tuning is NULL");
+    clattn_status status = clattn__tuning_check(ctx, &ctx->info, tuning, fn);
     if (status != CLATTN_OK)
         return status;
-    clattn_tuning previous = ctx->tuning;
-    ctx->tuning = *tuning;
-    if (tuning->has_xgemm && (status = clattn__gemm_apply_tuning(ctx)) != CLATTN_OK) {
-        ctx->tuning = previous;
-        return status;
-    }
-    /* Specialised fused programs follow the new parameters on their next use. */
-    clattn_status finished = clattn_context_finish(ctx);
-    for (size_t i = 0; i < ctx->fused_count; i++)
-        clattn__fused_release(&ctx->fused[i]);
-    ctx->fused_count = 0;
-    return finished;
+    clattn_gemm_params gemm;
+    memset(&gemm, 0, sizeof(gemm));
+    char problem[160];
+    if (gemm_parameters && *gemm_parameters &&
+        !clattn__gemm_params_parse(gemm_parameters, &gemm, problem, sizeof(problem)))
+        return clattn__fail_arg(ctx, fn, "gemm_parameters: %s", problem);
+    return clattn__tuning_cache_write(ctx, &ctx->info, tuning, &gemm, fn);
 }

@@ -5,7 +5,10 @@
  * most 33 terms against double).
  */
 #include "common/test_util.h"
-#include "attention_core.h"
+#include "attention_internal.h"
+#include "elementwise.h"
+#include "positional.h"
+#include "tensor_internal.h"
 #include "ref/ref_attention.h"
 #include "ref/ref_encoder.h"
 
@@ -234,7 +237,7 @@ static void average_heads_over_chunks(void **state)
     clattn_tensor_destroy(&tp), clattn_tensor_destroy(&tavg);
 }
 
-static void check_bias_act(test_fixture *f, clattn_activation_kind act, bool with_bias)
+static void check_bias_act(test_fixture *f, int act, bool with_bias)
 {
     size_t rows = 5, cols = 7, ld = 9, bias_offset = 3;
     float *y = random_array(rows * ld, 50 + act, -3, 3);

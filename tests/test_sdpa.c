@@ -175,8 +175,8 @@ static void every_attention_mask_form(void **state)
         {2, {Nq, Nk}, CLATTN_MASK_BOOL},
         {2, {Nq, Nk}, CLATTN_MASK_ADDITIVE},
         {2, {1, Nk}, CLATTN_MASK_BOOL},
-        {3, {B, Nq, Nk}, CLATTN_MASK_BOOL},
-        {3, {B, Nq, Nk}, CLATTN_MASK_ADDITIVE},
+        {3, {H, Nq, Nk}, CLATTN_MASK_BOOL},
+        {3, {H, Nq, Nk}, CLATTN_MASK_ADDITIVE},
         {3, {1, Nq, 1}, CLATTN_MASK_ADDITIVE},
         {4, {B, H, Nq, Nk}, CLATTN_MASK_BOOL},
         {4, {B, H, Nq, Nk}, CLATTN_MASK_ADDITIVE},
@@ -468,6 +468,15 @@ static void invalid_arguments(void **state)
     p.attn_mask = mask;
     assert_status_msg(ctx, clattn_sdpa(ctx, q, k, v, o, &p), CLATTN_ERROR_SHAPE_MISMATCH,
                       "attn_mask has shape [5, 6] but must be [5, 7]");
+    /* A 3-D mask is [H, Nq, Nk], right-aligned as torch broadcasts: [B, Nq, Nk] (B 2 != H 3) is
+     * refused instead of being read per batch. */
+    clattn_tensor *batch_mask = NULL;
+    assert_int_equal(clattn_tensor_create(ctx, &batch_mask, 3, (size_t[]){2, 5, 7}), CLATTN_OK);
+    p.attn_mask = batch_mask;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, k, v, o, &p), CLATTN_ERROR_SHAPE_MISMATCH,
+                      "attn_mask has shape [2, 5, 7] but must be [3, 5, 7] (forms [Nq, Nk], "
+                      "[H, Nq, Nk] or [B, H, Nq, Nk]");
+    clattn_tensor_destroy(&batch_mask);
     RESET();
     p.attn_mask = w;
     p.attn_mask_kind = (clattn_mask_kind)7;

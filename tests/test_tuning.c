@@ -106,9 +106,14 @@ static void cache_round_trip_keeps_other_devices(void **state)
     t.fused_qpw = 3;
     t.fused_tk = 5;
     t.fused_wg = 2;
-    assert_int_equal(clattn_tuning_cache_store(ctx, &t), CLATTN_OK);
+    static const char gemm[] = "GEMMK=0,MWG=64,NWG=64,KWG=32,MDIMC=8,NDIMC=16,MDIMA=8,NDIMB=16,"
+                               "KWI=2,VWM=4,VWN=2,STRM=0,STRN=0,SA=1,SB=1,KREG=1";
+    assert_int_equal(clattn_tuning_cache_store(ctx, &t, gemm), CLATTN_OK);
     clattn_context_destroy(&ctx);
     const char *text = read_file(f->cache);
+    /* The GEMM parameters are kept in the cache (not in clattn_tuning). */
+    assert_non_null(strstr(text, "\"NDIMC\": 16"));
+    assert_non_null(strstr(text, "\"VWN\": 2"));
     assert_non_null(strstr(text, "some other device"));
     assert_non_null(strstr(text, CLATTN_VERSION_STRING));
     /* A new context applies the stored entry. */
@@ -119,9 +124,8 @@ static void cache_round_trip_keeps_other_devices(void **state)
     assert_int_equal(got.fused_qpw, 3);
     assert_int_equal(got.fused_tk, 5);
     assert_int_equal(got.fused_wg, 2);
-    assert_int_equal(got.has_xgemm, t.has_xgemm);
     /* Storing again replaces this device's entry rather than adding one. */
-    assert_int_equal(clattn_tuning_cache_store(ctx, &got), CLATTN_OK);
+    assert_int_equal(clattn_tuning_cache_store(ctx, &got, NULL), CLATTN_OK);
     text = read_file(f->cache);
     const char *first = strstr(text, "\"qpw\": 3"), *second = first ? strstr(first + 1, "\"qpw\": 3") : NULL;
     assert_non_null(first);
@@ -232,10 +236,19 @@ static void set_tuning_keeps_results_and_refuses_bad_values(void **state)
     assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
                       "reserved");
     bad = t, bad.fused_tk = 0;
-    assert_status_msg(ctx, clattn_tuning_cache_store(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
-                      "fused_tk is 0");
-    assert_status_msg(NULL, clattn_tuning_cache_store(NULL, &t), CLATTN_ERROR_INVALID_ARGUMENT,
-                      "ctx is NULL");
+    assert_status_msg(ctx, clattn_tuning_cache_store(ctx, &bad, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "fused_tk is 0");
+    assert_status_msg(NULL, clattn_tuning_cache_store(NULL, &t, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "ctx is NULL");
+    assert_status_msg(ctx, clattn_tuning_cache_store(ctx, &t, "MWG=64"),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "GEMMK is missing");
+    assert_status_msg(ctx, clattn_context_set_gemm_parameters(ctx, "MWG=64,MWG=32"),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "\"MWG=32\" is not NAME=VALUE");
+    assert_status_msg(ctx, clattn_context_set_gemm_parameters(ctx, "NOPE=1"),
+                      CLATTN_ERROR_INVALID_ARGUMENT,
+                      "clattn_context_set_gemm_parameters: invalid argument: \"NOPE=1\"");
+    assert_status_msg(ctx, clattn_context_set_gemm_parameters(ctx, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "parameters is NULL");
     assert_status_msg(NULL, clattn_context_get_tuning(NULL, &t), CLATTN_ERROR_INVALID_ARGUMENT,
                       "ctx is NULL");
     assert_status_msg(ctx, clattn_context_get_tuning(ctx, NULL), CLATTN_ERROR_INVALID_ARGUMENT,

@@ -62,7 +62,9 @@ typedef struct clattn_sdpa_params {
     /* Multiplies the scores; 0 selects 1/sqrt(d_k). */
     float scale;
     int causal;
-    /* [Nq, Nk], [B, Nq, Nk] or [B, H, Nq, Nk]; any dimension may be 1 to broadcast. */
+    /* Broadcast as PyTorch does, right-aligned against [B, H, Nq, Nk]: [Nq, Nk], [H, Nq, Nk] or
+     * [B, H, Nq, Nk]; any dimension may be 1 to broadcast. (A per-batch mask is [B, 1, Nq, Nk]:
+     * a 3-D mask's first dimension is the heads, as in torch's scaled_dot_product_attention.) */
     const clattn_tensor *attn_mask;
     clattn_mask_kind attn_mask_kind;
     /* [B, Nk] (or [1, Nk] to broadcast). */

@@ -86,7 +86,11 @@ typedef struct clattn_context_params {
      * the devices that were found. The string need only live for the call.
      */
     const char *device;
-    /* Receives log messages at or above log_level. NULL: warnings and errors go to stderr. */
+    /* Receives log messages at or above log_level, including each returned error (at
+     * CLATTN_LOG_ERROR). NULL: warnings (an ignored tuning cache, say) go to stderr, and returned
+     * errors are not printed at all — the caller has the status and clattn_last_error. The
+     * environment variable CLATTN_LOG (debug, info, warning, error or none) overrides log_level,
+     * and with it set returned errors are printed to stderr too. */
     clattn_log_callback log_callback;
     void *log_user_data;
     clattn_log_level log_level; /* default CLATTN_LOG_WARNING */
@@ -158,37 +162,28 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
 /* Tuning                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-/* CLBlast's Xgemm kernel parameters, in the order of clattn_tuning.xgemm. */
-#define CLATTN_XGEMM_PARAMETER_COUNT 16
-#define CLATTN_XGEMM_PARAMETER_NAMES                                                          \
-    {"GEMMK", "MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN",   \
-     "STRM", "STRN", "SA", "SB", "KREG"}
-
 /*
- * How the context runs its kernels and GEMMs on its device. Context creation chooses it in this
- * order, each step overriding the previous one:
+ * How the context runs its attention kernel on its device: the library's own kernel choices.
+ * Context creation chooses them in this order, each step overriding the previous one:
  *   1. defaults from the device's facts (CPUs, whose __local memory is global memory: no
  *      staging, 8 queries per work-item; GPUs: keys and values staged through __local memory);
- *      for PoCL's CPU devices also Xgemm parameters examples/tune found on such a device;
  *   2. the entry for this device (name and driver version) and this library version in the
  *      tuning cache written by examples/tune: $CLATTN_TUNING_CACHE, else
  *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache or
  *      a stale entry (another library version) is ignored with a warning, never fatal;
- *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs among fused_qpw
- *      (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1); anything else
- *      is ignored with a warning.
- * Xgemm parameters are applied with CLBlastOverrideParameters, which is process-wide state of
- * CLBlast for the device: every context on that device (and any other CLBlast user in the
- * process) then uses them, and a later tuning with has_xgemm = 0 does not undo an earlier
- * override.
+ *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
+ *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1) —
+ *      the fields below; anything else is ignored with a warning.
+ * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
+ * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
+ * are set with clattn_context_set_gemm_parameters.
  */
 typedef struct clattn_tuning {
-    int fused_local;  /* 1: stage keys and values through __local memory */
-    size_t fused_qpw; /* queries per work-item (without staging) */
-    size_t fused_tk;  /* keys per block (without staging: rounded down to 1, 2, 4, 8 or 16) */
-    size_t fused_wg;  /* work-group size (a power of two) */
-    int has_xgemm;    /* 1: xgemm holds parameters to apply; 0: leave CLBlast's as they are */
-    size_t xgemm[CLATTN_XGEMM_PARAMETER_COUNT];
+    int fused_local;  /* fused_local: 1 stages keys and values through __local memory */
+    size_t fused_qpw; /* fused_qpw: queries per work-item (without staging) */
+    size_t fused_tk;  /* fused_tk: keys per block (without staging: rounded down to 1, 2, 4, 8
+                       * or 16) */
+    size_t fused_wg;  /* fused_wg: work-group size (a power of two) */
     uint8_t reserved[64]; /* must be zero */
 } clattn_tuning;
 
@@ -196,16 +191,33 @@ typedef struct clattn_tuning {
 CLATTN_API clattn_status clattn_context_get_tuning(const clattn_context *ctx,
                                                    clattn_tuning *tuning);
 
-/* Applies a tuning from now on (kernels specialised by it are rebuilt on their next use; Xgemm
- * parameters are applied to CLBlast at once). Out-of-range values are
- * CLATTN_ERROR_INVALID_ARGUMENT; parameters CLBlast refuses are CLATTN_ERROR_CLBLAST. */
+/* Applies a tuning from now on (kernels specialised by it are rebuilt on their next use).
+ * Out-of-range values are CLATTN_ERROR_INVALID_ARGUMENT. */
 CLATTN_API clattn_status clattn_context_set_tuning(clattn_context *ctx,
                                                    const clattn_tuning *tuning);
 
-/* Stores a tuning as the cache entry of the context's device, driver and library version
- * (replacing an older one; other devices' entries are kept). */
+/*
+ * Sets the parameters of CLBlast's GEMM kernel (Xgemm) for the context's device, given as text:
+ * "GEMMK=0,MWG=64,..." with all 16 of CLBlast's Xgemm parameter names (CLBlast's documentation
+ * lists them and their constraints). Text keeps CLBlast's parameter set out of libclattn's ABI.
+ * CLBlast applies them process-wide for that device (every context on it, and any other CLBlast
+ * user in the process). A malformed text is CLATTN_ERROR_INVALID_ARGUMENT; parameters CLBlast
+ * refuses are CLATTN_ERROR_CLBLAST.
+ */
+CLATTN_API clattn_status clattn_context_set_gemm_parameters(clattn_context *ctx,
+                                                            const char *parameters);
+
+/* Stores a tuning, and optionally GEMM parameters (text as for
+ * clattn_context_set_gemm_parameters; NULL or "" for none), as the cache entry of the context's
+ * device, driver and library version (replacing an older one; other devices' entries are kept).
+ * The file is replaced atomically (written to a temporary file, then renamed). */
 CLATTN_API clattn_status clattn_tuning_cache_store(clattn_context *ctx,
-                                                   const clattn_tuning *tuning);
+                                                   const clattn_tuning *tuning,
+                                                   const char *gemm_parameters);
+
+/* Bytes the context's workspace holds now: the scratch buffers that operations borrow during a
+ * call and keep for the next (grown on demand, released with the context). 0 for NULL. */
+CLATTN_API size_t clattn_context_workspace_bytes(const clattn_context *ctx);
 
 /* The tuning cache's path (see clattn_tuning), or NULL when no home directory is known. The
  * string stays valid until the next call on the same thread. */

@@ -190,8 +190,8 @@ float *test_expand_mask(const float *mask, int ndim, const size_t *shape, int th
                         idx[0] = i, idx[1] = j;
                     } else if (ndim == 3 && three_d_is_bh) {
                         idx[0] = b * H + h, idx[1] = i, idx[2] = j;
-                    } else if (ndim == 3) {
-                        idx[0] = b, idx[1] = i, idx[2] = j;
+                    } else if (ndim == 3) { /* right-aligned: [H, Nq, Nk] */
+                        idx[0] = h, idx[1] = i, idx[2] = j;
                     } else {
                         idx[0] = b, idx[1] = h, idx[2] = i, idx[3] = j;
                     }

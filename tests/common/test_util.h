@@ -66,7 +66,7 @@ clattn_tensor *test_tensor_from(clattn_context *ctx, int ndim, const size_t *sha
 float *test_tensor_to_host(const clattn_tensor *t);
 
 /* Expands a mask of shape shape[0..ndim-1] to a full [B, H, Nq, Nk] array by broadcasting
- * (size-1 dimensions repeat). ndim 2: [Nq, Nk]; ndim 3: [B, Nq, Nk], or [B·H, Nq, Nk] when
+ * (size-1 dimensions repeat). ndim 2: [Nq, Nk]; ndim 3: [H, Nq, Nk] (right-aligned, as torch broadcasts), or [B·H, Nq, Nk] when
  * three_d_is_bh (PyTorch's MultiheadAttention form); ndim 4: [B, H, Nq, Nk]. */
 float *test_expand_mask(const float *mask, int ndim, const size_t *shape, int three_d_is_bh,
                         size_t B, size_t H, size_t Nq, size_t Nk);

@@ -1,5 +1,8 @@
-/* Checking attention and key-padding masks and mapping them onto the kernels' broadcast views. */
-#include "attention_core.h"
+/* Checking the tensors given to the attention calls and mapping them onto the kernels' views:
+ * masks (broadcast strides), head views, the attention-weights output. */
+#include "attention_internal.h"
+#include "shape.h"
+#include "tensor_internal.h"
 
 #include <string.h>
 
@@ -11,11 +14,11 @@ static int kernel_kind(clattn_mask_kind kind)
 static clattn_status check_mask_tensor(clattn_context *ctx, const char *function, const char *name,
                                        const clattn_tensor *mask, clattn_mask_kind kind)
 {
-    CLATTN_CHECK_ARG(ctx, kind == CLATTN_MASK_BOOL || kind == CLATTN_MASK_ADDITIVE,
-                     "%s: invalid argument: %s kind is %d, not a clattn_mask_kind", function, name,
+    CLATTN_CHECK_ARG(ctx, function, kind == CLATTN_MASK_BOOL || kind == CLATTN_MASK_ADDITIVE,
+                     "%s kind is %d, not a clattn_mask_kind", name,
                      (int)kind);
-    CLATTN_CHECK_ARG(ctx, mask->ctx == ctx,
-                     "%s: invalid argument: %s belongs to another context", function, name);
+    CLATTN_CHECK_ARG(ctx, function, mask->ctx == ctx,
+                     "%s belongs to another context", name);
     return CLATTN_OK;
 }
 
@@ -50,9 +53,9 @@ clattn_status clattn__attn_mask_view(clattn_context *ctx, const char *function,
         want[0] = seq_q, want[1] = seq_k;
         strides[2] = broadcast_stride(mask, 0, seq_q);
         strides[3] = broadcast_stride(mask, 1, seq_k);
-    } else if (nd == 3 && layout_3d == CLATTN_MASK_3D_BATCH) {
-        want[0] = batch, want[1] = seq_q, want[2] = seq_k;
-        strides[0] = broadcast_stride(mask, 0, batch);
+    } else if (nd == 3 && layout_3d == CLATTN_MASK_3D_HEADS) {
+        want[0] = heads, want[1] = seq_q, want[2] = seq_k;
+        strides[1] = broadcast_stride(mask, 0, heads);
         strides[2] = broadcast_stride(mask, 1, seq_q);
         strides[3] = broadcast_stride(mask, 2, seq_k);
     } else if (nd == 3) {
@@ -77,7 +80,7 @@ clattn_status clattn__attn_mask_view(clattn_context *ctx, const char *function,
         char got[96], need[96];
         clattn__format_shape(got, sizeof(got), mask->ndim, mask->shape);
         clattn__format_shape(need, sizeof(need), nd, want);
-        forms = layout_3d == CLATTN_MASK_3D_BATCH ? "[Nq, Nk], [B, Nq, Nk] or [B, H, Nq, Nk]"
+        forms = layout_3d == CLATTN_MASK_3D_HEADS ? "[Nq, Nk], [H, Nq, Nk] or [B, H, Nq, Nk]"
                                                   : "[Nq, Nk], [B*H, Nq, Nk] or [B, H, Nq, Nk]";
         return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
                             "%s: attn_mask has shape %s but must be %s (forms %s; size-1 "
@@ -119,5 +122,50 @@ clattn_status clattn__key_padding_view(clattn_context *ctx, const char *function
     view->sb = (size_t)sb;
     view->sj = (size_t)sj;
     view->kind = kernel_kind(kind);
+    return CLATTN_OK;
+}
+
+clattn_status clattn__head_view_of(clattn_context *ctx, const char *function, const char *name,
+                                   const clattn_tensor *t, clattn_head_view *view)
+{
+    CLATTN_CHECK_ARG(ctx, function, t, "%s is NULL", name);
+    CLATTN_CHECK_ARG(ctx, function, t->ctx == ctx, "%s belongs to another context", name);
+    if (t->ndim != 4) {
+        char got[96];
+        clattn__format_shape(got, sizeof(got), t->ndim, t->shape);
+        return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
+                            "%s: %s has shape %s but must be 4-D [B, H, N, d]", function, name, got);
+    }
+    CLATTN_CHECK_ARG(ctx, function, t->strides[3] == 1 || t->shape[3] == 1,
+                     "the last dimension of %s must be contiguous (stride "
+                     "1, not %zu)", name, t->strides[3]);
+    view->mem = t->mem;
+    view->offset = t->offset;
+    view->sb = t->strides[0];
+    view->sh = t->strides[1];
+    view->sn = t->strides[2];
+    return CLATTN_OK;
+}
+
+clattn_status clattn__weights_output(clattn_context *ctx, const char *function,
+                                     clattn_tensor *weights, int ndim, const size_t *want,
+                                     const char *meaning, clattn_attention_path path)
+{
+    if (!weights)
+        return CLATTN_OK;
+    if (path == CLATTN_PATH_FUSED)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: the fused path cannot return attention weights; use "
+                            "CLATTN_PATH_AUTO or CLATTN_PATH_UNFUSED",
+                            function);
+    CLATTN_CHECK_ARG(ctx, function, weights->ctx == ctx,
+                     "attn_weights belongs to another context");
+    clattn_status status =
+        clattn__expect_shape(ctx, function, "attn_weights", weights->ndim, weights->shape, ndim, want, meaning);
+    if (status != CLATTN_OK)
+        return status;
+    if (!clattn_tensor_is_contiguous(weights))
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: attn_weights must be a contiguous tensor", function);
     return CLATTN_OK;
 }

@@ -1,12 +1,19 @@
 /*
- * The attention engine shared by clattn_sdpa, the multi-head attention layer and the encoder:
- * one description of the problem (where Q, K, V, the output and the masks live, by strides), and
- * the unfused and fused implementations.
+ * The attention engine shared by clattn_sdpa and the attention layer: one description of the
+ * problem (where Q, K, V, the output and the masks live, by strides) and its implementations.
+ *
+ *   attention_views.c   checks the tensors of public calls and maps them onto views
+ *   attention_args.c    sets the kernel arguments every attention kernel shares
+ *   attention.c         the entry: checks the kernels' limits, picks the fused or unfused path
+ *   attention_unfused.c scores → softmax → weights·V over chunks of (batch, head) pairs
+ *   fused_attention.c   the fused kernel (programs from fused_cache.c)
  */
-#ifndef CLATTN_ATTENTION_CORE_H
-#define CLATTN_ATTENTION_CORE_H
+#ifndef CLATTN_ATTENTION_INTERNAL_H
+#define CLATTN_ATTENTION_INTERNAL_H
 
-#include "internal.h"
+#include "constants.h"
+#include "errors.h"
+#include "launch.h"
 
 /* A [B, H, N, d] operand anywhere in a buffer: element (b, h, n, c) is at
  * mem[offset + b·sb + h·sh + n·sn + c] (the last dimension is contiguous). */
@@ -14,9 +21,6 @@ typedef struct clattn_head_view {
     cl_mem mem;
     size_t offset, sb, sh, sn;
 } clattn_head_view;
-
-/* Mask kinds as the kernels see them (cl/common.cl). */
-enum { CLATTN_KMASK_NONE = 0, CLATTN_KMASK_BOOL = 1, CLATTN_KMASK_ADDITIVE = 2 };
 
 /* A mask broadcast onto [B, H, Nq, Nk] (attention mask) or [B, Nk] (key padding, using sb and
  * sj only): element at mem[offset + b·sb + h·sh + i·si + j·sj]; kind CLATTN_KMASK_*. */
@@ -53,6 +57,25 @@ typedef struct clattn_score_chunk {
     cl_ulong scores_offset;
 } clattn_score_chunk;
 
+/* ---- kernel arguments (attention_args.c) ---- */
+
+/* The five arguments of a head view: mem, offset, sb, sh, sn (cl/common.cl CLATTN_VIEW_PARAMS). */
+void clattn__head_view_args(clattn_kernel_args *args, const clattn_head_view *view);
+/* The 13 mask arguments every attention kernel takes (cl/common.cl CLATTN_MASK_PARAMS). */
+void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p);
+
+/* ---- the entry (attention.c) ---- */
+
+/* Runs attention as described; the caller has validated shapes. */
+clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_problem *problem);
+
+/* ---- the two paths ---- */
+
+/* Unfused (attention_unfused.c): chunks of pairs under the workspace limit. */
+clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attention_problem *p);
+/* Fused (fused_attention.c): one kernel, O(N) memory, no attention weights. */
+clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *p);
+
 /* The unfused path's kernels, one launch each (exposed for the kernel tests). */
 clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_problem *p,
                                     const clattn_score_chunk *c);
@@ -64,23 +87,13 @@ clattn_status clattn__launch_average_heads(clattn_context *ctx,
                                            const clattn_attention_problem *p,
                                            const clattn_score_chunk *c);
 
-/* Sets the 13 mask arguments every attention kernel takes (cl/common.cl). */
-void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p);
-
-/* The fused kernel (fused_attention.c): the variant for (dk, dv), built on first use. */
-clattn_status clattn__fused_variant(clattn_context *ctx, size_t dk, size_t dv,
-                                    const clattn_fused_variant **variant);
-clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *p);
-
-/* Runs attention as described; the caller has validated shapes. */
-clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_problem *problem);
-
-/* ---- mask validation (masks.c) ---- */
+/* ---- checking public tensors (attention_views.c) ---- */
 
 /* How a 3-D attention mask's first dimension is read. */
 typedef enum clattn_mask_3d {
-    CLATTN_MASK_3D_BATCH = 0,           /* [B, Nq, Nk]   (scaled_dot_product_attention) */
-    CLATTN_MASK_3D_BATCH_X_HEADS = 1,   /* [B·H, Nq, Nk] (nn.MultiheadAttention) */
+    CLATTN_MASK_3D_HEADS = 0,         /* [H, Nq, Nk], right-aligned against [B, H, Nq, Nk]
+                                       * (scaled_dot_product_attention's broadcasting) */
+    CLATTN_MASK_3D_BATCH_X_HEADS = 1, /* [B·H, Nq, Nk] (nn.MultiheadAttention) */
 } clattn_mask_3d;
 
 /* Checks an attention mask against [B, H, Nq, Nk] and fills *view (kind NONE for mask NULL). */
@@ -102,4 +115,4 @@ clattn_status clattn__weights_output(clattn_context *ctx, const char *function,
                                      clattn_tensor *weights, int ndim, const size_t *want,
                                      const char *meaning, clattn_attention_path path);
 
-#endif /* CLATTN_ATTENTION_CORE_H */
+#endif /* CLATTN_ATTENTION_INTERNAL_H */

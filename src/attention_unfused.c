@@ -1,44 +1,8 @@
-/* The attention engine: scores → softmax → weights·V over chunks of (batch, head) pairs. */
-#include "attention_core.h"
-
-#include <stdint.h>
-
-void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p)
-{
-    const clattn_mask_view *am = &p->attn_mask, *kp = &p->key_padding_mask;
-    cl_ulong am_off = am->offset, am_sb = am->sb, am_sh = am->sh, am_si = am->si, am_sj = am->sj;
-    cl_ulong kp_off = kp->offset, kp_sb = kp->sb, kp_sj = kp->sj;
-    cl_int am_kind = am->kind, kp_kind = kp->kind, causal = p->causal != 0;
-    if (am->kind)
-        CLATTN_ARG(args, am->mem);
-    else
-        clattn__arg_null(args);
-    CLATTN_ARG(args, am_off);
-    CLATTN_ARG(args, am_sb);
-    CLATTN_ARG(args, am_sh);
-    CLATTN_ARG(args, am_si);
-    CLATTN_ARG(args, am_sj);
-    CLATTN_ARG(args, am_kind);
-    if (kp->kind)
-        CLATTN_ARG(args, kp->mem);
-    else
-        clattn__arg_null(args);
-    CLATTN_ARG(args, kp_off);
-    CLATTN_ARG(args, kp_sb);
-    CLATTN_ARG(args, kp_sj);
-    CLATTN_ARG(args, kp_kind);
-    CLATTN_ARG(args, causal);
-}
-
-static void head_view_args(clattn_kernel_args *args, const clattn_head_view *v)
-{
-    cl_ulong off = v->offset, sb = v->sb, sh = v->sh, sn = v->sn;
-    CLATTN_ARG(args, v->mem);
-    CLATTN_ARG(args, off);
-    CLATTN_ARG(args, sb);
-    CLATTN_ARG(args, sh);
-    CLATTN_ARG(args, sn);
-}
+/* The unfused attention path: scores → softmax → weights·V over chunks of (batch, head) pairs,
+ * each chunk's scores in the workspace (or straight in the caller's attention-weights tensor). */
+#include "attention_internal.h"
+#include "buffers.h"
+#include "context_internal.h"
 
 clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_problem *p,
                                     const clattn_score_chunk *c)
@@ -46,8 +10,8 @@ clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_
     cl_uint dk = (cl_uint)p->dk;
     float scale = p->scale;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SCORES], 0, CL_SUCCESS};
-    head_view_args(&args, &p->q);
-    head_view_args(&args, &p->k);
+    clattn__head_view_args(&args, &p->q);
+    clattn__head_view_args(&args, &p->k);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, c->heads);
@@ -83,8 +47,8 @@ clattn_status clattn__launch_head_merge(clattn_context *ctx, const clattn_attent
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_HEAD_MERGE], 0, CL_SUCCESS};
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
-    head_view_args(&args, &p->v);
-    head_view_args(&args, &p->out);
+    clattn__head_view_args(&args, &p->v);
+    clattn__head_view_args(&args, &p->out);
     CLATTN_ARG(&args, c->heads);
     CLATTN_ARG(&args, c->pairs);
     CLATTN_ARG(&args, c->nq);
@@ -126,23 +90,7 @@ static clattn_status zero_buffer(clattn_context *ctx, cl_mem mem, size_t offset,
     return CLATTN_OK;
 }
 
-static clattn_status check_kernel_limits(clattn_context *ctx, const clattn_attention_problem *p)
-{
-    size_t pairs;
-    bool ok = clattn__mul_size(p->batch, p->heads, &pairs) && pairs <= UINT32_MAX &&
-              p->seq_q <= UINT32_MAX && p->seq_k <= UINT32_MAX && p->dk <= UINT32_MAX &&
-              p->dv <= UINT32_MAX;
-    size_t rows; /* the softmax and the kernels index rows of all pairs with 32 bits */
-    ok = ok && clattn__mul_size(pairs, p->seq_q, &rows) && rows <= UINT32_MAX;
-    if (!ok)
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
-                            "attention sizes B=%zu H=%zu Nq=%zu Nk=%zu exceed the kernels' 32-bit "
-                            "index range",
-                            p->batch, p->heads, p->seq_q, p->seq_k);
-    return CLATTN_OK;
-}
-
-static clattn_status attention_unfused(clattn_context *ctx, const clattn_attention_problem *p)
+clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attention_problem *p)
 {
     size_t total = p->batch * p->heads;
     size_t pair_floats, pair_bytes;
@@ -170,7 +118,7 @@ static clattn_status attention_unfused(clattn_context *ctx, const clattn_attenti
         if (chunk_pairs > total)
             chunk_pairs = total;
         clattn_status status =
-            clattn__scratch(ctx, CLATTN_SCRATCH_SCORES, chunk_pairs * pair_bytes, &c.scores);
+            clattn__workspace_slot(ctx, CLATTN_SLOT_SCORES, chunk_pairs * pair_bytes, &c.scores);
         if (status != CLATTN_OK)
             return status;
     }
@@ -199,14 +147,4 @@ static clattn_status attention_unfused(clattn_context *ctx, const clattn_attenti
             return status;
     }
     return CLATTN_OK;
-}
-
-clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_problem *p)
-{
-    clattn_status status = check_kernel_limits(ctx, p);
-    if (status != CLATTN_OK)
-        return status;
-    bool fused = p->path == CLATTN_PATH_FUSED ||
-                 (p->path == CLATTN_PATH_AUTO && p->weights_layout == CLATTN_WEIGHTS_NONE);
-    return fused ? clattn__attention_fused(ctx, p) : attention_unfused(ctx, p);
 }

@@ -1,0 +1,39 @@
+/* Element-wise kernels around the GEMMs: bias and activation, and the residual add.
+ *
+ * Bias and activation on a GEMM result, in place:
+ *
+ *   y[r, c] = act(y[r, c] + bias[c])      for r < rows, c < cols
+ *
+ * y: [rows, cols] with leading dimension ld, from y_off. bias: [cols] from b_off, or NULL.
+ * act: CLATTN_ACT_NONE, CLATTN_ACT_RELU or CLATTN_ACT_GELU (with erf, PyTorch's default gelu;
+ * src/constants.h). NDRange: (cols, rows). */
+__kernel void clattn_bias_act(__global float *y, ulong y_off, ulong ld, uint rows, uint cols,
+                              __global const float *bias, ulong b_off, int act)
+{
+    uint c = get_global_id(0), r = get_global_id(1);
+    if (c >= cols || r >= rows)
+        return;
+    ulong at = y_off + r * ld + c;
+    float x = y[at];
+    if (bias)
+        x += bias[b_off + c];
+    if (act == CLATTN_ACT_RELU)
+        x = fmax(x, 0.0f);
+    else if (act == CLATTN_ACT_GELU)
+        x = 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
+    y[at] = x;
+}
+
+/* The residual add of pre-LN layers: y[r, c] += x[r, c] + bias[c] (bias may be NULL) for n = rows ·
+ * width elements. NDRange: (n). */
+__kernel void clattn_add(__global float *y, ulong y_off, __global const float *x, ulong x_off,
+                         __global const float *bias, uint width, ulong n)
+{
+    ulong i = get_global_id(0);
+    if (i >= n)
+        return;
+    float v = x[x_off + i];
+    if (bias)
+        v += bias[i % width];
+    y[y_off + i] += v;
+}

@@ -1,0 +1,23 @@
+/*
+ * Constants shared by the host code and the OpenCL kernels: this file is included by the C
+ * sources and embedded before the kernel sources, so both sides read the same values.
+ * Plain preprocessor definitions only (valid C and OpenCL C).
+ */
+#ifndef CLATTN_CONSTANTS_H
+#define CLATTN_CONSTANTS_H
+
+/* Mask kinds as the kernels see them. */
+#define CLATTN_KMASK_NONE 0
+#define CLATTN_KMASK_BOOL 1     /* nonzero = ignore */
+#define CLATTN_KMASK_ADDITIVE 2 /* added to the score */
+
+/* Activations applied after a GEMM (bias_act). */
+#define CLATTN_ACT_NONE 0
+#define CLATTN_ACT_RELU 1
+#define CLATTN_ACT_GELU 2 /* exact, with erf (PyTorch's default gelu) */
+
+/* The largest work-group size of the row reductions (softmax, LayerNorm); the library picks a
+ * power of two up to this that the device allows (CLATTN_REDUCE_WG). */
+#define CLATTN_REDUCE_WG_MAX 64
+
+#endif /* CLATTN_CONSTANTS_H */

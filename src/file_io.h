@@ -1,0 +1,22 @@
+/* Reading and writing whole files for the file formats (file_io.c). Errors are recorded as
+ * "<function>: <path>: <what>". */
+#ifndef CLATTN_FILE_IO_H
+#define CLATTN_FILE_IO_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "errors.h"
+
+/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
+clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
+                                size_t *size);
+/* Opens path for writing, or records "cannot create" with the system's reason. */
+clattn_status clattn__create_file(const char *function, const char *path, FILE **f);
+/* Closes a file written with `ok` telling whether every write succeeded; on any failure removes
+ * the partial file and records "write failed" with the system's reason. */
+clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, bool ok);
+/* Writes `count` floats to f in little-endian byte order; false on a write error. */
+bool clattn__write_floats(FILE *f, const float *data, size_t count);
+
+#endif /* CLATTN_FILE_IO_H */

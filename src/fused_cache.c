@@ -1,0 +1,124 @@
+/* The fused attention programs: specialised per (d_k, d_v) from the tuning, built on first use. */
+#include "fused_cache.h"
+#include "context_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const clattn_embedded_source *embedded(const char *name)
+{
+    for (size_t i = 0; i < clattn__cl_source_count; i++)
+        if (strcmp(clattn__cl_sources[i].name, name) == 0)
+            return &clattn__cl_sources[i];
+    return NULL;
+}
+
+/* The largest OpenCL vector width (1, 2, 4, 8, 16) that divides n and is at most `cap`. */
+static size_t vector_width(size_t n, size_t cap)
+{
+    size_t w = 16;
+    while (w > 1 && (w > cap || n % w != 0))
+        w /= 2;
+    return w;
+}
+
+/* Block size for the local variant: the tuned one, shrunk until K and V tiles fit in half of the
+ * device's local memory. */
+static size_t local_block(const clattn_context *ctx, size_t dk, size_t dv)
+{
+    size_t tk = ctx->tuning.fused_tk;
+    while (tk > 1 && tk * (dk + dv) * sizeof(float) > ctx->info.local_mem_bytes / 2)
+        tk /= 2;
+    return tk;
+}
+
+static void program_release(clattn_fused_program *p)
+{
+    if (p->kernel)
+        clReleaseKernel(p->kernel);
+    if (p->program)
+        clReleaseProgram(p->program);
+    memset(p, 0, sizeof(*p));
+}
+
+static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fused_program *out)
+{
+    /* constants.h and common.cl come first, as in the base program. */
+    const clattn_embedded_source *parts[3] = {embedded("constants.h"), embedded("common.cl"),
+                                              embedded("fused_attention.cl")};
+    const char *sources[3];
+    size_t lengths[3];
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i])
+            return clattn__fail(ctx, CLATTN_ERROR_BUILD_FAILED,
+                                "the fused attention sources are missing from the library");
+        sources[i] = (const char *)parts[i]->data;
+        lengths[i] = parts[i]->size;
+    }
+    clattn_fused_program p;
+    memset(&p, 0, sizeof(p));
+    p.dk = dk;
+    p.dv = dv;
+    p.local = ctx->tuning.fused_local != 0;
+    p.qpw = p.local ? 1 : ctx->tuning.fused_qpw;
+    p.wg = ctx->tuning.fused_wg;
+    p.tk = p.local ? local_block(ctx, dk, dv) : ctx->tuning.fused_tk;
+    if (!p.local) { /* the global variant's key block is a vector: 1, 2, 4, 8 or 16 lanes */
+        size_t lanes = 16;
+        while (lanes > p.tk)
+            lanes /= 2;
+        p.tk = lanes;
+    }
+    char options[768];
+    snprintf(options, sizeof(options),
+             "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "
+             "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_WG=%zu -DCLATTN_FUSED_VK=%zu "
+             "-DCLATTN_FUSED_VV=%zu%s",
+             ctx->kernels.options, dk, dv, p.qpw, p.tk, p.wg, vector_width(dk, 16),
+             vector_width(dv, 16), p.local ? " -DCLATTN_FUSED_LOCAL=1" : "");
+    clattn_status status = clattn__program_build(ctx, sources, lengths, 3, options, &p.program);
+    if (status != CLATTN_OK)
+        return status;
+    const char *name = p.local ? "clattn_fused_attention_local" : "clattn_fused_attention";
+    cl_int err;
+    p.kernel = clCreateKernel(p.program, name, &err);
+    if (err != CL_SUCCESS) {
+        p.kernel = NULL;
+        program_release(&p);
+        return clattn__fail_cl(ctx, err, "clCreateKernel(%s) failed", name);
+    }
+    clattn__log(ctx, CLATTN_LOG_DEBUG, "built %s for d_k %zu, d_v %zu: %s", name, dk, dv, options);
+    *out = p;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv,
+                                    const clattn_fused_program **out)
+{
+    clattn_fused_cache *cache = &ctx->fused;
+    for (size_t i = 0; i < cache->count; i++)
+        if (cache->entries[i].dk == dk && cache->entries[i].dv == dv) {
+            *out = &cache->entries[i];
+            return CLATTN_OK;
+        }
+    clattn_fused_program p;
+    clattn_status status = build(ctx, dk, dv, &p);
+    if (status != CLATTN_OK)
+        return status;
+    if (cache->count == CLATTN_FUSED_CACHE_SIZE) { /* forget the oldest */
+        program_release(&cache->entries[0]);
+        memmove(&cache->entries[0], &cache->entries[1],
+                (CLATTN_FUSED_CACHE_SIZE - 1) * sizeof(p));
+        cache->count--;
+    }
+    cache->entries[cache->count] = p;
+    *out = &cache->entries[cache->count++];
+    return CLATTN_OK;
+}
+
+void clattn__fused_cache_clear(clattn_fused_cache *cache)
+{
+    for (size_t i = 0; i < cache->count; i++)
+        program_release(&cache->entries[i]);
+    cache->count = 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * The fused attention programs (fused_cache.c): one program per pair of head widths (d_k, d_v),
+ * specialised with -D options from the tuning, built on first use and kept in a small cache.
+ * This module owns the cache's type, storage, build, eviction and release.
+ */
+#ifndef CLATTN_FUSED_CACHE_H
+#define CLATTN_FUSED_CACHE_H
+
+#include <stdbool.h>
+
+#include "errors.h"
+
+/* A fused attention program specialised for one pair of head widths. */
+typedef struct clattn_fused_program {
+    size_t dk, dv;
+    cl_program program;
+    cl_kernel kernel;
+    bool local;         /* keys and values staged through __local memory */
+    size_t qpw, tk, wg; /* queries per work-item, keys per block, work-group size */
+} clattn_fused_program;
+
+#define CLATTN_FUSED_CACHE_SIZE 8
+
+typedef struct clattn_fused_cache {
+    clattn_fused_program entries[CLATTN_FUSED_CACHE_SIZE];
+    size_t count;
+} clattn_fused_cache;
+
+/* The program for (dk, dv) under the context's tuning, built on first use (the oldest entry is
+ * forgotten when the cache is full). Valid until the next call or a clear. */
+clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv,
+                                    const clattn_fused_program **program);
+/* Forgets every program (context destruction, a tuning change). */
+void clattn__fused_cache_clear(clattn_fused_cache *cache);
+
+#endif /* CLATTN_FUSED_CACHE_H */
