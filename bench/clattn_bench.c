@@ -2,13 +2,16 @@
  * clattn_bench: times one libclattn operation on one shape and prints one JSON object.
  * Driven by bench/run.py (one process per measurement, so that peak memory is per measurement).
  *
- * usage: clattn_bench WHAT --batch B --seq N [--dim E] [--heads H] [--ff F] [--repeat R]
+ * usage: clattn_bench WHAT --batch B --seq N [--dim E] [--heads H] [--ff F] [--layers L]
+ *                     [--repeat R]
  *   WHAT: attention-fused | attention-unfused   scaled dot-product attention core, q/k/v
  *                                               [B, H, N, E/H] (scores + softmax + weights·V)
  *         mha                                   nn.MultiheadAttention forward (self-attention)
- *         encoder-layer                         one base-style post-LN encoder layer (relu)
+ *         encoder-layer                         base-style post-LN encoder layers (relu);
+ *                                               --layers L stacks L of them (default 1)
  * Output: {"what", "batch", "seq", "dim", "heads", "ms_median", "ms_min", "macs",
- *          "gflops" (multiply-adds per second / 1e9), "peak_rss_mib", "device", "setup_ms"}
+ *          "gflops" (multiply-adds per second / 1e9), "peak_rss_mib", "workspace_mib" (the
+ *          context's workspace after the run), "layers", "device", "setup_ms"}
  */
 #include <clattn/clattn.h>
 
@@ -65,7 +68,7 @@ static clattn_tensor *random_tensor(clattn_context *ctx, int ndim, const size_t 
 typedef struct bench {
     clattn_context *ctx;
     const char *what;
-    size_t B, N, E, H, F;
+    size_t B, N, E, H, F, L;
     clattn_tensor *q, *k, *v, *o, *x, *y, *w;
     clattn_mha *mha;
     clattn_encoder *enc;
@@ -124,7 +127,7 @@ static int setup(bench *b)
     }
     if (strcmp(b->what, "encoder-layer") == 0) {
         clattn_encoder_config cfg;
-        clattn_encoder_config_default(&cfg, b->E, b->H, 1, b->F);
+        clattn_encoder_config_default(&cfg, b->E, b->H, b->L, b->F);
         if (clattn_encoder_create(b->ctx, &b->enc, &cfg) != CLATTN_OK ||
             clattn_encoder_init_random(b->enc, 1) != CLATTN_OK)
             return die(b->ctx, "encoder");
@@ -141,14 +144,14 @@ static uint64_t macs_of(const bench *b)
     if (b->q)
         return attention;
     uint64_t mha = B * N * E * 3 * E + attention + B * N * E * E;
-    return b->mha ? mha : mha + 2 * B * N * E * F;
+    return b->mha ? mha : (mha + 2 * B * N * E * F) * b->L;
 }
 
 int main(int argc, char **argv)
 {
     bench b;
     memset(&b, 0, sizeof(b));
-    b.E = 512, b.H = 8, b.F = 2048, b.B = 1, b.N = 128;
+    b.E = 512, b.H = 8, b.F = 2048, b.B = 1, b.N = 128, b.L = 1;
     unsigned repeat = 3;
     if (argc < 2) {
         fprintf(stderr, "usage: clattn_bench WHAT --batch B --seq N [--dim E] [--heads H] "
@@ -163,6 +166,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--dim") == 0) b.E = v;
         else if (strcmp(argv[i], "--heads") == 0) b.H = v;
         else if (strcmp(argv[i], "--ff") == 0) b.F = v;
+        else if (strcmp(argv[i], "--layers") == 0 && v > 0) b.L = v;
         else if (strcmp(argv[i], "--repeat") == 0) repeat = (unsigned)v;
         else {
             fprintf(stderr, "clattn_bench: unknown option %s\n", argv[i]);
@@ -195,9 +199,12 @@ int main(int argc, char **argv)
     uint64_t macs = macs_of(&b);
     printf("{\"what\": \"%s\", \"batch\": %zu, \"seq\": %zu, \"dim\": %zu, \"heads\": %zu, "
            "\"ms_median\": %.3f, \"ms_min\": %.3f, \"macs\": %llu, \"gflops\": %.3f, "
-           "\"peak_rss_mib\": %.1f, \"device\": \"%s\", \"setup_ms\": %.1f}\n",
+           "\"peak_rss_mib\": %.1f, \"workspace_mib\": %.1f, \"layers\": %zu, \"device\": \"%s\", "
+           "\"setup_ms\": %.1f}\n",
            b.what, b.B, b.N, b.E, b.H, median, best, (unsigned long long)macs,
-           (double)macs * 1e-6 / median, (double)usage.ru_maxrss / 1024.0, info.name, setup_ms);
+           (double)macs * 1e-6 / median, (double)usage.ru_maxrss / 1024.0,
+           (double)clattn_context_workspace_bytes(b.ctx) / (1024.0 * 1024.0), b.L, info.name,
+           setup_ms);
     free(times);
     clattn_tensor_destroy(&b.q), clattn_tensor_destroy(&b.k), clattn_tensor_destroy(&b.v);
     clattn_tensor_destroy(&b.o), clattn_tensor_destroy(&b.x), clattn_tensor_destroy(&b.y);

@@ -1,5 +1,5 @@
 /*
- * encode: runs a Transformer encoder on an OpenCL device (the contract: DESIGN.md §6).
+ * encode: runs a Transformer encoder on an OpenCL device (usage: README.md, `encode --help`).
  *
  * Exit status: 0 on success, 2 on a usage error, 1 on a runtime error; every error names its
  * cause on stderr.
@@ -253,7 +253,7 @@ typedef struct run {
     clattn_encoder_config cfg;
     const char *config_name;
     size_t batch, seq;
-    clattn_npy_array input_array, tokens_array, mask_array;
+    clattn_npy_array *input_array, *tokens_array, *mask_array;
     float *random_input;
     clattn_tensor *input, *output, *mask;
     double *times;
@@ -262,9 +262,9 @@ typedef struct run {
 
 static void run_free(run *r)
 {
-    clattn_npy_array_free(&r->input_array);
-    clattn_npy_array_free(&r->tokens_array);
-    clattn_npy_array_free(&r->mask_array);
+    clattn_npy_array_destroy(&r->input_array);
+    clattn_npy_array_destroy(&r->tokens_array);
+    clattn_npy_array_destroy(&r->mask_array);
     free(r->random_input);
     free(r->times);
     clattn_tensor_destroy(&r->input);
@@ -278,7 +278,7 @@ static int build_encoder(run *r)
 {
     const options *o = &r->opt;
     if (o->model) {
-        if (clattn_encoder_load_file(r->ctx, o->model, &r->enc) != CLATTN_OK)
+        if (clattn_encoder_load_file(r->ctx, &r->enc, o->model) != CLATTN_OK)
             return runtime_error("%s", clattn_last_error(r->ctx));
         r->config_name = o->model;
     } else {
@@ -315,9 +315,9 @@ static int load_inputs(run *r)
     const options *o = &r->opt;
     size_t d = r->cfg.d_model;
     if (o->input) {
-        clattn_npy_array *a = &r->input_array;
-        if (clattn_npy_read_f32(o->input, a) != CLATTN_OK)
+        if (clattn_npy_read_f32(&r->input_array, o->input) != CLATTN_OK)
             return runtime_error("--input: %s", clattn_last_error(NULL));
+        const clattn_npy_array *a = r->input_array;
         bool ok = (a->ndim == 3 || a->ndim == 2) && a->shape[a->ndim - 1] == d && a->numel > 0;
         if (!ok)
             return runtime_error("--input: %s must be float [batch, seq, %zu] or [seq, %zu] for "
@@ -326,12 +326,12 @@ static int load_inputs(run *r)
         r->batch = a->ndim == 3 ? a->shape[0] : 1;
         r->seq = a->shape[a->ndim - 2];
     } else if (o->tokens) {
-        clattn_npy_array *a = &r->tokens_array;
         if (r->cfg.vocab_size == 0)
             return runtime_error("--tokens: the model has no token embedding (embedding.weight); "
                                  "give --input instead");
-        if (clattn_npy_read_i64(o->tokens, a) != CLATTN_OK)
+        if (clattn_npy_read_i64(&r->tokens_array, o->tokens) != CLATTN_OK)
             return runtime_error("--tokens: %s", clattn_last_error(NULL));
+        const clattn_npy_array *a = r->tokens_array;
         if ((a->ndim != 2 && a->ndim != 1) || a->numel == 0)
             return runtime_error("--tokens: %s must be integer ids [batch, seq] or [seq], not "
                                  "%d-dimensional", o->tokens, a->ndim);
@@ -352,14 +352,14 @@ static int load_inputs(run *r)
     }
     if (!o->tokens) {
         r->input = device_tensor(r, r->batch, r->seq, d, 3,
-                                 o->input ? r->input_array.f32 : r->random_input);
+                                 o->input ? r->input_array->f32 : r->random_input);
         if (!r->input)
             return runtime_error("%s", clattn_last_error(r->ctx));
     }
     if (o->mask) {
-        clattn_npy_array *m = &r->mask_array;
-        if (clattn_npy_read_f32(o->mask, m) != CLATTN_OK)
+        if (clattn_npy_read_f32(&r->mask_array, o->mask) != CLATTN_OK)
             return runtime_error("--mask: %s", clattn_last_error(NULL));
+        const clattn_npy_array *m = r->mask_array;
         if (m->numel != r->batch * r->seq || m->ndim < 1 || m->ndim > 2 ||
             m->shape[m->ndim - 1] != r->seq)
             return runtime_error("--mask: %s must be [batch, seq] = [%zu, %zu]", o->mask,
@@ -381,7 +381,7 @@ static clattn_status forward_once(run *r)
     p.key_padding_mask = r->mask;
     p.causal = r->opt.causal;
     clattn_status status =
-        r->opt.tokens ? clattn_encoder_forward_tokens(r->enc, r->tokens_array.i64, r->batch,
+        r->opt.tokens ? clattn_encoder_forward_tokens(r->enc, r->tokens_array->i64, r->batch,
                                                       r->seq, r->output, &p)
                       : clattn_encoder_forward(r->enc, r->input, r->output, &p);
     if (status == CLATTN_OK)

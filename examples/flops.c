@@ -1,5 +1,5 @@
 /*
- * flops: the seed's experiment (SEED.md §3, the paper's section 3.2.2) run for real.
+ * flops: the seed's experiment (the paper's section 3.2.2: the cost of attention) run for real.
  *
  * A timm-style attention module (one qkv linear layer without bias, attention, output
  * projection `proj`) on an input [32, 1024, 512], three ways: one head with proj replaced by the

@@ -193,7 +193,7 @@ static int run(const options *o)
     printf("device: %s (driver %s)\n", info.name, info.driver_version);
     clattn_encoder_config cfg;
     if (o->model) {
-        if (clattn_encoder_load_file(s.ctx, o->model, &s.enc) != CLATTN_OK) {
+        if (clattn_encoder_load_file(s.ctx, &s.enc, o->model) != CLATTN_OK) {
             rc = fail(s.ctx, o->model);
             goto done;
         }

@@ -18,8 +18,8 @@ clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *b
     return CLATTN_OK;
 }
 
-clattn_status clattn__grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
-                                  const char *what)
+static clattn_status grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
+                                 const char *what)
 {
     if (*mem && *have >= need)
         return CLATTN_OK;
@@ -72,8 +72,8 @@ clattn_status clattn__workspace_slot(clattn_context *ctx, clattn_slot slot, size
                                      cl_mem *buffer)
 {
     clattn_workspace *ws = &ctx->workspace;
-    clattn_status status =
-        clattn__grow_buffer(ctx, &ws->mem[slot], &ws->bytes[slot], bytes, slot_names[slot]);
+    clattn_status status = grow_buffer(ctx, &ws->mem[slot], &ws->bytes[slot], bytes,
+                                       slot_names[slot]);
     if (status == CLATTN_OK)
         *buffer = ws->mem[slot];
     return status;

@@ -20,10 +20,6 @@ static inline void clattn__release_mem(cl_mem *mem)
  * in the error message. */
 clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
                                     const char *what);
-/* Makes *mem at least `need` bytes (allocating the new buffer before releasing the old one, so
- * that on failure the old one stays). */
-clattn_status clattn__grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have, size_t need,
-                                  const char *what);
 /* A new buffer holding `count` floats copied from the host (blocking). */
 clattn_status clattn__upload(clattn_context *ctx, const float *data, size_t count,
                              const char *what, cl_mem *mem);
@@ -51,7 +47,8 @@ typedef struct clattn_workspace {
     size_t bytes[CLATTN_SLOT_COUNT];
 } clattn_workspace;
 
-/* The slot's buffer, grown to at least `bytes` bytes. Valid until the end of the public call
+/* The slot's buffer, grown to at least `bytes` bytes (the new buffer is allocated before the old
+ * one is released, so that on failure the old one stays). Valid until the end of the public call
  * that borrowed it (the next call may grow, and so replace, it). */
 clattn_status clattn__workspace_slot(clattn_context *ctx, clattn_slot slot, size_t bytes,
                                      cl_mem *buffer);

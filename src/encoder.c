@@ -156,22 +156,34 @@ static clattn_status self_attention(pass *p, const clattn_encoder_layer *l, cl_m
     return clattn__mha_run(l->attn, &io);
 }
 
-static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
+/* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
+ * step, fused into LayerNorm or the add). */
+static clattn_status feed_forward(pass *p, const clattn_encoder_layer *l, cl_mem input)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
+    clattn_status status;
+    if ((status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, input, 0, d, l->w1, 0, d,
+                                  0.0f, p->hidden, 0, ff)) ||
+        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
+                                   activation_kind(c->activation))))
+        return status;
+    return clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2, 0, ff,
+                           0.0f, p->sub, 0, d);
+}
+
+static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
+{
+    clattn_context *ctx = p->enc->ctx;
+    const clattn_encoder_config *c = &p->enc->cfg;
+    size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
     clattn_status status;
     if ((status = self_attention(p, l, p->x)) ||
         (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1_w,
                                     l->norm1_b, eps)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->x, 0, d, l->w1, 0, d,
-                                  0.0f, p->hidden, 0, ff)) ||
-        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
-                                   activation_kind(c->activation))) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2,
-                                  0, ff, 0.0f, p->sub, 0, d)))
+        (status = feed_forward(p, l, p->x)))
         return status;
     /* x = LN2(x + (H·W2ᵀ + b2)) */
     return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->b2, p->x, 0, T, d, l->norm2_w,
@@ -182,7 +194,7 @@ static clattn_status layer_pre_ln(pass *p, const clattn_encoder_layer *l)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
-    size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
+    size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
     clattn_status status;
     if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1_w,
@@ -191,12 +203,7 @@ static clattn_status layer_pre_ln(pass *p, const clattn_encoder_layer *l)
         (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
         (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2_w,
                                     l->norm2_b, eps)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, p->normed, 0, d, l->w1, 0,
-                                  d, 0.0f, p->hidden, 0, ff)) ||
-        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
-                                   activation_kind(c->activation))) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2,
-                                  0, ff, 0.0f, p->sub, 0, d)))
+        (status = feed_forward(p, l, p->normed)))
         return status;
     /* x = x + (H·W2ᵀ + b2) */
     return clattn__add(ctx, p->x, 0, p->sub, 0, l->b2, T, d);

@@ -1,4 +1,4 @@
-/* Loading an encoder from a safetensors model file (DESIGN.md §5). */
+/* Loading an encoder from a safetensors model file (format: clattn/encoder.h). */
 #include "encoder_internal.h"
 #include "clattn/safetensors.h"
 
@@ -105,7 +105,7 @@ static clattn_status read_config(model_file *m, clattn_encoder_config *c)
     c->norm_first = norm_first;
     c->positional = positional ? CLATTN_POSITIONAL_SINUSOIDAL : CLATTN_POSITIONAL_NONE;
     c->final_norm = clattn_safetensors_find(m->st, "norm.weight") != NULL;
-    const clattn_st_tensor *emb = clattn_safetensors_find(m->st, "embedding.weight");
+    const clattn_safetensors_tensor *emb = clattn_safetensors_find(m->st, "embedding.weight");
     if (emb) {
         if (emb->ndim != 2 || emb->shape[1] != d_model || emb->shape[0] == 0)
             return clattn__fail(m->ctx, CLATTN_ERROR_SHAPE_MISMATCH,
@@ -140,7 +140,7 @@ static clattn_status prepare_lookup(model_file *m)
     if (!m->hosts || !m->used)
         return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     for (size_t i = 0; i < n; i++) {
-        const clattn_st_tensor *t = &m->st->tensors[i];
+        const clattn_safetensors_tensor *t = &m->st->tensors[i];
         m->hosts[i].data = t->data;
         /* Tensors of more dimensions than any weight has fail the shape check by their ndim. */
         m->hosts[i].ndim = t->ndim;
@@ -164,15 +164,15 @@ static clattn_status name_the_file(clattn_context *ctx, clattn_status status, co
     return status;
 }
 
-clattn_status clattn_encoder_load_file(clattn_context *ctx, const char *path,
-                                       clattn_encoder **out)
+clattn_status clattn_encoder_load_file(clattn_context *ctx, clattn_encoder **out,
+                                       const char *path)
 {
     CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
     CLATTN_CHECK_ARG(ctx, fn, out, "encoder is NULL");
     *out = NULL;
     CLATTN_CHECK_ARG(ctx, fn, path, "path is NULL");
     model_file m = {ctx, path, NULL, NULL, NULL};
-    clattn_status status = clattn_safetensors_read(path, &m.st);
+    clattn_status status = clattn_safetensors_read(&m.st, path);
     if (status != CLATTN_OK) /* the reader's message names the file and the problem */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
 
@@ -195,6 +195,6 @@ clattn_status clattn_encoder_load_file(clattn_context *ctx, const char *path,
     }
     free(m.hosts);
     free(m.used);
-    clattn_safetensors_free(&m.st);
+    clattn_safetensors_destroy(&m.st);
     return status;
 }

@@ -89,13 +89,14 @@ const char *clattn_npy_dtype_name(clattn_npy_dtype dtype)
     return "unknown";
 }
 
-void clattn_npy_array_free(clattn_npy_array *array)
+void clattn_npy_array_destroy(clattn_npy_array **parray)
 {
-    if (!array)
+    if (!parray || !*parray)
         return;
-    free(array->f32);
-    free(array->i64);
-    memset(array, 0, sizeof(*array));
+    free((*parray)->f32);
+    free((*parray)->i64);
+    free(*parray);
+    *parray = NULL;
 }
 
 /* ---- the header dictionary ---- */
@@ -481,9 +482,10 @@ static float element_f32(clattn_npy_dtype dtype, const unsigned char *p)
 typedef enum npy_target { TARGET_F32, TARGET_I64 } npy_target;
 
 static clattn_status load(const char *function, const char *name, const unsigned char *bytes,
-                          size_t size, npy_target target, clattn_npy_array *out)
+                          size_t size, npy_target target, clattn_npy_array **result)
 {
     npy_file file;
+    memset(&file, 0, sizeof(file));
     clattn_status status = parse_file(function, name, bytes, size, &file);
     if (status != CLATTN_OK)
         return status;
@@ -498,9 +500,13 @@ static clattn_status load(const char *function, const char *name, const unsigned
         return clattn__fail_in(function, name, CLATTN_ERROR_TOO_LARGE,
                         "%zu elements do not fit in memory", file.numel);
     void *values = malloc(bytes_out ? bytes_out : 1);
-    if (!values)
+    clattn_npy_array *out = calloc(1, sizeof(*out));
+    if (!values || !out) {
+        free(values);
+        free(out);
         return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                         "cannot allocate %zu bytes for %zu elements", bytes_out, file.numel);
+    }
 
     size_t itemsize = dtype_size(file.dtype);
     const unsigned char *p = file.data;
@@ -521,6 +527,7 @@ static clattn_status load(const char *function, const char *name, const unsigned
                 i64[i] = (int64_t)bits;
             } else {
                 free(values);
+                free(out);
                 return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_RANGE,
                                 "uint64 element at flat index %zu (%llu) is larger than "
                                 "INT64_MAX",
@@ -533,16 +540,16 @@ static clattn_status load(const char *function, const char *name, const unsigned
     out->ndim = file.ndim;
     memcpy(out->shape, file.shape, sizeof(out->shape));
     out->numel = file.numel;
+    *result = out;
     return CLATTN_OK;
 }
 
 static clattn_status read_path(const char *function, const char *path, npy_target target,
-                               clattn_npy_array *out)
+                               clattn_npy_array **out)
 {
-    if (out)
-        memset(out, 0, sizeof(*out));
-    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
     CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
     unsigned char *bytes = NULL;
     size_t size = 0;
     clattn_status status = clattn__read_file(function, path, &bytes, &size);
@@ -553,33 +560,32 @@ static clattn_status read_path(const char *function, const char *path, npy_targe
 }
 
 static clattn_status parse_memory(const char *function, const void *bytes, size_t size,
-                                  npy_target target, clattn_npy_array *out)
+                                  npy_target target, clattn_npy_array **out)
 {
-    if (out)
-        memset(out, 0, sizeof(*out));
+    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
+    *out = NULL;
     CLATTN_CHECK_ARG(NULL, function, bytes || size == 0,
                      "bytes is NULL but size is %zu", size);
-    CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     static const unsigned char nothing[1] = {0};
     return load(function, memory_name, bytes ? bytes : nothing, size, target, out);
 }
 
-clattn_status clattn_npy_read_f32(const char *path, clattn_npy_array *out)
+clattn_status clattn_npy_read_f32(clattn_npy_array **out, const char *path)
 {
     return read_path("clattn_npy_read_f32", path, TARGET_F32, out);
 }
 
-clattn_status clattn_npy_read_i64(const char *path, clattn_npy_array *out)
+clattn_status clattn_npy_read_i64(clattn_npy_array **out, const char *path)
 {
     return read_path("clattn_npy_read_i64", path, TARGET_I64, out);
 }
 
-clattn_status clattn_npy_parse_f32(const void *bytes, size_t size, clattn_npy_array *out)
+clattn_status clattn_npy_parse_f32(clattn_npy_array **out, const void *bytes, size_t size)
 {
     return parse_memory("clattn_npy_parse_f32", bytes, size, TARGET_F32, out);
 }
 
-clattn_status clattn_npy_parse_i64(const void *bytes, size_t size, clattn_npy_array *out)
+clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void *bytes, size_t size)
 {
     return parse_memory("clattn_npy_parse_i64", bytes, size, TARGET_I64, out);
 }

@@ -9,7 +9,7 @@ typedef struct preset {
     size_t layers, d_model, d_ff, heads, d_k, d_v; /* 0 = base's value */
 } preset;
 
-/* Rows of Table 3 (SEED.md §5); empty cells equal the base model. */
+/* Rows of the paper's Table 3; empty cells equal the base model. */
 static const preset presets[] = {
     {"base", 6, 512, 2048, 8, 64, 64},
     {"big", 6, 1024, 4096, 16, 64, 64},

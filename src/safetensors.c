@@ -70,17 +70,17 @@ static const char *json_kind(const json_t *value)
     return "an unknown JSON value";
 }
 
-static size_t dtype_size(clattn_st_dtype dtype)
+static size_t dtype_size(clattn_safetensors_dtype dtype)
 {
-    return dtype == CLATTN_ST_F32 ? 4 : 2;
+    return dtype == CLATTN_SAFETENSORS_F32 ? 4 : 2;
 }
 
-const char *clattn_st_dtype_name(clattn_st_dtype dtype)
+const char *clattn_safetensors_dtype_name(clattn_safetensors_dtype dtype)
 {
     switch (dtype) {
-    case CLATTN_ST_F32: return "F32";
-    case CLATTN_ST_F16: return "F16";
-    case CLATTN_ST_BF16: return "BF16";
+    case CLATTN_SAFETENSORS_F32: return "F32";
+    case CLATTN_SAFETENSORS_F16: return "F16";
+    case CLATTN_SAFETENSORS_BF16: return "BF16";
     }
     return "unknown";
 }
@@ -121,7 +121,7 @@ static char *copy_string(const char *s)
     return copy;
 }
 
-void clattn_safetensors_free(clattn_safetensors **st)
+void clattn_safetensors_destroy(clattn_safetensors **st)
 {
     if (!st || !*st)
         return;
@@ -140,7 +140,7 @@ void clattn_safetensors_free(clattn_safetensors **st)
     *st = NULL;
 }
 
-const clattn_st_tensor *clattn_safetensors_find(const clattn_safetensors *st, const char *name)
+const clattn_safetensors_tensor *clattn_safetensors_find(const clattn_safetensors *st, const char *name)
 {
     if (!st || !name)
         return NULL;
@@ -189,15 +189,15 @@ static float f16_to_f32(uint16_t h)
     return f32_from_bits(sign | e << 23 | (mantissa & 0x3ffu) << 13);
 }
 
-static void convert(clattn_st_dtype dtype, const unsigned char *p, size_t numel, float *dst)
+static void convert(clattn_safetensors_dtype dtype, const unsigned char *p, size_t numel, float *dst)
 {
     for (size_t i = 0; i < numel; i++) {
         uint32_t low = (uint32_t)p[0] | (uint32_t)p[1] << 8;
-        if (dtype == CLATTN_ST_F32) {
+        if (dtype == CLATTN_SAFETENSORS_F32) {
             dst[i] = f32_from_bits(low | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
             p += 4;
         } else {
-            dst[i] = dtype == CLATTN_ST_F16 ? f16_to_f32((uint16_t)low) : f32_from_bits(low << 16);
+            dst[i] = dtype == CLATTN_SAFETENSORS_F16 ? f16_to_f32((uint16_t)low) : f32_from_bits(low << 16);
             p += 2;
         }
     }
@@ -215,19 +215,19 @@ typedef struct st_source {
 typedef struct st_entry {
     const char *name; /* the JSON's key */
     size_t position;  /* among the JSON's keys, for a stable order */
-    clattn_st_dtype dtype;
+    clattn_safetensors_dtype dtype;
     int ndim;
-    size_t shape[CLATTN_ST_MAX_DIMS];
+    size_t shape[CLATTN_SAFETENSORS_MAX_DIMS];
     size_t numel;
     size_t begin, end;
 } st_entry;
 
 static clattn_status parse_dtype(const st_source *src, const char *shown, const char *text,
-                                 clattn_st_dtype *dtype)
+                                 clattn_safetensors_dtype *dtype)
 {
-    for (int d = CLATTN_ST_F32; d <= CLATTN_ST_BF16; d++)
-        if (strcmp(text, clattn_st_dtype_name((clattn_st_dtype)d)) == 0) {
-            *dtype = (clattn_st_dtype)d;
+    for (int d = CLATTN_SAFETENSORS_F32; d <= CLATTN_SAFETENSORS_BF16; d++)
+        if (strcmp(text, clattn_safetensors_dtype_name((clattn_safetensors_dtype)d)) == 0) {
+            *dtype = (clattn_safetensors_dtype)d;
             return CLATTN_OK;
         }
     char dtype_shown[SHOWN_NAME];
@@ -245,10 +245,10 @@ static clattn_status parse_shape(const st_source *src, const char *shown, const 
                                  st_entry *entry)
 {
     size_t ndim = json_array_size(shape);
-    if (ndim > CLATTN_ST_MAX_DIMS)
+    if (ndim > CLATTN_SAFETENSORS_MAX_DIMS)
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
                        "tensor '%s': the shape has %zu dimensions; at most %d are supported",
-                       shown, ndim, CLATTN_ST_MAX_DIMS);
+                       shown, ndim, CLATTN_SAFETENSORS_MAX_DIMS);
     entry->ndim = (int)ndim;
     for (size_t d = 0; d < ndim; d++) {
         const json_t *dim = json_array_get(shape, d);
@@ -329,7 +329,7 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
 
     char shape_text[256];
     clattn__format_shape(shape_text, sizeof(shape_text), entry->ndim, entry->shape);
-    const char *dtype = clattn_st_dtype_name(entry->dtype);
+    const char *dtype = clattn_safetensors_dtype_name(entry->dtype);
     size_t bytes;
     if (!shape_numel(entry->ndim, entry->shape, &entry->numel))
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
@@ -414,7 +414,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     if (count > 0) {
         st->tensors = calloc(count, sizeof(*st->tensors));
         if (!st->tensors) {
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "cannot allocate %zu tensors", count);
         }
@@ -422,19 +422,19 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     }
     for (size_t i = 0; i < count; i++) {
         const st_entry *e = &entries[i];
-        clattn_st_tensor *t = &st->tensors[i];
+        clattn_safetensors_tensor *t = &st->tensors[i];
         char shown[SHOWN_NAME];
         show_name(shown, e->name);
         size_t bytes;
         if (!clattn__mul_size(e->numel, sizeof(float), &bytes)) {
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                            "tensor '%s': %zu floats do not fit in memory", shown, e->numel);
         }
         t->name = copy_string(e->name);
         t->data = malloc(bytes ? bytes : 1);
         if (!t->name || !t->data) {
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "tensor '%s': cannot allocate %zu bytes", shown, bytes);
         }
@@ -449,7 +449,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     if (meta_count > 0) {
         st->metadata = calloc(meta_count, sizeof(*st->metadata));
         if (!st->metadata) {
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                            "cannot allocate %zu metadata entries", meta_count);
         }
@@ -462,7 +462,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
             st->metadata[i].key = copy_string(key);
             st->metadata[i].value = copy_string(json_string_value(value));
             if (!st->metadata[i].key || !st->metadata[i].value) {
-                clattn_safetensors_free(&st);
+                clattn_safetensors_destroy(&st);
                 return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "cannot copy the metadata");
             }
@@ -550,7 +550,7 @@ static clattn_status load(const char *function, const char *name, const unsigned
     return status;
 }
 
-clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out)
+clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path)
 {
     static const char function[] = "clattn_safetensors_read";
     if (out)
@@ -566,7 +566,7 @@ clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out
     return status;
 }
 
-clattn_status clattn_safetensors_parse(const void *bytes, size_t size, clattn_safetensors **out)
+clattn_status clattn_safetensors_parse(clattn_safetensors **out, const void *bytes, size_t size)
 {
     static const char function[] = "clattn_safetensors_parse";
     if (out)
@@ -582,7 +582,7 @@ clattn_status clattn_safetensors_parse(const void *bytes, size_t size, clattn_sa
 
 /* Checks the metadata and adds it to the header as "__metadata__" (when there is any). */
 static clattn_status add_metadata(const char *function, const char *path, json_t *root,
-                                  const clattn_st_metadata *metadata, size_t count)
+                                  const clattn_safetensors_metadata_entry *metadata, size_t count)
 {
     if (count == 0)
         return CLATTN_OK;
@@ -610,7 +610,7 @@ static clattn_status add_metadata(const char *function, const char *path, json_t
 
 /* Checks one tensor and adds its entry, at data offset *offset (advanced past its bytes). */
 static clattn_status add_tensor(const char *function, const char *path, json_t *root,
-                                const clattn_st_tensor *t, size_t i, size_t *offset)
+                                const clattn_safetensors_tensor *t, size_t i, size_t *offset)
 {
     CLATTN_CHECK_ARG(NULL, function, t->name && *t->name, "tensors[%zu].name is %s", i, t->name ? "empty" : "NULL");
     char shown[SHOWN_NAME];
@@ -619,8 +619,8 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
                      "tensors[%zu].name '%s' is reserved for the metadata", i, metadata_key);
     CLATTN_CHECK_ARG(NULL, function, !json_object_get(root, t->name),
                      "tensors[%zu].name '%s' repeats an earlier tensor's", i, shown);
-    CLATTN_CHECK_ARG(NULL, function, t->ndim >= 0 && t->ndim <= CLATTN_ST_MAX_DIMS,
-                     "tensors[%zu] ('%s') has ndim %d; it must be 0 to %d", i, shown, t->ndim, CLATTN_ST_MAX_DIMS);
+    CLATTN_CHECK_ARG(NULL, function, t->ndim >= 0 && t->ndim <= CLATTN_SAFETENSORS_MAX_DIMS,
+                     "tensors[%zu] ('%s') has ndim %d; it must be 0 to %d", i, shown, t->ndim, CLATTN_SAFETENSORS_MAX_DIMS);
     size_t numel, bytes, end;
     if (!shape_numel(t->ndim, t->shape, &numel) ||
         !clattn__mul_size(numel, sizeof(float), &bytes))
@@ -662,7 +662,7 @@ static clattn_status add_tensor(const char *function, const char *path, json_t *
 }
 
 static clattn_status write_file(const char *function, const char *path, const char *header,
-                                const clattn_st_tensor *tensors, size_t tensor_count)
+                                const clattn_safetensors_tensor *tensors, size_t tensor_count)
 {
     size_t text_len = strlen(header), pad = (ST_ALIGN - text_len % ST_ALIGN) % ST_ALIGN;
     uint64_t header_len = (uint64_t)text_len + pad;
@@ -685,8 +685,8 @@ static clattn_status write_file(const char *function, const char *path, const ch
     return clattn__finish_file(function, path, f, ok);
 }
 
-clattn_status clattn_safetensors_write(const char *path, const clattn_st_tensor *tensors,
-                                       size_t tensor_count, const clattn_st_metadata *metadata,
+clattn_status clattn_safetensors_write(const char *path, const clattn_safetensors_tensor *tensors,
+                                       size_t tensor_count, const clattn_safetensors_metadata_entry *metadata,
                                        size_t metadata_count)
 {
     static const char function[] = "clattn_safetensors_write";

@@ -222,9 +222,9 @@ static void make_parent_dirs(const char *path)
         }
 }
 
-clattn_status clattn__tuning_cache_write(clattn_context *ctx, const clattn_device_info *info,
-                                         const clattn_tuning *t, const clattn_gemm_params *gemm,
-                                         const char *fn)
+static clattn_status cache_write(clattn_context *ctx, const clattn_device_info *info,
+                                 const clattn_tuning *t, const clattn_gemm_params *gemm,
+                                 const char *fn)
 {
     const char *path = clattn_tuning_cache_path();
     if (!path)
@@ -363,5 +363,5 @@ clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning
     if (gemm_parameters && *gemm_parameters &&
         !clattn__gemm_params_parse(gemm_parameters, &gemm, problem, sizeof(problem)))
         return clattn__fail_arg(ctx, fn, "gemm_parameters: %s", problem);
-    return clattn__tuning_cache_write(ctx, &ctx->info, tuning, &gemm, fn);
+    return cache_write(ctx, &ctx->info, tuning, &gemm, fn);
 }

@@ -27,10 +27,6 @@ void clattn__tuning_choose(clattn_context *ctx, const clattn_device_info *info,
  * with an out-of-range field. */
 clattn_status clattn__tuning_check(clattn_context *ctx, const clattn_device_info *info,
                                    const clattn_tuning *tuning, const char *function);
-/* Stores `tuning` and `gemm` as the cache entry of the device `info` (replacing an older one). */
-clattn_status clattn__tuning_cache_write(clattn_context *ctx, const clattn_device_info *info,
-                                         const clattn_tuning *tuning,
-                                         const clattn_gemm_params *gemm, const char *function);
 /* Parses "NAME=VALUE,..." (CLBlast Xgemm parameter names, all 16) into *gemm; false with a
  * reason in `problem` when it does not hold exactly the 16 parameters. */
 bool clattn__gemm_params_parse(const char *text, clattn_gemm_params *gemm, char *problem,

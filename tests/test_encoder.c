@@ -258,7 +258,7 @@ static void add_sinusoidal_adds_the_table(void **state)
 static void presets_follow_table_3(void **state)
 {
     (void)state;
-    /* name, N, d_model, d_ff, h, d_k, d_v — SEED.md §5, empty cells = base */
+    /* name, N, d_model, d_ff, h, d_k, d_v — the paper's Table 3, empty cells = base */
     static const struct {
         const char *name;
         size_t N, d, ff, h, dk, dv;
@@ -315,7 +315,7 @@ static void analytic_counts(void **state)
     assert_int_equal(clattn_encoder_count_params(&c, &params), CLATTN_OK);
     /* per layer: attention 4·512² + 4·512, feed-forward 2·512·2048 + 2048 + 512, norms 4·512 */
     assert_true(params == 6ull * (4 * 512 * 512 + 4 * 512 + 2 * 512 * 2048 + 2048 + 512 + 4 * 512));
-    /* The seed's experiment (SEED.md §3): timm attention dim 512, [32, 1024, 512]. */
+    /* The seed's experiment (the paper's section 3.2.2): timm attention dim 512, [32, 1024, 512]. */
     clattn_mha_config m;
     clattn_mha_config_timm(&m, 512, 8, 0);
     assert_int_equal(clattn_mha_count_macs(&m, 32, 1024, 1024, macs), CLATTN_OK);

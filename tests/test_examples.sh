@@ -66,7 +66,7 @@ for case in enc_post_ln_relu enc_key_padding enc_tokens enc_causal enc_bf16_weig
     expect 0 "max abs difference" -- "$compare" "$tmp/$case.npy" "$dir/out.npy" 1e-4
 done
 
-echo "--- flops: the seed's counts (SEED.md §3) from a batch-1 run, times 32"
+echo "--- flops: the seed's counts (the paper's section 3.2.2) from a batch-1 run, times 32"
 out=$("$flops" --batch 1 --seq 1024 --dim 512 --heads 8 2>&1)
 rc=$?
 single=$(awk '/^single head without W\^O/ {print $5}' <<<"$out")
@@ -83,7 +83,7 @@ fi
 expect 0 "C-ff4096" -- "$flops" --table
 expect 2 "--dim must be divisible by --heads" -- "$flops" --dim 10 --heads 4
 
-echo "--- permutation: the seed's two facts (SEED.md §4)"
+echo "--- permutation: the seed's two facts (the paper's section 3.5)"
 out=$("$permutation" 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] &&

@@ -337,16 +337,16 @@ static void chunked_scores_with_averaged_weights(void **state)
 
 /* ---- PyTorch golden files ---- */
 
-static float *load_npy(const char *dir, const char *name, clattn_npy_array *a)
+static float *load_npy(const char *dir, const char *name, clattn_npy_array **a)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    clattn_status status = clattn_npy_read_f32(path, a);
+    clattn_status status = clattn_npy_read_f32(a, path);
     if (status != CLATTN_OK) {
         print_error("%s\n", clattn_last_error(NULL));
         fail();
     }
-    return a->f32;
+    return (*a)->f32;
 }
 
 static bool has_file(const char *dir, const char *name)
@@ -397,44 +397,44 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
     clattn_mha *mha = NULL;
     assert_int_equal(clattn_mha_create(ctx, &mha, &cfg), CLATTN_OK);
 
-    clattn_npy_array arrays[16];
+    clattn_npy_array *arrays[16] = {NULL};
     memset(arrays, 0, sizeof(arrays));
     int n = 0;
     clattn_mha_weights w;
     memset(&w, 0, sizeof(w));
     if (has_file(dir, "in_proj_weight.npy")) {
         load_npy(dir, "in_proj_weight.npy", &arrays[n]);
-        w.in_proj_weight = host_of(&arrays[n++]);
+        w.in_proj_weight = host_of(arrays[n++]);
     } else {
         load_npy(dir, "q_proj_weight.npy", &arrays[n]);
-        w.q_proj_weight = host_of(&arrays[n++]);
+        w.q_proj_weight = host_of(arrays[n++]);
         load_npy(dir, "k_proj_weight.npy", &arrays[n]);
-        w.k_proj_weight = host_of(&arrays[n++]);
+        w.k_proj_weight = host_of(arrays[n++]);
         load_npy(dir, "v_proj_weight.npy", &arrays[n]);
-        w.v_proj_weight = host_of(&arrays[n++]);
+        w.v_proj_weight = host_of(arrays[n++]);
     }
     if (bias) {
         load_npy(dir, "in_proj_bias.npy", &arrays[n]);
-        w.in_proj_bias = host_of(&arrays[n++]);
+        w.in_proj_bias = host_of(arrays[n++]);
         load_npy(dir, "out_proj_bias.npy", &arrays[n]);
-        w.out_proj_bias = host_of(&arrays[n++]);
+        w.out_proj_bias = host_of(arrays[n++]);
     }
     load_npy(dir, "out_proj_weight.npy", &arrays[n]);
-    w.out_proj_weight = host_of(&arrays[n++]);
+    w.out_proj_weight = host_of(arrays[n++]);
     assert_int_equal(clattn_mha_load_weights(mha, &w), CLATTN_OK);
 
-    clattn_npy_array query = {0}, key = {0}, value = {0}, expect = {0}, kpm = {0}, am = {0};
-    clattn_npy_array expect_w = {0};
+    clattn_npy_array *query = NULL, *key = NULL, *value = NULL, *expect = NULL, *kpm = NULL, *am = NULL;
+    clattn_npy_array *expect_w = NULL;
     load_npy(dir, "query.npy", &query);
     load_npy(dir, "out.npy", &expect);
-    clattn_tensor *tq = device_of(ctx, &query), *tk = NULL, *tv = NULL;
+    clattn_tensor *tq = device_of(ctx, query), *tk = NULL, *tv = NULL;
     if (!json_flag(meta, "self_attention")) {
         load_npy(dir, "key.npy", &key);
         load_npy(dir, "value.npy", &value);
-        tk = device_of(ctx, &key);
-        tv = device_of(ctx, &value);
+        tk = device_of(ctx, key);
+        tv = device_of(ctx, value);
     }
-    clattn_tensor *to = test_tensor_from(ctx, expect.ndim, expect.shape, NULL);
+    clattn_tensor *to = test_tensor_from(ctx, expect->ndim, expect->shape, NULL);
     clattn_mha_forward_params fp;
     clattn_mha_forward_params_default(&fp);
     fp.causal = json_flag(meta, "causal");
@@ -442,7 +442,7 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
     json_t *kind = json_object_get(meta, "key_padding_mask");
     if (json_is_string(kind)) {
         load_npy(dir, "key_padding_mask.npy", &kpm);
-        tkpm = device_of(ctx, &kpm);
+        tkpm = device_of(ctx, kpm);
         fp.key_padding_mask = tkpm;
         fp.key_padding_mask_kind =
             strcmp(json_string_value(kind), "bool") == 0 ? CLATTN_MASK_BOOL : CLATTN_MASK_ADDITIVE;
@@ -450,14 +450,14 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
     kind = json_object_get(meta, "attn_mask");
     if (json_is_string(kind)) {
         load_npy(dir, "attn_mask.npy", &am);
-        tam = device_of(ctx, &am);
+        tam = device_of(ctx, am);
         fp.attn_mask = tam;
         fp.attn_mask_kind =
             strcmp(json_string_value(kind), "bool") == 0 ? CLATTN_MASK_BOOL : CLATTN_MASK_ADDITIVE;
     }
     if (json_flag(meta, "need_weights")) {
         load_npy(dir, "attn_weights.npy", &expect_w);
-        tw = test_tensor_from(ctx, expect_w.ndim, expect_w.shape, NULL);
+        tw = test_tensor_from(ctx, expect_w->ndim, expect_w->shape, NULL);
         fp.attn_weights = tw;
         fp.average_attn_weights = json_flag(meta, "average_attn_weights");
     }
@@ -468,14 +468,14 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
 
     double tol = json_real_value(json_object_get(meta, "tolerance"));
     float *got = test_tensor_to_host(to);
-    double err = test_max_abs_diff(got, expect.f32, expect.numel);
-    assert_close(got, expect.f32, expect.numel, tol);
+    double err = test_max_abs_diff(got, expect->f32, expect->numel);
+    assert_close(got, expect->f32, expect->numel, tol);
     if (tw) {
         float *got_w = test_tensor_to_host(tw);
-        double err_w = test_max_abs_diff(got_w, expect_w.f32, expect_w.numel);
+        double err_w = test_max_abs_diff(got_w, expect_w->f32, expect_w->numel);
         if (err_w > err)
             err = err_w;
-        assert_close(got_w, expect_w.f32, expect_w.numel, tol);
+        assert_close(got_w, expect_w->f32, expect_w->numel, tol);
         free(got_w);
     }
     /* And on the other path (fused when weights were asked, else unfused). */
@@ -485,16 +485,16 @@ static double run_golden_mha(clattn_context *ctx, const char *dir, json_t *meta)
     assert_int_equal(clattn_mha_forward(mha, tq, tk, tv, to, &fp), CLATTN_OK);
     free(got);
     got = test_tensor_to_host(to);
-    double err_other = test_max_abs_diff(got, expect.f32, expect.numel);
+    double err_other = test_max_abs_diff(got, expect->f32, expect->numel);
     if (err_other > err)
         err = err_other;
-    assert_close(got, expect.f32, expect.numel, tol);
+    assert_close(got, expect->f32, expect->numel, tol);
     free(got);
     for (int i = 0; i < n; i++)
-        clattn_npy_array_free(&arrays[i]);
-    clattn_npy_array_free(&query), clattn_npy_array_free(&key), clattn_npy_array_free(&value);
-    clattn_npy_array_free(&expect), clattn_npy_array_free(&kpm), clattn_npy_array_free(&am);
-    clattn_npy_array_free(&expect_w);
+        clattn_npy_array_destroy(&arrays[i]);
+    clattn_npy_array_destroy(&query), clattn_npy_array_destroy(&key), clattn_npy_array_destroy(&value);
+    clattn_npy_array_destroy(&expect), clattn_npy_array_destroy(&kpm), clattn_npy_array_destroy(&am);
+    clattn_npy_array_destroy(&expect_w);
     clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tv);
     clattn_tensor_destroy(&to), clattn_tensor_destroy(&tkpm), clattn_tensor_destroy(&tam);
     clattn_tensor_destroy(&tw);
@@ -509,31 +509,31 @@ static double run_golden_timm(clattn_context *ctx, const char *dir, json_t *meta
     clattn_mha_config_timm(&cfg, json_size(meta, "dim"), json_size(meta, "num_heads"), qkv_bias);
     clattn_mha *mha = NULL;
     assert_int_equal(clattn_mha_create(ctx, &mha, &cfg), CLATTN_OK);
-    clattn_npy_array qkv_w = {0}, qkv_b = {0}, proj_w = {0}, proj_b = {0}, x = {0}, expect = {0};
+    clattn_npy_array *qkv_w = NULL, *qkv_b = NULL, *proj_w = NULL, *proj_b = NULL, *x = NULL, *expect = NULL;
     clattn_mha_weights w;
     memset(&w, 0, sizeof(w));
     load_npy(dir, "qkv_weight.npy", &qkv_w);
     load_npy(dir, "proj_weight.npy", &proj_w);
     load_npy(dir, "proj_bias.npy", &proj_b);
-    w.in_proj_weight = host_of(&qkv_w);
-    w.out_proj_weight = host_of(&proj_w);
-    w.out_proj_bias = host_of(&proj_b);
+    w.in_proj_weight = host_of(qkv_w);
+    w.out_proj_weight = host_of(proj_w);
+    w.out_proj_bias = host_of(proj_b);
     if (qkv_bias) {
         load_npy(dir, "qkv_bias.npy", &qkv_b);
-        w.in_proj_bias = host_of(&qkv_b);
+        w.in_proj_bias = host_of(qkv_b);
     }
     assert_int_equal(clattn_mha_load_weights(mha, &w), CLATTN_OK);
     load_npy(dir, "x.npy", &x);
     load_npy(dir, "out.npy", &expect);
-    clattn_tensor *tx = device_of(ctx, &x);
-    clattn_tensor *to = test_tensor_from(ctx, expect.ndim, expect.shape, NULL);
+    clattn_tensor *tx = device_of(ctx, x);
+    clattn_tensor *to = test_tensor_from(ctx, expect->ndim, expect->shape, NULL);
     assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, to, NULL), CLATTN_OK);
     float *got = test_tensor_to_host(to);
-    double err = test_max_abs_diff(got, expect.f32, expect.numel);
-    assert_close(got, expect.f32, expect.numel, json_real_value(json_object_get(meta, "tolerance")));
+    double err = test_max_abs_diff(got, expect->f32, expect->numel);
+    assert_close(got, expect->f32, expect->numel, json_real_value(json_object_get(meta, "tolerance")));
     free(got);
-    clattn_npy_array_free(&qkv_w), clattn_npy_array_free(&qkv_b), clattn_npy_array_free(&proj_w);
-    clattn_npy_array_free(&proj_b), clattn_npy_array_free(&x), clattn_npy_array_free(&expect);
+    clattn_npy_array_destroy(&qkv_w), clattn_npy_array_destroy(&qkv_b), clattn_npy_array_destroy(&proj_w);
+    clattn_npy_array_destroy(&proj_b), clattn_npy_array_destroy(&x), clattn_npy_array_destroy(&expect);
     clattn_tensor_destroy(&tx), clattn_tensor_destroy(&to);
     clattn_mha_destroy(&mha);
     return err;

@@ -45,11 +45,11 @@ static int teardown(void **state)
 
 /* ---- PyTorch golden encoders ---- */
 
-static void load_array(const char *dir, const char *name, clattn_npy_array *a, bool ints)
+static void load_array(const char *dir, const char *name, clattn_npy_array **a, bool ints)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    clattn_status status = ints ? clattn_npy_read_i64(path, a) : clattn_npy_read_f32(path, a);
+    clattn_status status = ints ? clattn_npy_read_i64(a, path) : clattn_npy_read_f32(a, path);
     if (status != CLATTN_OK) {
         print_error("%s\n", clattn_last_error(NULL));
         fail();
@@ -61,7 +61,7 @@ static double run_golden(clattn_context *ctx, const char *dir, json_t *meta)
     char path[1024];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     clattn_encoder *enc = NULL;
-    clattn_status status = clattn_encoder_load_file(ctx, path, &enc);
+    clattn_status status = clattn_encoder_load_file(ctx, &enc, path);
     if (status != CLATTN_OK)
         print_error("%s\n", clattn_last_error(ctx));
     assert_int_equal(status, CLATTN_OK);
@@ -70,37 +70,37 @@ static double run_golden(clattn_context *ctx, const char *dir, json_t *meta)
     assert_int_equal(cfg.num_layers, json_integer_value(json_object_get(meta, "num_layers")));
     assert_int_equal(cfg.final_norm, json_is_true(json_object_get(meta, "final_norm")));
 
-    clattn_npy_array expect = {0}, input = {0}, tokens = {0}, mask = {0};
+    clattn_npy_array *expect = NULL, *input = NULL, *tokens = NULL, *mask = NULL;
     load_array(dir, "out.npy", &expect, false);
-    clattn_tensor *out = test_tensor_from(ctx, expect.ndim, expect.shape, NULL);
+    clattn_tensor *out = test_tensor_from(ctx, expect->ndim, expect->shape, NULL);
     clattn_tensor *tmask = NULL, *tin = NULL;
     clattn_encoder_forward_params p;
     clattn_encoder_forward_params_default(&p);
     p.causal = json_is_true(json_object_get(meta, "causal"));
     if (json_is_true(json_object_get(meta, "key_padding_mask"))) {
         load_array(dir, "key_padding_mask.npy", &mask, false);
-        tmask = test_tensor_from(ctx, mask.ndim, mask.shape, mask.f32);
+        tmask = test_tensor_from(ctx, mask->ndim, mask->shape, mask->f32);
         p.key_padding_mask = tmask;
     }
     if (strcmp(json_string_value(json_object_get(meta, "input")), "tokens") == 0) {
         load_array(dir, "tokens.npy", &tokens, true);
-        status = clattn_encoder_forward_tokens(enc, tokens.i64, tokens.shape[0], tokens.shape[1],
+        status = clattn_encoder_forward_tokens(enc, tokens->i64, tokens->shape[0], tokens->shape[1],
                                                out, &p);
     } else {
         load_array(dir, "input.npy", &input, false);
-        tin = test_tensor_from(ctx, input.ndim, input.shape, input.f32);
+        tin = test_tensor_from(ctx, input->ndim, input->shape, input->f32);
         status = clattn_encoder_forward(enc, tin, out, &p);
     }
     if (status != CLATTN_OK)
         print_error("%s: %s\n", dir, clattn_last_error(ctx));
     assert_int_equal(status, CLATTN_OK);
     float *got = test_tensor_to_host(out);
-    double err = test_max_abs_diff(got, expect.f32, expect.numel);
-    assert_close(got, expect.f32, expect.numel,
+    double err = test_max_abs_diff(got, expect->f32, expect->numel);
+    assert_close(got, expect->f32, expect->numel,
                  json_real_value(json_object_get(meta, "tolerance")));
     free(got);
-    clattn_npy_array_free(&expect), clattn_npy_array_free(&input);
-    clattn_npy_array_free(&tokens), clattn_npy_array_free(&mask);
+    clattn_npy_array_destroy(&expect), clattn_npy_array_destroy(&input);
+    clattn_npy_array_destroy(&tokens), clattn_npy_array_destroy(&mask);
     clattn_tensor_destroy(&out), clattn_tensor_destroy(&tin), clattn_tensor_destroy(&tmask);
     clattn_encoder_destroy(&enc);
     return err;
@@ -147,7 +147,7 @@ static void exported_pytorch_encoders_match_pytorch(void **state)
 /* Writes the bank's weights and `meta` (NULL-terminated key/value pairs) as a model file. */
 static void write_model(const char *path, weight_bank *bank, const char *const *meta)
 {
-    clattn_st_tensor tensors[BANK_MAX];
+    clattn_safetensors_tensor tensors[BANK_MAX];
     size_t n = 0;
     for (size_t i = 0; i < bank->count; i++) {
         if (!bank->names[i][0])
@@ -160,10 +160,10 @@ static void write_model(const char *path, weight_bank *bank, const char *const *
         tensors[n].data = (float *)bank->tensors[i].data;
         n++;
     }
-    clattn_st_metadata md[16];
+    clattn_safetensors_metadata_entry md[16];
     size_t m = 0;
     for (; meta[2 * m]; m++)
-        md[m] = (clattn_st_metadata){(char *)meta[2 * m], (char *)meta[2 * m + 1]};
+        md[m] = (clattn_safetensors_metadata_entry){(char *)meta[2 * m], (char *)meta[2 * m + 1]};
     clattn_status status = clattn_safetensors_write(path, tensors, n, md, m);
     if (status != CLATTN_OK)
         print_error("%s\n", clattn_last_error(NULL));
@@ -198,7 +198,7 @@ static void a_written_file_loads_the_same_weights(void **state)
     write_model(path, bank, good_meta);
 
     clattn_encoder *from_file = NULL, *from_lookup = NULL;
-    assert_int_equal(clattn_encoder_load_file(f->ctx, path, &from_file), CLATTN_OK);
+    assert_int_equal(clattn_encoder_load_file(f->ctx, &from_file, path), CLATTN_OK);
     clattn_encoder_config got;
     assert_int_equal(clattn_encoder_get_config(from_file, &got), CLATTN_OK);
     assert_int_equal(got.d_model, 8);
@@ -249,7 +249,7 @@ static void expect_meta_error(fixture *f, const char *key, const char *value,
     snprintf(path, sizeof(path), "%s/meta-%s.safetensors", f->dir, key);
     write_model(path, bank, meta);
     clattn_encoder *enc = (clattn_encoder *)0x1;
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, path, &enc), status, needle);
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, path), status, needle);
     assert_null(enc);
     assert_non_null(strstr(clattn_last_error(f->ctx), path));
     bank_free(bank);
@@ -288,24 +288,24 @@ static void missing_and_misshapen_tensors_are_named(void **state)
     bank_remove(bank, "layers.1.norm2.bias");
     write_model(path, bank, good_meta);
     clattn_encoder *enc = NULL;
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, path, &enc), CLATTN_ERROR_FORMAT,
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, path), CLATTN_ERROR_FORMAT,
                       "missing tensor layers.1.norm2.bias");
     bank_free(bank);
     bank_init(bank, &c, true, 3);
     bank_find(bank, "embedding.weight")->shape[1] = 4; /* [5, 8] data written as [10, 4] */
     bank_find(bank, "embedding.weight")->shape[0] = 10;
     write_model(path, bank, good_meta);
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, path, &enc),
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, path),
                       CLATTN_ERROR_SHAPE_MISMATCH, "embedding.weight must be [vocab, d_model = 8]");
     bank_free(bank);
     free(bank);
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, "/no/such/model.safetensors", &enc),
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, "/no/such/model.safetensors"),
                       CLATTN_ERROR_IO, "/no/such/model.safetensors");
-    assert_status_msg(NULL, clattn_encoder_load_file(NULL, path, &enc),
+    assert_status_msg(NULL, clattn_encoder_load_file(NULL, &enc, path),
                       CLATTN_ERROR_INVALID_ARGUMENT, "ctx is NULL");
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, NULL, &enc),
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, NULL),
                       CLATTN_ERROR_INVALID_ARGUMENT, "path is NULL");
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, path, NULL),
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, NULL, path),
                       CLATTN_ERROR_INVALID_ARGUMENT, "encoder is NULL");
 }
 
@@ -323,7 +323,7 @@ static void corrupted_files_never_crash(void **state)
     /* Truncations: every length of the header region, then a few into the data. */
     for (size_t n = 0; n < size; n += n < 1024 ? 1 : 997) {
         test_write_file(bad, bytes, n);
-        clattn_status status = clattn_encoder_load_file(f->ctx, bad, &enc);
+        clattn_status status = clattn_encoder_load_file(f->ctx, &enc, bad);
         assert_int_not_equal(status, CLATTN_OK);
         assert_null(enc);
         assert_true(strlen(clattn_last_error(f->ctx)) > 0);
@@ -332,13 +332,13 @@ static void corrupted_files_never_crash(void **state)
     memcpy(copy, bytes, size);
     memset(copy, 0xff, 8);
     test_write_file(bad, copy, size);
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, bad, &enc), CLATTN_ERROR_FORMAT,
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, bad), CLATTN_ERROR_FORMAT,
                       bad);
     /* Invalid JSON. */
     memcpy(copy, bytes, size);
     copy[8] = '[';
     test_write_file(bad, copy, size);
-    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, bad, &enc), CLATTN_ERROR_FORMAT,
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, bad), CLATTN_ERROR_FORMAT,
                       "JSON");
     /* Seeded mutations: any status but OK-with-garbage; never a crash. */
     test_rng rng = {2024};
@@ -354,7 +354,7 @@ static void corrupted_files_never_crash(void **state)
             copy[at] = (unsigned char)test_rng_next(&rng);
         }
         test_write_file(bad, copy, size);
-        clattn_status status = clattn_encoder_load_file(f->ctx, bad, &enc);
+        clattn_status status = clattn_encoder_load_file(f->ctx, &enc, bad);
         if (status == CLATTN_OK) {
             ok++;
             clattn_encoder_destroy(&enc);

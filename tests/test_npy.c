@@ -78,12 +78,8 @@ static void assert_shape(const clattn_npy_array *a, int ndim, const size_t *shap
     assert_int_equal(a->numel, numel);
 }
 
-static void assert_zeroed(const clattn_npy_array *a)
-{
-    clattn_npy_array zero;
-    memset(&zero, 0, sizeof(zero));
-    assert_memory_equal(a, &zero, sizeof(zero));
-}
+/* What an output pointer holds before a call that must leave it NULL on error. */
+static clattn_npy_array poison;
 
 /* ---- writing ---- */
 
@@ -161,24 +157,24 @@ static void round_trips_are_bit_exact(void **state)
         assert_int_equal(clattn_npy_write_f32(path, data, cases[c].ndim, cases[c].shape),
                          CLATTN_OK);
 
-        clattn_npy_array a;
-        assert_int_equal(clattn_npy_read_f32(path, &a), CLATTN_OK);
-        assert_int_equal(a.source_dtype, CLATTN_NPY_FLOAT32);
-        assert_shape(&a, cases[c].ndim, cases[c].shape, n);
-        assert_non_null(a.f32);
-        assert_null(a.i64);
-        assert_memory_equal(a.f32, data, n * sizeof(float));
-        clattn_npy_array_free(&a);
-        assert_zeroed(&a);
+        clattn_npy_array *a = NULL;
+        assert_int_equal(clattn_npy_read_f32(&a, path), CLATTN_OK);
+        assert_int_equal(a->source_dtype, CLATTN_NPY_FLOAT32);
+        assert_shape(a, cases[c].ndim, cases[c].shape, n);
+        assert_non_null(a->f32);
+        assert_null(a->i64);
+        assert_memory_equal(a->f32, data, n * sizeof(float));
+        clattn_npy_array_destroy(&a);
+        assert_null(a);
 
         /* The data starts at a multiple of 64 and follows the header immediately. */
         size_t size;
         unsigned char *bytes = test_read_file(path, &size);
         assert_int_equal((size - n * sizeof(float)) % 64, 0);
         assert_int_equal(bytes[size - n * sizeof(float) - 1], '\n');
-        assert_int_equal(clattn_npy_parse_f32(bytes, size, &a), CLATTN_OK);
-        assert_memory_equal(a.f32, data, n * sizeof(float));
-        clattn_npy_array_free(&a);
+        assert_int_equal(clattn_npy_parse_f32(&a, bytes, size), CLATTN_OK);
+        assert_memory_equal(a->f32, data, n * sizeof(float));
+        clattn_npy_array_destroy(&a);
         free(bytes);
         free(data);
         assert_int_equal(remove(path), 0);
@@ -212,43 +208,43 @@ static void write_failures_are_named_and_leave_no_file(void **state)
 static void reads_float_files(void **state)
 {
     (void)state;
-    clattn_npy_array a;
-    assert_int_equal(clattn_npy_read_f32(fixture("f32_2x3.npy"), &a), CLATTN_OK);
-    assert_int_equal(a.source_dtype, CLATTN_NPY_FLOAT32);
-    assert_shape(&a, 2, (size_t[]){2, 3}, 6);
-    assert_memory_equal(a.f32, f32_2x3_values, sizeof(f32_2x3_values));
-    clattn_npy_array_free(&a);
+    clattn_npy_array *a = NULL;
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f32_2x3.npy")), CLATTN_OK);
+    assert_int_equal(a->source_dtype, CLATTN_NPY_FLOAT32);
+    assert_shape(a, 2, (size_t[]){2, 3}, 6);
+    assert_memory_equal(a->f32, f32_2x3_values, sizeof(f32_2x3_values));
+    clattn_npy_array_destroy(&a);
 
-    assert_int_equal(clattn_npy_read_f32(fixture("f32_scalar.npy"), &a), CLATTN_OK);
-    assert_shape(&a, 0, NULL, 1);
-    assert_true(a.f32[0] == 2.5f);
-    clattn_npy_array_free(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f32_scalar.npy")), CLATTN_OK);
+    assert_shape(a, 0, NULL, 1);
+    assert_true(a->f32[0] == 2.5f);
+    clattn_npy_array_destroy(&a);
 
-    assert_int_equal(clattn_npy_read_f32(fixture("f32_empty_100000x0.npy"), &a), CLATTN_OK);
-    assert_shape(&a, 2, (size_t[]){100000, 0}, 0);
-    assert_non_null(a.f32);
-    clattn_npy_array_free(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f32_empty_100000x0.npy")), CLATTN_OK);
+    assert_shape(a, 2, (size_t[]){100000, 0}, 0);
+    assert_non_null(a->f32);
+    clattn_npy_array_destroy(&a);
 
-    assert_int_equal(clattn_npy_read_f32(fixture("f64_4.npy"), &a), CLATTN_OK);
-    assert_int_equal(a.source_dtype, CLATTN_NPY_FLOAT64);
-    assert_shape(&a, 1, (size_t[]){4}, 4);
-    assert_true(a.f32[0] == 1.5f && a.f32[1] == -2.25f && a.f32[2] == (float)0.1);
-    assert_true(isinf(a.f32[3]) && a.f32[3] > 0);
-    clattn_npy_array_free(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f64_4.npy")), CLATTN_OK);
+    assert_int_equal(a->source_dtype, CLATTN_NPY_FLOAT64);
+    assert_shape(a, 1, (size_t[]){4}, 4);
+    assert_true(a->f32[0] == 1.5f && a->f32[1] == -2.25f && a->f32[2] == (float)0.1);
+    assert_true(isinf(a->f32[3]) && a->f32[3] > 0);
+    clattn_npy_array_destroy(&a);
 }
 
 static void reads_other_format_versions(void **state)
 {
     (void)state;
-    clattn_npy_array a;
-    assert_int_equal(clattn_npy_read_f32(fixture("f32_v2_2x2.npy"), &a), CLATTN_OK);
-    assert_shape(&a, 2, (size_t[]){2, 2}, 4);
-    assert_memory_equal(a.f32, ((float[]){1, 2, 3, 4}), 4 * sizeof(float));
-    clattn_npy_array_free(&a);
-    assert_int_equal(clattn_npy_read_f32(fixture("f32_v3_2.npy"), &a), CLATTN_OK);
-    assert_shape(&a, 1, (size_t[]){2}, 2);
-    assert_memory_equal(a.f32, ((float[]){5, 6}), 2 * sizeof(float));
-    clattn_npy_array_free(&a);
+    clattn_npy_array *a = NULL;
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f32_v2_2x2.npy")), CLATTN_OK);
+    assert_shape(a, 2, (size_t[]){2, 2}, 4);
+    assert_memory_equal(a->f32, ((float[]){1, 2, 3, 4}), 4 * sizeof(float));
+    clattn_npy_array_destroy(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("f32_v3_2.npy")), CLATTN_OK);
+    assert_shape(a, 1, (size_t[]){2}, 2);
+    assert_memory_equal(a->f32, ((float[]){5, 6}), 2 * sizeof(float));
+    clattn_npy_array_destroy(&a);
 }
 
 static const struct {
@@ -274,68 +270,68 @@ static void reads_integer_and_bool_files(void **state)
     for (size_t c = 0; c < sizeof(integer_fixtures) / sizeof(integer_fixtures[0]); c++) {
         const char *path = fixture(integer_fixtures[c].name);
         size_t n = integer_fixtures[c].numel, shown = n < 4 ? n : 4;
-        clattn_npy_array a;
-        assert_int_equal(clattn_npy_read_i64(path, &a), CLATTN_OK);
-        assert_int_equal(a.source_dtype, integer_fixtures[c].dtype);
-        assert_int_equal(a.numel, n);
-        assert_null(a.f32);
-        assert_memory_equal(a.i64, integer_fixtures[c].values, shown * sizeof(int64_t));
-        clattn_npy_array_free(&a);
+        clattn_npy_array *a = NULL;
+        assert_int_equal(clattn_npy_read_i64(&a, path), CLATTN_OK);
+        assert_int_equal(a->source_dtype, integer_fixtures[c].dtype);
+        assert_int_equal(a->numel, n);
+        assert_null(a->f32);
+        assert_memory_equal(a->i64, integer_fixtures[c].values, shown * sizeof(int64_t));
+        clattn_npy_array_destroy(&a);
 
-        assert_int_equal(clattn_npy_read_f32(path, &a), CLATTN_OK);
-        assert_int_equal(a.source_dtype, integer_fixtures[c].dtype);
-        assert_null(a.i64);
+        assert_int_equal(clattn_npy_read_f32(&a, path), CLATTN_OK);
+        assert_int_equal(a->source_dtype, integer_fixtures[c].dtype);
+        assert_null(a->i64);
         for (size_t i = 0; i < shown; i++)
-            assert_true(a.f32[i] == (float)integer_fixtures[c].values[i]);
-        clattn_npy_array_free(&a);
+            assert_true(a->f32[i] == (float)integer_fixtures[c].values[i]);
+        clattn_npy_array_destroy(&a);
     }
-    clattn_npy_array a;
-    assert_int_equal(clattn_npy_read_i64(fixture("bool_5.npy"), &a), CLATTN_OK);
-    assert_int_equal(a.i64[4], 0);
-    clattn_npy_array_free(&a);
-    assert_int_equal(clattn_npy_read_i64(fixture("i64_2x2.npy"), &a), CLATTN_OK);
-    assert_shape(&a, 2, (size_t[]){2, 2}, 4);
-    clattn_npy_array_free(&a);
+    clattn_npy_array *a = NULL;
+    assert_int_equal(clattn_npy_read_i64(&a, fixture("bool_5.npy")), CLATTN_OK);
+    assert_int_equal(a->i64[4], 0);
+    clattn_npy_array_destroy(&a);
+    assert_int_equal(clattn_npy_read_i64(&a, fixture("i64_2x2.npy")), CLATTN_OK);
+    assert_shape(a, 2, (size_t[]){2, 2}, 4);
+    clattn_npy_array_destroy(&a);
     /* 16777217 is not a float: it rounds to the nearest one. */
-    assert_int_equal(clattn_npy_read_f32(fixture("i64_2x2.npy"), &a), CLATTN_OK);
-    assert_true(a.f32[3] == 16777216.0f);
-    clattn_npy_array_free(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("i64_2x2.npy")), CLATTN_OK);
+    assert_true(a->f32[3] == 16777216.0f);
+    clattn_npy_array_destroy(&a);
     /* The uint64 above INT64_MAX converts to float but not to int64. */
-    assert_int_equal(clattn_npy_read_f32(fixture("u64_big_3.npy"), &a), CLATTN_OK);
-    assert_true(a.f32[2] == 18446744073709551615.0f);
-    clattn_npy_array_free(&a);
+    assert_int_equal(clattn_npy_read_f32(&a, fixture("u64_big_3.npy")), CLATTN_OK);
+    assert_true(a->f32[2] == 18446744073709551615.0f);
+    clattn_npy_array_destroy(&a);
 }
 
 static void read_errors_are_named(void **state)
 {
     (void)state;
-    clattn_npy_array a;
-    assert_status_msg(NULL, clattn_npy_read_i64(fixture("u64_big_3.npy"), &a),
+    clattn_npy_array *a = NULL;
+    assert_status_msg(NULL, clattn_npy_read_i64(&a, fixture("u64_big_3.npy")),
                       CLATTN_ERROR_OUT_OF_RANGE, "flat index 2 (18446744073709551615)");
-    assert_zeroed(&a);
-    assert_status_msg(NULL, clattn_npy_read_i64(fixture("f32_2x3.npy"), &a),
+    assert_null(a);
+    assert_status_msg(NULL, clattn_npy_read_i64(&a, fixture("f32_2x3.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "expected an integer or bool array, got float32");
-    assert_status_msg(NULL, clattn_npy_read_i64(fixture("f64_4.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_i64(&a, fixture("f64_4.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "got float64");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("f32_fortran_2x3.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("f32_fortran_2x3.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "fortran_order");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("f32_bigendian_2.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("f32_bigendian_2.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "big-endian dtype '>f4' is not supported");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("f16_2.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("f16_2.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "dtype '<f2' is not supported");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("c64_2.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("c64_2.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "'<c8'");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("structured_2.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("structured_2.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "structured");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("f32_9d.npy"), &a),
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("f32_9d.npy")),
                       CLATTN_ERROR_UNSUPPORTED, "more than 8 dimensions");
     assert_non_null(strstr(clattn_last_error(NULL), "f32_9d.npy"));
-    assert_zeroed(&a);
+    assert_null(a);
 
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("missing.npy"), &a), CLATTN_ERROR_IO,
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fixture("missing.npy")), CLATTN_ERROR_IO,
                       "No such file or directory");
     assert_non_null(strstr(clattn_last_error(NULL), fixture("missing.npy")));
-    assert_status_msg(NULL, clattn_npy_read_f32(NPY_FIXTURE_DIR, &a), CLATTN_ERROR_IO,
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, NPY_FIXTURE_DIR), CLATTN_ERROR_IO,
                       "not a regular file");
 
     /* An empty file and a text file. */
@@ -343,14 +339,14 @@ static void read_errors_are_named(void **state)
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     fclose(f);
-    assert_status_msg(NULL, clattn_npy_read_f32(path, &a), CLATTN_ERROR_FORMAT, "truncated");
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, path), CLATTN_ERROR_FORMAT, "truncated");
     f = fopen(path, "wb");
     assert_non_null(f);
     fputs("hello, world\n", f);
     fclose(f);
-    assert_status_msg(NULL, clattn_npy_read_i64(path, &a), CLATTN_ERROR_FORMAT, "not a .npy file");
+    assert_status_msg(NULL, clattn_npy_read_i64(&a, path), CLATTN_ERROR_FORMAT, "not a .npy file");
     assert_non_null(strstr(clattn_last_error(NULL), path));
-    assert_zeroed(&a);
+    assert_null(a);
     assert_int_equal(remove(path), 0);
 }
 
@@ -373,16 +369,16 @@ static void accepts_header_variations(void **state)
         for (int major = 1; major <= 3; major++) {
             size_t size;
             unsigned char *bytes = make_npy(major, headers[h], two, sizeof(two), &size);
-            clattn_npy_array a;
-            clattn_status status = clattn_npy_parse_f32(bytes, size, &a);
+            clattn_npy_array *a = NULL;
+            clattn_status status = clattn_npy_parse_f32(&a, bytes, size);
             if (status != CLATTN_OK) {
                 print_error("header %zu, version %d: %s\n", h, major, clattn_last_error(NULL));
                 fail();
             }
-            assert_int_equal(a.numel, 2);
-            assert_int_equal(a.shape[a.ndim - 1], 2);
-            assert_memory_equal(a.f32, two, sizeof(two));
-            clattn_npy_array_free(&a);
+            assert_int_equal(a->numel, 2);
+            assert_int_equal(a->shape[a->ndim - 1], 2);
+            assert_memory_equal(a->f32, two, sizeof(two));
+            clattn_npy_array_destroy(&a);
             free(bytes);
         }
     }
@@ -395,23 +391,23 @@ static void accepts_header_variations(void **state)
                  "{'descr': '%s', 'fortran_order': False, 'shape': (2,), }", one_byte[i]);
         size_t size;
         unsigned char *bytes = make_npy(1, header, data, sizeof(data), &size);
-        clattn_npy_array a;
-        assert_int_equal(clattn_npy_parse_i64(bytes, size, &a), CLATTN_OK);
-        assert_int_equal(a.source_dtype, CLATTN_NPY_UINT8);
-        assert_int_equal(a.numel, 2);
-        assert_int_equal(a.i64[0], 7);
-        assert_int_equal(a.i64[1], 200);
-        clattn_npy_array_free(&a);
+        clattn_npy_array *a = NULL;
+        assert_int_equal(clattn_npy_parse_i64(&a, bytes, size), CLATTN_OK);
+        assert_int_equal(a->source_dtype, CLATTN_NPY_UINT8);
+        assert_int_equal(a->numel, 2);
+        assert_int_equal(a->i64[0], 7);
+        assert_int_equal(a->i64[1], 200);
+        clattn_npy_array_destroy(&a);
         free(bytes);
     }
     /* Nonzero bool bytes are true. */
     size_t size;
     unsigned char *bytes = make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}",
                                     "\x00\x02\xff", 3, &size);
-    clattn_npy_array a;
-    assert_int_equal(clattn_npy_parse_f32(bytes, size, &a), CLATTN_OK);
-    assert_true(a.f32[0] == 0.0f && a.f32[1] == 1.0f && a.f32[2] == 1.0f);
-    clattn_npy_array_free(&a);
+    clattn_npy_array *a = NULL;
+    assert_int_equal(clattn_npy_parse_f32(&a, bytes, size), CLATTN_OK);
+    assert_true(a->f32[0] == 0.0f && a->f32[1] == 1.0f && a->f32[2] == 1.0f);
+    clattn_npy_array_destroy(&a);
     free(bytes);
 }
 
@@ -490,8 +486,8 @@ static void rejects_malformed_headers(void **state)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         size_t size;
         unsigned char *bytes = make_npy(1, cases[c].header, two, sizeof(two), &size);
-        clattn_npy_array a;
-        clattn_status status = clattn_npy_parse_f32(bytes, size, &a);
+        clattn_npy_array *a = NULL;
+        clattn_status status = clattn_npy_parse_f32(&a, bytes, size);
         if (status != cases[c].status || !strstr(clattn_last_error(NULL), cases[c].needle) ||
             !strstr(clattn_last_error(NULL), "clattn_npy_parse_f32: <memory>: ")) {
             print_error("case %zu: %s: got %s \"%s\", expected %s mentioning \"%s\"\n", c,
@@ -499,7 +495,7 @@ static void rejects_malformed_headers(void **state)
                         clattn_status_name(cases[c].status), cases[c].needle);
             fail();
         }
-        assert_zeroed(&a);
+        assert_null(a);
         free(bytes);
     }
 }
@@ -511,35 +507,35 @@ static void rejects_bad_preambles(void **state)
     unsigned char *good = test_read_file(fixture("f32_2x3.npy"), &size);
     unsigned char *bytes = malloc(size);
     assert_non_null(bytes);
-    clattn_npy_array a;
+    clattn_npy_array *a = NULL;
 
     memcpy(bytes, good, size);
     bytes[1] = 'n';
-    assert_status_msg(NULL, clattn_npy_parse_f32(bytes, size, &a), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_npy_parse_f32(&a, bytes, size), CLATTN_ERROR_FORMAT,
                       "not a .npy file");
     memcpy(bytes, good, size);
     bytes[6] = 4;
-    assert_status_msg(NULL, clattn_npy_parse_f32(bytes, size, &a), CLATTN_ERROR_UNSUPPORTED,
+    assert_status_msg(NULL, clattn_npy_parse_f32(&a, bytes, size), CLATTN_ERROR_UNSUPPORTED,
                       "version 4.0 is not supported");
     memcpy(bytes, good, size);
     bytes[7] = 1;
-    assert_status_msg(NULL, clattn_npy_parse_f32(bytes, size, &a), CLATTN_ERROR_UNSUPPORTED,
+    assert_status_msg(NULL, clattn_npy_parse_f32(&a, bytes, size), CLATTN_ERROR_UNSUPPORTED,
                       "version 1.1");
     memcpy(bytes, good, size);
     bytes[8] = 0xff;
     bytes[9] = 0xff;
-    assert_status_msg(NULL, clattn_npy_parse_f32(bytes, size, &a), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_npy_parse_f32(&a, bytes, size), CLATTN_ERROR_FORMAT,
                       "header length 65535 runs past the end of the file (152 bytes");
     /* A hostile 4 GB header length in a version 2.0 file allocates nothing. */
     free(bytes);
     bytes = make_npy(2, "{}", NULL, 0, &size);
     memset(bytes + 8, 0xff, 4);
-    assert_status_msg(NULL, clattn_npy_parse_i64(bytes, size, &a), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_npy_parse_i64(&a, bytes, size), CLATTN_ERROR_FORMAT,
                       "header length 4294967295 runs past the end");
-    assert_status_msg(NULL, clattn_npy_parse_i64(bytes, 11, &a), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_npy_parse_i64(&a, bytes, 11), CLATTN_ERROR_FORMAT,
                       "shorter than the .npy 2.0 preamble");
-    assert_zeroed(&a);
-    assert_status_msg(NULL, clattn_npy_parse_i64(NULL, 0, &a), CLATTN_ERROR_FORMAT, "truncated");
+    assert_null(a);
+    assert_status_msg(NULL, clattn_npy_parse_i64(&a, NULL, 0), CLATTN_ERROR_FORMAT, "truncated");
     free(bytes);
     free(good);
 }
@@ -557,11 +553,11 @@ static void every_truncation_fails(void **state)
             unsigned char *prefix = malloc(len ? len : 1);
             assert_non_null(prefix);
             memcpy(prefix, whole, len);
-            clattn_npy_array a;
-            clattn_status s1 = clattn_npy_parse_f32(len ? prefix : NULL, len, &a);
-            assert_zeroed(&a);
-            clattn_status s2 = clattn_npy_parse_i64(prefix, len, &a);
-            assert_zeroed(&a);
+            clattn_npy_array *a = NULL;
+            clattn_status s1 = clattn_npy_parse_f32(&a, len ? prefix : NULL, len);
+            assert_null(a);
+            clattn_status s2 = clattn_npy_parse_i64(&a, prefix, len);
+            assert_null(a);
             if (s1 == CLATTN_OK || s2 == CLATTN_OK) {
                 print_error("%s cut to %zu of %zu bytes was accepted\n", names[f], len, size);
                 fail();
@@ -575,7 +571,7 @@ static void every_truncation_fails(void **state)
 static void check_result(clattn_status status, const clattn_npy_array *a, bool f32)
 {
     if (status != CLATTN_OK) {
-        assert_zeroed(a);
+        assert_null(a);
         assert_true(strlen(clattn_last_error(NULL)) > 0);
         return;
     }
@@ -649,15 +645,14 @@ static void mutated_files_never_crash(void **state)
             assert_non_null(exact);
             memcpy(exact, bytes, len);
             free(bytes);
-            clattn_npy_array a;
-            memset(&a, 0x5a, sizeof(a));
-            clattn_status status = clattn_npy_parse_f32(exact, len, &a);
-            check_result(status, &a, true);
+            clattn_npy_array *a = &poison; /* whatever *out held, an error leaves NULL */
+            clattn_status status = clattn_npy_parse_f32(&a, exact, len);
+            check_result(status, a, true);
             accepted += status == CLATTN_OK;
-            clattn_npy_array_free(&a);
-            status = clattn_npy_parse_i64(exact, len, &a);
-            check_result(status, &a, false);
-            clattn_npy_array_free(&a);
+            clattn_npy_array_destroy(&a);
+            status = clattn_npy_parse_i64(&a, exact, len);
+            check_result(status, a, false);
+            clattn_npy_array_destroy(&a);
             free(exact);
         }
         free(whole);
@@ -672,20 +667,19 @@ static void mutated_files_never_crash(void **state)
 static void invalid_arguments_are_named(void **state)
 {
     (void)state;
-    clattn_npy_array a;
-    memset(&a, 0x7f, sizeof(a));
-    assert_status_msg(NULL, clattn_npy_read_f32(NULL, &a), CLATTN_ERROR_INVALID_ARGUMENT,
+    clattn_npy_array *a = &poison; /* whatever *out held, an error leaves NULL */
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, NULL), CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_npy_read_f32: invalid argument: path is NULL");
-    assert_zeroed(&a);
-    assert_status_msg(NULL, clattn_npy_read_i64(NULL, &a), CLATTN_ERROR_INVALID_ARGUMENT,
+    assert_null(a);
+    assert_status_msg(NULL, clattn_npy_read_i64(&a, NULL), CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_npy_read_i64: invalid argument: path is NULL");
-    assert_status_msg(NULL, clattn_npy_read_f32(fixture("f32_2x3.npy"), NULL),
+    assert_status_msg(NULL, clattn_npy_read_f32(NULL, fixture("f32_2x3.npy")),
                       CLATTN_ERROR_INVALID_ARGUMENT, "out is NULL");
-    assert_status_msg(NULL, clattn_npy_read_i64(fixture("i8_3.npy"), NULL),
+    assert_status_msg(NULL, clattn_npy_read_i64(NULL, fixture("i8_3.npy")),
                       CLATTN_ERROR_INVALID_ARGUMENT, "out is NULL");
-    assert_status_msg(NULL, clattn_npy_parse_f32(NULL, 10, &a), CLATTN_ERROR_INVALID_ARGUMENT,
+    assert_status_msg(NULL, clattn_npy_parse_f32(&a, NULL, 10), CLATTN_ERROR_INVALID_ARGUMENT,
                       "bytes is NULL but size is 10");
-    assert_status_msg(NULL, clattn_npy_parse_i64("x", 1, NULL), CLATTN_ERROR_INVALID_ARGUMENT,
+    assert_status_msg(NULL, clattn_npy_parse_i64(NULL, "x", 1), CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_npy_parse_i64: invalid argument: out is NULL");
 
     const float x[6] = {0};
@@ -719,11 +713,11 @@ static void dtype_names_and_free(void **state)
     for (int d = CLATTN_NPY_FLOAT32; d <= CLATTN_NPY_UINT64; d++)
         assert_string_equal(clattn_npy_dtype_name((clattn_npy_dtype)d), names[d]);
     assert_string_equal(clattn_npy_dtype_name((clattn_npy_dtype)99), "unknown");
-    clattn_npy_array_free(NULL);
-    clattn_npy_array a;
+    clattn_npy_array_destroy(NULL);
+    clattn_npy_array *a = NULL;
     memset(&a, 0, sizeof(a));
-    clattn_npy_array_free(&a);
-    assert_zeroed(&a);
+    clattn_npy_array_destroy(&a);
+    assert_null(a);
 }
 
 int main(void)

@@ -98,9 +98,9 @@ static void assert_same_floats(const float *got, const float *want, size_t n, co
         }
 }
 
-static const clattn_st_tensor *must_find(const clattn_safetensors *st, const char *name)
+static const clattn_safetensors_tensor *must_find(const clattn_safetensors *st, const char *name)
 {
-    const clattn_st_tensor *t = clattn_safetensors_find(st, name);
+    const clattn_safetensors_tensor *t = clattn_safetensors_find(st, name);
     if (!t) {
         print_error("no tensor '%s'\n", name);
         fail();
@@ -108,7 +108,7 @@ static const clattn_st_tensor *must_find(const clattn_safetensors *st, const cha
     return t;
 }
 
-static void assert_tensor(const clattn_st_tensor *t, const char *name, clattn_st_dtype dtype,
+static void assert_tensor(const clattn_safetensors_tensor *t, const char *name, clattn_safetensors_dtype dtype,
                           int ndim, const size_t *shape, size_t numel)
 {
     assert_string_equal(t->name, name);
@@ -116,7 +116,7 @@ static void assert_tensor(const clattn_st_tensor *t, const char *name, clattn_st
     assert_int_equal(t->ndim, ndim);
     for (int d = 0; d < ndim; d++)
         assert_int_equal(t->shape[d], shape[d]);
-    for (int d = ndim; d < CLATTN_ST_MAX_DIMS; d++)
+    for (int d = ndim; d < CLATTN_SAFETENSORS_MAX_DIMS; d++)
         assert_int_equal(t->shape[d], 0);
     assert_int_equal(t->numel, numel);
     assert_non_null(t->data);
@@ -126,7 +126,7 @@ static void assert_tensor(const clattn_st_tensor *t, const char *name, clattn_st
 static clattn_safetensors *parse_ok(const unsigned char *bytes, size_t size, const char *what)
 {
     clattn_safetensors *st = NULL;
-    clattn_status status = clattn_safetensors_parse(bytes, size, &st);
+    clattn_status status = clattn_safetensors_parse(&st, bytes, size);
     if (status != CLATTN_OK) {
         print_error("%s: %s: %s\n", what, clattn_status_name(status), clattn_last_error(NULL));
         fail();
@@ -161,8 +161,8 @@ static void writes_what_the_reference_writes(void **state)
         34, 58, 123, 34, 102, 114, 97, 109, 101, 119, 111, 114, 107, 34, 58, 34, 112, 116, 34,
         125, 125, 32, 32, 32, 32, 32};
     float values[6] = {0, 1, 2, 3, 4, 5};
-    clattn_st_tensor t = {.name = "attn.0", .ndim = 3, .shape = {1, 2, 3}, .data = values};
-    clattn_st_metadata meta = {"framework", "pt"};
+    clattn_safetensors_tensor t = {.name = "attn.0", .ndim = 3, .shape = {1, 2, 3}, .data = values};
+    clattn_safetensors_metadata_entry meta = {"framework", "pt"};
     const struct {
         const char *name;
         const unsigned char *bytes;
@@ -181,8 +181,8 @@ static void writes_what_the_reference_writes(void **state)
         t.ndim = cases[c].ndim;
         memcpy(t.shape, cases[c].shape, sizeof(cases[c].shape));
         const char *path = temp_file("reference.safetensors");
-        const clattn_st_tensor *tensors = cases[c].tensors ? &t : NULL;
-        const clattn_st_metadata *metadata = cases[c].metadata ? &meta : NULL;
+        const clattn_safetensors_tensor *tensors = cases[c].tensors ? &t : NULL;
+        const clattn_safetensors_metadata_entry *metadata = cases[c].metadata ? &meta : NULL;
         assert_int_equal(clattn_safetensors_write(path, tensors, cases[c].tensors, metadata,
                                                   cases[c].metadata),
                          CLATTN_OK);
@@ -200,7 +200,7 @@ static void writes_what_the_reference_writes(void **state)
         assert_int_equal(st->tensor_count, cases[c].tensors);
         assert_int_equal(st->metadata_count, cases[c].metadata);
         if (cases[c].tensors) {
-            assert_tensor(&st->tensors[0], cases[c].name, CLATTN_ST_F32, cases[c].ndim,
+            assert_tensor(&st->tensors[0], cases[c].name, CLATTN_SAFETENSORS_F32, cases[c].ndim,
                           cases[c].shape, 6);
             assert_same_floats(st->tensors[0].data, values, 6, cases[c].name);
         } else {
@@ -210,7 +210,7 @@ static void writes_what_the_reference_writes(void **state)
             assert_string_equal(clattn_safetensors_metadata(st, "framework"), "pt");
         else
             assert_null(st->metadata);
-        clattn_safetensors_free(&st);
+        clattn_safetensors_destroy(&st);
         assert_null(st);
     }
 }
@@ -223,13 +223,13 @@ static void writes_what_the_fixture_script_writes(void **state)
     float weight[6] = {0.0f, -1.5f, 3.25f, 1e-40f, INFINITY, -0.0f};
     float bias[4] = {0.1f, -2.0f, 1e30f, 7.0f};
     float scalar = 2.5f;
-    const clattn_st_tensor tensors[] = {
+    const clattn_safetensors_tensor tensors[] = {
         {.name = "bias", .ndim = 1, .shape = {4}, .data = bias},
         {.name = "empty", .ndim = 2, .shape = {0, 4}, .data = NULL},
         {.name = "scalar", .ndim = 0, .data = &scalar},
         {.name = "weight", .ndim = 2, .shape = {2, 3}, .data = weight},
     };
-    const clattn_st_metadata metadata[] = {{"format", "pt"},
+    const clattn_safetensors_metadata_entry metadata[] = {{"format", "pt"},
                                            {"source", "gen_safetensors_fixtures.py"}};
     const char *path = temp_file("f32.safetensors");
     assert_int_equal(clattn_safetensors_write(path, tensors, COUNT(tensors), metadata,
@@ -251,7 +251,7 @@ static void round_trips_are_bit_exact(void **state)
     const struct {
         const char *name;
         int ndim;
-        size_t shape[CLATTN_ST_MAX_DIMS];
+        size_t shape[CLATTN_SAFETENSORS_MAX_DIMS];
         size_t numel;
     } cases[] = {
         /* Not in name order: the file keeps the given order. */
@@ -266,12 +266,12 @@ static void round_trips_are_bit_exact(void **state)
         {"empty_1d", 1, {0}, 0},
     };
     const size_t n_tensors = COUNT(cases);
-    clattn_st_tensor tensors[COUNT(cases)];
+    clattn_safetensors_tensor tensors[COUNT(cases)];
     memset(tensors, 0, sizeof(tensors));
     for (size_t c = 0; c < n_tensors; c++) {
         size_t n = cases[c].numel;
         tensors[c].name = (char *)cases[c].name;
-        tensors[c].dtype = CLATTN_ST_BF16; /* ignored: the writer writes F32 */
+        tensors[c].dtype = CLATTN_SAFETENSORS_BF16; /* ignored: the writer writes F32 */
         tensors[c].ndim = cases[c].ndim;
         memcpy(tensors[c].shape, cases[c].shape, sizeof(tensors[c].shape));
         tensors[c].numel = 12345; /* ignored too */
@@ -288,7 +288,7 @@ static void round_trips_are_bit_exact(void **state)
             tensors[c].data[3] = 1e-42f;
         }
     }
-    const clattn_st_metadata metadata[] = {
+    const clattn_safetensors_metadata_entry metadata[] = {
         {"format", "pt"},
         {"note", "caf\xc3\xa9 \"quoted\"\n\ttabbed \\ back"},
         {"empty", ""},
@@ -299,11 +299,11 @@ static void round_trips_are_bit_exact(void **state)
                      CLATTN_OK);
 
     clattn_safetensors *st = (clattn_safetensors *)&st; /* must be overwritten */
-    assert_int_equal(clattn_safetensors_read(path, &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, path), CLATTN_OK);
     assert_int_equal(st->tensor_count, n_tensors);
     for (size_t c = 0; c < n_tensors; c++) {
-        const clattn_st_tensor *t = &st->tensors[c];
-        assert_tensor(t, cases[c].name, CLATTN_ST_F32, cases[c].ndim, cases[c].shape,
+        const clattn_safetensors_tensor *t = &st->tensors[c];
+        assert_tensor(t, cases[c].name, CLATTN_SAFETENSORS_F32, cases[c].ndim, cases[c].shape,
                       cases[c].numel);
         assert_same_floats(t->data, tensors[c].data, cases[c].numel, cases[c].name);
         assert_ptr_equal(clattn_safetensors_find(st, cases[c].name), t);
@@ -317,7 +317,7 @@ static void round_trips_are_bit_exact(void **state)
         assert_string_equal(clattn_safetensors_metadata(st, metadata[m].key), metadata[m].value);
     }
     assert_null(clattn_safetensors_metadata(st, "missing"));
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     assert_null(st);
 
     /* The header is padded with spaces to a multiple of 8 and the data follows it directly. */
@@ -335,7 +335,7 @@ static void round_trips_are_bit_exact(void **state)
     st = parse_ok(bytes, size, "round trip from memory");
     assert_int_equal(st->tensor_count, n_tensors);
     assert_same_floats(st->tensors[1].data, tensors[1].data, 7, "alpha");
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     free(bytes);
 
     for (size_t c = 0; c < n_tensors; c++)
@@ -347,7 +347,7 @@ static void write_failures_are_named_and_leave_no_file(void **state)
 {
     (void)state;
     float x[6] = {1, 2, 3, 4, 5, 6};
-    clattn_st_tensor t = {.name = "x", .ndim = 1, .shape = {2}, .data = x};
+    clattn_safetensors_tensor t = {.name = "x", .ndim = 1, .shape = {2}, .data = x};
     const char *path = temp_file("bad.safetensors");
     char missing_dir[1100];
     snprintf(missing_dir, sizeof(missing_dir), "%s/no/such/dir/x.safetensors", temp_dir);
@@ -362,7 +362,7 @@ static void write_failures_are_named_and_leave_no_file(void **state)
     assert_true(S_ISDIR(st.st_mode));
 
     const struct {
-        clattn_st_tensor tensor;
+        clattn_safetensors_tensor tensor;
         clattn_status status;
         const char *needle;
     } bad[] = {
@@ -389,7 +389,7 @@ static void write_failures_are_named_and_leave_no_file(void **state)
          CLATTN_ERROR_TOO_LARGE, "do not fit in a JSON integer"},
     };
     for (size_t c = 0; c < COUNT(bad); c++) {
-        clattn_st_tensor pair[2] = {{.name = "ok", .ndim = 1, .shape = {2}, .data = x},
+        clattn_safetensors_tensor pair[2] = {{.name = "ok", .ndim = 1, .shape = {2}, .data = x},
                                     bad[c].tensor};
         clattn_status status = clattn_safetensors_write(path, pair, 2, NULL, 0);
         if (status != bad[c].status || !strstr(clattn_last_error(NULL), bad[c].needle) ||
@@ -402,13 +402,13 @@ static void write_failures_are_named_and_leave_no_file(void **state)
         assert_int_not_equal(access(path, F_OK), 0);
     }
     /* Each tensor fits, but the second one's end offset does not fit in a JSON integer. */
-    clattn_st_tensor two_huge[2] = {{.name = "a", .ndim = 1, .shape = {SIZE_MAX / 12}, .data = x},
+    clattn_safetensors_tensor two_huge[2] = {{.name = "a", .ndim = 1, .shape = {SIZE_MAX / 12}, .data = x},
                                     {.name = "b", .ndim = 1, .shape = {SIZE_MAX / 12}, .data = x}};
     assert_status_msg(NULL, clattn_safetensors_write(path, two_huge, 2, NULL, 0),
                       CLATTN_ERROR_TOO_LARGE, "tensors[1] ('b')");
 
     const struct {
-        clattn_st_metadata entry;
+        clattn_safetensors_metadata_entry entry;
         const char *needle;
     } bad_meta[] = {
         {{NULL, "v"}, "metadata[1].key is NULL"},
@@ -419,7 +419,7 @@ static void write_failures_are_named_and_leave_no_file(void **state)
         {{"bad\xe2\x82", "v"}, "metadata[1].key is not valid UTF-8"},
     };
     for (size_t c = 0; c < COUNT(bad_meta); c++) {
-        clattn_st_metadata pair[2] = {{"format", "pt"}, bad_meta[c].entry};
+        clattn_safetensors_metadata_entry pair[2] = {{"format", "pt"}, bad_meta[c].entry};
         assert_status_msg(NULL, clattn_safetensors_write(path, &t, 1, pair, 2),
                           CLATTN_ERROR_INVALID_ARGUMENT, bad_meta[c].needle);
         assert_int_not_equal(access(path, F_OK), 0);
@@ -432,31 +432,31 @@ static void reads_f32_fixture(void **state)
 {
     (void)state;
     clattn_safetensors *st = NULL;
-    assert_int_equal(clattn_safetensors_read(fixture("f32_torch.safetensors"), &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, fixture("f32_torch.safetensors")), CLATTN_OK);
     /* Data order: the reference wrote them sorted by name. */
     assert_int_equal(st->tensor_count, 4);
     const char *order[] = {"bias", "empty", "scalar", "weight"};
     for (size_t i = 0; i < 4; i++)
         assert_string_equal(st->tensors[i].name, order[i]);
 
-    const clattn_st_tensor *t = must_find(st, "weight");
-    assert_tensor(t, "weight", CLATTN_ST_F32, 2, (size_t[]){2, 3}, 6);
+    const clattn_safetensors_tensor *t = must_find(st, "weight");
+    assert_tensor(t, "weight", CLATTN_SAFETENSORS_F32, 2, (size_t[]){2, 3}, 6);
     const float weight[6] = {0.0f, -1.5f, 3.25f, 1e-40f, INFINITY, -0.0f};
     assert_same_floats(t->data, weight, 6, "weight");
     t = must_find(st, "bias");
-    assert_tensor(t, "bias", CLATTN_ST_F32, 1, (size_t[]){4}, 4);
+    assert_tensor(t, "bias", CLATTN_SAFETENSORS_F32, 1, (size_t[]){4}, 4);
     const float bias[4] = {0.1f, -2.0f, 1e30f, 7.0f};
     assert_same_floats(t->data, bias, 4, "bias");
     t = must_find(st, "scalar");
-    assert_tensor(t, "scalar", CLATTN_ST_F32, 0, NULL, 1);
+    assert_tensor(t, "scalar", CLATTN_SAFETENSORS_F32, 0, NULL, 1);
     assert_true(t->data[0] == 2.5f);
     t = must_find(st, "empty");
-    assert_tensor(t, "empty", CLATTN_ST_F32, 2, (size_t[]){0, 4}, 0);
+    assert_tensor(t, "empty", CLATTN_SAFETENSORS_F32, 2, (size_t[]){0, 4}, 0);
 
     assert_int_equal(st->metadata_count, 2);
     assert_string_equal(clattn_safetensors_metadata(st, "format"), "pt");
     assert_string_equal(clattn_safetensors_metadata(st, "source"), "gen_safetensors_fixtures.py");
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
 }
 
 /* binary16 specials as numpy's float16 -> float32 converts them (the fixture's first twelve). */
@@ -469,41 +469,41 @@ static void reads_f16_fixture(void **state)
 {
     (void)state;
     clattn_safetensors *st = NULL;
-    assert_int_equal(clattn_safetensors_read(fixture("f16_torch.safetensors"), &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, fixture("f16_torch.safetensors")), CLATTN_OK);
     assert_int_equal(st->tensor_count, 3);
     assert_int_equal(st->metadata_count, 0);
     assert_null(st->metadata);
-    const clattn_st_tensor *half = must_find(st, "half");
-    const clattn_st_tensor *twin = must_find(st, "half_as_f32");
-    assert_tensor(half, "half", CLATTN_ST_F16, 2, (size_t[]){4, 4}, 16);
-    assert_tensor(twin, "half_as_f32", CLATTN_ST_F32, 2, (size_t[]){4, 4}, 16);
+    const clattn_safetensors_tensor *half = must_find(st, "half");
+    const clattn_safetensors_tensor *twin = must_find(st, "half_as_f32");
+    assert_tensor(half, "half", CLATTN_SAFETENSORS_F16, 2, (size_t[]){4, 4}, 16);
+    assert_tensor(twin, "half_as_f32", CLATTN_SAFETENSORS_F32, 2, (size_t[]){4, 4}, 16);
     assert_bits(half->data, f16_special_bits, 12, "half");
     assert_same_floats(half->data, twin->data, 16, "half vs torch's .float()");
     assert_true(half->data[2] == 0x1p-24f);   /* smallest subnormal */
     assert_true(half->data[3] == 0x1.ff8p-15f); /* largest subnormal */
     assert_true(half->data[7] == 65504.0f);
-    assert_tensor(must_find(st, "empty"), "empty", CLATTN_ST_F16, 2, (size_t[]){0, 3}, 0);
-    clattn_safetensors_free(&st);
+    assert_tensor(must_find(st, "empty"), "empty", CLATTN_SAFETENSORS_F16, 2, (size_t[]){0, 3}, 0);
+    clattn_safetensors_destroy(&st);
 }
 
 static void reads_bf16_fixture(void **state)
 {
     (void)state;
     clattn_safetensors *st = NULL;
-    assert_int_equal(clattn_safetensors_read(fixture("bf16_torch.safetensors"), &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, fixture("bf16_torch.safetensors")), CLATTN_OK);
     assert_int_equal(st->tensor_count, 4);
-    const clattn_st_tensor *bf16 = must_find(st, "bf16");
-    const clattn_st_tensor *twin = must_find(st, "bf16_as_f32");
-    assert_tensor(bf16, "bf16", CLATTN_ST_BF16, 2, (size_t[]){3, 4}, 12);
+    const clattn_safetensors_tensor *bf16 = must_find(st, "bf16");
+    const clattn_safetensors_tensor *twin = must_find(st, "bf16_as_f32");
+    assert_tensor(bf16, "bf16", CLATTN_SAFETENSORS_BF16, 2, (size_t[]){3, 4}, 12);
     const uint32_t specials[6] = {0x3f800000, 0xc0a00000, 0x00010000,
                                   0x7f800000, 0xff7f0000, 0x7fc00000};
     assert_bits(bf16->data, specials, 6, "bf16");
     assert_same_floats(bf16->data, twin->data, 12, "bf16 vs torch's .float()");
-    const clattn_st_tensor *scalar = must_find(st, "scalar");
-    assert_tensor(scalar, "scalar", CLATTN_ST_BF16, 0, NULL, 1);
+    const clattn_safetensors_tensor *scalar = must_find(st, "scalar");
+    assert_tensor(scalar, "scalar", CLATTN_SAFETENSORS_BF16, 0, NULL, 1);
     assert_true(scalar->data[0] == -0.333984375f);
     assert_same_floats(scalar->data, must_find(st, "scalar_as_f32")->data, 1, "scalar");
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
 }
 
 /* Every binary16 and bfloat16 bit pattern against the value computed arithmetically. */
@@ -546,7 +546,7 @@ static void converts_every_16_bit_pattern(void **state)
                 fail();
             }
         }
-        clattn_safetensors_free(&st);
+        clattn_safetensors_destroy(&st);
         free(bytes);
     }
     free(data);
@@ -579,10 +579,10 @@ static void accepts_header_variations(void **state)
             size_t size;
             unsigned char *bytes = make_st(headers[h], data, 8 + extra, &size);
             clattn_safetensors *st = parse_ok(bytes, size, headers[h]);
-            const clattn_st_tensor *x = must_find(st, "x");
+            const clattn_safetensors_tensor *x = must_find(st, "x");
             assert_int_equal(x->numel, 2);
             assert_same_floats(x->data, two, 2, "x");
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             free(bytes);
         }
     }
@@ -613,7 +613,7 @@ static void accepts_header_variations(void **state)
     assert_true(must_find(st, "b")->data[0] == 2.0f);
     assert_true(must_find(st, "c")->data[0] == 3.0f);
     assert_true(must_find(st, "gap")->data[0] == 1.0f);
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     free(bytes);
 
     /* Overlapping tensors are refused: a hostile file could otherwise name the same bytes from
@@ -621,7 +621,7 @@ static void accepts_header_variations(void **state)
     bytes = make_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                     "\"b\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[2,10]}}",
                     payload, sizeof(payload), &size);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "tensors \"a\" [0, 4) and \"b\" [2, 10) overlap");
     assert_null(st);
     free(bytes);
@@ -633,7 +633,7 @@ static void accepts_header_variations(void **state)
     assert_null(st->tensors);
     assert_int_equal(st->metadata_count, 0);
     assert_null(clattn_safetensors_find(st, "x"));
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     free(bytes);
 
     /* UTF-8 and escapes in names and metadata. */
@@ -643,7 +643,7 @@ static void accepts_header_variations(void **state)
     st = parse_ok(bytes, size, "escapes");
     assert_non_null(clattn_safetensors_find(st, "\xc3\xa9t\xc3\xa9 \"q\""));
     assert_string_equal(clattn_safetensors_metadata(st, "k\n"), "v\xe2\x82\xac");
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     free(bytes);
 }
 
@@ -744,7 +744,7 @@ static void rejects_malformed_headers(void **state)
         size_t size;
         unsigned char *bytes = make_st(cases[c].header, two, sizeof(two), &size);
         clattn_safetensors *st = (clattn_safetensors *)&st;
-        clattn_status status = clattn_safetensors_parse(bytes, size, &st);
+        clattn_status status = clattn_safetensors_parse(&st, bytes, size);
         if (status != cases[c].status || !strstr(clattn_last_error(NULL), cases[c].needle) ||
             strncmp(clattn_last_error(NULL), "clattn_safetensors_parse: <memory>: ", 36) != 0) {
             print_error("case %zu: %s: got %s \"%s\", expected %s mentioning \"%s\"\n", c,
@@ -761,7 +761,7 @@ static void rejects_malformed_headers(void **state)
     unsigned char *bytes = make_st("{}?", two, sizeof(two), &size);
     bytes[10] = 0;
     clattn_safetensors *st = NULL;
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "invalid JSON header");
     assert_null(st);
     free(bytes);
@@ -772,7 +772,7 @@ static void rejects_malformed_headers(void **state)
     memset(deep + 5, '[', 100000);
     deep[5 + 100000 - 1] = '\0';
     bytes = make_st(deep, NULL, 0, &size);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "maximum parsing depth reached");
     assert_null(st);
     free(bytes);
@@ -788,7 +788,7 @@ static void rejects_malformed_headers(void **state)
                  unsupported[d]);
         snprintf(needle, sizeof(needle), "tensor 'w': dtype %s is not supported", unsupported[d]);
         bytes = make_st(header, two, sizeof(two), &size);
-        assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st),
+        assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size),
                           CLATTN_ERROR_UNSUPPORTED, needle);
         assert_null(st);
         free(bytes);
@@ -799,34 +799,34 @@ static void rejects_bad_header_lengths(void **state)
 {
     (void)state;
     clattn_safetensors *st = (clattn_safetensors *)&st;
-    assert_status_msg(NULL, clattn_safetensors_parse(NULL, 0, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, NULL, 0), CLATTN_ERROR_FORMAT,
                       "truncated: 0 bytes is shorter than the 8-byte header length");
     assert_null(st);
-    assert_status_msg(NULL, clattn_safetensors_parse("\x02\0\0\0\0\0\0", 7, &st),
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, "\x02\0\0\0\0\0\0", 7),
                       CLATTN_ERROR_FORMAT, "truncated: 7 bytes");
 
     size_t size;
     unsigned char *bytes = make_st("{}", NULL, 0, &size);
     /* 2^63, the largest u64, one byte too many: nothing is allocated from them. */
     put_u64(bytes, (uint64_t)1 << 63);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "the header length 9223372036854775808 is larger than the 2 bytes that "
                       "follow the length (the file has 10 bytes)");
     put_u64(bytes, UINT64_MAX);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "header length 18446744073709551615 is larger");
     put_u64(bytes, 3);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "header length 3 is larger than the 2 bytes");
     /* Too short: the JSON is cut. */
     put_u64(bytes, 1);
-    assert_status_msg(NULL, clattn_safetensors_parse(bytes, size, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
                       "invalid JSON header");
     assert_null(st);
     /* Exactly right, from a buffer of exactly that size. */
     put_u64(bytes, 2);
     st = parse_ok(bytes, size, "{}");
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     free(bytes);
 }
 
@@ -834,15 +834,14 @@ static void read_errors_are_named(void **state)
 {
     (void)state;
     clattn_safetensors *st = (clattn_safetensors *)&st;
-    assert_status_msg(NULL, clattn_safetensors_read(fixture("missing.safetensors"), &st),
+    assert_status_msg(NULL, clattn_safetensors_read(&st, fixture("missing.safetensors")),
                       CLATTN_ERROR_IO, "No such file or directory");
     assert_non_null(strstr(clattn_last_error(NULL), fixture("missing.safetensors")));
     assert_non_null(strstr(clattn_last_error(NULL), "clattn_safetensors_read: "));
     assert_null(st);
-    assert_status_msg(NULL, clattn_safetensors_read(ST_FIXTURE_DIR, &st), CLATTN_ERROR_IO,
+    assert_status_msg(NULL, clattn_safetensors_read(&st, ST_FIXTURE_DIR), CLATTN_ERROR_IO,
                       "not a regular file");
-    assert_status_msg(NULL, clattn_safetensors_read(fixture("unsupported_torch.safetensors"),
-                                                    &st),
+    assert_status_msg(NULL, clattn_safetensors_read(&st, fixture("unsupported_torch.safetensors")),
                       CLATTN_ERROR_UNSUPPORTED,
                       "tensor 'ids': dtype I64 is not supported (only F32, F16 and BF16 are)");
     assert_non_null(strstr(clattn_last_error(NULL), "unsupported_torch.safetensors: "));
@@ -853,7 +852,7 @@ static void read_errors_are_named(void **state)
     assert_non_null(f);
     fputs("{}", f);
     fclose(f);
-    assert_status_msg(NULL, clattn_safetensors_read(path, &st), CLATTN_ERROR_FORMAT,
+    assert_status_msg(NULL, clattn_safetensors_read(&st, path), CLATTN_ERROR_FORMAT,
                       "truncated: 2 bytes");
     assert_non_null(strstr(clattn_last_error(NULL), path));
     assert_null(st);
@@ -878,7 +877,7 @@ static void every_truncation_fails(void **state)
             assert_non_null(prefix);
             memcpy(prefix, whole, len);
             clattn_safetensors *st = (clattn_safetensors *)&st;
-            clattn_status status = clattn_safetensors_parse(len ? prefix : NULL, len, &st);
+            clattn_status status = clattn_safetensors_parse(&st, len ? prefix : NULL, len);
             if (status == CLATTN_OK) {
                 print_error("%s cut to %zu of %zu bytes was accepted\n", fixture_names[f], len,
                             size);
@@ -902,17 +901,17 @@ static void check_result(clattn_status status, const clattn_safetensors *st)
     assert_non_null(st);
     assert_true(st->tensor_count == 0 || st->tensors);
     for (size_t i = 0; i < st->tensor_count; i++) {
-        const clattn_st_tensor *t = &st->tensors[i];
+        const clattn_safetensors_tensor *t = &st->tensors[i];
         assert_non_null(t->name);
         assert_non_null(t->data);
-        assert_true(t->ndim >= 0 && t->ndim <= CLATTN_ST_MAX_DIMS);
-        assert_true(t->dtype == CLATTN_ST_F32 || t->dtype == CLATTN_ST_F16 ||
-                    t->dtype == CLATTN_ST_BF16);
+        assert_true(t->ndim >= 0 && t->ndim <= CLATTN_SAFETENSORS_MAX_DIMS);
+        assert_true(t->dtype == CLATTN_SAFETENSORS_F32 || t->dtype == CLATTN_SAFETENSORS_F16 ||
+                    t->dtype == CLATTN_SAFETENSORS_BF16);
         size_t numel = 1;
         for (int d = 0; d < t->ndim; d++)
             numel *= t->shape[d];
         assert_int_equal(t->numel, numel);
-        for (int d = t->ndim; d < CLATTN_ST_MAX_DIMS; d++)
+        for (int d = t->ndim; d < CLATTN_SAFETENSORS_MAX_DIMS; d++)
             assert_int_equal(t->shape[d], 0);
         if (t->numel > 0) { /* the floats are there (AddressSanitizer checks the reads) */
             volatile float last = t->data[t->numel - 1];
@@ -1040,10 +1039,10 @@ static void mutated_files_never_crash(void **state)
             memcpy(exact, bytes, len);
             free(bytes);
             clattn_safetensors *st = (clattn_safetensors *)&st;
-            clattn_status status = clattn_safetensors_parse(exact, len, &st);
+            clattn_status status = clattn_safetensors_parse(&st, exact, len);
             check_result(status, st);
             accepted += status == CLATTN_OK;
-            clattn_safetensors_free(&st);
+            clattn_safetensors_destroy(&st);
             free(exact);
         }
         free(whole);
@@ -1058,23 +1057,23 @@ static void invalid_arguments_are_named(void **state)
 {
     (void)state;
     clattn_safetensors *st = (clattn_safetensors *)&st;
-    assert_status_msg(NULL, clattn_safetensors_read(NULL, &st), CLATTN_ERROR_INVALID_ARGUMENT,
+    assert_status_msg(NULL, clattn_safetensors_read(&st, NULL), CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_safetensors_read: invalid argument: path is NULL");
     assert_null(st);
-    assert_status_msg(NULL, clattn_safetensors_read(fixture("f32_torch.safetensors"), NULL),
+    assert_status_msg(NULL, clattn_safetensors_read(NULL, fixture("f32_torch.safetensors")),
                       CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_safetensors_read: invalid argument: out is NULL");
     st = (clattn_safetensors *)&st;
-    assert_status_msg(NULL, clattn_safetensors_parse(NULL, 10, &st),
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, NULL, 10),
                       CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_safetensors_parse: invalid argument: bytes is NULL but size is 10");
     assert_null(st);
-    assert_status_msg(NULL, clattn_safetensors_parse("12345678", 8, NULL),
+    assert_status_msg(NULL, clattn_safetensors_parse(NULL, "12345678", 8),
                       CLATTN_ERROR_INVALID_ARGUMENT,
                       "clattn_safetensors_parse: invalid argument: out is NULL");
 
     float x[2] = {0};
-    clattn_st_tensor t = {.name = "x", .ndim = 1, .shape = {2}, .data = x};
+    clattn_safetensors_tensor t = {.name = "x", .ndim = 1, .shape = {2}, .data = x};
     const char *path = temp_file("args.safetensors");
     assert_status_msg(NULL, clattn_safetensors_write(NULL, &t, 1, NULL, 0),
                       CLATTN_ERROR_INVALID_ARGUMENT,
@@ -1086,29 +1085,29 @@ static void invalid_arguments_are_named(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     /* No tensors at all is a valid file. */
     assert_int_equal(clattn_safetensors_write(path, NULL, 0, NULL, 0), CLATTN_OK);
-    assert_int_equal(clattn_safetensors_read(path, &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, path), CLATTN_OK);
     assert_int_equal(st->tensor_count, 0);
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     assert_int_equal(remove(path), 0);
 
     assert_null(clattn_safetensors_find(NULL, "x"));
     assert_null(clattn_safetensors_metadata(NULL, "x"));
-    assert_int_equal(clattn_safetensors_read(fixture("f32_torch.safetensors"), &st), CLATTN_OK);
+    assert_int_equal(clattn_safetensors_read(&st, fixture("f32_torch.safetensors")), CLATTN_OK);
     assert_null(clattn_safetensors_find(st, NULL));
     assert_null(clattn_safetensors_metadata(st, NULL));
-    clattn_safetensors_free(&st);
+    clattn_safetensors_destroy(&st);
     assert_null(st);
-    clattn_safetensors_free(&st); /* a pointer to NULL */
-    clattn_safetensors_free(NULL);
+    clattn_safetensors_destroy(&st); /* a pointer to NULL */
+    clattn_safetensors_destroy(NULL);
 }
 
 static void dtype_names(void **state)
 {
     (void)state;
-    assert_string_equal(clattn_st_dtype_name(CLATTN_ST_F32), "F32");
-    assert_string_equal(clattn_st_dtype_name(CLATTN_ST_F16), "F16");
-    assert_string_equal(clattn_st_dtype_name(CLATTN_ST_BF16), "BF16");
-    assert_string_equal(clattn_st_dtype_name((clattn_st_dtype)99), "unknown");
+    assert_string_equal(clattn_safetensors_dtype_name(CLATTN_SAFETENSORS_F32), "F32");
+    assert_string_equal(clattn_safetensors_dtype_name(CLATTN_SAFETENSORS_F16), "F16");
+    assert_string_equal(clattn_safetensors_dtype_name(CLATTN_SAFETENSORS_BF16), "BF16");
+    assert_string_equal(clattn_safetensors_dtype_name((clattn_safetensors_dtype)99), "unknown");
 }
 
 int main(void)

@@ -202,8 +202,20 @@ CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *par
  *   out:   [B, Nq, E]      contiguous, must not overlap the inputs
  *
  * Self-attention (key and value NULL or the query tensor itself) projects Q, K and V with one
- * GEMM on the packed weights; cross-attention uses three. The layer keeps device scratch buffers
- * sized for the largest call so far.
+ * GEMM on the packed weights; cross-attention uses three. Scratch memory (the projections, the
+ * head outputs, attention's own) is borrowed from the context's workspace for the call: layers
+ * hold only their weights, so N layers on one context share one set of scratch buffers.
+ *
+ * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, no weights
+ * loaded yet, non-contiguous tensors, tensors of another context, key without value, out
+ * overlapping an input, self-attention with kdim or vdim != E, params->reserved not zero, an
+ * unknown path or mask kind), CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, masks that
+ * do not broadcast; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
+ * with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more
+ * tokens than the kernels' 32-bit indices or the device's maximum allocation allow; a single
+ * (batch, head) score matrix above the workspace limit on the unfused path), and the OpenCL and
+ * CLBlast errors of the device (CLATTN_ERROR_OUT_OF_DEVICE_MEMORY, CLATTN_ERROR_OPENCL,
+ * CLATTN_ERROR_CLBLAST, CLATTN_ERROR_BUILD_FAILED for the fused program's first build).
  */
 CLATTN_API clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,
                                             const clattn_tensor *key, const clattn_tensor *value,

@@ -180,7 +180,7 @@ CLATTN_API clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tenso
 /* ---- model files ---- */
 
 /*
- * Loads an encoder from a safetensors file (see DESIGN.md §5): the configuration from the
+ * Loads an encoder from a safetensors file (the format is described here): the configuration from the
  * header's __metadata__ (string values: d_model, nhead, num_layers, dim_feedforward, activation
  * "relu"|"gelu", norm_first "true"|"false", layer_norm_eps, positional "none"|"sinusoidal", and
  * optionally head_dim_qk, head_dim_v), the weights by their PyTorch names, F32, F16 or BF16.
@@ -190,8 +190,8 @@ CLATTN_API clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tenso
  * tensor, inconsistent configuration), CLATTN_ERROR_SHAPE_MISMATCH (a tensor of the wrong shape:
  * both shapes), CLATTN_ERROR_UNSUPPORTED (a dtype we do not convert).
  */
-CLATTN_API clattn_status clattn_encoder_load_file(clattn_context *ctx, const char *path,
-                                                  clattn_encoder **encoder);
+CLATTN_API clattn_status clattn_encoder_load_file(clattn_context *ctx, clattn_encoder **encoder,
+                                                 const char *path);
 
 /* ---- operation counts ---- */
 

@@ -67,10 +67,10 @@ typedef enum clattn_npy_dtype {
 } clattn_npy_dtype;
 
 /*
- * An array read from a .npy file. Exactly one of f32 / i64 is set, depending on the reader; it
- * holds numel elements in C order, is allocated with malloc and is owned by the struct: release
- * it with clattn_npy_array_free (or free() the pointer yourself). For an empty array (numel 0)
- * the pointer is still non-NULL.
+ * An array read from a .npy file, created by the readers below and released with
+ * clattn_npy_array_destroy. Exactly one of f32 / i64 is set, depending on the reader; it holds
+ * numel elements in C order and is owned by the array. For an empty array (numel 0) the pointer
+ * is still non-NULL.
  */
 typedef struct clattn_npy_array {
     clattn_npy_dtype source_dtype; /* dtype stored in the file */
@@ -86,27 +86,27 @@ typedef struct clattn_npy_array {
  * bit; float64 is rounded to nearest (magnitudes beyond float's range become ±infinity); bool
  * becomes 0 or 1 (any nonzero byte is true); integers are rounded to the nearest float.
  *
- * *out is overwritten (zeroed first; whatever it held is not freed) and, on any error, left
- * zeroed with nothing allocated. Trailing bytes after the array's data are ignored.
+ * On success *out is a new array; on any error *out is NULL (whatever it held is not freed) and
+ * nothing stays allocated. Trailing bytes after the array's data are ignored.
  */
-CLATTN_API clattn_status clattn_npy_read_f32(const char *path, clattn_npy_array *out);
+CLATTN_API clattn_status clattn_npy_read_f32(clattn_npy_array **out, const char *path);
 
 /*
  * Reads the .npy file at `path` into out->i64. Only bool (0 or 1) and integer dtypes are
  * accepted: a float array fails with CLATTN_ERROR_UNSUPPORTED, and a uint64 element above
  * INT64_MAX fails with CLATTN_ERROR_OUT_OF_RANGE. Otherwise as clattn_npy_read_f32.
  */
-CLATTN_API clattn_status clattn_npy_read_i64(const char *path, clattn_npy_array *out);
+CLATTN_API clattn_status clattn_npy_read_i64(clattn_npy_array **out, const char *path);
 
 /*
  * As clattn_npy_read_f32 / clattn_npy_read_i64, from the `size` bytes of a .npy file already in
  * memory at `bytes` (which the functions only read; bytes may be NULL only when size is 0).
  * Messages name the source "<memory>".
  */
-CLATTN_API clattn_status clattn_npy_parse_f32(const void *bytes, size_t size,
-                                              clattn_npy_array *out);
-CLATTN_API clattn_status clattn_npy_parse_i64(const void *bytes, size_t size,
-                                              clattn_npy_array *out);
+CLATTN_API clattn_status clattn_npy_parse_f32(clattn_npy_array **out, const void *bytes,
+                                              size_t size);
+CLATTN_API clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void *bytes,
+                                              size_t size);
 
 /*
  * Writes a float32 array of shape shape[0..ndim-1] (0 <= ndim <= CLATTN_NPY_MAX_DIMS; shape may
@@ -120,8 +120,8 @@ CLATTN_API clattn_status clattn_npy_parse_i64(const void *bytes, size_t size,
 CLATTN_API clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                               const size_t *shape);
 
-/* Frees the array's data and zeroes the struct. Accepts NULL and an already zeroed struct. */
-CLATTN_API void clattn_npy_array_free(clattn_npy_array *array);
+/* Releases an array and sets *array to NULL. Accepts NULL and a pointer to NULL. */
+CLATTN_API void clattn_npy_array_destroy(clattn_npy_array **array);
 
 /* The numpy name of a dtype ("float32", "bool", "uint16"...), or "unknown"; never NULL. */
 CLATTN_API const char *clattn_npy_dtype_name(clattn_npy_dtype dtype);

@@ -13,7 +13,7 @@
  * The reader loads a whole file into host memory and converts every tensor to float32. It reads
  * the dtypes F32 (copied bit for bit), F16 (converted exactly: subnormals, infinities and signed
  * zeros keep their value, a NaN stays a NaN with its payload) and BF16 (the upper 16 bits of a
- * float32, so also exact), whatever the host's byte order. Tensors of 0 to CLATTN_ST_MAX_DIMS
+ * float32, so also exact), whatever the host's byte order. Tensors of 0 to CLATTN_SAFETENSORS_MAX_DIMS
  * dimensions are accepted, including empty ones (a dimension of 0). The JSON is parsed with
  * jansson; the reader also:
  *   - accepts any whitespace around the JSON object (the reference pads with spaces), and extra
@@ -52,7 +52,7 @@
  *                                  an object of strings;
  *   CLATTN_ERROR_UNSUPPORTED       a dtype that safetensors defines but this reader does not
  *                                  convert (F64, I64, I32, I16, I8, U8, U16, U32, U64, BOOL, the
- *                                  F8/F6/F4 types, C64), or more than CLATTN_ST_MAX_DIMS
+ *                                  F8/F6/F4 types, C64), or more than CLATTN_SAFETENSORS_MAX_DIMS
  *                                  dimensions;
  *   CLATTN_ERROR_TOO_LARGE         an element count, byte size or offset that overflows size_t,
  *                                  or a file too large to hold in memory;
@@ -73,34 +73,34 @@
 extern "C" {
 #endif
 
-#define CLATTN_ST_MAX_DIMS 8
+#define CLATTN_SAFETENSORS_MAX_DIMS 8
 
 /* The dtypes the reader converts, as stored in the file. */
-typedef enum clattn_st_dtype {
-    CLATTN_ST_F32,  /* IEEE binary32 */
-    CLATTN_ST_F16,  /* IEEE binary16 */
-    CLATTN_ST_BF16, /* bfloat16: the upper half of a binary32 */
-} clattn_st_dtype;
+typedef enum clattn_safetensors_dtype {
+    CLATTN_SAFETENSORS_F32,  /* IEEE binary32 */
+    CLATTN_SAFETENSORS_F16,  /* IEEE binary16 */
+    CLATTN_SAFETENSORS_BF16, /* bfloat16: the upper half of a binary32 */
+} clattn_safetensors_dtype;
 
 /* One tensor, converted to float32. */
-typedef struct clattn_st_tensor {
+typedef struct clattn_safetensors_tensor {
     char *name;                        /* NUL-terminated UTF-8; malloc'd */
-    clattn_st_dtype dtype;             /* as stored in the file */
-    int ndim;                          /* 0 to CLATTN_ST_MAX_DIMS; 0 is a scalar */
-    size_t shape[CLATTN_ST_MAX_DIMS];  /* shape[0..ndim-1]; the rest are 0 */
+    clattn_safetensors_dtype dtype;             /* as stored in the file */
+    int ndim;                          /* 0 to CLATTN_SAFETENSORS_MAX_DIMS; 0 is a scalar */
+    size_t shape[CLATTN_SAFETENSORS_MAX_DIMS];  /* shape[0..ndim-1]; the rest are 0 */
     size_t numel;                      /* product of shape (1 for a scalar, 0 if empty) */
     float *data;                       /* numel floats in C order; malloc'd; never NULL */
-} clattn_st_tensor;
+} clattn_safetensors_tensor;
 
 /* One "__metadata__" entry. */
-typedef struct clattn_st_metadata {
+typedef struct clattn_safetensors_metadata_entry {
     char *key;   /* NUL-terminated UTF-8; malloc'd */
     char *value; /* NUL-terminated UTF-8; malloc'd */
-} clattn_st_metadata;
+} clattn_safetensors_metadata_entry;
 
 /*
  * A file's contents. Everything it points to is owned by it: release it with
- * clattn_safetensors_free.
+ * clattn_safetensors_destroy.
  *
  * tensors are in data order: sorted by data_offsets (begin, then end), as the reference reader
  * sorts them; tensors with equal offsets keep their order in the JSON. The JSON's own key order
@@ -108,33 +108,33 @@ typedef struct clattn_st_metadata {
  */
 typedef struct clattn_safetensors {
     size_t tensor_count;
-    clattn_st_tensor *tensors;     /* tensor_count entries; NULL when there are none */
+    clattn_safetensors_tensor *tensors;     /* tensor_count entries; NULL when there are none */
     size_t metadata_count;
-    clattn_st_metadata *metadata;  /* metadata_count entries; NULL when there are none */
+    clattn_safetensors_metadata_entry *metadata;  /* metadata_count entries; NULL when there are none */
 } clattn_safetensors;
 
 /*
  * Reads the safetensors file at `path` (see the top of this file). On success *out is a new
  * clattn_safetensors; on any error *out is set to NULL and nothing stays allocated.
  */
-CLATTN_API clattn_status clattn_safetensors_read(const char *path, clattn_safetensors **out);
+CLATTN_API clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path);
 
 /*
  * As clattn_safetensors_read, from the `size` bytes of a file already in memory at `bytes`
  * (which the function only reads; bytes may be NULL only when size is 0). Messages name the
  * source "<memory>".
  */
-CLATTN_API clattn_status clattn_safetensors_parse(const void *bytes, size_t size,
-                                                  clattn_safetensors **out);
+CLATTN_API clattn_status clattn_safetensors_parse(clattn_safetensors **out, const void *bytes,
+                                                  size_t size);
 
 /* Frees *st and everything it owns and sets *st to NULL. Accepts NULL and a pointer to NULL. */
-CLATTN_API void clattn_safetensors_free(clattn_safetensors **st);
+CLATTN_API void clattn_safetensors_destroy(clattn_safetensors **st);
 
 /*
  * The tensor called `name` (an exact, case-sensitive match), or NULL when there is none or an
  * argument is NULL. Records no error. Linear in the number of tensors.
  */
-CLATTN_API const clattn_st_tensor *clattn_safetensors_find(const clattn_safetensors *st,
+CLATTN_API const clattn_safetensors_tensor *clattn_safetensors_find(const clattn_safetensors *st,
                                                            const char *name);
 
 /*
@@ -161,13 +161,13 @@ CLATTN_API const char *clattn_safetensors_metadata(const clattn_safetensors *st,
  * partly written file is removed.
  */
 CLATTN_API clattn_status clattn_safetensors_write(const char *path,
-                                                  const clattn_st_tensor *tensors,
+                                                  const clattn_safetensors_tensor *tensors,
                                                   size_t tensor_count,
-                                                  const clattn_st_metadata *metadata,
+                                                  const clattn_safetensors_metadata_entry *metadata,
                                                   size_t metadata_count);
 
 /* The file format's name of a dtype: "F32", "F16", "BF16", or "unknown"; never NULL. */
-CLATTN_API const char *clattn_st_dtype_name(clattn_st_dtype dtype);
+CLATTN_API const char *clattn_safetensors_dtype_name(clattn_safetensors_dtype dtype);
 
 #ifdef __cplusplus
 }
