@@ -1,9 +1,11 @@
 /* Context life cycle, wrapping a caller's OpenCL objects, statistics, invalid arguments. */
 #include "common/test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int setup(void **state)
 {
@@ -230,6 +232,60 @@ static void errors_are_recorded_on_the_context_and_logged(void **state)
     clattn_context_destroy(&ctx);
 }
 
+/* Runs a failing call with and without a context, with stderr captured; returns what was printed
+ * (malloc'd). */
+static char *stderr_of_failing_calls(clattn_context *ctx)
+{
+    char path[] = "/tmp/clattn_stderr_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fd, 2) >= 0);
+    clattn_tensor *t = NULL;
+    clattn_status with_ctx = clattn_tensor_create(ctx, &t, 0, (size_t[1]){1});
+    clattn_npy_array *a = NULL;
+    clattn_status without_ctx = clattn_npy_read_f32(&a, "/nonexistent/clattn.npy");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(with_ctx, CLATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(without_ctx, CLATTN_ERROR_IO);
+    char *text = calloc(4096, 1);
+    assert_non_null(text);
+    assert_true(lseek(fd, 0, SEEK_SET) == 0);
+    ssize_t n = read(fd, text, 4095);
+    assert_true(n >= 0);
+    close(fd);
+    unlink(path);
+    return text;
+}
+
+/* A library does not print unless asked: returned errors are in the status and
+ * clattn_last_error; CLATTN_LOG (or a log callback) turns printing on. */
+static void errors_are_not_printed_unless_asked(void **state)
+{
+    (void)state;
+    unsetenv("CLATTN_LOG");
+    clattn_context *ctx = NULL;
+    assert_int_equal(clattn_context_create(&ctx, NULL), CLATTN_OK); /* default params */
+    char *quiet = stderr_of_failing_calls(ctx);
+    assert_string_equal(quiet, "");
+    free(quiet);
+    assert_non_null(strstr(clattn_last_error(ctx), "ndim is 0"));
+    clattn_context_destroy(&ctx);
+
+    setenv("CLATTN_LOG", "error", 1);
+    assert_int_equal(clattn_context_create(&ctx, NULL), CLATTN_OK);
+    char *loud = stderr_of_failing_calls(ctx);
+    unsetenv("CLATTN_LOG");
+    assert_non_null(strstr(loud, "clattn error: clattn_tensor_create: invalid argument: ndim is 0"));
+    assert_non_null(strstr(loud, "clattn error: clattn_npy_read_f32: /nonexistent/clattn.npy"));
+    free(loud);
+    clattn_context_destroy(&ctx);
+}
+
 static void stats_count_launches_and_profile_them(void **state)
 {
     (void)state;
@@ -299,6 +355,7 @@ int main(void)
         cmocka_unit_test(wrap_rejects_bad_arguments),
         cmocka_unit_test(accessors_and_finish_reject_null),
         cmocka_unit_test(errors_are_recorded_on_the_context_and_logged),
+        cmocka_unit_test(errors_are_not_printed_unless_asked),
         cmocka_unit_test(stats_count_launches_and_profile_them),
         cmocka_unit_test(stats_reject_null),
         cmocka_unit_test(workspace_limit_is_clamped_to_the_device),
