@@ -10,6 +10,7 @@ meson ninja-build
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 libclblast-dev
 libjansson-dev
+libutf8proc-dev
 libcmocka-dev
 oclgrind
 "
