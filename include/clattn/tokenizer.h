@@ -21,10 +21,11 @@
  *     transformers' "do_lower_case" is not applied (all-MiniLM-L6-v2 sets it false; the
  *     normaliser lower-cases anyway);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
- *     whitespace, "\r" included, is not part of the token): the settings of BertTokenizerFast's defaults (lower-casing, accent
- *     stripping, Chinese characters, text cleaning, "##" continuations, 100 characters per
- *     word, [UNK]); the tokens [PAD], [UNK], [CLS], [SEP] and [MASK] that the vocabulary holds
- *     are the special tokens; no maximum length.
+ *     whitespace, "\r" included, is not part of the token): the settings of
+ *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
+ *     cleaning, "##" continuations, 100 characters per word, [UNK]); the tokens [PAD], [UNK],
+ *     [CLS], [SEP] and [MASK] that the vocabulary holds are the special tokens; no maximum
+ *     length.
  * [UNK], [CLS] and [SEP] must be in the vocabulary; [PAD] is optional.
  *
  * Encoding a text, step by step (each as the tokenizers crate does it):
