@@ -106,7 +106,9 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
                      encode_fn, max_length);
 
     /* Decode (and validate) the whole text first: invalid UTF-8 anywhere is an error. */
-    uint32_t *cps = malloc((length ? length : 1) * sizeof(*cps));
+    uint32_t *cps = NULL;
+    if (length <= SIZE_MAX / sizeof(*cps))
+        cps = malloc((length ? length : 1) * sizeof(*cps));
     if (!cps)
         return clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                             "%s: cannot allocate %zu code points", encode_fn, length);
@@ -137,7 +139,7 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
     size_t at = 0;
     for (size_t m = 0; ok && m <= match_count && !full(&st); m++) {
         size_t end = m < match_count ? matches[m].start : n;
-        if (at < end || (m == match_count && n == 0))
+        if (at < end)
             ok = encode_piece(&st, cps + at, end - at);
         if (ok && m < match_count && !full(&st)) {
             ok = clattn__ids_push(&st.ids, matches[m].id);

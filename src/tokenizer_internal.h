@@ -16,6 +16,7 @@ typedef struct clattn__vocab {
     char **tokens;    /* [count]: NUL-terminated, malloc'd; the token of id i */
     size_t *lengths;  /* [count]: strlen(tokens[i]) */
     size_t count;
+    size_t longest;   /* the longest token's length in bytes */
     int32_t *slots;   /* [mask + 1]: an id, or -1 for an empty slot */
     size_t mask;
 } clattn__vocab;

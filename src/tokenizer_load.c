@@ -223,7 +223,12 @@ static clattn_status load_vocab_txt(clattn_tokenizer *tok, const char *path)
     return CLATTN_OK;
 }
 
-/* [CLS] and [SEP] from the post-processor; *cls and *sep stay NULL when it has none. */
+static bool is_id(const json_t *v)
+{
+    return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX;
+}
+
+/* [CLS] and [SEP] from the post-processor; *found is false when it has none (null). */
 static clattn_status post_processor_tokens(const json_t *pp, const char *where, int32_t *cls,
                                            int32_t *sep, bool *found)
 {
@@ -234,8 +239,8 @@ static clattn_status post_processor_tokens(const json_t *pp, const char *where, 
     if (type && strcmp(type, "BertProcessing") == 0) {
         const json_t *c = json_object_get(pp, "cls"), *s = json_object_get(pp, "sep");
         if (!json_is_array(c) || !json_is_array(s) || json_array_size(c) != 2 ||
-            json_array_size(s) != 2 || !json_is_integer(json_array_get(c, 1)) ||
-            !json_is_integer(json_array_get(s, 1)))
+            json_array_size(s) != 2 || !is_id(json_array_get(c, 1)) ||
+            !is_id(json_array_get(s, 1)))
             return clattn__fail_in(load_fn, where, CLATTN_ERROR_FORMAT,
                                    "post_processor: BertProcessing needs \"cls\" and \"sep\" "
                                    "as [token, id]");
@@ -266,8 +271,7 @@ static clattn_status post_processor_tokens(const json_t *pp, const char *where, 
     int32_t out[2];
     for (int i = 0; i < 2; i++) {
         const json_t *ids = json_object_get(json_object_get(specials, names[i]), "ids");
-        if (!json_is_array(ids) || json_array_size(ids) != 1 ||
-            !json_is_integer(json_array_get(ids, 0)))
+        if (!json_is_array(ids) || json_array_size(ids) != 1 || !is_id(json_array_get(ids, 0)))
             return clattn__fail_in(load_fn, where, CLATTN_ERROR_FORMAT,
                                    "post_processor: special_tokens has no single id for '%s'",
                                    names[i]);

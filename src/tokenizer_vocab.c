@@ -96,6 +96,8 @@ clattn_status clattn__vocab_set(clattn__vocab *v, int32_t id, const char *token,
     v->tokens[id] = copy;
     v->lengths[id] = length;
     v->slots[slot] = id;
+    if (length > v->longest)
+        v->longest = length;
     return CLATTN_OK;
 }
 

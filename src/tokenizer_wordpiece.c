@@ -56,13 +56,13 @@ bool clattn__wordpiece_word(const clattn__wordpiece *wp, const clattn__vocab *vo
         if (start > 0)
             memcpy(cont + wp->prefix_length, utf8 + off[start], off[n] - off[start]);
         while (start < end) {
-            if (start == 0)
-                found = clattn__vocab_find(vocab, utf8, off[end]);
-            else
-                found = clattn__vocab_find(vocab, cont,
-                                           wp->prefix_length + off[end] - off[start]);
-            if (found >= 0)
-                break;
+            /* Candidates longer than the longest token cannot match: no lookup. */
+            size_t bytes_here = off[end] - off[start] + (start > 0 ? wp->prefix_length : 0);
+            if (bytes_here <= vocab->longest) {
+                found = clattn__vocab_find(vocab, start > 0 ? cont : utf8, bytes_here);
+                if (found >= 0)
+                    break;
+            }
             end--;
         }
         if (found < 0) {
