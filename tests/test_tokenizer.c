@@ -551,6 +551,50 @@ static void malformed_files(void **state)
     clattn_tokenizer_destroy(&tok);
 }
 
+/* Seeded byte mutations of the fixture tokenizer.json: loading either fails with a message or
+ * gives a tokenizer that encodes; nothing crashes or leaks (run under the sanitizers too). */
+static void fuzzed_tokenizer_json(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *orig = test_read_file(fixture("tokenizer.json"), &size);
+    unsigned char *buf = malloc(size);
+    assert_non_null(buf);
+    test_rng rng = {0xf022};
+    static const char bytes[] = "{}[]\":,0123456789-tfn# \\\x80\xff";
+    size_t loaded = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        memcpy(buf, orig, size);
+        int edits = 1 + (int)(test_rng_next(&rng) % 4);
+        for (int e = 0; e < edits; e++)
+            buf[test_rng_next(&rng) % size] = (unsigned char)bytes[test_rng_next(&rng) %
+                                                                  (sizeof(bytes) - 1)];
+        size_t n = iter % 10 == 9 ? (size_t)(test_rng_next(&rng) % size) : size; /* truncated */
+        write_file(temp_path("fuzz.json"), (const char *)buf, n);
+        clattn_tokenizer *tok = NULL;
+        clattn_status s = clattn_tokenizer_load(&tok, temp_path("fuzz.json"));
+        if (s) {
+            assert_null(tok);
+            assert_non_null(strstr(clattn_last_error(NULL), "clattn_tokenizer_load: "));
+            continue;
+        }
+        loaded++;
+        int32_t ids[64];
+        size_t count;
+        const char *texts[] = {"hello [SEP] world", "unaffable, Café 中文", "a <new> MyToken <r>"};
+        for (size_t t = 0; t < 3; t++) {
+            s = clattn_tokenizer_encode(tok, texts[t], strlen(texts[t]), 0, ids, 64, &count);
+            assert_int_equal(s, CLATTN_OK);
+            assert_true(count >= 2);
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    assert_int_equal(remove(temp_path("fuzz.json")), 0);
+    print_message("fuzzed tokenizer.json: %zu of 400 mutants loaded\n", loaded);
+    free(buf);
+    free(orig);
+}
+
 /* ---- the real model against Hugging Face ---- */
 
 static char model_dir[4096];
@@ -858,6 +902,7 @@ int main(void)
         cmocka_unit_test(tokenizer_json_settings),
         cmocka_unit_test(folder_loading),
         cmocka_unit_test(malformed_files),
+        cmocka_unit_test(fuzzed_tokenizer_json),
         cmocka_unit_test(real_model_settings),
         cmocka_unit_test(real_model_unicode_table),
         cmocka_unit_test(real_model_hand_picked),
