@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <threads.h>
 #include <unistd.h>
 
 #ifndef TOK_FIXTURE_DIR
@@ -399,6 +400,62 @@ static void hostile_bytes(void **state)
             assert_int_equal(s, CLATTN_ERROR_INVALID_ARGUMENT);
             assert_non_null(strstr(clattn_last_error(NULL), "not valid UTF-8"));
         }
+    }
+    clattn_tokenizer_destroy(&tok);
+}
+
+/* One tokenizer, several threads encoding at once: each gets the single-threaded ids. */
+typedef struct thread_job {
+    const clattn_tokenizer *tok;
+    int mismatches;
+} thread_job;
+
+static const char *const thread_texts[] = {"hello [SEP] world", "Unaffable, CAFÉ! 中文 aaa",
+                                           "naïve résumé\x0b?", "xyz [cls] the thes"};
+static const int32_t thread_want[][8] = {
+    {CLS, HELLO, SEP, WORLD, SEP},
+    {CLS, UN, AFF, ABLE, COMMA, CAFE, BANG, ZHONG},
+    {CLS, NAIVE, RESUME, QUEST, SEP}, /* VT is removed: "resume?" -> resume, ? */
+    {CLS, UNK, LBR, CL, CS, RBR, THE, THE},
+};
+
+static int encode_thread(void *arg)
+{
+    thread_job *job = arg;
+    int32_t ids[64];
+    size_t count;
+    for (int i = 0; i < 2000; i++) {
+        size_t t = (size_t)i % 4;
+        if (clattn_tokenizer_encode(job->tok, thread_texts[t], strlen(thread_texts[t]), 0, ids,
+                                    64, &count) != CLATTN_OK ||
+            memcmp(ids, thread_want[t], sizeof(int32_t) * (count < 8 ? count : 8)) != 0)
+            job->mismatches++;
+    }
+    return 0;
+}
+
+static void concurrent_encoding(void **state)
+{
+    (void)state;
+    clattn_tokenizer *tok = load(fixture("vocab.txt"));
+    /* The expectations, single-threaded first. */
+    int32_t ids[64];
+    size_t count;
+    for (size_t t = 0; t < 4; t++) {
+        assert_int_equal(clattn_tokenizer_encode(tok, thread_texts[t], strlen(thread_texts[t]),
+                                                 0, ids, 64, &count),
+                         CLATTN_OK);
+        assert_memory_equal(ids, thread_want[t], sizeof(int32_t) * (count < 8 ? count : 8));
+    }
+    thrd_t threads[4];
+    thread_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (thread_job){tok, 0};
+        assert_int_equal(thrd_create(&threads[i], encode_thread, &jobs[i]), thrd_success);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(thrd_join(threads[i], NULL), thrd_success);
+        assert_int_equal(jobs[i].mismatches, 0);
     }
     clattn_tokenizer_destroy(&tok);
 }
@@ -899,6 +956,7 @@ int main(void)
         cmocka_unit_test(truncation_and_capacity),
         cmocka_unit_test(invalid_utf8_and_arguments),
         cmocka_unit_test(hostile_bytes),
+        cmocka_unit_test(concurrent_encoding),
         cmocka_unit_test(tokenizer_json_settings),
         cmocka_unit_test(folder_loading),
         cmocka_unit_test(malformed_files),
