@@ -9,7 +9,9 @@
  *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
  *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
  *     when that file exists, else config.json's "max_position_embeddings", else (tokenizer.json
- *     only) its "truncation"."max_length", else unlimited;
+ *     only) its "truncation"."max_length", else unlimited. sentence_bert_config.json's
+ *     "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
+ *     applied: all-MiniLM-L6-v2 sets it false;
  *   - a tokenizer.json file: the vocabulary is "model"."vocab" ("model"."type" must be
  *     "WordPiece"), with its "unk_token", "continuing_subword_prefix" and
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
@@ -17,9 +19,7 @@
  *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
  *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing
  *     or BertProcessing) when present, else the vocabulary's "[CLS]" and "[SEP]"; the default
- *     maximum length from "truncation"."max_length" (unlimited when null). sentence-
- *     transformers' "do_lower_case" is not applied (all-MiniLM-L6-v2 sets it false; the
- *     normaliser lower-cases anyway);
+ *     maximum length from "truncation"."max_length" (unlimited when null);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
  *     whitespace, "\r" included, is not part of the token): the settings of
  *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
