@@ -31,6 +31,9 @@ LAYERS = [
     ("layers", ["sdpa.c", "mha_internal.h", "mha.c", "mha_weights.c", "encoder_internal.h",
                 "encoder.c", "encoder_weights.c", "counts.c", "presets.c"]),
     ("files", ["npy.c", "safetensors.c", "model_file.c"]),
+    ("text", ["tokenizer_internal.h", "tokenizer.c", "tokenizer_load.c", "tokenizer_vocab.c",
+              "tokenizer_normalize.c", "tokenizer_added.c", "tokenizer_wordpiece.c",
+              "tokenizer_utf8.c"]),
 ]
 
 DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")

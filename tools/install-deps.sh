@@ -5,11 +5,12 @@
 set -eu
 
 packages="
-gcc g++ pkg-config python3
+gcc g++ pkg-config python3 python3-pip
 meson ninja-build
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 libclblast-dev
 libjansson-dev
+libutf8proc-dev
 libcmocka-dev
 oclgrind
 "

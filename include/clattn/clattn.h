@@ -9,6 +9,7 @@
  *   clattn/encoder.h    Transformer encoder, positional encoding, presets, model files
  *   clattn/npy.h        reading and writing NumPy .npy files
  *   clattn/safetensors.h  reading and writing safetensors files
+ *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -25,5 +26,6 @@
 #include "clattn/encoder.h"
 #include "clattn/npy.h"
 #include "clattn/safetensors.h"
+#include "clattn/tokenizer.h"
 
 #endif /* CLATTN_H */

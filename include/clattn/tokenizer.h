@@ -1,0 +1,204 @@
+/*
+ * libclattn — tokenizer.h: BERT's WordPiece tokenizer, as Hugging Face's fast tokenizer runs it.
+ *
+ * A clattn_tokenizer turns UTF-8 text into the token ids of a BERT-family model: [CLS], the
+ * ids of the text, [SEP]. It reproduces Hugging Face's `BertTokenizerFast` (the `tokenizers`
+ * crate: AddedVocabulary, BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing),
+ * and gives the same ids for every text except where the Unicode tables differ (below). It is
+ * loaded from one of:
+ *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
+ *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
+ *     when that file gives one, else config.json's "max_position_embeddings", else
+ *     (tokenizer.json only) its "truncation"."max_length", else unlimited. sentence_bert_config.json's
+ *     "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
+ *     applied: all-MiniLM-L6-v2 sets it false;
+ *   - a tokenizer.json file: the vocabulary is "model"."vocab" ("model"."type" must be
+ *     "WordPiece"), with its "unk_token", "continuing_subword_prefix" and
+ *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
+ *     "BertNormalizer": clean_text, handle_chinese_chars, strip_accents, lowercase; null: no
+ *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
+ *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing
+ *     or BertProcessing) when present, else the vocabulary's "[CLS]" and "[SEP]"; the default
+ *     maximum length from "truncation"."max_length" (unlimited when null);
+ *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
+ *     whitespace, "\r" included, is not part of the token): the settings of
+ *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
+ *     cleaning, "##" continuations, 100 characters per word, [UNK]); the tokens [PAD], [UNK],
+ *     [CLS], [SEP] and [MASK] that the vocabulary holds are the special tokens; no maximum
+ *     length.
+ * [UNK], [CLS] and [SEP] must be in the vocabulary; [PAD] is optional.
+ *
+ * Encoding a text, step by step (each as the tokenizers crate does it):
+ *   1. Special tokens: the added tokens whose "normalized" flag is false (all of BERT's
+ *      special tokens) are found in the raw text, leftmost-longest, case-sensitively, and split
+ *      out: "hello [SEP] world" gives hello, 102, world; "[sep]" or "[ SEP]" are plain text.
+ *      single_word keeps only matches not preceded or followed by a word character; lstrip and
+ *      rstrip take the whitespace before or after the match into it.
+ *   2. Normalisation of each remaining piece (BertNormalizer):
+ *      a. cleaning: U+0000, U+FFFD and every control, format, private-use or surrogate
+ *         character (categories Cc, Cf, Co, Cs), except tab, newline and carriage return, are
+ *         removed; then every White_Space character (tab, newline, carriage return, U+0020,
+ *         U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) becomes a
+ *         space. U+000B, U+000C and U+0085 are Cc: they are removed, not turned into a space,
+ *         and so join the words around them. Zero-width characters (U+200B..U+200D, U+2060,
+ *         U+FEFF) are Cf: removed. Unassigned code points (Cn) are kept, as the crate keeps
+ *         them (its comment says otherwise, its tables list none): they become [UNK];
+ *      b. CJK: a space before and after every CJK ideograph in the ranges U+4E00..U+9FFF,
+ *         U+3400..U+4DBF, U+20000..U+2A6DF, U+2A700..U+2B73F, U+2B740..U+2B81F,
+ *         U+2B920..U+2CEAF, U+F900..U+FAFF, U+2F800..U+2FA1F (the crate's ranges exactly:
+ *         U+2B820..U+2B91F and the extensions G and H are not among them). Hiragana, katakana
+ *         and Hangul are not CJK ideographs;
+ *      c. accents (when strip_accents, or when it is null and lowercase is true): canonical
+ *         decomposition (NFD, canonical order included; Hangul syllables become jamo), then
+ *         every nonspacing mark (Mn) is removed. Spacing (Mc) and enclosing (Me) marks stay;
+ *      d. lower-casing: each character's full lower-case mapping, without the conditional
+ *         (language or context dependent) rules: "İ" (U+0130) becomes "i̇" (U+0069 U+0307),
+ *         final sigma is "σ", "ß" stays "ß" (this is not case folding).
+ *   3. Pre-tokenisation: words are split at White_Space characters (removed), and every
+ *      punctuation character becomes a word of its own: ASCII punctuation (!"#$%&'()*+,-./:;<=>?
+ *      @[\]^_`{|}~, so also $, +, <, =, >, ^, ` , | and ~, which Unicode calls symbols) and every
+ *      character of categories Pc, Pd, Ps, Pe, Pi, Pf and Po.
+ *   4. WordPiece: a word of more than max_input_chars_per_word (100) characters is [UNK];
+ *      otherwise it is split greedily into the longest vocabulary entries from the left, the
+ *      pieces after the first looked up with the "##" prefix; a word with any part that matches
+ *      nothing is a single [UNK].
+ *   5. Truncation to max_length ids in all, [CLS] and [SEP] included: the text's first
+ *      max_length - 2 ids are kept, then [CLS] is put first and [SEP] last.
+ * The empty text (or one that normalises to nothing) gives [CLS] [SEP].
+ *
+ * Unicode versions. The Unicode data come from utf8proc (Unicode 15.0 in Debian 12's
+ * libutf8proc 2.8): categories, canonical decompositions, combining classes, lower-case
+ * mappings. Hugging Face's tokenizers crate (0.19.1) takes its categories from the
+ * `unicode_categories` crate and its decompositions from `unicode-normalization-alignments`,
+ * whose tables are of Unicode 8.0. For 569 code points, all assigned or changed after
+ * Unicode 8.0, the two therefore disagree (tests/tokenizer_unicode_diffs.h lists them):
+ *   - 383 nonspacing marks (Mn) of Unicode 9.0 to 15.0: Hugging Face keeps them (usually
+ *     giving [UNK] for the word), this tokenizer strips them with the other accents;
+ *   - 13 format characters (Cf) of 9.0 to 14.0 (U+0890, U+0891, U+08E2, U+110CD,
+ *     U+13430..U+13438): Hugging Face keeps them, this tokenizer removes them;
+ *   - 104 punctuation characters (Po, Ps, Pe, Pd) of 9.0 to 15.0 (U+2E43..U+2E4F and
+ *     U+2E52..U+2E5D among them): Hugging Face keeps them inside words, this tokenizer splits
+ *     them off;
+ *   - 65 further characters of Unicode 15.0 of the kinds above;
+ *   - U+166D (Po in 8.0, So since 12.0), U+1734 (Mn in 8.0, Mc since 14.0), U+111C9 (Po in
+ *     8.0, Mn since 13.0), U+11938 (canonical decomposition since 13.0).
+ * Newer letters, symbols and emoji (for example U+1F970 "🥰") are unassigned for Hugging Face
+ * and kept by both: they agree. Every other code point is treated identically (checked over
+ * all of Unicode against Hugging Face's own per-code-point results), and texts without the
+ * 569 code points give exactly Hugging Face's ids (tests/test_tokenizer.c, on 50 hand-picked
+ * and 3000 random texts). Lower-case mappings follow Unicode 15.0 on both sides (Rust's
+ * standard library).
+ *
+ * Invalid UTF-8 is rejected, not replaced: a text with a byte sequence that is not UTF-8
+ * (a stray continuation byte, a truncated sequence, an overlong form, a surrogate U+D800..
+ * U+DFFF, a value past U+10FFFF) fails with CLATTN_ERROR_INVALID_ARGUMENT and a message giving
+ * the byte offset and the bytes. (Python's str cannot hold such text either, so Hugging Face has
+ * no ids to agree with.) A NUL byte inside the `length` bytes is valid text and is removed by
+ * the cleaning step.
+ *
+ * Errors follow the library's conventions (see common.h); these functions take no context, so
+ * the message is read with clattn_last_error(NULL). Every message starts with the function's
+ * name, then the file path (loading) or "invalid argument"; then what is wrong:
+ *   CLATTN_ERROR_INVALID_ARGUMENT  a NULL pointer, invalid UTF-8 text, max_length 1, or ids too
+ *                                  small for the encoding (see clattn_tokenizer_encode);
+ *   CLATTN_ERROR_IO                a file or folder cannot be opened or read (the system's
+ *                                  reason is in the message), a folder holds neither
+ *                                  tokenizer.json nor vocab.txt;
+ *   CLATTN_ERROR_FORMAT            invalid JSON (jansson's message with line and column), a
+ *                                  duplicate key, a top level that is not an object; a
+ *                                  tokenizer.json without "model" or "model"."vocab", a wrongly
+ *                                  typed field (normaliser flags, added tokens, post-processor
+ *                                  ids, truncation); a vocabulary that is empty, has an empty
+ *                                  token, a token that is not UTF-8 or holds a NUL, a duplicate
+ *                                  token or id, ids that are not 0..n-1; a vocab.txt with a NUL
+ *                                  byte; [UNK], [CLS] or [SEP] missing; a "max_seq_length",
+ *                                  "max_position_embeddings" or "truncation"."max_length" that
+ *                                  is not an integer of at least 2;
+ *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece, a normaliser other than
+ *                                  BertNormalizer (or null), a pre-tokeniser other than
+ *                                  BertPreTokenizer, a post-processor other than
+ *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken])
+ *                                  or BertProcessing (or null: then the vocabulary's [CLS] and
+ *                                  [SEP] are used);
+ *   CLATTN_ERROR_TOO_LARGE         a file too large to hold in memory, a vocabulary over
+ *                                  2^31 - 1 entries;
+ *   CLATTN_ERROR_OUT_OF_HOST_MEMORY  malloc (or jansson) failed.
+ *
+ * Thread-safety: a loaded tokenizer is never modified: any number of threads may encode with
+ * it at once. Loading and destroying need the usual exclusive access to the handle.
+ */
+#ifndef CLATTN_TOKENIZER_H
+#define CLATTN_TOKENIZER_H
+
+#include "clattn/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clattn_tokenizer clattn_tokenizer;
+
+/* The ids of the special tokens; -1 for one the tokenizer does not have. */
+typedef struct clattn_tokenizer_special {
+    int32_t cls;  /* [CLS], first in every encoding */
+    int32_t sep;  /* [SEP], last in every encoding */
+    int32_t pad;  /* [PAD], for the caller's padding (never produced by encode); may be -1 */
+    int32_t unk;  /* [UNK], for unknown words */
+    int32_t mask; /* [MASK]; may be -1 */
+} clattn_tokenizer_special;
+
+/*
+ * Loads a tokenizer from `path`: a model folder, a tokenizer.json or a vocab.txt (see the top
+ * of this file; a file is a vocab.txt when its name ends in ".txt", else it is read as JSON).
+ * On success *tok is a new tokenizer that the caller releases with clattn_tokenizer_destroy;
+ * on any error *tok is set to NULL and nothing stays allocated.
+ */
+CLATTN_API clattn_status clattn_tokenizer_load(clattn_tokenizer **tok, const char *path);
+
+/* Frees *tok and sets it to NULL. Accepts NULL and a pointer to NULL. */
+CLATTN_API void clattn_tokenizer_destroy(clattn_tokenizer **tok);
+
+/*
+ * Encodes the `length` bytes of UTF-8 at `text` (text may be NULL only when length is 0; the
+ * text need not be NUL-terminated: pass strlen(text) for a C string) into [CLS] ids... [SEP],
+ * truncated to `max_length` ids in all (0: the tokenizer's default, clattn_tokenizer_max_length;
+ * 1 is invalid; SIZE_MAX: no truncation).
+ *
+ * *count receives the number of ids of the encoding. When capacity >= *count the ids are
+ * written to ids[0..*count-1] (nothing is written past them); ids may be NULL when capacity is
+ * 0, to ask for the count only (then CLATTN_OK). When capacity is not 0 but smaller than the
+ * count, nothing is written to ids, *count still receives the count, and the call fails with
+ * CLATTN_ERROR_INVALID_ARGUMENT ("ids has room for C ids but the encoding has N"). On any other
+ * failure ids and *count are not touched.
+ *
+ * Time and memory are linear in the length of the text (times the longest token, at most 100
+ * characters per word); the call allocates temporary memory that it frees before returning.
+ */
+CLATTN_API clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
+                                                 size_t length, size_t max_length, int32_t *ids,
+                                                 size_t capacity, size_t *count);
+
+/* The special token ids (all -1 when tok is NULL). Records no error. */
+CLATTN_API clattn_tokenizer_special clattn_tokenizer_special_ids(const clattn_tokenizer *tok);
+
+/* The number of ids: the vocabulary's size, or one more than the largest added token's id when
+ * that is larger (Hugging Face's vocab_size with added tokens); 0 when tok is NULL. */
+CLATTN_API size_t clattn_tokenizer_vocab_size(const clattn_tokenizer *tok);
+
+/* The default maximum length of an encoding in ids (see clattn_tokenizer_load); SIZE_MAX when
+ * unlimited; 0 when tok is NULL. */
+CLATTN_API size_t clattn_tokenizer_max_length(const clattn_tokenizer *tok);
+
+/* The token string of `id` (UTF-8, NUL-terminated, owned by tok), or NULL when tok is NULL or
+ * id is not a token's id. Records no error. */
+CLATTN_API const char *clattn_tokenizer_token(const clattn_tokenizer *tok, int32_t id);
+
+/* The id of the vocabulary entry or added token `token` (an exact match of the NUL-terminated
+ * UTF-8 string, no normalisation), or -1 when there is none or an argument is NULL. */
+CLATTN_API int32_t clattn_tokenizer_token_id(const clattn_tokenizer *tok, const char *token);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_TOKENIZER_H */

