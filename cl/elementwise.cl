@@ -5,8 +5,8 @@
  *   y[r, c] = act(y[r, c] + bias[c])      for r < rows, c < cols
  *
  * y: [rows, cols] with leading dimension ld, from y_off. bias: [cols] from b_off, or NULL.
- * act: CLATTN_ACT_NONE, CLATTN_ACT_RELU or CLATTN_ACT_GELU (with erf, PyTorch's default gelu;
- * src/constants.h). NDRange: (cols, rows). */
+ * act: CLATTN_ACT_NONE, CLATTN_ACT_RELU, CLATTN_ACT_GELU (with erf, PyTorch's default gelu) or
+ * CLATTN_ACT_GELU_TANH (the tanh approximation; src/constants.h). NDRange: (cols, rows). */
 __kernel void clattn_bias_act(__global float *y, ulong y_off, ulong ld, uint rows, uint cols,
                               __global const float *bias, ulong b_off, int act)
 {
@@ -21,6 +21,8 @@ __kernel void clattn_bias_act(__global float *y, ulong y_off, ulong ld, uint row
         x = fmax(x, 0.0f);
     else if (act == CLATTN_ACT_GELU)
         x = 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
+    else if (act == CLATTN_ACT_GELU_TANH) /* sqrt(2/pi) = 0.7978845608... */
+        x = 0.5f * x * (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     y[at] = x;
 }
 

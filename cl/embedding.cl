@@ -1,19 +1,24 @@
 /* What happens before the first encoder layer: token embedding and the positional table. */
 
-/* Token embedding with the paper's scaling, plus the positional table when given:
+/* Token embedding with a scale, plus a positional table and token-type embeddings when given:
  *
- *   x[t, c] = emb[ids[t], c] · scale (+ pe[pe_first + t % seq, c])
+ *   x[t, c] = emb[ids[t], c] · scale (+ pe[pe_first + t % seq, c]) (+ type_emb[types[t], c])
  *
- * ids: [tokens] (validated on the host); emb: [vocab, d]; pe: [positions, d] or NULL;
- * x: [tokens, d] contiguous. NDRange: (d, tokens). */
+ * ids, types: [tokens] (validated on the host); emb: [vocab, d]; pe: [positions, d] (the
+ * sinusoidal table or a learned one) or NULL; type_emb: [type_vocab, d], or NULL together with
+ * types; x: [tokens, d] contiguous. The sum is taken in Hugging Face's BertEmbeddings order,
+ * (word + type) + position, so that float rounding matches. NDRange: (d, tokens). */
 __kernel void clattn_embed(__global const int *ids, __global const float *emb, float scale,
                            __global const float *pe, ulong pe_first, uint seq, uint d, uint tokens,
+                           __global const int *types, __global const float *type_emb,
                            __global float *x)
 {
     uint c = get_global_id(0), t = get_global_id(1);
     if (c >= d || t >= tokens)
         return;
     float v = emb[(ulong)ids[t] * d + c] * scale;
+    if (type_emb)
+        v += type_emb[(ulong)types[t] * d + c];
     if (pe)
         v += pe[(pe_first + t % seq) * d + c];
     x[(ulong)t * d + c] = v;

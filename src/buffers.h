@@ -39,6 +39,8 @@ typedef enum clattn_slot {
     CLATTN_SLOT_LAYER_NORMED,  /* encoder (pre-LN): normalised activations [T, d_model] */
     CLATTN_SLOT_FFN_HIDDEN,    /* encoder: feed-forward hidden layer [T, d_ff] */
     CLATTN_SLOT_TOKEN_IDS,     /* encoder: int32 token ids [T] */
+    CLATTN_SLOT_TOKEN_TYPES,   /* encoder: int32 token type ids [T] */
+    CLATTN_SLOT_POOLED,        /* sentence embeddings: pooled rows [B, d_model] */
     CLATTN_SLOT_COUNT
 } clattn_slot;
 

@@ -6,6 +6,7 @@
 #include "gemm.h"
 #include "mha_internal.h"
 #include "positional.h"
+#include "positional_table.h"
 #include "shape.h"
 #include "tensor_internal.h"
 
@@ -17,7 +18,9 @@ static const char fn_forward[] = "clattn_encoder_forward";
 
 static int activation_kind(clattn_activation a)
 {
-    return a == CLATTN_ACTIVATION_GELU ? CLATTN_ACT_GELU : CLATTN_ACT_RELU;
+    return a == CLATTN_ACTIVATION_GELU        ? CLATTN_ACT_GELU
+           : a == CLATTN_ACTIVATION_GELU_TANH ? CLATTN_ACT_GELU_TANH
+                                               : CLATTN_ACT_RELU;
 }
 
 void clattn_encoder_config_default(clattn_encoder_config *config, size_t d_model, size_t nhead,
@@ -54,8 +57,9 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_co
                      "clattn_encoder_config_default)");
     CLATTN_CHECK_ARG(ctx, fn, in->d_model > 0 && in->nhead > 0 && in->num_layers > 0 &&
                               in->dim_feedforward > 0,
-                     "d_model (%zu), nhead (%zu), num_layers (%zu) and "
-                     "dim_feedforward (%zu) must all be positive", in->d_model, in->nhead, in->num_layers, in->dim_feedforward);
+                     "d_model (%zu), nhead (%zu), num_layers (%zu) and dim_feedforward (%zu) must "
+                     "all be positive",
+                     in->d_model, in->nhead, in->num_layers, in->dim_feedforward);
     bool derived = in->head_dim_qk == 0 || in->head_dim_v == 0;
     CLATTN_CHECK_ARG(ctx, fn, !derived || in->d_model % in->nhead == 0,
                      "d_model %zu is not divisible by nhead %zu",
@@ -65,15 +69,25 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_co
     if (!out->head_dim_v)
         out->head_dim_v = in->d_model / in->nhead;
     CLATTN_CHECK_ARG(ctx, fn, in->activation == CLATTN_ACTIVATION_RELU ||
-                              in->activation == CLATTN_ACTIVATION_GELU,
+                              in->activation == CLATTN_ACTIVATION_GELU ||
+                              in->activation == CLATTN_ACTIVATION_GELU_TANH,
                      "activation is %d", (int)in->activation);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
-                              in->positional == CLATTN_POSITIONAL_SINUSOIDAL,
+                              in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
+                              in->positional == CLATTN_POSITIONAL_LEARNED,
                      "positional is %d", (int)in->positional);
+    CLATTN_CHECK_ARG(ctx, fn, in->positional != CLATTN_POSITIONAL_LEARNED || in->max_positions > 0,
+                     "learned positions need max_positions > 0");
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->embedding_scale) && in->embedding_scale >= 0.0f,
+                     "embedding_scale must be finite and not negative (0 selects sqrt(d_model))");
+    if (out->embedding_scale == 0.0f)
+        out->embedding_scale = (float)sqrt((double)in->d_model);
+    out->embedding_norm = in->embedding_norm != 0;
     CLATTN_CHECK_ARG(ctx, fn, isfinite(in->layer_norm_eps) && in->layer_norm_eps > 0.0f,
                      "layer_norm_eps must be positive and finite");
     bool sane = in->d_model < (1u << 24) && in->dim_feedforward < (1u << 28) &&
                 in->num_layers < (1u << 16) && in->vocab_size < (1u << 31) &&
+                in->max_positions < (1u << 31) && in->type_vocab_size < (1u << 31) &&
                 in->nhead < (1u << 20) && out->head_dim_qk < (1u << 24) &&
                 out->head_dim_v < (1u << 24) && out->head_dim_qk * in->nhead < (1u << 28) &&
                 out->head_dim_v * in->nhead < (1u << 28);
@@ -129,8 +143,12 @@ clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_position
     static const char fn[] = "clattn_encoder_set_positional";
     CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
     CLATTN_CHECK_ARG(enc->ctx, fn, positional == CLATTN_POSITIONAL_NONE ||
-                                   positional == CLATTN_POSITIONAL_SINUSOIDAL,
+                                   positional == CLATTN_POSITIONAL_SINUSOIDAL ||
+                                   positional == CLATTN_POSITIONAL_LEARNED,
                      "positional is %d", (int)positional);
+    CLATTN_CHECK_ARG(enc->ctx, fn,
+                     positional != CLATTN_POSITIONAL_LEARNED || enc->weights.pos_embedding,
+                     "the encoder has no learned position table (pos_embedding.weight)");
     enc->cfg.positional = positional;
     return CLATTN_OK;
 }
@@ -294,7 +312,66 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
         return status;
     CLATTN_CHECK_ARG(ctx, fn, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
                      "params->path is %d", (int)params->path);
+    if (c->positional == CLATTN_POSITIONAL_LEARNED &&
+        (params->position_offset > c->max_positions ||
+         seq > c->max_positions - params->position_offset))
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                            "%s: positions %zu to %zu are beyond the learned position table's %zu "
+                            "rows (max_position_embeddings)",
+                            fn, params->position_offset, params->position_offset + seq - 1,
+                            c->max_positions);
     return borrow_workspace(p);
+}
+
+/* The positional table added before the first layer, or NULL. */
+static clattn_status positions_table(pass *p, size_t offset, cl_mem *table)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    *table = NULL;
+    if (c->positional == CLATTN_POSITIONAL_LEARNED)
+        *table = p->enc->weights.pos_embedding;
+    else if (c->positional == CLATTN_POSITIONAL_SINUSOIDAL)
+        return clattn__positional_table(p->enc->ctx, offset + p->seq, c->d_model, table);
+    return CLATTN_OK;
+}
+
+/* The embedding LayerNorm (BERT's embeddings.LayerNorm), when the model has one. */
+static clattn_status embedding_norm(pass *p)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    if (!c->embedding_norm)
+        return CLATTN_OK;
+    return clattn__layernorm(p->enc->ctx, p->x, 0, NULL, 0, NULL, p->x, 0, p->tokens, c->d_model,
+                             p->enc->weights.emb_norm_w, p->enc->weights.emb_norm_b,
+                             c->layer_norm_eps);
+}
+
+/* Checks host ids against [0, limit) and uploads them as int32 into a workspace slot. */
+static clattn_status upload_ids(pass *p, const char *fn, const char *what, const int64_t *ids,
+                                size_t limit, clattn_slot slot, cl_mem *mem)
+{
+    clattn_context *ctx = p->enc->ctx;
+    cl_int *ids32 = malloc(p->tokens * sizeof(cl_int));
+    if (!ids32)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t t = 0; t < p->tokens; t++) {
+        if (ids[t] < 0 || (uint64_t)ids[t] >= limit) {
+            free(ids32);
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                "%s: %s %lld at [%zu, %zu] is outside the vocabulary [0, %zu)", fn,
+                                what, (long long)ids[t], t / p->seq, t % p->seq, limit);
+        }
+        ids32[t] = (cl_int)ids[t];
+    }
+    clattn_status status = clattn__workspace_slot(ctx, slot, p->tokens * sizeof(cl_int), mem);
+    if (status == CLATTN_OK) {
+        cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, p->tokens * sizeof(cl_int),
+                                          ids32, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: writing the %ss", fn, what);
+    }
+    free(ids32);
+    return status;
 }
 
 clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *input,
@@ -326,9 +403,12 @@ clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *i
         begin_pass(enc, fn_forward, input->shape[0], input->shape[1], out, params, &p);
     if (status != CLATTN_OK)
         return status;
-    if (enc->cfg.positional == CLATTN_POSITIONAL_SINUSOIDAL) {
-        status = clattn__add_positional(ctx, input->mem, input->offset, p.x, 0, p.tokens, p.seq,
-                                        d, params->position_offset);
+    cl_mem table;
+    if ((status = positions_table(&p, params->position_offset, &table)))
+        return status;
+    if (table) {
+        status = clattn__add_positional(ctx, table, input->mem, input->offset, p.x, 0, p.tokens,
+                                        p.seq, d, params->position_offset);
     } else {
         cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, p.x,
                                          input->offset * sizeof(float), 0,
@@ -336,7 +416,7 @@ clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *i
         if (err != CL_SUCCESS)
             status = clattn__fail_cl(ctx, err, "%s: copying the input", fn_forward);
     }
-    if (status != CLATTN_OK)
+    if (status != CLATTN_OK || (status = embedding_norm(&p)))
         return status;
     return run_layers(&p, out);
 }
@@ -364,37 +444,32 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
     clattn_status status = begin_pass(enc, fn, batch, seq, out, params, &p);
     if (status != CLATTN_OK)
         return status;
-    cl_int *ids32 = malloc(p.tokens * sizeof(cl_int));
-    if (!ids32)
-        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
-    for (size_t t = 0; t < p.tokens; t++) {
-        if (ids[t] < 0 || (uint64_t)ids[t] >= c->vocab_size) {
-            free(ids32);
-            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
-                                "%s: token id %lld at [%zu, %zu] is outside the vocabulary "
-                                "[0, %zu)",
-                                fn, (long long)ids[t], t / seq, t % seq, c->vocab_size);
-        }
-        ids32[t] = (cl_int)ids[t];
-    }
-    cl_mem ids_mem;
-    status = clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_IDS, p.tokens * sizeof(cl_int),
-                                    &ids_mem);
-    if (status != CLATTN_OK) {
-        free(ids32);
+    CLATTN_CHECK_ARG(ctx, fn, !params->token_type_ids || c->type_vocab_size > 0,
+                     "params->token_type_ids given but the encoder has no token type embedding");
+    clattn_embed_args e = {NULL, enc->weights.embedding, c->embedding_scale, NULL,
+                           params->position_offset, NULL, enc->weights.type_embedding};
+    if ((status = upload_ids(&p, fn, "token id", ids, c->vocab_size, CLATTN_SLOT_TOKEN_IDS,
+                             &e.ids)) ||
+        (status = positions_table(&p, params->position_offset, &e.positions)))
         return status;
+    if (e.type_table) { /* type 0 for every token unless given */
+        if (params->token_type_ids)
+            status = upload_ids(&p, fn, "token type id", params->token_type_ids,
+                                c->type_vocab_size, CLATTN_SLOT_TOKEN_TYPES, &e.types);
+        else if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_TYPES,
+                                                  p.tokens * sizeof(cl_int), &e.types)) ==
+                 CLATTN_OK) {
+            const cl_int zero = 0;
+            cl_int err = clEnqueueFillBuffer(ctx->queue, e.types, &zero, sizeof(zero), 0,
+                                             p.tokens * sizeof(cl_int), 0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                status = clattn__fail_cl(ctx, err, "%s: zeroing the token types", fn);
+        }
+        if (status != CLATTN_OK)
+            return status;
     }
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, ids_mem, CL_TRUE, 0, p.tokens * sizeof(cl_int),
-                                      ids32, 0, NULL, NULL);
-    free(ids32);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "%s: writing the token ids", fn);
-    /* The paper's section 3.4: embeddings multiplied by sqrt(d_model). */
-    float scale = (float)sqrt((double)c->d_model);
-    status = clattn__embed(ctx, ids_mem, enc->weights.embedding, scale,
-                           c->positional == CLATTN_POSITIONAL_SINUSOIDAL, params->position_offset,
-                           p.tokens, seq, c->d_model, p.x);
-    if (status != CLATTN_OK)
+    if ((status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x)) ||
+        (status = embedding_norm(&p)))
         return status;
     return run_layers(&p, out);
 }

@@ -18,6 +18,9 @@ typedef struct clattn_encoder_weights {
     clattn_encoder_layer *layers; /* [num_layers] */
     cl_mem norm_w, norm_b;        /* final norm, or NULL */
     cl_mem embedding;             /* [vocab_size, d_model], or NULL */
+    cl_mem pos_embedding;         /* [max_positions, d_model] (LEARNED), or NULL */
+    cl_mem type_embedding;        /* [type_vocab_size, d_model], or NULL */
+    cl_mem emb_norm_w, emb_norm_b; /* [d_model] (embedding_norm), or NULL */
 } clattn_encoder_weights;
 
 struct clattn_encoder {

@@ -25,12 +25,17 @@ void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layer
     for (size_t i = 0; w->layers && i < num_layers; i++) {
         clattn_encoder_layer *l = &w->layers[i];
         clattn_mha_destroy(&l->attn);
-        clattn__release_mem(&l->w1), clattn__release_mem(&l->b1), clattn__release_mem(&l->w2), clattn__release_mem(&l->b2);
-        clattn__release_mem(&l->norm1_w), clattn__release_mem(&l->norm1_b), clattn__release_mem(&l->norm2_w), clattn__release_mem(&l->norm2_b);
+        clattn__release_mem(&l->w1), clattn__release_mem(&l->b1);
+        clattn__release_mem(&l->w2), clattn__release_mem(&l->b2);
+        clattn__release_mem(&l->norm1_w), clattn__release_mem(&l->norm1_b);
+        clattn__release_mem(&l->norm2_w), clattn__release_mem(&l->norm2_b);
     }
     free(w->layers);
     w->layers = NULL;
-    clattn__release_mem(&w->norm_w), clattn__release_mem(&w->norm_b), clattn__release_mem(&w->embedding);
+    clattn__release_mem(&w->norm_w), clattn__release_mem(&w->norm_b);
+    clattn__release_mem(&w->embedding), clattn__release_mem(&w->pos_embedding);
+    clattn__release_mem(&w->type_embedding);
+    clattn__release_mem(&w->emb_norm_w), clattn__release_mem(&w->emb_norm_b);
 }
 
 /* Checks that t (what the provider gave for `name`) exists with exactly the shape `want`. */
@@ -170,6 +175,15 @@ static clattn_status load_all(clattn_encoder *enc, weight_provider provide, void
         status = upload(&l, "norm.bias", 1, &d, &w.norm_b);
     if (status == CLATTN_OK && c->vocab_size)
         status = upload(&l, "embedding.weight", 2, (size_t[]){c->vocab_size, d}, &w.embedding);
+    if (status == CLATTN_OK && c->positional == CLATTN_POSITIONAL_LEARNED)
+        status = upload(&l, "pos_embedding.weight", 2, (size_t[]){c->max_positions, d},
+                        &w.pos_embedding);
+    if (status == CLATTN_OK && c->type_vocab_size)
+        status = upload(&l, "token_type_embedding.weight", 2,
+                        (size_t[]){c->type_vocab_size, d}, &w.type_embedding);
+    if (status == CLATTN_OK && c->embedding_norm &&
+        !(status = upload(&l, "embedding_norm.weight", 1, &d, &w.emb_norm_w)))
+        status = upload(&l, "embedding_norm.bias", 1, &d, &w.emb_norm_b);
     if (status != CLATTN_OK) {
         clattn__encoder_weights_release(&w, c->num_layers);
         return status;
@@ -242,15 +256,16 @@ static void fill_random(const char *name, int ndim, const size_t *shape, uint64_
         state = (state ^ (unsigned char)*p) * 0x100000001b3ull;
     size_t fan_in = ndim == 2 ? shape[1] : shape[0], fan_out = shape[0];
     if (ends_with(name, "norm1.weight") || ends_with(name, "norm2.weight") ||
-        strcmp(name, "norm.weight") == 0) {
+        strcmp(name, "norm.weight") == 0 || strcmp(name, "embedding_norm.weight") == 0) {
         for (size_t i = 0; i < n; i++)
             x[i] = 1.0f;
     } else if (ends_with(name, "norm1.bias") || ends_with(name, "norm2.bias") ||
-               strcmp(name, "norm.bias") == 0 || ends_with(name, "in_proj_bias") ||
+               strcmp(name, "norm.bias") == 0 || strcmp(name, "embedding_norm.bias") == 0 ||
+               ends_with(name, "in_proj_bias") ||
                ends_with(name, "out_proj.bias")) {
         for (size_t i = 0; i < n; i++)
             x[i] = 0.0f;
-    } else if (strcmp(name, "embedding.weight") == 0) {
+    } else if (ends_with(name, "embedding.weight")) { /* token, position, type tables */
         for (size_t i = 0; i < n; i++) { /* Box-Muller: N(0, 1) */
             double u = uniform01(&state), v = uniform01(&state);
             x[i] = (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));

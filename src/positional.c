@@ -5,14 +5,10 @@
 #include "positional_table.h"
 #include "tensor_internal.h"
 
-clattn_status clattn__add_positional(clattn_context *ctx, cl_mem in, size_t in_offset, cl_mem out,
-                                     size_t out_offset, size_t tokens, size_t seq, size_t d,
-                                     size_t offset)
+clattn_status clattn__add_positional(clattn_context *ctx, cl_mem pe, cl_mem in, size_t in_offset,
+                                     cl_mem out, size_t out_offset, size_t tokens, size_t seq,
+                                     size_t d, size_t offset)
 {
-    cl_mem pe;
-    clattn_status status = clattn__positional_table(ctx, offset + seq, d, &pe);
-    if (status != CLATTN_OK)
-        return status;
     cl_ulong in_off = in_offset, out_off = out_offset, first = offset;
     cl_uint n = (cl_uint)seq, width = (cl_uint)d, count = (cl_uint)tokens;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD_POSITIONAL], 0, CL_SUCCESS};
@@ -29,27 +25,23 @@ clattn_status clattn__add_positional(clattn_context *ctx, cl_mem in, size_t in_o
     return clattn__launch(ctx, &args, "add_positional", 2, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
-clattn_status clattn__embed(clattn_context *ctx, cl_mem ids, cl_mem emb, float scale,
-                            bool with_positions, size_t offset, size_t tokens, size_t seq, size_t d,
-                            cl_mem x)
+clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *e, size_t tokens,
+                            size_t seq, size_t d, cl_mem x)
 {
-    cl_mem pe = NULL;
-    if (with_positions) {
-        clattn_status status = clattn__positional_table(ctx, offset + seq, d, &pe);
-        if (status != CLATTN_OK)
-            return status;
-    }
-    cl_ulong first = offset;
+    cl_ulong first = e->position_offset;
     cl_uint n = (cl_uint)seq, width = (cl_uint)d, count = (cl_uint)tokens;
+    float scale = e->scale;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_EMBED], 0, CL_SUCCESS};
-    CLATTN_ARG(&args, ids);
-    CLATTN_ARG(&args, emb);
+    CLATTN_ARG(&args, e->ids);
+    CLATTN_ARG(&args, e->table);
     CLATTN_ARG(&args, scale);
-    clattn__arg_mem(&args, pe);
+    clattn__arg_mem(&args, e->positions);
     CLATTN_ARG(&args, first);
     CLATTN_ARG(&args, n);
     CLATTN_ARG(&args, width);
     CLATTN_ARG(&args, count);
+    clattn__arg_mem(&args, e->type_table ? e->types : NULL);
+    clattn__arg_mem(&args, e->type_table);
     CLATTN_ARG(&args, x);
     size_t global[2] = {d, tokens};
     return clattn__launch(ctx, &args, "embed", 2, global, NULL, CLATTN_OP_OTHER, 0);
@@ -69,6 +61,10 @@ clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tensor *x, size_
     size_t tokens = clattn_tensor_numel(x) / d;
     CLATTN_CHECK_ARG(ctx, fn, offset <= SIZE_MAX / 2 && seq <= UINT32_MAX && tokens <= UINT32_MAX,
                      "offset %zu or the sequence is too large", offset);
-    return clattn__add_positional(ctx, x->mem, x->offset, x->mem, x->offset, tokens, seq, d,
+    cl_mem pe;
+    clattn_status status = clattn__positional_table(ctx, offset + seq, d, &pe);
+    if (status != CLATTN_OK)
+        return status;
+    return clattn__add_positional(ctx, pe, x->mem, x->offset, x->mem, x->offset, tokens, seq, d,
                                   offset);
 }

@@ -8,6 +8,7 @@
 #include "attention_internal.h"
 #include "elementwise.h"
 #include "positional.h"
+#include "positional_table.h"
 #include "tensor_internal.h"
 #include "ref/ref_attention.h"
 #include "ref/ref_encoder.h"
@@ -262,6 +263,8 @@ static void check_bias_act(test_fixture *f, int act, bool with_bias)
                     x = x > 0 ? x : 0;
                 else if (act == CLATTN_ACT_GELU)
                     x = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+                else if (act == CLATTN_ACT_GELU_TANH) /* Hugging Face's gelu_new */
+                    x = 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
             }
             float want = (float)x;
             assert_close(&got[at], &want, 1, inside ? 4e-6 : 0.0);
@@ -277,6 +280,7 @@ static void bias_and_activations(void **state)
     check_bias_act(*state, CLATTN_ACT_GELU, true);
     check_bias_act(*state, CLATTN_ACT_RELU, false);
     check_bias_act(*state, CLATTN_ACT_GELU, false);
+    check_bias_act(*state, CLATTN_ACT_GELU_TANH, true);
 }
 
 static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
@@ -362,20 +366,36 @@ static void embedding_and_positions(void **state)
     assert_int_equal(err, CL_SUCCESS);
     float pe[9 * 6], want[60];
     ref_sinusoidal(offset + N, d, pe);
-    for (int with_pe = 0; with_pe <= 1; with_pe++) {
-        assert_int_equal(clattn__embed(f->ctx, tids, clattn_tensor_buffer(temb), 2.5f, with_pe,
-                                       offset, T, N, d, clattn_tensor_buffer(tx)),
-                         CLATTN_OK);
-        float *got = test_tensor_to_host(tx);
-        for (size_t t = 0; t < T; t++)
-            for (size_t c = 0; c < d; c++)
-                want[t * d + c] = emb[ids[t] * d + c] * 2.5f +
-                                  (with_pe ? pe[(offset + t % N) * d + c] : 0.0f);
-        assert_close(got, want, T * d, 1e-6);
-        free(got);
-    }
+    cl_mem table;
+    assert_int_equal(clattn__positional_table(f->ctx, offset + N, d, &table), CLATTN_OK);
+    /* Token types: a [3, d] table and ids per token (BERT's segment embedding). */
+    float *type_emb = random_array(3 * d, 92, -1, 1);
+    clattn_tensor *ttype = test_tensor_from(f->ctx, 2, (size_t[]){3, d}, type_emb);
+    cl_int types[10] = {0, 1, 2, 0, 0, 1, 1, 2, 2, 0};
+    cl_mem ttypes = clCreateBuffer(clattn_context_cl_context(f->ctx), CL_MEM_READ_WRITE |
+                                   CL_MEM_COPY_HOST_PTR, sizeof(types), types, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    for (int with_pe = 0; with_pe <= 1; with_pe++)
+        for (int with_types = 0; with_types <= 1; with_types++) {
+            clattn_embed_args e = {tids, clattn_tensor_buffer(temb), 2.5f,
+                                   with_pe ? table : NULL, offset, with_types ? ttypes : NULL,
+                                   with_types ? clattn_tensor_buffer(ttype) : NULL};
+            assert_int_equal(clattn__embed(f->ctx, &e, T, N, d, clattn_tensor_buffer(tx)),
+                             CLATTN_OK);
+            float *got = test_tensor_to_host(tx);
+            for (size_t t = 0; t < T; t++)
+                for (size_t c = 0; c < d; c++)
+                    want[t * d + c] = (emb[ids[t] * d + c] * 2.5f +
+                                       (with_types ? type_emb[types[t] * d + c] : 0.0f)) +
+                                      (with_pe ? pe[(offset + t % N) * d + c] : 0.0f);
+            assert_close(got, want, T * d, 1e-6);
+            free(got);
+        }
+    free(type_emb);
+    clReleaseMemObject(ttypes);
+    clattn_tensor_destroy(&ttype);
     /* The positional add alone: out = in + PE. */
-    assert_int_equal(clattn__add_positional(f->ctx, clattn_tensor_buffer(tin), 0,
+    assert_int_equal(clattn__add_positional(f->ctx, table, clattn_tensor_buffer(tin), 0,
                                             clattn_tensor_buffer(tx), 0, T, N, d, offset),
                      CLATTN_OK);
     float *got = test_tensor_to_host(tx);

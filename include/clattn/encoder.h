@@ -12,10 +12,15 @@
  * biased variance, as PyTorch.
  *
  * Before the first layer:
- *   - token input: x = embedding.weight[ids] · sqrt(d_model)  (the paper's section 3.4);
+ *   - token input: x = embedding.weight[ids] · embedding_scale (by default sqrt(d_model), the
+ *     paper's section 3.4; BERT uses 1), plus token_type_embedding.weight[type ids] when the
+ *     model has token types (BERT's segment embedding; type 0 when none are given);
  *   - positional = SINUSOIDAL: x += PE[offset + n] with the paper's table
  *     PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)),
- *     computed on the host in double precision once per maximum length and kept on the device.
+ *     computed on the host in double precision once per maximum length and kept on the device;
+ *   - positional = LEARNED: x += pos_embedding.weight[offset + n] (the paper's Table 3 row (E),
+ *     and BERT's absolute position embeddings), positions below max_positions;
+ *   - embedding_norm: a LayerNorm of the sum (BERT's embeddings.LayerNorm).
  *
  * Weights use nn.TransformerEncoder's state_dict names (see clattn_encoder_load_weights).
  * Same thread-safety rule as the context.
@@ -33,12 +38,15 @@ typedef struct clattn_encoder clattn_encoder;
 
 typedef enum clattn_activation {
     CLATTN_ACTIVATION_RELU = 0,
-    CLATTN_ACTIVATION_GELU = 1, /* exact: 0.5·x·(1 + erf(x/√2)), PyTorch's default gelu */
+    CLATTN_ACTIVATION_GELU = 1,      /* exact: 0.5·x·(1 + erf(x/√2)), PyTorch's default gelu */
+    CLATTN_ACTIVATION_GELU_TANH = 2, /* 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): Hugging
+                                      * Face's gelu_new / gelu_pytorch_tanh */
 } clattn_activation;
 
 typedef enum clattn_positional {
     CLATTN_POSITIONAL_NONE = 0,
     CLATTN_POSITIONAL_SINUSOIDAL = 1,
+    CLATTN_POSITIONAL_LEARNED = 2, /* a trained table pos_embedding.weight [max_positions, d] */
 } clattn_positional;
 
 typedef struct clattn_encoder_config {
@@ -54,7 +62,11 @@ typedef struct clattn_encoder_config {
     int final_norm;       /* 1: a final LayerNorm after the last layer ("norm.weight") */
     clattn_positional positional;
     size_t vocab_size;    /* > 0: a token embedding "embedding.weight" [vocab_size, d_model] */
-    uint8_t reserved[64]; /* must be zero */
+    size_t max_positions; /* LEARNED: rows of "pos_embedding.weight" [max_positions, d_model] */
+    size_t type_vocab_size; /* > 0: "token_type_embedding.weight" [type_vocab_size, d_model] */
+    int embedding_norm;   /* 1: LayerNorm after the embeddings ("embedding_norm.weight", .bias) */
+    float embedding_scale; /* token embeddings are multiplied by it; 0 selects sqrt(d_model) */
+    uint8_t reserved[40]; /* must be zero */
 } clattn_encoder_config;
 
 /* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
@@ -116,6 +128,9 @@ typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const
  *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]
  *   norm.weight, norm.bias [d_model]           when final_norm
  *   embedding.weight [vocab_size, d_model]     when vocab_size > 0
+ *   pos_embedding.weight [max_positions, d_model]            when positional is LEARNED
+ *   token_type_embedding.weight [type_vocab_size, d_model]   when type_vocab_size > 0
+ *   embedding_norm.weight, embedding_norm.bias [d_model]     when embedding_norm
  * A missing tensor is CLATTN_ERROR_FORMAT ("missing tensor <name>"), a wrong shape
  * CLATTN_ERROR_SHAPE_MISMATCH naming the tensor and both shapes. On error the encoder keeps no
  * partial state: it stays without weights (or with its previous ones).
@@ -140,9 +155,12 @@ typedef struct clattn_encoder_forward_params {
     const clattn_tensor *key_padding_mask;
     clattn_mask_kind key_padding_mask_kind;
     int causal;             /* each position attends only to itself and earlier ones */
-    size_t position_offset; /* the first token's position in the sinusoidal table */
+    size_t position_offset; /* the first token's position in the positional table */
     clattn_attention_path path;
-    uint8_t reserved[64];   /* must be zero */
+    /* clattn_encoder_forward_tokens only: token type ids [B, N] on the host (BERT's segment
+     * ids), each below type_vocab_size; NULL: every token has type 0. */
+    const int64_t *token_type_ids;
+    uint8_t reserved[56];   /* must be zero */
 } clattn_encoder_forward_params;
 
 CLATTN_API void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params);
