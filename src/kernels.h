@@ -21,7 +21,10 @@
     X(LAYERNORM_ADD_BIAS, "clattn_layernorm_add_bias") \
     X(EMBED, "clattn_embed")                     \
     X(ADD_POSITIONAL, "clattn_add_positional")   \
-    X(ADD, "clattn_add")
+    X(ADD, "clattn_add")                         \
+    X(POOL_MEAN, "clattn_pool_mean")             \
+    X(POOL_CLS, "clattn_pool_cls")               \
+    X(L2_NORMALIZE, "clattn_l2_normalize")
 
 typedef enum clattn_kernel_id {
 #define CLATTN_KERNEL_ENUM(id, name) CLATTN_KERNEL_##id,

@@ -209,13 +209,33 @@ static void convert(clattn_safetensors_dtype dtype, const unsigned char *p, size
 typedef struct st_source {
     const char *function, *name;
     size_t data_size; /* bytes in the data section */
+    bool skip_other;  /* integer, bool and F64 tensors are checked, then left out */
 } st_source;
+
+/* The dtype of an entry that is checked but left out (clattn_safetensors_read_floats). */
+#define ST_OTHER ((clattn_safetensors_dtype)-1)
+
+/* Bytes per element of the dtypes that can be left out; 0 for the others. */
+static size_t other_dtype_size(const char *text)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+    } sizes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+                 {"F8_E8M0", 1}, {"I16", 2}, {"U16", 2}, {"I32", 4}, {"U32", 4},
+                 {"I64", 8},  {"U64", 8}, {"F64", 8}, {"C64", 8}};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        if (strcmp(text, sizes[i].name) == 0)
+            return sizes[i].size;
+    return 0;
+}
 
 /* A tensor's entry, checked against the data section but not converted yet. */
 typedef struct st_entry {
     const char *name; /* the JSON's key */
     size_t position;  /* among the JSON's keys, for a stable order */
-    clattn_safetensors_dtype dtype;
+    clattn_safetensors_dtype dtype; /* ST_OTHER: checked, then left out */
+    size_t itemsize;
     int ndim;
     size_t shape[CLATTN_SAFETENSORS_MAX_DIMS];
     size_t numel;
@@ -232,6 +252,10 @@ static clattn_status parse_dtype(const st_source *src, const char *shown, const 
         }
     char dtype_shown[SHOWN_NAME];
     show_name(dtype_shown, text);
+    if (src->skip_other && other_dtype_size(text)) {
+        *dtype = ST_OTHER;
+        return CLATTN_OK;
+    }
     for (size_t i = 0; i < sizeof(unsupported_dtypes) / sizeof(unsupported_dtypes[0]); i++)
         if (strcmp(text, unsupported_dtypes[i]) == 0)
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_UNSUPPORTED,
@@ -329,13 +353,16 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
 
     char shape_text[256];
     clattn__format_shape(shape_text, sizeof(shape_text), entry->ndim, entry->shape);
-    const char *dtype = clattn_safetensors_dtype_name(entry->dtype);
+    bool other = entry->dtype == ST_OTHER;
+    const char *dtype = other ? json_string_value(values[0])
+                              : clattn_safetensors_dtype_name(entry->dtype);
+    entry->itemsize = other ? other_dtype_size(dtype) : dtype_size(entry->dtype);
     size_t bytes;
     if (!shape_numel(entry->ndim, entry->shape, &entry->numel))
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                        "tensor '%s': the element count of shape %s overflows size_t", shown,
                        shape_text);
-    if (!clattn__mul_size(entry->numel, dtype_size(entry->dtype), &bytes))
+    if (!clattn__mul_size(entry->numel, entry->itemsize, &bytes))
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_TOO_LARGE,
                        "tensor '%s': the byte size of shape %s of %s overflows size_t", shown,
                        shape_text, dtype);
@@ -411,18 +438,23 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     if (!st)
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot allocate the result");
-    if (count > 0) {
-        st->tensors = calloc(count, sizeof(*st->tensors));
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++)
+        kept += entries[i].dtype != ST_OTHER;
+    if (kept > 0) {
+        st->tensors = calloc(kept, sizeof(*st->tensors));
         if (!st->tensors) {
             clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                           "cannot allocate %zu tensors", count);
+                           "cannot allocate %zu tensors", kept);
         }
-        st->tensor_count = count;
+        st->tensor_count = kept;
     }
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0, slot = 0; i < count; i++) {
         const st_entry *e = &entries[i];
-        clattn_safetensors_tensor *t = &st->tensors[i];
+        if (e->dtype == ST_OTHER)
+            continue;
+        clattn_safetensors_tensor *t = &st->tensors[slot++];
         char shown[SHOWN_NAME];
         show_name(shown, e->name);
         size_t bytes;
@@ -475,7 +507,7 @@ static clattn_status build(const st_source *src, const unsigned char *data,
 
 /* Parses a whole file image; *out is set only on success. */
 static clattn_status load(const char *function, const char *name, const unsigned char *bytes,
-                          size_t size, clattn_safetensors **out)
+                          size_t size, bool skip_other, clattn_safetensors **out)
 {
     if (size < ST_PREFIX)
         return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
@@ -512,7 +544,7 @@ static clattn_status load(const char *function, const char *name, const unsigned
         return status;
     }
 
-    st_source src = {function, name, size - ST_PREFIX - (size_t)header_len};
+    st_source src = {function, name, size - ST_PREFIX - (size_t)header_len, skip_other};
     size_t keys = json_object_size(root), count = 0;
     st_entry *entries = calloc(keys ? keys : 1, sizeof(*entries));
     if (!entries) {
@@ -550,9 +582,9 @@ static clattn_status load(const char *function, const char *name, const unsigned
     return status;
 }
 
-clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path)
+static clattn_status read_path(const char *function, clattn_safetensors **out, const char *path,
+                               bool skip_other)
 {
-    static const char function[] = "clattn_safetensors_read";
     if (out)
         *out = NULL;
     CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
@@ -561,9 +593,19 @@ clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path
     size_t size = 0;
     clattn_status status = clattn__read_file(function, path, &bytes, &size);
     if (status == CLATTN_OK)
-        status = load(function, path, bytes, size, out);
+        status = load(function, path, bytes, size, skip_other, out);
     free(bytes);
     return status;
+}
+
+clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path)
+{
+    return read_path("clattn_safetensors_read", out, path, false);
+}
+
+clattn_status clattn_safetensors_read_floats(clattn_safetensors **out, const char *path)
+{
+    return read_path("clattn_safetensors_read_floats", out, path, true);
 }
 
 clattn_status clattn_safetensors_parse(clattn_safetensors **out, const void *bytes, size_t size)
@@ -575,7 +617,7 @@ clattn_status clattn_safetensors_parse(clattn_safetensors **out, const void *byt
                      "bytes is NULL but size is %zu", size);
     CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
     static const unsigned char nothing[1] = {0};
-    return load(function, memory_name, bytes ? bytes : nothing, size, out);
+    return load(function, memory_name, bytes ? bytes : nothing, size, false, out);
 }
 
 /* ---- writing ---- */

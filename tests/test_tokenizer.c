@@ -654,41 +654,10 @@ static void fuzzed_tokenizer_json(void **state)
 
 /* ---- the real model against Hugging Face ---- */
 
-static char model_dir[4096];
-
-static bool find_model(void)
-{
-    const char *env = getenv("CLATTN_TEST_MODEL_DIR");
-    if (env && *env) {
-        snprintf(model_dir, sizeof(model_dir), "%s", env);
-    } else {
-        const char *cache = getenv("CLATTN_MODEL_CACHE");
-        const char *home = getenv("HOME");
-        if (cache && *cache)
-            snprintf(model_dir, sizeof(model_dir), "%s/all-MiniLM-L6-v2", cache);
-        else
-            snprintf(model_dir, sizeof(model_dir), "%s/.cache/clattn/all-MiniLM-L6-v2",
-                     home ? home : "");
-    }
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/tokenizer.json", model_dir);
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 /* Skips (cmocka) when the model is absent, or fails when CLATTN_REQUIRE_REAL_MODEL=1. */
 static clattn_tokenizer *real_model_or_skip(void)
 {
-    if (!find_model()) {
-        const char *req = getenv("CLATTN_REQUIRE_REAL_MODEL");
-        print_message("real model not found at %s: run tools/fetch-model.sh\n", model_dir);
-        if (req && strcmp(req, "1") == 0) {
-            print_error("CLATTN_REQUIRE_REAL_MODEL=1: the real model is required\n");
-            fail();
-        }
-        skip();
-    }
-    return load(model_dir);
+    return load(test_real_model_or_skip());
 }
 
 /*

@@ -27,13 +27,14 @@ LAYERS = [
     ("tensors", ["tensor.c"]),
     ("operations", ["elementwise.h", "elementwise.c", "positional.h", "positional.c",
                     "attention_internal.h", "attention_args.c", "attention.c", "attention_views.c",
-                    "attention_unfused.c", "fused_attention.c"]),
+                    "attention_unfused.c", "fused_attention.c", "pooling.h", "pooling.c"]),
     ("layers", ["sdpa.c", "mha_internal.h", "mha.c", "mha_weights.c", "encoder_internal.h",
                 "encoder.c", "encoder_weights.c", "counts.c", "presets.c"]),
     ("files", ["npy.c", "safetensors.c", "model_file.c"]),
     ("text", ["tokenizer_internal.h", "tokenizer.c", "tokenizer_load.c", "tokenizer_vocab.c",
               "tokenizer_normalize.c", "tokenizer_added.c", "tokenizer_wordpiece.c",
               "tokenizer_utf8.c"]),
+    ("models", ["hf_model.h", "hf_model.c", "sentence_model.c"]),
 ]
 
 DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")

@@ -10,6 +10,7 @@
  *   clattn/npy.h        reading and writing NumPy .npy files
  *   clattn/safetensors.h  reading and writing safetensors files
  *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
+ *   clattn/pretrained.h Hugging Face BERT folders, pooling, sentence embeddings
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -27,5 +28,6 @@
 #include "clattn/npy.h"
 #include "clattn/safetensors.h"
 #include "clattn/tokenizer.h"
+#include "clattn/pretrained.h"
 
 #endif /* CLATTN_H */

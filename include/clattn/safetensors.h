@@ -120,6 +120,15 @@ typedef struct clattn_safetensors {
 CLATTN_API clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path);
 
 /*
+ * As clattn_safetensors_read, except that tensors of an integer, bool, F8 or F64 dtype are
+ * checked (shape, offsets, overlaps) and then left out of the result instead of failing the read:
+ * for checkpoints that carry buffers inference does not use, such as the I64
+ * embeddings.position_ids of BERT models saved by older transformers.
+ */
+CLATTN_API clattn_status clattn_safetensors_read_floats(clattn_safetensors **out,
+                                                        const char *path);
+
+/*
  * As clattn_safetensors_read, from the `size` bytes of a file already in memory at `bytes`
  * (which the function only reads; bytes may be NULL only when size is 0). Messages name the
  * source "<memory>".

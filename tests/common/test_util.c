@@ -269,3 +269,33 @@ void test_write_file(const char *path, const void *bytes, size_t size)
     assert_int_equal(fwrite(bytes, 1, size, f), size);
     assert_int_equal(fclose(f), 0);
 }
+
+const char *test_real_model_or_skip(void)
+{
+    static char model_dir[4096];
+    const char *env = getenv("CLATTN_TEST_MODEL_DIR");
+    const char *cache = getenv("CLATTN_MODEL_CACHE");
+    const char *home = getenv("HOME");
+    if (env && *env)
+        snprintf(model_dir, sizeof(model_dir), "%s", env);
+    else if (cache && *cache)
+        snprintf(model_dir, sizeof(model_dir), "%s/all-MiniLM-L6-v2", cache);
+    else
+        snprintf(model_dir, sizeof(model_dir), "%s/.cache/clattn/all-MiniLM-L6-v2",
+                 home ? home : "");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/tokenizer.json", model_dir);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        fclose(f);
+        return model_dir;
+    }
+    print_message("real model not found at %s: run tools/fetch-model.sh\n", model_dir);
+    const char *required = getenv("CLATTN_REQUIRE_REAL_MODEL");
+    if (required && strcmp(required, "1") == 0) {
+        print_error("CLATTN_REQUIRE_REAL_MODEL=1: the real model is required\n");
+        fail();
+    }
+    skip();
+    return NULL;
+}

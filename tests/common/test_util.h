@@ -84,4 +84,9 @@ unsigned char *test_read_file(const char *path, size_t *size);
 /* Writes `size` bytes to path (creating or truncating it); fails the test on error. */
 void test_write_file(const char *path, const void *bytes, size_t size);
 
+/* The real all-MiniLM-L6-v2 folder (tools/fetch-model.sh): $CLATTN_TEST_MODEL_DIR, else
+ * ${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2. When it is absent, prints so and
+ * skips the calling cmocka test, or fails it when CLATTN_REQUIRE_REAL_MODEL=1 (CI). */
+const char *test_real_model_or_skip(void);
+
 #endif

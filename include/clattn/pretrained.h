@@ -1,0 +1,137 @@
+/*
+ * libclattn — pretrained.h: Hugging Face BERT-family encoders, pooling, and sentence embeddings
+ * (text in, the same vectors as sentence-transformers out).
+ *
+ * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
+ *   config.json                 model_type "bert": hidden_size, num_attention_heads,
+ *                               num_hidden_layers, intermediate_size, hidden_act, layer_norm_eps,
+ *                               max_position_embeddings, type_vocab_size, vocab_size,
+ *                               pad_token_id (position_embedding_type, when present, "absolute")
+ *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; tensors
+ *                               inference does not use (embeddings.position_ids, pooler.*, heads
+ *                               such as cls.*) are skipped
+ *   tokenizer.json or vocab.txt the WordPiece tokenizer (clattn/tokenizer.h)
+ *   sentence_bert_config.json   optional: max_seq_length (the texts' truncation length)
+ *   modules.json                optional: a sentence_transformers.models.Normalize module turns
+ *                               L2 normalisation on
+ *   1_Pooling/config.json       optional: pooling_mode_mean_tokens / pooling_mode_cls_token
+ *                               (masked mean when absent)
+ *
+ * The encoder is the library's encoder (clattn/encoder.h) with BERT's embeddings — word + token
+ * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN
+ * layers with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
+ * approximation) or "relu". Anything else (another model_type, hidden_act, or position embedding
+ * type) fails with CLATTN_ERROR_UNSUPPORTED naming the field; a missing or malformed file, a
+ * missing tensor or a wrong shape fails with the file's name and what is wrong.
+ *
+ * Same thread-safety rule as the context: one thread at a time per context and its objects.
+ */
+#ifndef CLATTN_PRETRAINED_H
+#define CLATTN_PRETRAINED_H
+
+#include "clattn/encoder.h"
+#include "clattn/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Loads the encoder of a Hugging Face BERT folder (config.json + model.safetensors, see above)
+ * onto the context's device. Its configuration: positional LEARNED (max_position_embeddings
+ * rows), type_vocab_size token types, embedding_norm, embedding_scale 1, post-LN, eps
+ * layer_norm_eps. On error *encoder is NULL.
+ */
+CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
+                                                const char *dir);
+
+/* ---- pooling ---- */
+
+typedef enum clattn_pooling {
+    CLATTN_POOLING_MEAN = 0, /* mean over the tokens that are not padding (sentence-transformers'
+                              * default) */
+    CLATTN_POOLING_CLS = 1,  /* the first token ([CLS]) */
+} clattn_pooling;
+
+/*
+ * out[b, :] = pooled x[b, :, :], then, with `normalize`, divided by max(‖out[b, :]‖₂, 1e-12)
+ * (torch.nn.functional.normalize).
+ *
+ *   x:            [B, N, d]  contiguous
+ *   padding_mask: [B, N]     contiguous, nonzero = padding (a key-padding mask); NULL: none.
+ *                            A row with no real token pools to zeros.
+ *   out:          [B, d]     contiguous
+ */
+CLATTN_API clattn_status clattn_pool(clattn_context *ctx, const clattn_tensor *x,
+                                     const clattn_tensor *padding_mask, clattn_pooling pooling,
+                                     int normalize, clattn_tensor *out);
+
+/* ---- sentence embeddings ---- */
+
+typedef struct clattn_sentence_model clattn_sentence_model;
+
+/*
+ * Loads a sentence-transformers folder: the encoder (clattn_encoder_load_hf), the tokenizer, the
+ * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings),
+ * the pooling and normalisation. On error *model is NULL.
+ */
+CLATTN_API clattn_status clattn_sentence_model_load(clattn_context *ctx,
+                                                    clattn_sentence_model **model,
+                                                    const char *dir);
+
+/* Releases the model; sets *model to NULL. Accepts NULL. */
+CLATTN_API void clattn_sentence_model_destroy(clattn_sentence_model **model);
+
+typedef struct clattn_sentence_model_info {
+    size_t hidden_size;    /* width of each embedding */
+    size_t max_length;     /* tokens per text after truncation, [CLS] and [SEP] included */
+    size_t num_layers;
+    size_t vocab_size;
+    clattn_pooling pooling;
+    int normalize;         /* 1: L2-normalised embeddings */
+    uint8_t reserved[64];
+} clattn_sentence_model_info;
+
+CLATTN_API clattn_status clattn_sentence_model_get_info(const clattn_sentence_model *model,
+                                                        clattn_sentence_model_info *info);
+
+/* The model's tokenizer (owned by the model). */
+CLATTN_API const clattn_tokenizer *clattn_sentence_model_tokenizer(
+    const clattn_sentence_model *model);
+
+/* Called after each batch with the texts done so far and the total. */
+typedef void (*clattn_progress_callback)(void *user_data, size_t done, size_t total);
+
+typedef struct clattn_embed_params {
+    size_t max_length;  /* 0: the model's; else at most it, and at least 2 ([CLS] [SEP]) */
+    size_t batch_size;  /* texts per batch; 0: 32 */
+    size_t max_batch_tokens; /* padded tokens per batch at most (bounds memory); 0: 16384 */
+    int pooling;        /* -1: the model's; else a clattn_pooling */
+    int normalize;      /* -1: the model's; 0 or 1 */
+    clattn_progress_callback progress;
+    void *progress_user_data;
+    uint8_t reserved[64]; /* must be zero */
+} clattn_embed_params;
+
+CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
+
+/*
+ * Embeds `count` UTF-8 texts into out [count, hidden_size] (row i = text i, whatever the
+ * batching). lengths[i] is the byte length of texts[i]; lengths NULL: the texts are
+ * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length into
+ * batches (right padding, a key-padding mask per batch) and run through the encoder, then pooled
+ * on the device. *tokens (may be NULL) receives the number of real tokens processed.
+ * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming the text's index (see
+ * clattn/tokenizer.h); nothing is written to out then.
+ */
+CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *model,
+                                                     const char *const *texts,
+                                                     const size_t *lengths, size_t count,
+                                                     float *out, const clattn_embed_params *params,
+                                                     size_t *tokens);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_PRETRAINED_H */

@@ -1,0 +1,390 @@
+/*
+ * Hugging Face BERT folders, pooling and sentence embeddings: small random BERT models against
+ * transformers' float64 outputs (tests/golden/bert, tools/gen_bert_golden.py), learned
+ * positions, bad folders, and the real all-MiniLM-L6-v2 against sentence-transformers
+ * (tests/golden/minilm, tools/gen_minilm_golden.py).
+ */
+#include "common/test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BERT_DIR GOLDEN_DIR "/bert"
+
+static json_t *load_meta(const char *dir)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/meta.json", dir);
+    json_error_t error;
+    json_t *meta = json_load_file(path, 0, &error);
+    if (!meta)
+        print_error("%s: %s\n", path, error.text);
+    assert_non_null(meta);
+    return meta;
+}
+
+static clattn_npy_array *load_npy(const char *dir, const char *name, bool ints)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    clattn_npy_array *a = NULL;
+    clattn_status status = ints ? clattn_npy_read_i64(&a, path) : clattn_npy_read_f32(&a, path);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(NULL));
+    assert_int_equal(status, CLATTN_OK);
+    return a;
+}
+
+/* One golden case: the encoder's hidden states and every pooling, against transformers. */
+static double run_case(clattn_context *ctx, const char *name)
+{
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s/%s", BERT_DIR, name);
+    json_t *meta = load_meta(dir);
+    double tol = json_real_value(json_object_get(meta, "tolerance"));
+    assert_true(tol > 0.0);
+    clattn_encoder *enc = NULL;
+    clattn_status status = clattn_encoder_load_hf(ctx, &enc, dir);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_encoder_config cfg;
+    assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
+    assert_int_equal(cfg.d_model, json_integer_value(json_object_get(meta, "hidden_size")));
+    assert_int_equal(cfg.num_layers, json_integer_value(json_object_get(meta, "num_layers")));
+    assert_int_equal(cfg.positional, CLATTN_POSITIONAL_LEARNED);
+
+    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *types = load_npy(dir, "token_type_ids.npy", true);
+    clattn_npy_array *attention = load_npy(dir, "attention_mask.npy", true);
+    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    size_t B = ids->shape[0], N = ids->shape[1], d = cfg.d_model;
+    float *pad = malloc(B * N * sizeof(float)); /* key padding: 1 where attention_mask is 0 */
+    for (size_t i = 0; i < B * N; i++)
+        pad[i] = attention->i64[i] ? 0.0f : 1.0f;
+    clattn_tensor *mask = test_tensor_from(ctx, 2, (size_t[]){B, N}, pad);
+    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.key_padding_mask = mask;
+    params.token_type_ids = types->i64;
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params), CLATTN_OK);
+    float *got = test_tensor_to_host(out);
+    double worst = test_max_abs_diff(got, expect->f32, B * N * d);
+    assert_close(got, expect->f32, B * N * d, tol);
+    free(got);
+
+    static const struct {
+        const char *file;
+        clattn_pooling pooling;
+        int normalize;
+    } poolings[] = {{"mean_pooled.npy", CLATTN_POOLING_MEAN, 0},
+                    {"mean_pooled_normalized.npy", CLATTN_POOLING_MEAN, 1},
+                    {"cls_pooled.npy", CLATTN_POOLING_CLS, 0}};
+    clattn_tensor *pooled = test_tensor_from(ctx, 2, (size_t[]){B, d}, NULL);
+    for (size_t p = 0; p < 3; p++) {
+        clattn_npy_array *want = load_npy(dir, poolings[p].file, false);
+        assert_int_equal(clattn_pool(ctx, out, mask, poolings[p].pooling, poolings[p].normalize,
+                                     pooled),
+                         CLATTN_OK);
+        got = test_tensor_to_host(pooled);
+        double err = test_max_abs_diff(got, want->f32, B * d);
+        worst = err > worst ? err : worst;
+        assert_close(got, want->f32, B * d, tol);
+        free(got);
+        clattn_npy_array_destroy(&want);
+    }
+    clattn_tensor_destroy(&pooled);
+    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&out);
+    clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&types);
+    clattn_npy_array_destroy(&attention), clattn_npy_array_destroy(&expect);
+    free(pad);
+    clattn_encoder_destroy(&enc);
+    json_decref(meta);
+    return worst;
+}
+
+static void small_bert_models_match_transformers(void **state)
+{
+    test_fixture *f = *state;
+    static const char *const cases[] = {"gelu", "gelu_new", "relu", "prefixed", "single"};
+    double worst = 0.0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        double err = run_case(f->ctx, cases[i]);
+        worst = err > worst ? err : worst;
+    }
+    print_message("    largest error against transformers over %zu cases: %.2e\n",
+                  sizeof(cases) / sizeof(cases[0]), worst);
+}
+
+/* Without token types (type 0 everywhere) and without a mask the hidden states differ from the
+ * golden run: the inputs really reach the kernels. */
+static void token_types_and_mask_matter(void **state)
+{
+    test_fixture *f = *state;
+    char dir[1024];
+    snprintf(dir, sizeof(dir), "%s/gelu", BERT_DIR);
+    clattn_encoder *enc = NULL;
+    assert_int_equal(clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_OK);
+    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    size_t B = ids->shape[0], N = ids->shape[1], d = expect->shape[2];
+    clattn_tensor *out = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, NULL);
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, NULL), CLATTN_OK);
+    float *got = test_tensor_to_host(out);
+    assert_true(test_max_abs_diff(got, expect->f32, B * N * d) > 1e-2);
+    free(got);
+    /* Bad token types are named. */
+    int64_t *types = calloc(B * N, sizeof(int64_t));
+    types[3] = 2; /* type_vocab_size is 2 */
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.token_type_ids = types;
+    assert_status_msg(f->ctx, clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params),
+                      CLATTN_ERROR_OUT_OF_RANGE,
+                      "token type id 2 at [0, 3] is outside the vocabulary [0, 2)");
+    /* Positions beyond max_position_embeddings (64) are refused before any work. */
+    params.token_type_ids = NULL;
+    params.position_offset = 60;
+    assert_status_msg(f->ctx, clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params),
+                      CLATTN_ERROR_OUT_OF_RANGE,
+                      "positions 60 to 68 are beyond the learned position table's 64 rows");
+    free(types);
+    clattn_tensor_destroy(&out);
+    clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&expect);
+    clattn_encoder_destroy(&enc);
+}
+
+static void bad_folders_are_named(void **state)
+{
+    test_fixture *f = *state;
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, BERT_DIR "/bad_model_type"),
+                      CLATTN_ERROR_UNSUPPORTED, "model_type \"gpt2\" is not supported");
+    assert_null(enc);
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, BERT_DIR "/truncated"),
+                      CLATTN_ERROR_FORMAT, "truncated");
+    assert_null(enc);
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, BERT_DIR "/no_such_model"),
+                      CLATTN_ERROR_IO, "no_such_model/config.json");
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, NULL, BERT_DIR "/gelu"),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "encoder is NULL");
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "dir is NULL");
+    /* A folder whose weights do not fit its config: copy gelu's config with another width. */
+    char dir[1024];
+    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn_bert_"), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "cp %s/gelu/model.safetensors %s/ && sed 's/\"intermediate_size\": 96/"
+             "\"intermediate_size\": 97/' %s/gelu/config.json > %s/config.json",
+             BERT_DIR, dir, BERT_DIR, dir);
+    assert_int_equal(system(cmd), 0);
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir),
+                      CLATTN_ERROR_SHAPE_MISMATCH,
+                      "tensor layers.0.linear1.weight has shape [96, 48] but the configuration "
+                      "needs [97, 48]");
+    snprintf(cmd, sizeof(cmd),
+             "sed 's/\"hidden_act\": \"gelu\"/\"hidden_act\": \"swish\"/' %s/gelu/config.json "
+             "> %s/config.json",
+             BERT_DIR, dir);
+    assert_int_equal(system(cmd), 0);
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir),
+                      CLATTN_ERROR_UNSUPPORTED, "hidden_act \"swish\" is not supported");
+    test_temp_dir_remove(dir);
+}
+
+/* Learned positions (Table 3 row E) in the PyTorch format: the same as adding the table's rows
+ * offset + n to the input of an encoder without positions. */
+typedef struct host_weights {
+    const char *names[64];
+    clattn_host_tensor tensors[64];
+    size_t count;
+} host_weights;
+
+static const clattn_host_tensor *weights_lookup(void *user, const char *name)
+{
+    host_weights *w = user;
+    for (size_t i = 0; i < w->count; i++)
+        if (strcmp(w->names[i], name) == 0)
+            return &w->tensors[i];
+    return NULL;
+}
+
+static void add_weight(host_weights *w, const char *name, int ndim, size_t d0, size_t d1,
+                       uint64_t seed, float lo, float hi)
+{
+    size_t n = ndim == 1 ? d0 : d0 * d1;
+    float *data = malloc(n * sizeof(float));
+    test_fill_uniform(data, n, seed, lo, hi);
+    w->names[w->count] = name;
+    w->tensors[w->count] = (clattn_host_tensor){data, ndim, {d0, ndim == 2 ? d1 : 0, 0, 0}};
+    w->count++;
+}
+
+static void learned_positions_add_the_table(void **state)
+{
+    test_fixture *f = *state;
+    size_t d = 8, heads = 2, ff = 16, positions = 12, B = 2, N = 5, offset = 3;
+    host_weights w = {{0}, {{0}}, 0};
+    add_weight(&w, "layers.0.self_attn.in_proj_weight", 2, 3 * d, d, 1, -0.5f, 0.5f);
+    add_weight(&w, "layers.0.self_attn.in_proj_bias", 1, 3 * d, 0, 2, -0.1f, 0.1f);
+    add_weight(&w, "layers.0.self_attn.out_proj.weight", 2, d, d, 3, -0.5f, 0.5f);
+    add_weight(&w, "layers.0.self_attn.out_proj.bias", 1, d, 0, 4, -0.1f, 0.1f);
+    add_weight(&w, "layers.0.linear1.weight", 2, ff, d, 5, -0.5f, 0.5f);
+    add_weight(&w, "layers.0.linear1.bias", 1, ff, 0, 6, -0.1f, 0.1f);
+    add_weight(&w, "layers.0.linear2.weight", 2, d, ff, 7, -0.5f, 0.5f);
+    add_weight(&w, "layers.0.linear2.bias", 1, d, 0, 8, -0.1f, 0.1f);
+    add_weight(&w, "layers.0.norm1.weight", 1, d, 0, 9, 0.5f, 1.5f);
+    add_weight(&w, "layers.0.norm1.bias", 1, d, 0, 10, -0.1f, 0.1f);
+    add_weight(&w, "layers.0.norm2.weight", 1, d, 0, 11, 0.5f, 1.5f);
+    add_weight(&w, "layers.0.norm2.bias", 1, d, 0, 12, -0.1f, 0.1f);
+    add_weight(&w, "pos_embedding.weight", 2, positions, d, 13, -1.0f, 1.0f);
+    const float *table = w.tensors[w.count - 1].data;
+
+    clattn_encoder_config cfg;
+    clattn_encoder_config_default(&cfg, d, heads, 1, ff);
+    cfg.positional = CLATTN_POSITIONAL_LEARNED;
+    cfg.max_positions = positions;
+    clattn_encoder *learned = NULL, *plain = NULL;
+    assert_int_equal(clattn_encoder_create(f->ctx, &learned, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_encoder_load_weights(learned, weights_lookup, &w), CLATTN_OK);
+    cfg.positional = CLATTN_POSITIONAL_NONE;
+    assert_int_equal(clattn_encoder_create(f->ctx, &plain, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_encoder_load_weights(plain, weights_lookup, &w), CLATTN_OK);
+
+    float x[2 * 5 * 8], shifted[2 * 5 * 8];
+    test_fill_uniform(x, B * N * d, 14, -1.0f, 1.0f);
+    for (size_t t = 0; t < B * N; t++)
+        for (size_t c = 0; c < d; c++)
+            shifted[t * d + c] = x[t * d + c] + table[(offset + t % N) * d + c];
+    clattn_tensor *tx = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, x);
+    clattn_tensor *ts = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, shifted);
+    clattn_tensor *y1 = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_tensor *y2 = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.position_offset = offset;
+    assert_int_equal(clattn_encoder_forward(learned, tx, y1, &params), CLATTN_OK);
+    assert_int_equal(clattn_encoder_forward(plain, ts, y2, &params), CLATTN_OK);
+    float *a = test_tensor_to_host(y1), *b = test_tensor_to_host(y2);
+    assert_close(a, b, B * N * d, 1e-6);
+    /* set_positional: NONE on the learned encoder gives the plain result without the table. */
+    assert_int_equal(clattn_encoder_set_positional(learned, CLATTN_POSITIONAL_NONE), CLATTN_OK);
+    assert_int_equal(clattn_encoder_forward(learned, tx, y1, &params), CLATTN_OK);
+    free(a);
+    a = test_tensor_to_host(y1);
+    assert_true(test_max_abs_diff(a, b, B * N * d) > 1e-3);
+    assert_status_msg(f->ctx, clattn_encoder_set_positional(plain, CLATTN_POSITIONAL_LEARNED),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "has no learned position table");
+    free(a), free(b);
+    clattn_tensor_destroy(&tx), clattn_tensor_destroy(&ts);
+    clattn_tensor_destroy(&y1), clattn_tensor_destroy(&y2);
+    clattn_encoder_destroy(&learned), clattn_encoder_destroy(&plain);
+    for (size_t i = 0; i < w.count; i++)
+        free((void *)w.tensors[i].data);
+}
+
+static void pool_rejects_bad_arguments(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    clattn_tensor *x = test_tensor_from(ctx, 3, (size_t[]){2, 3, 4}, NULL);
+    clattn_tensor *out = test_tensor_from(ctx, 2, (size_t[]){2, 4}, NULL);
+    clattn_tensor *bad_out = test_tensor_from(ctx, 2, (size_t[]){2, 5}, NULL);
+    clattn_tensor *bad_mask = test_tensor_from(ctx, 2, (size_t[]){2, 4}, NULL);
+    assert_status_msg(NULL, clattn_pool(NULL, x, NULL, CLATTN_POOLING_MEAN, 0, out),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "ctx is NULL");
+    assert_status_msg(ctx, clattn_pool(ctx, NULL, NULL, CLATTN_POOLING_MEAN, 0, out),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "x is NULL");
+    assert_status_msg(ctx, clattn_pool(ctx, x, NULL, (clattn_pooling)5, 0, out),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "pooling is 5");
+    assert_status_msg(ctx, clattn_pool(ctx, x, NULL, CLATTN_POOLING_MEAN, 0, bad_out),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "out has shape [2, 5] but must be [B, d]");
+    assert_status_msg(ctx, clattn_pool(ctx, x, bad_mask, CLATTN_POOLING_MEAN, 0, out),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "padding_mask has shape [2, 4]");
+    assert_status_msg(ctx, clattn_pool(ctx, out, NULL, CLATTN_POOLING_MEAN, 0, out),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "x has shape [2, 4] but must be [B, N, d]");
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&out);
+    clattn_tensor_destroy(&bad_out), clattn_tensor_destroy(&bad_mask);
+}
+
+/* ---- the real model against sentence-transformers ---- */
+
+static void real_model_embeddings_match_sentence_transformers(void **state)
+{
+    test_fixture *f = *state;
+    const char *dir = test_real_model_or_skip();
+    clattn_sentence_model *model = NULL;
+    clattn_status status = clattn_sentence_model_load(f->ctx, &model, dir);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(f->ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_sentence_model_info info;
+    assert_int_equal(clattn_sentence_model_get_info(model, &info), CLATTN_OK);
+    assert_int_equal(info.hidden_size, 384);
+    assert_int_equal(info.max_length, 256); /* sentence_bert_config.json, not 512 */
+    assert_int_equal(info.pooling, CLATTN_POOLING_MEAN);
+    assert_int_equal(info.normalize, 1);
+
+    json_error_t error;
+    json_t *golden = json_load_file(GOLDEN_DIR "/minilm/sentences.json", JSON_ALLOW_NUL, &error);
+    assert_non_null(golden);
+    json_t *cases = json_object_get(golden, "cases");
+    size_t count = json_array_size(cases), d = info.hidden_size;
+    const char **texts = calloc(count, sizeof(*texts));
+    size_t *lengths = calloc(count, sizeof(*lengths));
+    for (size_t i = 0; i < count; i++) {
+        json_t *text = json_object_get(json_array_get(cases, i), "text");
+        texts[i] = json_string_value(text);
+        lengths[i] = json_string_length(text);
+    }
+    clattn_npy_array *expect = load_npy(GOLDEN_DIR "/minilm", "embeddings.npy", false);
+    assert_int_equal(expect->shape[0], count);
+    float *got = malloc(count * d * sizeof(float));
+    size_t tokens = 0;
+    assert_int_equal(clattn_sentence_model_embed(model, texts, lengths, count, got, NULL, &tokens),
+                     CLATTN_OK);
+    double err = test_max_abs_diff(got, expect->f32, count * d);
+    print_message("    %zu texts, %zu tokens: largest error against sentence-transformers %.2e\n",
+                  count, tokens, err);
+    assert_close(got, expect->f32, count * d, 1e-5);
+    /* Other batchings give the same rows in the same order. */
+    clattn_embed_params params;
+    clattn_embed_params_default(&params);
+    params.batch_size = 7;
+    params.max_batch_tokens = 300;
+    float *again = malloc(count * d * sizeof(float));
+    assert_int_equal(clattn_sentence_model_embed(model, texts, lengths, count, again, &params,
+                                                 NULL),
+                     CLATTN_OK);
+    assert_close(again, expect->f32, count * d, 1e-5);
+    /* Invalid UTF-8 names the text and changes nothing. */
+    const char *bad[2] = {"fine", "bad \xff byte"};
+    memcpy(again, got, d * sizeof(float));
+    assert_status_msg(f->ctx, clattn_sentence_model_embed(model, bad, NULL, 2, again, NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text 1:");
+    assert_memory_equal(again, got, d * sizeof(float));
+    free(got), free(again), free(texts), free(lengths);
+    clattn_npy_array_destroy(&expect);
+    json_decref(golden);
+    clattn_sentence_model_destroy(&model);
+    assert_null(model);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(small_bert_models_match_transformers),
+        cmocka_unit_test(token_types_and_mask_matter),
+        cmocka_unit_test(bad_folders_are_named),
+        cmocka_unit_test(learned_positions_add_the_table),
+        cmocka_unit_test(pool_rejects_bad_arguments),
+        cmocka_unit_test(real_model_embeddings_match_sentence_transformers),
+    };
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
+}
