@@ -237,7 +237,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
                                                        NULL, 0, &t->n[i]);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i,
+            return clattn__fail(m->ctx, status, "%s: texts[%zu]: %s", fn_embed, i,
                                 clattn_last_error(NULL));
         t->start[i] = t->total;
         t->total += t->n[i];
@@ -252,7 +252,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
                                                        t->ids + t->start[i], t->n[i], &got);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i,
+            return clattn__fail(m->ctx, status, "%s: texts[%zu]: %s", fn_embed, i,
                                 clattn_last_error(NULL));
     }
     sort_lengths = t->n;

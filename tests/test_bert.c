@@ -367,7 +367,7 @@ static void real_model_embeddings_match_sentence_transformers(void **state)
     const char *bad[2] = {"fine", "bad \xff byte"};
     memcpy(again, got, d * sizeof(float));
     assert_status_msg(f->ctx, clattn_sentence_model_embed(model, bad, NULL, 2, again, NULL, NULL),
-                      CLATTN_ERROR_INVALID_ARGUMENT, "text 1:");
+                      CLATTN_ERROR_INVALID_ARGUMENT, "texts[1]: clattn_tokenizer_encode");
     assert_memory_equal(again, got, d * sizeof(float));
     free(got), free(again), free(texts), free(lengths);
     clattn_npy_array_destroy(&expect);

@@ -13,7 +13,10 @@ Writes, under tests/golden/minilm/:
                    with their token ids and the versions used;
   embeddings.npy   float32 [texts, 384]: SentenceTransformer(MODEL_DIR).encode(texts), i.e.
                    BERT, mean pooling over the real tokens, L2 normalisation (modules.json),
-                   each text truncated to max_seq_length (256) tokens.
+                   each text truncated to max_seq_length (256) tokens;
+  lines.txt, lines_embeddings.npy, lines_ids.txt
+                   the texts without line breaks or NULs, one per line (for `embed --input`),
+                   their rows of embeddings.npy, and their ids as `embed --tokenize` prints them.
 """
 import json
 import os
@@ -58,7 +61,14 @@ def main():
     with open(os.path.join(OUT, "sentences.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, ensure_ascii=True, separators=(",", ":"))
         f.write("\n")
-    print("wrote tests/golden/minilm/embeddings.npy %s and sentences.json" % (emb.shape,))
+    rows = [i for i, t in enumerate(HAND) if not any(c in t for c in "\n\r\0")]
+    with open(os.path.join(OUT, "lines.txt"), "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(HAND[i] + "\n" for i in rows))
+    np.save(os.path.join(OUT, "lines_embeddings.npy"), emb[rows])
+    with open(os.path.join(OUT, "lines_ids.txt"), "w") as f:
+        f.write("".join("[" + ", ".join(str(x) for x in ids[i]) + "]\n" for i in rows))
+    print("wrote tests/golden/minilm/embeddings.npy %s, sentences.json and the lines files"
+          % (emb.shape,))
 
 
 if __name__ == "__main__":

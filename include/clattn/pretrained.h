@@ -121,7 +121,7 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
  * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length into
  * batches (right padding, a key-padding mask per batch) and run through the encoder, then pooled
  * on the device. *tokens (may be NULL) receives the number of real tokens processed.
- * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming the text's index (see
+ * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it ("texts[i]: ..."; see
  * clattn/tokenizer.h); nothing is written to out then.
  */
 CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *model,

@@ -1,0 +1,443 @@
+/*
+ * embed: sentence embeddings from a sentence-transformers model folder (for example
+ * all-MiniLM-L6-v2) on an OpenCL device: text in, the same vectors as sentence-transformers out.
+ * With --tokenize, only the token ids (Hugging Face's fast tokenizer's).
+ *
+ * Exit status: 0 on success, 2 on a usage error, 1 on a runtime error; every error names its
+ * cause on stderr.
+ */
+#include <clattn/clattn.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+typedef struct options {
+    const char *model;
+    const char *device;
+    const char *input;  /* NULL: the positional texts */
+    const char *output; /* NULL: JSON on stdout */
+    bool json, tokenize, no_normalize;
+    size_t max_length, batch_size;
+    int pooling; /* -1: the model's */
+    char **texts;
+    size_t text_count;
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: embed --model DIR [--device SPEC] [--input FILE|-] [--output OUT.npy] "
+            "[--json]\n"
+            "             [--tokenize] [--max-length N] [--batch-size B] [--pooling mean|cls]\n"
+            "             [--no-normalize] [TEXT ...]\n"
+            "\n"
+            "Embeds texts with a sentence-transformers model folder (config.json,\n"
+            "model.safetensors, tokenizer.json or vocab.txt, optional sentence_bert_config.json,\n"
+            "modules.json, 1_Pooling/config.json), as sentence-transformers does.\n"
+            "\n"
+            "  --model DIR        the model folder (tools/fetch-model.sh fetches all-MiniLM-L6-v2)\n"
+            "  --device SPEC      gpu, cpu, P:D, or part of a device name (default: $CLATTN_DEVICE,\n"
+            "                     else the first GPU, else the first CPU)\n"
+            "  --input FILE       one text per line (UTF-8; the line end is not part of the text;\n"
+            "                     an empty line is an empty text); - reads standard input\n"
+            "  TEXT ...           the texts, when there is no --input\n"
+            "  --output OUT.npy   float32 [count, hidden], row i = text i\n"
+            "                     (without it: one JSON array per text on stdout)\n"
+            "  --json             one JSON object on stdout: the embeddings (unless --output) and\n"
+            "                     texts/s, tokens/s, the device and the model\n"
+            "  --tokenize         no model run: each text's token ids ([CLS] ... [SEP]) as a JSON\n"
+            "                     array, one line per text\n"
+            "  --max-length N     truncate to N tokens (default: the model's max_seq_length)\n"
+            "  --batch-size B     texts per batch (default 32; batches are also bounded to 16384\n"
+            "                     padded tokens)\n"
+            "  --pooling P        mean or cls (default: the model's 1_Pooling/config.json)\n"
+            "  --no-normalize     no L2 normalisation even if the model has a Normalize module\n"
+            "\n"
+            "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
+}
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "embed: ");
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n(run embed --help for the options)\n");
+    va_end(args);
+    return EXIT_USAGE;
+}
+
+static int runtime_error(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "embed: ");
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    return EXIT_RUNTIME;
+}
+
+static bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    if (text[0] < '0' || text[0] > '9') /* no sign, no space */
+        return false;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end || errno || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Returns -1 when the options are good, else the exit status. */
+static int parse_options(int argc, char **argv, options *o)
+{
+    enum { O_MODEL = 256, O_DEVICE, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
+           O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_HELP };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, O_MODEL},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"input", required_argument, NULL, O_INPUT},
+        {"output", required_argument, NULL, O_OUTPUT},
+        {"json", no_argument, NULL, O_JSON},
+        {"tokenize", no_argument, NULL, O_TOKENIZE},
+        {"max-length", required_argument, NULL, O_MAX_LENGTH},
+        {"batch-size", required_argument, NULL, O_BATCH_SIZE},
+        {"pooling", required_argument, NULL, O_POOLING},
+        {"no-normalize", no_argument, NULL, O_NO_NORMALIZE},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof(*o));
+    o->pooling = -1;
+    opterr = 0;
+    int c;
+    unsigned long long v;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_MODEL: o->model = optarg; break;
+        case O_DEVICE: o->device = optarg; break;
+        case O_INPUT: o->input = optarg; break;
+        case O_OUTPUT: o->output = optarg; break;
+        case O_JSON: o->json = true; break;
+        case O_TOKENIZE: o->tokenize = true; break;
+        case O_MAX_LENGTH:
+            if (!parse_count(optarg, 1u << 30, &v) || v < 2)
+                return usage_error("--max-length needs an integer of at least 2 ([CLS] and "
+                                   "[SEP]), not '%s'",
+                                   optarg);
+            o->max_length = (size_t)v;
+            break;
+        case O_BATCH_SIZE:
+            if (!parse_count(optarg, 1u << 20, &v) || v == 0)
+                return usage_error("--batch-size needs a positive integer, not '%s'", optarg);
+            o->batch_size = (size_t)v;
+            break;
+        case O_POOLING:
+            if (strcmp(optarg, "mean") == 0)
+                o->pooling = CLATTN_POOLING_MEAN;
+            else if (strcmp(optarg, "cls") == 0)
+                o->pooling = CLATTN_POOLING_CLS;
+            else
+                return usage_error("--pooling must be mean or cls, not '%s'", optarg);
+            break;
+        case O_NO_NORMALIZE: o->no_normalize = true; break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    o->texts = argv + optind;
+    o->text_count = (size_t)(argc - optind);
+    if (!o->model)
+        return usage_error("--model DIR is required");
+    if (o->input && o->text_count)
+        return usage_error("give texts either with --input or as arguments, not both "
+                           "('%s')",
+                           o->texts[0]);
+    if (!o->input && !o->text_count)
+        return usage_error("no texts: give them as arguments or with --input FILE");
+    if (o->tokenize && (o->output || o->json || o->pooling >= 0 || o->no_normalize ||
+                        o->batch_size || o->device))
+        return usage_error("--tokenize only prints token ids: it takes no --output, --json, "
+                           "--pooling, --no-normalize, --batch-size or --device");
+    return -1;
+}
+
+/* ---- the texts ---- */
+
+typedef struct text_list {
+    char *buffer; /* the whole input (lines are cut into it) */
+    const char **texts;
+    size_t *lengths;
+    size_t count;
+} text_list;
+
+static void text_list_free(text_list *t)
+{
+    free(t->buffer), free(t->texts), free(t->lengths);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Reads a whole file ("-": stdin) into memory. */
+static int read_all(const char *path, char **data, size_t *size)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return runtime_error("--input: %s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            char *grown = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    bool failed = !buf || ferror(f);
+    int saved = errno;
+    if (f != stdin)
+        fclose(f);
+    if (failed) {
+        free(buf);
+        return runtime_error("--input: %s: %s", path,
+                             buf ? strerror(saved) : "out of memory reading the file");
+    }
+    *data = buf;
+    *size = len;
+    return 0;
+}
+
+/* One text per line: "\n" or "\r\n" ends a line; a last line without an end counts. */
+static int load_texts(const options *o, text_list *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (!o->input) {
+        t->count = o->text_count;
+        t->texts = calloc(t->count, sizeof(*t->texts));
+        t->lengths = calloc(t->count, sizeof(*t->lengths));
+        if (!t->texts || !t->lengths)
+            return runtime_error("out of memory");
+        for (size_t i = 0; i < t->count; i++)
+            t->texts[i] = o->texts[i], t->lengths[i] = strlen(o->texts[i]);
+        return 0;
+    }
+    size_t size = 0;
+    int rc = read_all(o->input, &t->buffer, &size);
+    if (rc)
+        return rc;
+    size_t lines = 0;
+    for (size_t i = 0; i < size; i++)
+        lines += t->buffer[i] == '\n';
+    if (size > 0 && t->buffer[size - 1] != '\n')
+        lines++;
+    t->texts = calloc(lines ? lines : 1, sizeof(*t->texts));
+    t->lengths = calloc(lines ? lines : 1, sizeof(*t->lengths));
+    if (!t->texts || !t->lengths)
+        return runtime_error("out of memory for %zu lines", lines);
+    for (size_t start = 0; start < size;) {
+        size_t end = start;
+        while (end < size && t->buffer[end] != '\n')
+            end++;
+        size_t len = end - start;
+        if (end < size && len > 0 && t->buffer[end - 1] == '\r')
+            len--;
+        t->texts[t->count] = t->buffer + start;
+        t->lengths[t->count++] = len;
+        start = end + 1;
+    }
+    if (t->count == 0)
+        return runtime_error("--input: %s holds no text (it is empty)", o->input);
+    return 0;
+}
+
+/* ---- output ---- */
+
+static void print_ids(const int32_t *ids, size_t n)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++)
+        printf("%s%d", i ? ", " : "", ids[i]);
+    puts("]");
+}
+
+static int tokenize(const options *o, const text_list *t)
+{
+    clattn_tokenizer *tok = NULL;
+    if (clattn_tokenizer_load(&tok, o->model) != CLATTN_OK)
+        return runtime_error("--model: %s", clattn_last_error(NULL));
+    int32_t *ids = NULL;
+    size_t capacity = 0;
+    int rc = 0;
+    for (size_t i = 0; i < t->count && !rc; i++) {
+        size_t n = 0;
+        if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, NULL, 0,
+                                    &n) != CLATTN_OK) {
+            rc = runtime_error("text %zu: %s", i + 1, clattn_last_error(NULL));
+            break;
+        }
+        if (n > capacity) {
+            int32_t *grown = realloc(ids, n * sizeof(int32_t));
+            if (!grown) {
+                rc = runtime_error("out of memory");
+                break;
+            }
+            ids = grown;
+            capacity = n;
+        }
+        if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, ids,
+                                    capacity, &n) != CLATTN_OK)
+            rc = runtime_error("text %zu: %s", i + 1, clattn_last_error(NULL));
+        else
+            print_ids(ids, n);
+    }
+    free(ids);
+    clattn_tokenizer_destroy(&tok);
+    return rc;
+}
+
+static void print_vector(const float *v, size_t d)
+{
+    putchar('[');
+    for (size_t c = 0; c < d; c++)
+        printf("%s%.9g", c ? ", " : "", v[c]);
+    putchar(']');
+}
+
+/* A progress bar on stderr, when it is a terminal. */
+typedef struct progress {
+    double start;
+} progress;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void show_progress(void *user, size_t done, size_t total)
+{
+    progress *p = user;
+    double elapsed = now_s() - p->start;
+    int width = 30, filled = total ? (int)((double)width * (double)done / (double)total) : width;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu texts, %.0f texts/s", filled,
+            "==============================", width - filled, "", done, total,
+            elapsed > 0 ? (double)done / elapsed : 0.0);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int embed(const options *o, const text_list *t)
+{
+    clattn_context_params cp;
+    clattn_context_params_default(&cp);
+    cp.device = o->device;
+    clattn_context *ctx = NULL;
+    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
+        return runtime_error("%s", clattn_last_error(NULL));
+    clattn_sentence_model *model = NULL;
+    clattn_sentence_model_info info;
+    int rc = 0;
+    double t0 = now_s();
+    if (clattn_sentence_model_load(ctx, &model, o->model) != CLATTN_OK ||
+        clattn_sentence_model_get_info(model, &info) != CLATTN_OK) {
+        rc = runtime_error("--model: %s", clattn_last_error(ctx));
+        clattn_context_destroy(&ctx);
+        return rc;
+    }
+    double load_s = now_s() - t0;
+    size_t d = info.hidden_size;
+    float *out = NULL;
+    if (t->count > (size_t)-1 / sizeof(float) / d || !(out = malloc(t->count * d * sizeof(float))))
+        rc = runtime_error("out of memory for %zu embeddings of %zu floats", t->count, d);
+    clattn_embed_params params;
+    clattn_embed_params_default(&params);
+    params.max_length = o->max_length;
+    params.batch_size = o->batch_size;
+    params.pooling = o->pooling;
+    if (o->no_normalize)
+        params.normalize = 0;
+    progress bar = {now_s()};
+    if (isatty(2) && t->count >= 256) {
+        params.progress = show_progress;
+        params.progress_user_data = &bar;
+    }
+    size_t tokens = 0;
+    double start = now_s();
+    if (!rc && clattn_sentence_model_embed(model, t->texts, t->lengths, t->count, out, &params,
+                                           &tokens) != CLATTN_OK)
+        rc = runtime_error("%s", clattn_last_error(ctx));
+    double seconds = now_s() - start;
+    if (!rc && o->output &&
+        clattn_npy_write_f32(o->output, out, 2, (size_t[]){t->count, d}) != CLATTN_OK)
+        rc = runtime_error("--output: %s", clattn_last_error(NULL));
+    if (!rc && o->json) {
+        clattn_device_info dev;
+        clattn_context_device_info(ctx, &dev);
+        printf("{\"model\": \"%s\", \"device\": \"%s\", \"count\": %zu, \"hidden\": %zu, "
+               "\"tokens\": %zu, \"load_s\": %.3f, \"seconds\": %.3f, \"texts_per_s\": %.1f, "
+               "\"tokens_per_s\": %.1f",
+               o->model, dev.name, t->count, d, tokens, load_s, seconds,
+               seconds > 0 ? (double)t->count / seconds : 0.0,
+               seconds > 0 ? (double)tokens / seconds : 0.0);
+        if (o->output) {
+            printf(", \"output\": \"%s\"}\n", o->output);
+        } else {
+            printf(", \"embeddings\": [");
+            for (size_t i = 0; i < t->count; i++) {
+                if (i)
+                    printf(", ");
+                print_vector(out + i * d, d);
+            }
+            printf("]}\n");
+        }
+    } else if (!rc && !o->output) {
+        for (size_t i = 0; i < t->count; i++) {
+            print_vector(out + i * d, d);
+            putchar('\n');
+        }
+    }
+    free(out);
+    clattn_sentence_model_destroy(&model);
+    clattn_context_destroy(&ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    text_list t;
+    if ((rc = load_texts(&o, &t)) == 0)
+        rc = o.tokenize ? tokenize(&o, &t) : embed(&o, &t);
+    text_list_free(&t);
+    if (fflush(stdout) != 0 && rc == 0)
+        rc = runtime_error("writing to stdout failed: %s", strerror(errno));
+    return rc;
+}
