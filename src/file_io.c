@@ -1,6 +1,8 @@
 /* Whole-file reads and little-endian float writes shared by the file formats (npy, safetensors). */
 #include "file_io.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,4 +97,21 @@ clattn_status clattn__finish_file(const char *function, const char *path, FILE *
         return CLATTN_OK;
     remove(path);
     return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+}
+
+clattn_status clattn__read_json(const char *function, const char *path, json_t **root)
+{
+    *root = NULL;
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    clattn_status status = clattn__read_file(function, path, &bytes, &size);
+    if (status != CLATTN_OK)
+        return status;
+    json_error_t error;
+    *root = json_loadb((const char *)bytes, size, JSON_REJECT_DUPLICATES, &error);
+    free(bytes);
+    if (!*root)
+        return clattn__fail_in(function, path, CLATTN_ERROR_FORMAT, "invalid JSON: %s (line %d)",
+                               error.text, error.line);
+    return CLATTN_OK;
 }

@@ -11,6 +11,11 @@
 /* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
 clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
                                 size_t *size);
+/* Reads a whole regular file as JSON (duplicate keys rejected) into a new *root; errors name
+ * the file, and the line for invalid JSON. The caller json_decref()s *root. */
+typedef struct json_t json_t;
+clattn_status clattn__read_json(const char *function, const char *path, json_t **root);
+
 /* Opens path for writing, or records "cannot create" with the system's reason. */
 clattn_status clattn__create_file(const char *function, const char *path, FILE **f);
 /* Closes a file written with `ok` telling whether every write succeeded; on any failure removes

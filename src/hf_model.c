@@ -50,18 +50,13 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/config.json", dir);
-    unsigned char *bytes = NULL;
-    size_t size = 0;
-    clattn_status status = clattn__read_file(fn, path, &bytes, &size);
+    json_t *root;
+    clattn_status status = clattn__read_json(fn, path, &root);
     if (status != CLATTN_OK)
         return status;
-    json_error_t error;
-    json_t *root = json_loadb((const char *)bytes, size, JSON_REJECT_DUPLICATES, &error);
-    free(bytes);
     if (!json_is_object(root)) {
         json_decref(root);
-        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT, "not a JSON object (%s, line %d)",
-                               error.text, error.line);
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT, "not a JSON object");
     }
     const char *model_type = json_string_value(json_object_get(root, "model_type"));
     const char *position_type =

@@ -34,18 +34,7 @@ static clattn_status optional_json(const char *dir, const char *name, json_t **r
     if (!f)
         return CLATTN_OK;
     fclose(f);
-    unsigned char *bytes = NULL;
-    size_t size = 0;
-    clattn_status status = clattn__read_file(fn_load, path, &bytes, &size);
-    if (status != CLATTN_OK)
-        return status;
-    json_error_t error;
-    *root = json_loadb((const char *)bytes, size, JSON_REJECT_DUPLICATES, &error);
-    free(bytes);
-    if (!*root)
-        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT, "invalid JSON: %s (line %d)",
-                               error.text, error.line);
-    return CLATTN_OK;
+    return clattn__read_json(fn_load, path, root);
 }
 
 /* sentence_bert_config.json's max_seq_length, when present. */
