@@ -372,8 +372,9 @@ static int check_sizes(run *r)
                 mul_size(hidden, sizeof(float), &hidden) && mul_size(tokens, sizeof(float), &ids);
     if (!fits)
         return runtime_error("a batch of [%zu, %zu] is too large: the byte size of its activations "
-                             "([%zu, %zu, %zu] floats) overflows size_t",
-                             r->batch, r->seq, r->batch, r->seq, c->d_model);
+                             "([%zu, %zu, %zu] and [%zu, %zu, %zu] floats) overflows size_t",
+                             r->batch, r->seq, r->batch, r->seq, c->d_model, r->batch, r->seq,
+                             c->dim_feedforward);
     /* encode's input and output, the encoder's three activation buffers and its feed-forward
      * layer, the token ids, the mask. */
     struct { const char *what; size_t bytes; bool used; } buffers[] = {
@@ -394,7 +395,8 @@ static int check_sizes(run *r)
                                  "a smaller batch or sequence",
                                  r->batch, r->seq, buffers[i].what, buffers[i].bytes,
                                  (unsigned long long)r->device.max_alloc_bytes);
-        uint64_t times = i == 2 ? 3 : 1, add = (uint64_t)buffers[i].bytes * times;
+        uint64_t times = i == 2 ? 3 : 1, bytes = buffers[i].bytes;
+        uint64_t add = bytes > UINT64_MAX / times ? UINT64_MAX : bytes * times;
         total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
     }
     if (total > r->device.global_mem_bytes)
