@@ -12,6 +12,7 @@
 #   FUZZ_MERGE=1    afterwards, merge the new inputs that add coverage into fuzz/corpus/HARNESS
 #                   (libFuzzer's -merge=1 keeps only those; commit them)
 #   CLANG           the compiler (default: clang, else clang-14)
+#   OCL_ICD_VENDORS the OpenCL drivers to load (default: PoCL's alone, when installed)
 # Exit status: 0 when the time ran out without a finding, 1 on a finding (the input is saved in
 # the work directory as crash-*, leak-* or timeout-*; replay it with the harness binary), 2 on a
 # usage error.
@@ -56,6 +57,12 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export POCL_DEBUG=0 CLATTN_TUNE='' CLATTN_TUNING_CACHE="$work/no-tuning-cache.json"
+# The model harness needs one OpenCL device: PoCL's, and only PoCL's ICD loaded, because
+# LeakSanitizer counts what other drivers leak when the loader opens them (Mesa's Rusticl: 72
+# bytes) as a finding. OCL_ICD_VENDORS set by the caller wins.
+if [ -z "${OCL_ICD_VENDORS:-}" ] && [ -f /etc/OpenCL/vendors/pocl.icd ]; then
+    export OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd
+fi
 dict=()
 [ -f "fuzz/$harness.dict" ] && dict=(-dict="fuzz/$harness.dict")
 rc=0
