@@ -6,14 +6,17 @@
  */
 #include <clattn/clattn.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define EXIT_USAGE 2
@@ -97,16 +100,39 @@ static int runtime_error(const char *fmt, ...)
     return EXIT_RUNTIME;
 }
 
+/* A decimal count: digits only (strtoull alone would skip leading blanks and accept a sign, so
+ * " -1" would wrap to 2^64 - 1). */
 static bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
 {
-    char *end;
-    if (!text[0] || text[0] == '-')
+    if (!text[0])
         return false;
+    for (const char *c = text; *c; c++)
+        if (*c < '0' || *c > '9')
+            return false;
+    char *end;
+    errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (*end || v > max)
+    if (*end || errno == ERANGE || v > max)
         return false;
     *out = v;
     return true;
+}
+
+/* Refuses an --output that is the same file (device and inode, so also through a link) as one of
+ * the files read: the result would replace the model or the input. */
+static int check_output_is_no_input(const options *o)
+{
+    struct stat out, in;
+    if (!o->output || stat(o->output, &out) != 0)
+        return -1; /* a new file */
+    const char *const names[4] = {"model", "input", "tokens", "mask"};
+    const char *const paths[4] = {o->model, o->input, o->tokens, o->mask};
+    for (int i = 0; i < 4; i++)
+        if (paths[i] && stat(paths[i], &in) == 0 && in.st_dev == out.st_dev &&
+            in.st_ino == out.st_ino)
+            return usage_error("--output %s is the same file as --%s %s; refusing to overwrite "
+                               "an input", o->output, names[i], paths[i]);
+    return -1;
 }
 
 /* Returns -1 when the options are good, else the exit status. */
@@ -192,7 +218,7 @@ static int parse_options(int argc, char **argv, options *o)
     if ((o->input || o->tokens) && (o->batch_given || o->seq_given))
         return usage_error("--batch and --seq size the random input; they do not apply to "
                            "--%s", o->input ? "input" : "tokens");
-    return -1;
+    return check_output_is_no_input(o);
 }
 
 static int list_devices(void)
@@ -310,21 +336,103 @@ static clattn_tensor *device_tensor(run *r, size_t d0, size_t d1, size_t d2, int
     return t;
 }
 
+/* Formats a shape like numpy: "(2, 10, 64)", "(0,)". */
+static const char *shape_text(char *buf, size_t cap, int ndim, const size_t *shape)
+{
+    size_t used = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < ndim && used < cap; d++)
+        used += (size_t)snprintf(buf + used, cap - used, d ? ", %zu" : "%zu", shape[d]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* a * b, false on overflow. */
+static bool mul_size(size_t a, size_t b, size_t *out)
+{
+    if (b != 0 && a > SIZE_MAX / b)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+/*
+ * Checks every buffer a run of r->batch x r->seq needs against the device's limits before any of
+ * them (or the random input on the host) is allocated: each buffer at most the device's largest
+ * allocation, all of them together at most its global memory, and no byte count overflowing.
+ */
+static int check_sizes(run *r)
+{
+    const options *o = &r->opt;
+    const clattn_encoder_config *c = &r->cfg;
+    size_t tokens, act, hidden, ids;
+    bool fits = mul_size(r->batch, r->seq, &tokens) && mul_size(tokens, c->d_model, &act) &&
+                mul_size(act, sizeof(float), &act) &&
+                mul_size(tokens, c->dim_feedforward, &hidden) &&
+                mul_size(hidden, sizeof(float), &hidden) && mul_size(tokens, sizeof(float), &ids);
+    if (!fits)
+        return runtime_error("a batch of [%zu, %zu] is too large: the byte size of its activations "
+                             "([%zu, %zu, %zu] and [%zu, %zu, %zu] floats) overflows size_t",
+                             r->batch, r->seq, r->batch, r->seq, c->d_model, r->batch, r->seq,
+                             c->dim_feedforward);
+    /* encode's input and output, the encoder's three activation buffers and its feed-forward
+     * layer, the token ids, the mask. */
+    struct { const char *what; size_t bytes; bool used; } buffers[] = {
+        {"the input", act, !o->tokens},
+        {"the output", act, true},
+        {"each of the encoder's 3 activation buffers", act, true},
+        {"the feed-forward hidden layer", hidden, true},
+        {"the token ids", ids, o->tokens != NULL},
+        {"the key-padding mask", ids, o->mask != NULL},
+    };
+    uint64_t total = 0;
+    for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
+        if (!buffers[i].used)
+            continue;
+        if (buffers[i].bytes > r->device.max_alloc_bytes)
+            return runtime_error("a batch of [%zu, %zu] is too large for the device: %s needs "
+                                 "%zu bytes, more than its largest allocation (%llu bytes); use "
+                                 "a smaller batch or sequence",
+                                 r->batch, r->seq, buffers[i].what, buffers[i].bytes,
+                                 (unsigned long long)r->device.max_alloc_bytes);
+        uint64_t times = i == 2 ? 3 : 1, bytes = buffers[i].bytes;
+        uint64_t add = bytes > UINT64_MAX / times ? UINT64_MAX : bytes * times;
+        total = total > UINT64_MAX - add ? UINT64_MAX : total + add;
+    }
+    if (total > r->device.global_mem_bytes)
+        return runtime_error("a batch of [%zu, %zu] is too large for the device: its buffers need "
+                             "%llu bytes, more than its global memory (%llu bytes); use a smaller "
+                             "batch or sequence",
+                             r->batch, r->seq, (unsigned long long)total,
+                             (unsigned long long)r->device.global_mem_bytes);
+    return 0;
+}
+
 static int load_inputs(run *r)
 {
     const options *o = &r->opt;
     size_t d = r->cfg.d_model;
+    char shape[256];
+    int rc;
     if (o->input) {
         if (clattn_npy_read_f32(&r->input_array, o->input) != CLATTN_OK)
             return runtime_error("--input: %s", clattn_last_error(NULL));
         const clattn_npy_array *a = r->input_array;
-        bool ok = (a->ndim == 3 || a->ndim == 2) && a->shape[a->ndim - 1] == d && a->numel > 0;
-        if (!ok)
+        shape_text(shape, sizeof(shape), a->ndim, a->shape);
+        if (a->ndim != 3 && a->ndim != 2)
             return runtime_error("--input: %s must be float [batch, seq, %zu] or [seq, %zu] for "
-                                 "this model (d_model %zu); it has %d dimensions",
-                                 o->input, d, d, d, a->ndim);
+                                 "this model (d_model %zu); it has %d dimensions, shape %s",
+                                 o->input, d, d, d, a->ndim, shape);
+        if (a->shape[a->ndim - 1] != d)
+            return runtime_error("--input: %s has shape %s: its last dimension is %zu, but this "
+                                 "model's d_model is %zu",
+                                 o->input, shape, a->shape[a->ndim - 1], d);
         r->batch = a->ndim == 3 ? a->shape[0] : 1;
         r->seq = a->shape[a->ndim - 2];
+        if (r->batch == 0 || r->seq == 0)
+            return runtime_error("--input: %s has shape %s: %s is 0; it needs at least one %s",
+                                 o->input, shape, r->batch == 0 ? "the batch" : "seq",
+                                 r->batch == 0 ? "sequence" : "position");
     } else if (o->tokens) {
         if (r->cfg.vocab_size == 0)
             return runtime_error("--tokens: the model has no token embedding (embedding.weight); "
@@ -332,15 +440,23 @@ static int load_inputs(run *r)
         if (clattn_npy_read_i64(&r->tokens_array, o->tokens) != CLATTN_OK)
             return runtime_error("--tokens: %s", clattn_last_error(NULL));
         const clattn_npy_array *a = r->tokens_array;
-        if ((a->ndim != 2 && a->ndim != 1) || a->numel == 0)
+        shape_text(shape, sizeof(shape), a->ndim, a->shape);
+        if (a->ndim != 2 && a->ndim != 1)
             return runtime_error("--tokens: %s must be integer ids [batch, seq] or [seq], not "
-                                 "%d-dimensional", o->tokens, a->ndim);
+                                 "%d-dimensional (shape %s)", o->tokens, a->ndim, shape);
         r->batch = a->ndim == 2 ? a->shape[0] : 1;
         r->seq = a->shape[a->ndim - 1];
+        if (a->numel == 0)
+            return runtime_error("--tokens: %s holds no token ids (shape %s): %s is 0", o->tokens,
+                                 shape, r->batch == 0 ? "the batch" : "seq");
     } else {
         r->batch = o->batch;
         r->seq = o->seq;
-        size_t n = r->batch * r->seq * d;
+    }
+    if ((rc = check_sizes(r)))
+        return rc;
+    if (!o->input && !o->tokens) {
+        size_t n = r->batch * r->seq * d; /* checked by check_sizes */
         r->random_input = malloc(n * sizeof(float));
         if (!r->random_input)
             return runtime_error("out of memory for a random input of %zu floats", n);
@@ -362,7 +478,8 @@ static int load_inputs(run *r)
         const clattn_npy_array *m = r->mask_array;
         if (m->numel != r->batch * r->seq || m->ndim < 1 || m->ndim > 2 ||
             m->shape[m->ndim - 1] != r->seq)
-            return runtime_error("--mask: %s must be [batch, seq] = [%zu, %zu]", o->mask,
+            return runtime_error("--mask: %s has shape %s; it must be [batch, seq] = [%zu, %zu]",
+                                 o->mask, shape_text(shape, sizeof(shape), m->ndim, m->shape),
                                  r->batch, r->seq);
         r->mask = device_tensor(r, r->batch, r->seq, 0, 2, m->f32);
         if (!r->mask)
@@ -394,8 +511,15 @@ static const char *activation_name(clattn_activation a)
     return a == CLATTN_ACTIVATION_GELU ? "gelu" : "relu";
 }
 
-static void print_text(run *r, const clattn_stats *stats, double median, double checksum,
-                       double mean_abs, unsigned long timed)
+/* The output's sum and mean |y| over all its values; non_finite counts NaNs and infinities
+ * (then the sums are not finite either). */
+typedef struct summary {
+    double checksum, mean_abs;
+    size_t non_finite;
+} summary;
+
+static void print_text(run *r, const clattn_stats *stats, double median, const summary *sum,
+                       unsigned long timed)
 {
     const clattn_encoder_config *c = &r->cfg;
     uint64_t per_pass = stats->total_macs / (timed + 1);
@@ -409,7 +533,10 @@ static void print_text(run *r, const clattn_stats *stats, double median, double 
            c->positional == CLATTN_POSITIONAL_SINUSOIDAL ? "sinusoidal" : "none",
            c->final_norm ? ", final norm" : "", r->opt.causal ? ", causal" : "");
     printf("output:        [%zu, %zu, %zu]\n", r->batch, r->seq, c->d_model);
-    printf("checksum:      sum %.6f, mean |y| %.6f\n", checksum, mean_abs);
+    printf("checksum:      sum %.6f, mean |y| %.6f", sum->checksum, sum->mean_abs);
+    if (sum->non_finite)
+        printf(" (%zu non-finite values)", sum->non_finite);
+    printf("\n");
     printf("executed:      %llu FLOPs = %.3f GFLOP per forward pass (multiply-adds, fvcore "
            "convention)\n",
            (unsigned long long)per_pass, (double)per_pass * 1e-9);
@@ -433,8 +560,14 @@ static void print_text(run *r, const clattn_stats *stats, double median, double 
     }
 }
 
-static void print_json(run *r, const clattn_stats *stats, double median, double checksum,
-                       double mean_abs, unsigned long timed)
+/* A JSON number, or null for NaN and infinities (which JSON cannot hold). */
+static json_t *json_number(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static void print_json(run *r, const clattn_stats *stats, double median, const summary *sum,
+                       unsigned long timed)
 {
     const clattn_encoder_config *c = &r->cfg;
     uint64_t per_pass = stats->total_macs / (timed + 1);
@@ -465,7 +598,7 @@ static void print_json(run *r, const clattn_stats *stats, double median, double 
     json_t *shape = json_pack("[I, I, I]", (json_int_t)r->batch, (json_int_t)r->seq,
                               (json_int_t)c->d_model);
     json_object_set_new(root, "shape", shape);
-    json_object_set_new(root, "forward_ms_median", json_real(median));
+    json_object_set_new(root, "forward_ms_median", json_number(median));
     json_object_set_new(root, "timed_passes", json_integer((json_int_t)timed));
     json_object_set_new(root, "flops", json_integer((json_int_t)per_pass));
     json_t *by_op = json_object();
@@ -473,9 +606,10 @@ static void print_json(run *r, const clattn_stats *stats, double median, double 
         json_object_set_new(by_op, clattn_op_name((clattn_op)op),
                             json_integer((json_int_t)(stats->macs[op] / (timed + 1))));
     json_object_set_new(root, "flops_by_operation", by_op);
-    json_object_set_new(root, "gflops_per_s", json_real((double)per_pass * 1e-6 / median));
-    json_object_set_new(root, "checksum", json_real(checksum));
-    json_object_set_new(root, "mean_abs", json_real(mean_abs));
+    json_object_set_new(root, "gflops_per_s", json_number((double)per_pass * 1e-6 / median));
+    json_object_set_new(root, "checksum", json_number(sum->checksum));
+    json_object_set_new(root, "mean_abs", json_number(sum->mean_abs));
+    json_object_set_new(root, "non_finite", json_integer((json_int_t)sum->non_finite));
     json_object_set_new(root, "setup_ms", json_real(r->setup_ms));
     if (r->opt.profile) {
         json_t *kernels = json_array();
@@ -493,6 +627,16 @@ static void print_json(run *r, const clattn_stats *stats, double median, double 
     json_decref(root);
 }
 
+/* The library's log: warnings (and notes) go to stderr; errors are dropped here because encode
+ * prints every error it gets back itself, so each is printed once. */
+static void log_message(void *user_data, clattn_log_level level, const char *message)
+{
+    (void)user_data;
+    if (level >= CLATTN_LOG_ERROR)
+        return;
+    fprintf(stderr, "encode: %s: %s\n", level == CLATTN_LOG_WARNING ? "warning" : "note", message);
+}
+
 static int execute(run *r)
 {
     const options *o = &r->opt;
@@ -501,6 +645,7 @@ static int execute(run *r)
     clattn_context_params_default(&params);
     params.device = o->device;
     params.profiling = o->profile;
+    params.log_callback = log_message;
     if (clattn_context_create(&r->ctx, &params) != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(NULL));
     clattn_context_device_info(r->ctx, &r->device);
@@ -531,7 +676,7 @@ static int execute(run *r)
     if (clattn_stats_get(r->ctx, &stats) != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(r->ctx));
 
-    size_t n = r->batch * r->seq * r->cfg.d_model;
+    size_t n = r->batch * r->seq * r->cfg.d_model; /* checked by check_sizes */
     float *y = malloc(n * sizeof(float));
     if (!y)
         return runtime_error("out of memory for the output");
@@ -539,12 +684,13 @@ static int execute(run *r)
         free(y);
         return runtime_error("%s", clattn_last_error(r->ctx));
     }
-    double checksum = 0.0, mean_abs = 0.0;
+    summary sum = {0.0, 0.0, 0};
     for (size_t i = 0; i < n; i++) {
-        checksum += y[i];
-        mean_abs += fabs(y[i]);
+        sum.checksum += y[i];
+        sum.mean_abs += fabs(y[i]);
+        sum.non_finite += !isfinite(y[i]);
     }
-    mean_abs /= (double)n;
+    sum.mean_abs /= (double)n;
     if (o->output &&
         clattn_npy_write_f32(o->output, y, 3, (size_t[]){r->batch, r->seq, r->cfg.d_model}) !=
             CLATTN_OK) {
@@ -552,12 +698,13 @@ static int execute(run *r)
         return runtime_error("--output: %s", clattn_last_error(NULL));
     }
     free(y);
-    if (!isfinite(checksum))
-        fprintf(stderr, "encode: warning: the output holds non-finite values\n");
+    if (sum.non_finite)
+        fprintf(stderr, "encode: warning: the output holds %zu non-finite values\n",
+                sum.non_finite);
     if (o->json)
-        print_json(r, &stats, median, checksum, mean_abs, timed);
+        print_json(r, &stats, median, &sum, timed);
     else
-        print_text(r, &stats, median, checksum, mean_abs, timed);
+        print_text(r, &stats, median, &sum, timed);
     return 0;
 }
 

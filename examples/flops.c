@@ -12,6 +12,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,21 @@ static int fail(clattn_context *ctx, const char *what)
     return 1;
 }
 
-/* Random weights in nn.Linear's range for a host tensor of `count` floats. */
+/* a * b * c, false on overflow. */
+static bool mul3(size_t a, size_t b, size_t c, size_t *out)
+{
+    if ((b != 0 && a > SIZE_MAX / b) || (c != 0 && a * b > SIZE_MAX / c))
+        return false;
+    *out = a * b * c;
+    return true;
+}
+
+/* Random weights in nn.Linear's range for a host tensor of `count` floats; NULL when out of
+ * memory or when the byte count overflows. */
 static float *random_floats(size_t count, size_t fan_in, unsigned seed)
 {
+    if (count > SIZE_MAX / sizeof(float))
+        return NULL;
     float *x = malloc(count * sizeof(float));
     if (!x)
         return NULL;
@@ -70,7 +83,10 @@ static int run_variant(clattn_context *ctx, const options *o, const char *label,
     clattn_mha *mha = NULL;
     if (clattn_mha_create(ctx, &mha, &cfg) != CLATTN_OK)
         return fail(ctx, label);
-    float *qkv = random_floats(3 * D * D, D, 1), *w_proj = random_floats(D * D, D, 2);
+    size_t qkv_count = 0, proj_count = 0;
+    bool sizes_ok = mul3(3, D, D, &qkv_count) && mul3(1, D, D, &proj_count);
+    float *qkv = sizes_ok ? random_floats(qkv_count, D, 1) : NULL;
+    float *w_proj = sizes_ok ? random_floats(proj_count, D, 2) : NULL;
     float *b_proj = random_floats(D, D, 3);
     int rc = 0;
     if (!qkv || !w_proj || !b_proj) {
@@ -123,7 +139,15 @@ static int run_experiment(const options *o)
     printf("timm-style attention, input [%zu, %zu, %zu], qkv without bias; FLOPs = multiply-adds "
            "counted while running (fvcore convention)\n\n",
            o->batch, o->seq, o->dim);
-    size_t shape[3] = {o->batch, o->seq, o->dim}, n = o->batch * o->seq * o->dim;
+    size_t shape[3] = {o->batch, o->seq, o->dim}, n;
+    if (!mul3(o->batch, o->seq, o->dim, &n) || n > SIZE_MAX / sizeof(float) ||
+        n * sizeof(float) > info.max_alloc_bytes) {
+        fprintf(stderr, "flops: the input [%zu, %zu, %zu] is too large for the device (%llu bytes "
+                "at most in one buffer)\n", o->batch, o->seq, o->dim,
+                (unsigned long long)info.max_alloc_bytes);
+        clattn_context_destroy(&ctx);
+        return 1;
+    }
     clattn_tensor *x = NULL, *y = NULL;
     float *input = random_floats(n, 1, 4);
     int rc = 0;

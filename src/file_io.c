@@ -4,30 +4,51 @@
 #include <jansson.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
+/* What a non-regular file is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). The
+ * open never blocks (O_NONBLOCK: a FIFO without a writer would wait forever) and anything but a
+ * regular file is rejected before a byte is read. */
 clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
                                 size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot open: %s", strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         int err = errno;
-        fclose(f);
+        close(fd);
         return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot stat: %s", strerror(err));
     }
     if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "not a regular file");
+        close(fd);
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "not a regular file (%s)",
+                               file_kind(st.st_mode));
     }
     if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
-        fclose(f);
+        close(fd);
         return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
                         "the file (%jd bytes) is too large to read into memory",
                         (intmax_t)st.st_size);
@@ -35,13 +56,23 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
     size_t n = (size_t)st.st_size;
     unsigned char *buf = malloc(n ? n : 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                         "cannot allocate %zu bytes to read the file", n);
     }
-    size_t got = fread(buf, 1, n, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
+    size_t got = 0;
+    int err = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            err = errno;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
     if (got != n) {
         free(buf);
         if (err)
@@ -76,27 +107,136 @@ bool clattn__write_floats(FILE *f, const float *data, size_t count)
     return true;
 }
 
-
-clattn_status clattn__create_file(const char *function, const char *path, FILE **f)
+static char *join(const char *a, const char *b, const char *c)
 {
-    *f = fopen(path, "wb");
-    if (!*f)
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *s = malloc(la + lb + lc + 1);
+    if (s) {
+        memcpy(s, a, la);
+        memcpy(s + la, b, lb);
+        memcpy(s + la + lb, c, lc + 1);
+    }
+    return s;
+}
+
+/*
+ * A write never touches the target until it has succeeded: the data goes to a new temporary file
+ * in the target's directory, which clattn__finish_file renames over the target. A symbolic link
+ * is followed (the file it names is replaced; the link stays); an existing target that is not a
+ * regular file (a device, a FIFO, a directory) is refused, so it is neither written nor removed.
+ * *target receives the path to rename over, *temp the temporary file's (both malloc'd).
+ */
+clattn_status clattn__create_file(const char *function, const char *path, FILE **f, char **target,
+                                  char **temp)
+{
+    *f = NULL;
+    *target = *temp = NULL;
+    struct stat st;
+    bool exists = lstat(path, &st) == 0;
+    if (!exists && errno != ENOENT)
         return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s",
                                strerror(errno));
+    char *resolved = NULL;
+    if (exists && S_ISLNK(st.st_mode)) {
+        resolved = realpath(path, NULL);
+        if (!resolved)
+            return clattn__fail_in(function, path, CLATTN_ERROR_IO,
+                                   "cannot create: the symbolic link cannot be followed: %s",
+                                   strerror(errno));
+        if (stat(resolved, &st) != 0) {
+            int err = errno;
+            free(resolved);
+            return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s",
+                                   strerror(err));
+        }
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        free(resolved);
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO,
+                               "cannot create: it names %s, not a regular file (left unchanged)",
+                               file_kind(st.st_mode));
+    }
+    char *name = resolved ? resolved : join(path, "", "");
+    if (!name)
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+    /* The directory part of the target ("" for a bare name) and the base name. */
+    const char *slash = strrchr(name, '/');
+    size_t dir_len = slash ? (size_t)(slash - name) + 1 : 0;
+    char *dir = malloc(dir_len + 1);
+    if (!dir) {
+        free(name);
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+    }
+    memcpy(dir, name, dir_len);
+    dir[dir_len] = '\0';
+    char suffix[64];
+    int fd = -1, err = 0;
+    char *tmp = NULL;
+    /* O_EXCL makes each name ours alone; a name taken by another writer is skipped. */
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(suffix, sizeof(suffix), ".tmp-%ld-%u", (long)getpid(), attempt);
+        free(tmp);
+        tmp = malloc(strlen(dir) + strlen(name + dir_len) + strlen(suffix) + 2);
+        if (!tmp)
+            break;
+        sprintf(tmp, "%s.%s%s", dir, name + dir_len, suffix);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? 0600 : 0666);
+        err = errno;
+        if (fd < 0 && err != EEXIST)
+            break;
+    }
+    free(dir);
+    if (fd < 0) {
+        clattn_status status = tmp ? CLATTN_ERROR_IO : CLATTN_ERROR_OUT_OF_HOST_MEMORY;
+        free(tmp);
+        free(name);
+        return clattn__fail_in(function, path, status,
+                               "cannot create a temporary file next to it: %s",
+                               strerror(status == CLATTN_ERROR_IO ? err : ENOMEM));
+    }
+    if (exists) /* the replacement keeps the replaced file's permissions */
+        (void)fchmod(fd, st.st_mode & 07777);
+    *f = fdopen(fd, "wb");
+    if (!*f) {
+        err = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        free(name);
+        return clattn__fail_in(function, path, CLATTN_ERROR_IO, "cannot create: %s",
+                               strerror(err));
+    }
+    *target = name;
+    *temp = tmp;
     return CLATTN_OK;
 }
 
-clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, bool ok)
+/* Closes the temporary file (flushed to the disk), then renames it over the target; on any
+ * failure removes the temporary file (which this process created) and nothing else. */
+clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, char *target,
+                                  char *temp, bool ok)
 {
     int err = ok ? 0 : errno;
+    if (ok && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
+        ok = false;
+        err = errno;
+    }
     if (fclose(f) != 0 && ok) {
         ok = false;
         err = errno;
     }
+    if (ok && rename(temp, target) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok)
+        unlink(temp);
+    free(temp);
+    free(target);
     if (ok)
         return CLATTN_OK;
-    remove(path);
-    return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s", strerror(err));
+    return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s (%s)",
+                           strerror(err ? err : EIO), "the previous file, if any, is unchanged");
 }
 
 clattn_status clattn__read_json(const char *function, const char *path, json_t **root)

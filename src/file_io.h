@@ -16,11 +16,16 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
 typedef struct json_t json_t;
 clattn_status clattn__read_json(const char *function, const char *path, json_t **root);
 
-/* Opens path for writing, or records "cannot create" with the system's reason. */
-clattn_status clattn__create_file(const char *function, const char *path, FILE **f);
-/* Closes a file written with `ok` telling whether every write succeeded; on any failure removes
- * the partial file and records "write failed" with the system's reason. */
-clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, bool ok);
+/* Opens a new temporary file next to path (a symbolic link followed) for writing: *target and
+ * *temp receive the malloc'd names clattn__finish_file needs. Refuses an existing path that is
+ * not a regular file; records "cannot create" with the system's reason. */
+clattn_status clattn__create_file(const char *function, const char *path, FILE **f, char **target,
+                                  char **temp);
+/* Closes a file written with `ok` telling whether every write succeeded and renames it over the
+ * target; on any failure removes the temporary file (only) and records "write failed" with the
+ * system's reason. Frees target and temp. */
+clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, char *target,
+                                  char *temp, bool ok);
 /* Writes `count` floats to f in little-endian byte order; false on a write error. */
 bool clattn__write_floats(FILE *f, const float *data, size_t count);
 

@@ -649,9 +649,10 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
     char header[512];
     size_t header_len = build_header(header, sizeof(header), ndim, shape);
     FILE *f;
-    clattn_status status = clattn__create_file(function, path, &f);
+    char *target, *temp;
+    clattn_status status = clattn__create_file(function, path, &f, &target, &temp);
     if (status != CLATTN_OK)
         return status;
     bool ok = fwrite(header, 1, header_len, f) == header_len && clattn__write_floats(f, data, numel);
-    return clattn__finish_file(function, path, f, ok);
+    return clattn__finish_file(function, path, f, target, temp, ok);
 }

@@ -412,24 +412,30 @@ static int compare_entries(const void *a, const void *b)
     return x->position < y->position ? -1 : x->position > y->position;
 }
 
-/* Builds the result from checked entries and metadata. */
 /* Entries sorted by begin must not share bytes: otherwise a small hostile file could name the
- * same bytes from many tensors and make the reader convert far more data than the file holds. */
+ * same bytes from many tensors and make the reader convert far more data than the file holds.
+ * Each tensor is checked against the furthest end of all before it, not only its neighbour's: a
+ * zero-size tensor between two overlapping ones must not hide the overlap. */
 static clattn_status check_no_overlap(const st_source *src, const st_entry *entries, size_t count)
 {
-    for (size_t i = 1; i < count; i++)
-        if (entries[i].begin < entries[i - 1].end && entries[i].end > entries[i].begin) {
-            char a[72], b[72];
-            show_name(a, entries[i - 1].name);
-            show_name(b, entries[i].name);
+    size_t furthest = 0; /* the entry before i with the largest end */
+    for (size_t i = 1; i < count; i++) {
+        if (entries[i - 1].end > entries[furthest].end)
+            furthest = i - 1;
+        const st_entry *a = &entries[furthest], *b = &entries[i];
+        if (b->begin < a->end && b->end > b->begin) {
+            char a_shown[SHOWN_NAME], b_shown[SHOWN_NAME];
+            show_name(a_shown, a->name);
+            show_name(b_shown, b->name);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_FORMAT,
                            "tensors \"%s\" [%zu, %zu) and \"%s\" [%zu, %zu) overlap in the data "
-                           "section", a, entries[i - 1].begin, entries[i - 1].end, b,
-                           entries[i].begin, entries[i].end);
+                           "section", a_shown, a->begin, a->end, b_shown, b->begin, b->end);
         }
+    }
     return CLATTN_OK;
 }
 
+/* Builds the result from checked entries and metadata. */
 static clattn_status build(const st_source *src, const unsigned char *data,
                            const st_entry *entries, size_t count, json_t *metadata,
                            clattn_safetensors **out)
@@ -714,7 +720,8 @@ static clattn_status write_file(const char *function, const char *path, const ch
     static const char spaces[ST_ALIGN + 1] = "        ";
 
     FILE *f;
-    clattn_status status = clattn__create_file(function, path, &f);
+    char *target, *temp;
+    clattn_status status = clattn__create_file(function, path, &f, &target, &temp);
     if (status != CLATTN_OK)
         return status;
     bool ok = fwrite(prefix, 1, ST_PREFIX, f) == ST_PREFIX &&
@@ -724,7 +731,7 @@ static clattn_status write_file(const char *function, const char *path, const ch
         shape_numel(tensors[i].ndim, tensors[i].shape, &numel); /* checked by add_tensor */
         ok = clattn__write_floats(f, tensors[i].data, numel);
     }
-    return clattn__finish_file(function, path, f, ok);
+    return clattn__finish_file(function, path, f, target, temp, ok);
 }
 
 clattn_status clattn_safetensors_write(const char *path, const clattn_safetensors_tensor *tensors,

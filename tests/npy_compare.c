@@ -3,8 +3,20 @@
 #include <clattn/clattn.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* "(2, 3)", "(5,)", "()". */
+static const char *format_shape(char *buf, size_t cap, const clattn_npy_array *a)
+{
+    size_t used = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < a->ndim && used < cap; d++)
+        used += (size_t)snprintf(buf + used, cap - used, d ? ", %zu" : "%zu", a->shape[d]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, a->ndim == 1 ? ",)" : ")");
+    return buf;
+}
 
 int main(int argc, char **argv)
 {
@@ -18,8 +30,13 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
-    if (a->numel != b->numel) {
-        fprintf(stderr, "npy_compare: %zu vs %zu elements\n", a->numel, b->numel);
+    bool same_shape = a->ndim == b->ndim;
+    for (int d = 0; same_shape && d < a->ndim; d++)
+        same_shape = a->shape[d] == b->shape[d];
+    if (!same_shape) {
+        char sa[256], sb[256];
+        fprintf(stderr, "npy_compare: shapes differ: %s is %s, %s is %s\n", argv[1],
+                format_shape(sa, sizeof(sa), a), argv[2], format_shape(sb, sizeof(sb), b));
         rc = 1;
     } else {
         double worst = 0.0;

@@ -203,6 +203,66 @@ static void write_failures_are_named_and_leave_no_file(void **state)
     assert_int_not_equal(access(temp_file("huge.npy"), F_OK), 0);
 }
 
+/* A failed or refused write leaves whatever the path names as it was: a symbolic link to a
+ * character device (the old writer removed the link after the device's write failed), a FIFO
+ * (neither opened, which would block, nor removed), a directory; and it leaves no temporary
+ * file behind (the temporary directory must be empty for its teardown). A FIFO given to the
+ * readers is refused at once instead of blocking in open. */
+static void failed_writes_change_nothing(void **state)
+{
+    (void)state;
+    const float x[2] = {1, 2};
+    const size_t shape[1] = {2};
+    struct stat st;
+    char link_path[1100], fifo_path[1100], file_path[1100];
+    snprintf(link_path, sizeof(link_path), "%s/full.npy", temp_dir);
+    snprintf(fifo_path, sizeof(fifo_path), "%s/fifo.npy", temp_dir);
+    snprintf(file_path, sizeof(file_path), "%s/file.npy", temp_dir);
+    if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+        assert_int_equal(symlink("/dev/full", link_path), 0);
+        assert_status_msg(NULL, clattn_npy_write_f32(link_path, x, 1, shape), CLATTN_ERROR_IO,
+                          "a character device, not a regular file");
+        assert_int_equal(lstat(link_path, &st), 0);
+        assert_true(S_ISLNK(st.st_mode));
+        assert_int_equal(stat("/dev/full", &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+        assert_int_equal(unlink(link_path), 0);
+    }
+    assert_int_equal(mkfifo(fifo_path, 0600), 0);
+    assert_status_msg(NULL, clattn_npy_write_f32(fifo_path, x, 1, shape), CLATTN_ERROR_IO,
+                      "a FIFO, not a regular file");
+    clattn_npy_array *a = &poison;
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, fifo_path), CLATTN_ERROR_IO,
+                      "not a regular file (a FIFO)");
+    assert_int_equal(lstat(fifo_path, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(unlink(fifo_path), 0);
+    assert_status_msg(NULL, clattn_npy_read_f32(&a, temp_dir), CLATTN_ERROR_IO,
+                      "not a regular file (a directory)");
+
+    /* An existing file is replaced (through a symbolic link: the link stays), keeping its
+     * permissions. */
+    FILE *f = fopen(file_path, "w");
+    assert_non_null(f);
+    fputs("old", f);
+    fclose(f);
+    assert_int_equal(chmod(file_path, 0640), 0);
+    snprintf(link_path, sizeof(link_path), "%s/link.npy", temp_dir);
+    assert_int_equal(symlink("file.npy", link_path), 0);
+    assert_int_equal(clattn_npy_write_f32(link_path, x, 1, shape), CLATTN_OK);
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat(file_path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0640);
+    assert_null(a); /* the failed reads left NULL */
+    assert_int_equal(clattn_npy_read_f32(&a, file_path), CLATTN_OK);
+    assert_int_equal(a->numel, 2);
+    assert_true(a->f32[1] == 2.0f);
+    clattn_npy_array_destroy(&a);
+    assert_int_equal(unlink(link_path), 0);
+    assert_int_equal(unlink(file_path), 0);
+}
+
 /* ---- reading numpy's files ---- */
 
 static void reads_float_files(void **state)
@@ -726,6 +786,7 @@ int main(void)
         cmocka_unit_test(writes_exactly_what_numpy_writes),
         cmocka_unit_test(round_trips_are_bit_exact),
         cmocka_unit_test(write_failures_are_named_and_leave_no_file),
+        cmocka_unit_test(failed_writes_change_nothing),
         cmocka_unit_test(reads_float_files),
         cmocka_unit_test(reads_other_format_versions),
         cmocka_unit_test(reads_integer_and_bool_files),

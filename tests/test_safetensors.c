@@ -626,6 +626,25 @@ static void accepts_header_variations(void **state)
     assert_null(st);
     free(bytes);
 
+    /* A zero-size tensor between two overlapping ones does not hide the overlap: each tensor is
+     * checked against every earlier one, not only its neighbour in data order. */
+    bytes = make_st("{\"A\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                    "\"Z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+                    "\"B\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                    payload, sizeof(payload), &size);
+    assert_status_msg(NULL, clattn_safetensors_parse(&st, bytes, size), CLATTN_ERROR_FORMAT,
+                      "tensors \"A\" [0, 8) and \"B\" [4, 8) overlap");
+    assert_null(st);
+    free(bytes);
+    /* A zero-size tensor inside another shares no byte with it: accepted. */
+    bytes = make_st("{\"A\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                    "\"Z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
+                    payload, sizeof(payload), &size);
+    st = parse_ok(bytes, size, "zero-size inside");
+    assert_int_equal(st->tensor_count, 2);
+    clattn_safetensors_destroy(&st);
+    free(bytes);
+
     /* An empty file of tensors: "{}" with the reference's padding, and with none at all. */
     bytes = make_st("{}      ", NULL, 0, &size);
     st = parse_ok(bytes, size, "{}");

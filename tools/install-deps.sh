@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs libclattn's build and test dependencies from Debian's packages (Debian 12).
 # Idempotent: when everything is already installed it changes nothing and needs no network.
+# clang-14 and its libFuzzer runtime serve tools/fuzz.sh (the fuzzing step of tools/run-tests.sh).
 # Runs apt-get as root (directly, or through sudo when run as another user).
 set -eu
 
@@ -13,6 +14,7 @@ libjansson-dev
 libutf8proc-dev
 libcmocka-dev
 oclgrind
+clang-14 libclang-rt-14-dev
 "
 
 missing=""

@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it: installs the dependencies, builds with -Werror and runs
 # `meson test` (unit tests on the default OpenCL device, kernel tests under oclgrind, header
 # tests), then builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the unit
-# tests there too. Exits non-zero on the first failure.
+# tests there too (the fuzz corpora are replayed in both), then fuzzes each harness of fuzz/ for
+# FUZZ_SECONDS (default 30) with libFuzzer where clang is installed. Exits non-zero on the first
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,5 +48,19 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 meson test -C build-ci-asan --print-errorlogs --num-processes 2 --suite unit
+
+echo "=== fuzz each harness of fuzz/ for ${FUZZ_SECONDS:=30} s (libFuzzer, clang; tools/fuzz.sh)"
+if command -v clang >/dev/null 2>&1 || command -v clang-14 >/dev/null 2>&1; then
+    for harness in safetensors npy model; do
+        work=$(mktemp -d "${TMPDIR:-/tmp}/clattn-fuzz-$harness.XXXXXX")
+        # A finding fails the run; its input stays in $work.
+        FUZZ_BUILD_DIR=build-ci-fuzz FUZZ_WORK_DIR=$work bash tools/fuzz.sh "$harness" \
+            "$FUZZ_SECONDS" 2>"$work/log" || { tail -n 40 "$work/log"; exit 1; }
+        grep -E "^stat::(number_of_executed_units|new_units_added)" "$work/log" | sed "s/^/  $harness /"
+        rm -rf "$work"
+    done
+else
+    echo "skip: clang is not installed (tools/install-deps.sh installs clang-14)"
+fi
 
 echo "=== all tests passed"

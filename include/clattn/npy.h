@@ -115,7 +115,11 @@ CLATTN_API clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void
  * The file is byte-for-byte what numpy 1.24 writes with np.save for the same array: format 1.0,
  * descr '<f4', fortran_order False, shape formatted like Python's repr ("()", "(5,)", "(2, 3)"),
  * the header padded with spaces and a final '\n' to a multiple of 64 bytes. The data is written
- * little-endian whatever the host's byte order. On failure the partly written file is removed.
+ * little-endian whatever the host's byte order. The data goes to a new temporary file
+ * in the same directory, renamed over `path` only when every byte is written: on failure the
+ * temporary file is removed and an existing file at `path` is unchanged. A symbolic link is
+ * followed (the file it names is replaced); a `path` naming anything but a regular file (a
+ * device, a FIFO, a directory) is refused with CLATTN_ERROR_IO and left as it is.
  */
 CLATTN_API clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                               const size_t *shape);

@@ -166,8 +166,9 @@ CLATTN_API const char *clattn_safetensors_metadata(const clattn_safetensors *st,
  * shape, data_offsets, non-ASCII characters written as UTF-8, padded with spaces to a multiple
  * of 8 bytes (so the data starts 8-byte aligned); then each tensor's data, little-endian, in the
  * given order and without gaps. (The reference writer sorts tensors by name; this one keeps the
- * caller's order, which readers, this one included, return in data order.) On failure the
- * partly written file is removed.
+ * caller's order, which readers, this one included, return in data order.) The file is
+ * written as clattn_npy_write_f32's: through a temporary file renamed over `path` on success, so
+ * a failure leaves an existing file unchanged, and anything but a regular file is refused.
  */
 CLATTN_API clattn_status clattn_safetensors_write(const char *path,
                                                   const clattn_safetensors_tensor *tensors,
