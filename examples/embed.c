@@ -8,6 +8,8 @@
  */
 #include <clattn/clattn.h>
 
+#include "cli.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -18,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_USAGE 2
-#define EXIT_RUNTIME 1
 
 typedef struct options {
     const char *model;
@@ -66,40 +66,8 @@ static void usage(FILE *out)
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
 }
 
-static int usage_error(const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "embed: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n(run embed --help for the options)\n");
-    va_end(args);
-    return EXIT_USAGE;
-}
 
-static int runtime_error(const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "embed: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    return EXIT_RUNTIME;
-}
 
-static bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    if (text[0] < '0' || text[0] > '9') /* no sign, no space */
-        return false;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end || errno || v > max)
-        return false;
-    *out = v;
-    return true;
-}
 
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
@@ -429,6 +397,7 @@ static int embed(const options *o, const text_list *t)
 
 int main(int argc, char **argv)
 {
+    cli_set_program("embed");
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

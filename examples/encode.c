@@ -6,6 +6,8 @@
  */
 #include <clattn/clattn.h>
 
+#include "cli.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -19,8 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define EXIT_USAGE 2
-#define EXIT_RUNTIME 1
 
 typedef struct options {
     const char *device;
@@ -78,45 +78,8 @@ static void usage(FILE *out)
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
 }
 
-static int usage_error(const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "encode: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n(run encode --help for the options)\n");
-    va_end(args);
-    return EXIT_USAGE;
-}
 
-static int runtime_error(const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    fprintf(stderr, "encode: ");
-    vfprintf(stderr, fmt, args);
-    fprintf(stderr, "\n");
-    va_end(args);
-    return EXIT_RUNTIME;
-}
 
-/* A decimal count: digits only (strtoull alone would skip leading blanks and accept a sign, so
- * " -1" would wrap to 2^64 - 1). */
-static bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
-{
-    if (!text[0])
-        return false;
-    for (const char *c = text; *c; c++)
-        if (*c < '0' || *c > '9')
-            return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end || errno == ERANGE || v > max)
-        return false;
-    *out = v;
-    return true;
-}
 
 /* Refuses an --output that is the same file (device and inode, so also through a link) as one of
  * the files read: the result would replace the model or the input. */
@@ -710,6 +673,7 @@ static int execute(run *r)
 
 int main(int argc, char **argv)
 {
+    cli_set_program("encode");
     run r;
     memset(&r, 0, sizeof(r));
     int rc = parse_options(argc, argv, &r.opt);

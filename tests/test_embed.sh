@@ -9,23 +9,8 @@ set -u
 embed=$1 compare=$2 golden=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-embed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-failures=0
+source "$(dirname "$0")/expect.sh"
 
-# expect STATUS NEEDLE -- COMMAND...: checks the exit status and that NEEDLE is in the output.
-expect() {
-    local status=$1 needle=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$status" ] || ! grep -qF -- "$needle" <<<"$out"; then
-        echo "FAIL: $* -> exit $rc (expected $status), output must contain: $needle"
-        sed 's/^/    /' <<<"$out" | head -20
-        failures=$((failures + 1))
-    else
-        echo "ok:   $*"
-    fi
-}
 
 tiny=$golden/bert/gelu
 echo "--- usage errors (exit 2)"

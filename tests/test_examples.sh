@@ -7,24 +7,8 @@ set -u
 encode=$1 flops=$2 permutation=$3 compare=$4 golden=$5
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-examples.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-failures=0
+source "$(dirname "$0")/expect.sh"
 
-# expect STATUS NEEDLE -- COMMAND...: runs COMMAND, checks its exit status and that NEEDLE occurs
-# in its output (stdout and stderr together).
-expect() {
-    local status=$1 needle=$2
-    shift 3
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -ne "$status" ] || ! grep -qF -- "$needle" <<<"$out"; then
-        echo "FAIL: $* -> exit $rc (expected $status), output must contain: $needle"
-        sed 's/^/    /' <<<"$out" | head -20
-        failures=$((failures + 1))
-    else
-        echo "ok:   $*"
-    fi
-}
 
 # expect_once STATUS NEEDLE -- COMMAND...: as expect, and NEEDLE occurs on exactly one line (an
 # error is printed once: by encode, not also by the library's log).

@@ -1,0 +1,52 @@
+/* Error messages and number parsing shared by the example programs. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *program = "clattn";
+
+void cli_set_program(const char *name)
+{
+    program = name;
+}
+
+int usage_error(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: ", program);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n(run %s --help for the options)\n", program);
+    va_end(args);
+    return EXIT_USAGE;
+}
+
+int runtime_error(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: ", program);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+    return EXIT_RUNTIME;
+}
+
+bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
+{
+    if (!text[0])
+        return false;
+    for (const char *c = text; *c; c++)
+        if (*c < '0' || *c > '9')
+            return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end || errno == ERANGE || v > max)
+        return false;
+    *out = v;
+    return true;
+}

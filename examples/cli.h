@@ -1,0 +1,21 @@
+/* What the example programs share: error messages with the program's name, and the exit
+ * statuses (0 success, 2 usage error, 1 runtime error). */
+#ifndef CLATTN_EXAMPLES_CLI_H
+#define CLATTN_EXAMPLES_CLI_H
+
+#include <stdbool.h>
+
+#define EXIT_USAGE 2
+#define EXIT_RUNTIME 1
+
+/* The program's name, put before every message ("encode: ..."). */
+void cli_set_program(const char *name);
+/* Prints "<program>: <message>" and a pointer to --help on stderr; returns EXIT_USAGE. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "<program>: <message>" on stderr; returns EXIT_RUNTIME. */
+int runtime_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A decimal count, digits only (strtoull alone would skip leading blanks and accept a sign, so
+ * " -1" would wrap to 2^64 - 1), at most max. */
+bool parse_count(const char *text, unsigned long long max, unsigned long long *out);
+
+#endif /* CLATTN_EXAMPLES_CLI_H */
