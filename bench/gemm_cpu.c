@@ -182,7 +182,7 @@ static void format_rate(char *out, size_t size, int have, double macs, timing t,
 
 #define MAX_VARIANTS 8
 
-/* "vw=16,nv=2,mr=12,kc=256,mb=2": fields left out (or 0) come from the device. */
+/* "vw=16,nv=2,mr=12,kc=256,mb=2,pa=1": fields left out (or 0) come from the device. */
 static clattn_gemm_cpu_params parse_params(const char *text)
 {
     clattn_gemm_cpu_params p = {0};
@@ -195,6 +195,7 @@ static clattn_gemm_cpu_params parse_params(const char *text)
                           : strcmp(key, "mr") == 0 ? &p.mr
                           : strcmp(key, "kc") == 0 ? &p.kc
                           : strcmp(key, "mb") == 0 ? &p.mb
+                          : strcmp(key, "pa") == 0 ? &p.pack_a
                                                    : NULL;
         if (field)
             *field = value;
@@ -266,7 +267,8 @@ int main(int argc, char **argv)
     cl_int err;
     ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     CHECK_CL(err);
-    queue = clCreateCommandQueue(ctx, dev, 0, &err);
+    /* profiling on: POCL_TRACING=text then shows each kernel's time (CLBlast runs several) */
+    queue = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
     CHECK_CL(err);
 
     char error[1024];
@@ -276,9 +278,9 @@ int main(int argc, char **argv)
         return 1;
     }
     clattn_gemm_cpu_params p = clattn__gemm_cpu_params(gemm);
-    printf("platform %s, device %s\nkernel: vw %u nv %u (nr %u) mr %u kc %u mb %u; built in %.2f s "
+    printf("platform %s, device %s\nkernel: vw %u nv %u (nr %u) mr %u kc %u mb %u pack_a %u; built in %.2f s "
            "with \"%s\"\n",
-           pname, dname, p.vw, p.nv, p.vw * p.nv, p.mr, p.kc, p.mb, now() - t0,
+           pname, dname, p.vw, p.nv, p.vw * p.nv, p.mr, p.kc, p.mb, p.pack_a, now() - t0,
            clattn__gemm_cpu_options(gemm));
 
     printf("correctness (double-precision reference):\n");

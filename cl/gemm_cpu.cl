@@ -22,6 +22,10 @@
  *   GEMM_NV  vectors per micro-tile row (panel width GEMM_NR = GEMM_VW · GEMM_NV)
  *   GEMM_MR  rows per micro-tile
  *   GEMM_KC  K block (floats); 0 = no K blocking
+ *   GEMM_PACK_A  1: A is first copied by clattn_gemm_cpu_pack_a into micro-panels of GEMM_MR
+ *            rows, K-major (Ap[(t · K + k) · GEMM_MR + r] = A[min(t · GEMM_MR + r, M - 1), k]),
+ *            so that the micro-kernel broadcasts from one sequential stream instead of GEMM_MR
+ *            rows; 0 (default): A is read in place
  */
 
 #ifndef GEMM_VW
@@ -35,6 +39,9 @@
 #endif
 #ifndef GEMM_KC
 #define GEMM_KC 0
+#endif
+#ifndef GEMM_PACK_A
+#define GEMM_PACK_A 0
 #endif
 
 #define GEMM_NR (GEMM_VW * GEMM_NV)
@@ -76,6 +83,20 @@ clattn_gemm_cpu_pack_b(__global const float *b, ulong b_off, ulong ldb, uint n, 
     uint panel = col / GEMM_NR, c = col % GEMM_NR;
     float v = col < n ? b[b_off + (ulong)col * ldb + kk] : 0.0f;
     bp[((ulong)panel * k + kk) * GEMM_NR + c] = v;
+}
+
+/* Packs A[M,K] (row stride lda) into micro-panels (GEMM_PACK_A); global size
+ * (K rounded up to GEMM_VW, tiles · GEMM_MR), local size (GEMM_VW, 1). */
+__kernel __attribute__((reqd_work_group_size(GEMM_VW, 1, 1))) void
+clattn_gemm_cpu_pack_a(__global const float *a, ulong a_off, ulong lda, uint m, uint k,
+                       __global float *ap)
+{
+    uint kk = get_global_id(0);
+    uint row = get_global_id(1);
+    if (kk >= k)
+        return;
+    uint tile = row / GEMM_MR, r = row % GEMM_MR;
+    ap[((ulong)tile * k + kk) * GEMM_MR + r] = a[a_off + (ulong)min(row, m - 1) * lda + kk];
 }
 
 static inline float gemm_act(float x, int act)
@@ -152,10 +173,15 @@ clattn_gemm_cpu(uint m, uint n, uint k, __global const float *a, ulong a_off, ul
             const uint i0 = row_block + t * GEMM_MR;
             if (i0 >= m)
                 break;
+#if GEMM_PACK_A
+            /* a is the packed copy: this micro-tile's panel, K-major, GEMM_MR floats per k */
+            __global const float *apanel = a + (ulong)(i0 / GEMM_MR) * k * GEMM_MR;
+#else
             __global const float *ar[GEMM_MR];
 #pragma unroll
             for (int r = 0; r < GEMM_MR; r++)
                 ar[r] = a + (ulong)min(i0 + r, m - 1) * lda;
+#endif
 
             gemm_vec acc[GEMM_MR][GEMM_NV];
             if (first) {
@@ -193,7 +219,11 @@ clattn_gemm_cpu(uint m, uint n, uint k, __global const float *a, ulong a_off, ul
                 bk += GEMM_NV;
 #pragma unroll
                 for (int r = 0; r < GEMM_MR; r++) {
+#if GEMM_PACK_A
+                    const gemm_vec av = (gemm_vec)(apanel[(ulong)kk * GEMM_MR + r]);
+#else
                     const gemm_vec av = (gemm_vec)(ar[r][kk]);
+#endif
 #pragma unroll
                     for (int v = 0; v < GEMM_NV; v++)
                         acc[r][v] = fma(av, bv[v], acc[r][v]);

@@ -15,7 +15,9 @@ struct clattn_gemm_cpu {
     cl_context context;
     cl_device_id device;
     cl_program program;
-    cl_kernel gemm, pack;
+    cl_kernel gemm, pack, pack_a;
+    cl_mem a_scratch; /* packed A (pack_a), grown on demand */
+    size_t a_scratch_bytes;
     clattn_gemm_cpu_params params;
     cl_uint compute_units;
     char options[256];
@@ -73,6 +75,8 @@ static void env_override(clattn_gemm_cpu_params *p)
             p->kc = value;
         else if (strcmp(key, "mb") == 0)
             p->mb = value;
+        else if (strcmp(key, "pa") == 0)
+            p->pack_a = value;
         env += used;
         while (*env == ',' || *env == ' ')
             env++;
@@ -133,21 +137,24 @@ clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
             g->params.kc = override->kc;
         if (override->mb)
             g->params.mb = override->mb;
+        if (override->pack_a)
+            g->params.pack_a = override->pack_a;
     }
     env_override(&g->params);
     clattn_gemm_cpu_params *p = &g->params;
     clattn_status status = CLATTN_OK;
     if ((p->vw != 2 && p->vw != 4 && p->vw != 8 && p->vw != 16) || p->nv < 1 || p->nv > 8 ||
-        p->mr < 1 || p->mr > 32) {
+        p->mr < 1 || p->mr > 32 || p->pack_a > 1) {
         status = fail(g, CLATTN_ERROR_INVALID_ARGUMENT,
                       "CPU GEMM parameters out of range: vw=%u (2, 4, 8, 16) nv=%u (1..8) "
-                      "mr=%u (1..32)",
-                      p->vw, p->nv, p->mr);
+                      "mr=%u (1..32) pack_a=%u (0, 1)",
+                      p->vw, p->nv, p->mr, p->pack_a);
         goto out;
     }
     snprintf(g->options, sizeof(g->options),
-             "-cl-std=CL1.2 -cl-mad-enable -DGEMM_VW=%u -DGEMM_NV=%u -DGEMM_MR=%u -DGEMM_KC=%u",
-             p->vw, p->nv, p->mr, p->kc);
+             "-cl-std=CL1.2 -cl-mad-enable -DGEMM_VW=%u -DGEMM_NV=%u -DGEMM_MR=%u -DGEMM_KC=%u "
+             "-DGEMM_PACK_A=%u",
+             p->vw, p->nv, p->mr, p->kc, p->pack_a);
 
     cl_int err;
     const char *source = (const char *)clattn__gemm_cpu_sources[0].data;
@@ -171,6 +178,8 @@ clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
     g->gemm = clCreateKernel(g->program, "clattn_gemm_cpu", &err);
     if (err == CL_SUCCESS)
         g->pack = clCreateKernel(g->program, "clattn_gemm_cpu_pack_b", &err);
+    if (err == CL_SUCCESS)
+        g->pack_a = clCreateKernel(g->program, "clattn_gemm_cpu_pack_a", &err);
     if (err != CL_SUCCESS)
         status = fail(g, status_from_cl(err), "clCreateKernel (gemm_cpu.cl) failed: %d", (int)err);
 out:
@@ -192,6 +201,10 @@ void clattn__gemm_cpu_release(clattn_gemm_cpu *g)
         clReleaseKernel(g->gemm);
     if (g->pack)
         clReleaseKernel(g->pack);
+    if (g->pack_a)
+        clReleaseKernel(g->pack_a);
+    if (g->a_scratch)
+        clReleaseMemObject(g->a_scratch);
     if (g->program)
         clReleaseProgram(g->program);
     free(g);
@@ -258,6 +271,43 @@ clattn_status clattn__gemm_cpu_pack_b(clattn_gemm_cpu *g, cl_command_queue queue
     return CLATTN_OK;
 }
 
+/* Copies A into g->a_scratch as K-major micro-panels of mr rows (grown on demand). */
+static clattn_status pack_a(clattn_gemm_cpu *g, cl_command_queue queue, size_t m, size_t k,
+                            cl_mem a, size_t a_offset, size_t lda, size_t tiles)
+{
+    size_t mr = g->params.mr, vw = g->params.vw;
+    size_t bytes = tiles * mr * k * sizeof(float);
+    if (bytes > g->a_scratch_bytes) {
+        if (g->a_scratch)
+            clReleaseMemObject(g->a_scratch);
+        g->a_scratch = NULL;
+        g->a_scratch_bytes = 0;
+        cl_int err;
+        g->a_scratch = clCreateBuffer(g->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        if (err != CL_SUCCESS) {
+            g->a_scratch = NULL;
+            return fail(g, status_from_cl(err), "allocating %zu bytes for a packed A failed: %d",
+                        bytes, (int)err);
+        }
+        g->a_scratch_bytes = bytes;
+    }
+    cl_ulong off = a_offset, ld = lda;
+    cl_uint um = (cl_uint)m, uk = (cl_uint)k;
+    cl_kernel kern = g->pack_a;
+    SET_ARG(kern, 0, a);
+    SET_ARG(kern, 1, off);
+    SET_ARG(kern, 2, ld);
+    SET_ARG(kern, 3, um);
+    SET_ARG(kern, 4, uk);
+    SET_ARG(kern, 5, g->a_scratch);
+    size_t global[2] = {(k + vw - 1) / vw * vw, tiles * mr}, local[2] = {vw, 1};
+    cl_int err = clEnqueueNDRangeKernel(queue, kern, 2, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fail(g, status_from_cl(err), "enqueueing the CPU GEMM's A packing (m=%zu k=%zu) "
+                    "failed: %d", m, k, (int)err);
+    return CLATTN_OK;
+}
+
 clattn_status clattn__gemm_cpu_run(clattn_gemm_cpu *g, cl_command_queue queue, size_t m, size_t n,
                                    size_t k, cl_mem a, size_t a_offset, size_t lda, cl_mem packed,
                                    cl_mem bias, size_t bias_offset, float beta, cl_mem c,
@@ -282,6 +332,14 @@ clattn_status clattn__gemm_cpu_run(clattn_gemm_cpu *g, cl_command_queue queue, s
             mb /= 2;
     }
     cl_uint um = (cl_uint)m, un = (cl_uint)n, uk = (cl_uint)k, umb = (cl_uint)mb;
+    if (g->params.pack_a) {
+        clattn_status status = pack_a(g, queue, m, k, a, a_offset, lda, tiles);
+        if (status != CLATTN_OK)
+            return status;
+        a = g->a_scratch;
+        a_offset = 0;
+        lda = k;
+    }
     cl_ulong aoff = a_offset, ulda = lda, boff = bias_offset, coff = c_offset, uldc = ldc;
     cl_int has_bias = bias != NULL, iact = (cl_int)act;
     cl_mem bias_buf = bias ? bias : packed; /* any valid buffer: not read */

@@ -35,12 +35,14 @@ typedef struct clattn_gemm_cpu_params {
     unsigned mr; /* rows per micro-tile: mr·nv accumulators + nv B vectors fit the registers */
     unsigned kc; /* K block in floats (panel block kc·nr·4 bytes stays in L1); 0 = whole K */
     unsigned mb; /* micro-tiles per work-item; 0 = chosen per call for enough work-items */
+    unsigned pack_a; /* 1: copy A into K-major micro-panels per call (a scratch buffer kept by
+                      * the object) before the product; 0: read A in place (the default) */
 } clattn_gemm_cpu_params;
 
 typedef struct clattn_gemm_cpu clattn_gemm_cpu;
 
 /* Builds the program for `device`. `override` (may be NULL) replaces the derived parameters
- * field by field; the environment variable CLATTN_GEMM_CPU ("vw=16,nv=2,mr=12,kc=256,mb=2") too. */
+ * field by field; the environment variable CLATTN_GEMM_CPU ("vw=16,nv=2,mr=12,kc=256,mb=2,pa=1") too. */
 clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
                                       const clattn_gemm_cpu_params *override,
                                       clattn_gemm_cpu **out, char *error, size_t error_size);
@@ -63,7 +65,9 @@ clattn_status clattn__gemm_cpu_pack_b(clattn_gemm_cpu *g, cl_command_queue queue
 /* C[m, n] = act(A[m, k]·Bᵀ + bias[n] + beta·C), A row-major with row stride lda, C with ldc,
  * offsets and strides in floats; `packed` from clattn__gemm_cpu_pack_b with the same n and k;
  * `bias` may be NULL; C is not read when beta is 0. m, n or k of 0 is a no-op (k 0 with m·n > 0
- * is refused). Enqueued on `queue`; `event` may be NULL. */
+ * is refused). Enqueued on `queue`; `event` may be NULL (with pack_a it is the product's event;
+ * the packing runs before it on the same in-order queue). Not thread-safe per object: the kernel
+ * arguments and the A scratch buffer are the object's. */
 clattn_status clattn__gemm_cpu_run(clattn_gemm_cpu *g, cl_command_queue queue, size_t m, size_t n,
                                    size_t k, cl_mem a, size_t a_offset, size_t lda, cl_mem packed,
                                    cl_mem bias, size_t bias_offset, float beta, cl_mem c,

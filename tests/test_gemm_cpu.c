@@ -1,7 +1,7 @@
 /*
  * The CPU GEMM (src/gemm_cpu.c, cl/gemm_cpu.cl) against a double-precision reference: odd shapes
  * (edges in M, N and K), offsets and strides, every epilogue (bias, beta, relu, gelu), kernel
- * shapes other than the device's default (K blocking, float4/float8 panels), and the argument
+ * shapes other than the device's default (K blocking, float4/float8 panels, packed A), and the argument
  * checks.
  */
 #include "common/test_util.h"
@@ -124,9 +124,10 @@ static void test_default_parameters(void **state)
 static void test_other_shapes(void **state)
 {
     /* K blocks (several, and a partial last one), narrow panels, several micro-tiles per
-     * work-item, float4 and float8 vectors */
+     * work-item, float4 and float8 vectors, A packed per call (with and without K blocks) */
     static const clattn_gemm_cpu_params variants[] = {
-        {16, 2, 12, 16, 0}, {8, 1, 3, 7, 2}, {4, 3, 5, 0, 3}, {8, 2, 6, 64, 1}};
+        {16, 2, 12, 16, 0, 0}, {8, 1, 3, 7, 2, 0}, {4, 3, 5, 0, 3, 0}, {8, 2, 6, 64, 1, 0},
+        {16, 2, 12, 0, 0, 1}, {8, 1, 5, 16, 2, 1}};
     for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
         check_all(*state, &variants[i]);
 }
@@ -136,7 +137,7 @@ static void test_invalid_arguments(void **state)
     clattn_context *ctx = *state;
     clattn_gemm_cpu *g = NULL;
     char error[256] = "";
-    clattn_gemm_cpu_params bad = {3, 0, 0, 0, 0};
+    clattn_gemm_cpu_params bad = {3, 0, 0, 0, 0, 0};
     assert_int_equal(clattn__gemm_cpu_create(ctx->cl_ctx, ctx->device, &bad, &g, error,
                                              sizeof(error)),
                      CLATTN_ERROR_INVALID_ARGUMENT);
