@@ -176,8 +176,8 @@ static void format_rate(char *out, size_t size, int have, double macs, timing t,
         return;
     }
     double wall = macs / t.wall * 1e-9, cpu = macs / t.cpu * 1e-9;
-    snprintf(out, size, "%.1f (%.0f %%) | %.1f (%.0f %%)", wall, wall / peak * 100, cpu,
-             cpu / (peak / cores) * 100);
+    snprintf(out, size, wall < 1 ? "%.3f (%.1f %%) | %.3f (%.1f %%)" : "%.1f (%.0f %%) | %.1f (%.0f %%)",
+             wall, wall / peak * 100, cpu, cpu / (peak / cores) * 100);
 }
 
 #define MAX_VARIANTS 8
