@@ -1,5 +1,6 @@
 /*
- * SGEMM for CPU-like OpenCL devices (PoCL, rusticl/llvmpipe):
+ * SGEMM for CPU OpenCL devices that compile one work-item per invocation (PoCL; not llvmpipe,
+ * which runs work-items as SIMD lanes: docs/pocl-cpu-performance.md):
  *
  *   C[M,N] = act(A[M,K] · B[N,K]ᵀ + bias[N] + beta · C[M,N])
  *
@@ -14,8 +15,10 @@
  * around the kernel and the kernel's own explicit vectors are the vectorisation. Each work-item
  * owns one B panel and a block of `mb` micro-tiles of GEMM_MR rows; a micro-tile keeps
  * GEMM_MR × GEMM_NV vector accumulators in registers for the whole K loop (broadcast A × vector B
- * fused multiply-adds), so C is read and written once. K is walked in blocks of GEMM_KC so that
- * the panel's block stays in L1 while the work-item's micro-tiles reuse it.
+ * fused multiply-adds), so C is read and written once. Optionally (GEMM_KC > 0) K is walked in
+ * blocks so that the panel's block stays in L1 while the work-item's micro-tiles reuse it; the
+ * partial sums then go through C between blocks (beta applied with the first block, bias and
+ * activation with the last).
  *
  * Parameters (-D, chosen by src/gemm_cpu.c from device facts):
  *   GEMM_VW  vector width in floats: 16 (AVX-512), 8 (AVX/AVX2), 4 (SSE/NEON)

@@ -193,7 +193,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    clattn_context_destroy(*state);
+    clattn_context *ctx = *state;
+    clattn_context_destroy(&ctx);
     return 0;
 }
 
