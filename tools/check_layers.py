@@ -22,7 +22,7 @@ LAYERS = [
     ("device", ["device.h", "device.c", "shape.h", "shape.c", "file_io.h", "file_io.c",
                 "kernels.h", "program.c", "tuning.h", "tuning.c"]),
     ("runtime", ["buffers.h", "buffers.c", "launch.h", "launch.c", "stats.c",
-                 "gemm.h", "gemm.c", "fused_cache.h", "fused_cache.c", "positional_table.h",
+                 "gemm_cpu.h", "gemm_cpu.c", "gemm.h", "gemm.c", "fused_cache.h", "fused_cache.c", "positional_table.h",
                  "positional_table.c", "context.c"]),
     ("tensors", ["tensor.c"]),
     ("operations", ["elementwise.h", "elementwise.c", "positional.h", "positional.c",
