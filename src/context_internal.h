@@ -10,6 +10,7 @@
 #include "buffers.h"
 #include "errors.h"
 #include "fused_cache.h"
+#include "gemm_cpu.h"
 #include "kernels.h"
 #include "launch.h"
 #include "positional_table.h"
@@ -30,6 +31,7 @@ struct clattn_context {
     clattn_workspace workspace;       /* buffers.c */
     clattn_positional_table pe_table; /* positional_table.c */
     clattn_stats_state stats;         /* stats.c */
+    clattn_gemm_cpu *gemm_cpu;        /* gemm.c: the CPU GEMM's program, built on first use */
 };
 
 #endif /* CLATTN_CONTEXT_INTERNAL_H */

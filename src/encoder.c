@@ -3,7 +3,7 @@
 #include "buffers.h"
 #include "context_internal.h"
 #include "elementwise.h"
-#include "gemm.h"
+#include "linear.h"
 #include "mha_internal.h"
 #include "positional.h"
 #include "positional_table.h"
@@ -166,7 +166,7 @@ typedef struct pass {
     clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
 } pass;
 
-static clattn_status self_attention(pass *p, const clattn_encoder_layer *l, cl_mem input)
+static clattn_status self_attention(pass *p, clattn_encoder_layer *l, cl_mem input)
 {
     clattn_mha_io io = p->attn;
     io.query = input;
@@ -175,23 +175,22 @@ static clattn_status self_attention(pass *p, const clattn_encoder_layer *l, cl_m
 }
 
 /* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
- * step, fused into LayerNorm or the add). */
-static clattn_status feed_forward(pass *p, const clattn_encoder_layer *l, cl_mem input)
+ * step, fused into LayerNorm or the add). The layer's GEMM weights keep their packed forms. */
+static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
-    clattn_status status;
-    if ((status = clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, ff, d, input, 0, d, l->w1, 0, d,
-                                  0.0f, p->hidden, 0, ff)) ||
-        (status = clattn__bias_act(ctx, p->hidden, 0, ff, T, ff, l->b1, 0,
-                                   activation_kind(c->activation))))
+    clattn_status status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, T, input, 0, d, &l->lin1,
+                                          l->b1, 0, activation_kind(c->activation), p->hidden, 0,
+                                          ff);
+    if (status != CLATTN_OK)
         return status;
-    return clattn__gemm_nt(ctx, CLATTN_OP_FEED_FORWARD, T, d, ff, p->hidden, 0, ff, l->w2, 0, ff,
-                           0.0f, p->sub, 0, d);
+    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, T, p->hidden, 0, ff, &l->lin2, NULL, 0,
+                          CLATTN_ACT_NONE, p->sub, 0, d);
 }
 
-static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
+static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
@@ -208,7 +207,7 @@ static clattn_status layer_post_ln(pass *p, const clattn_encoder_layer *l)
                              l->norm2_b, eps);
 }
 
-static clattn_status layer_pre_ln(pass *p, const clattn_encoder_layer *l)
+static clattn_status layer_pre_ln(pass *p, clattn_encoder_layer *l)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;

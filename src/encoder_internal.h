@@ -3,6 +3,7 @@
 #define CLATTN_ENCODER_INTERNAL_H
 
 #include "errors.h"
+#include "gemm.h"
 
 /* One layer's device weights (PyTorch layouts). */
 typedef struct clattn_encoder_layer {
@@ -11,6 +12,7 @@ typedef struct clattn_encoder_layer {
     cl_mem w2, b2;             /* linear2: [d_model, d_ff], [d_model] */
     cl_mem norm1_w, norm1_b;   /* [d_model] */
     cl_mem norm2_w, norm2_b;   /* [d_model] */
+    clattn_gemm_weight lin1, lin2; /* w1 and w2 as the GEMMs read them */
 } clattn_encoder_layer;
 
 /* Everything load_weights replaces at once. */

@@ -25,6 +25,7 @@ void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layer
     for (size_t i = 0; w->layers && i < num_layers; i++) {
         clattn_encoder_layer *l = &w->layers[i];
         clattn_mha_destroy(&l->attn);
+        clattn__gemm_weight_release(&l->lin1), clattn__gemm_weight_release(&l->lin2);
         clattn__release_mem(&l->w1), clattn__release_mem(&l->b1);
         clattn__release_mem(&l->w2), clattn__release_mem(&l->b2);
         clattn__release_mem(&l->norm1_w), clattn__release_mem(&l->norm1_b);
@@ -153,6 +154,8 @@ static clattn_status load_layer(loader *l, size_t i, clattn_encoder_layer *layer
         if ((status = upload(l, name, parts[p].ndim, parts[p].shape, parts[p].mem)))
             return status;
     }
+    layer->lin1 = (clattn_gemm_weight){layer->w1, 0, ff, d, d, NULL};
+    layer->lin2 = (clattn_gemm_weight){layer->w2, 0, d, ff, ff, NULL};
     return CLATTN_OK;
 }
 

@@ -1,10 +1,12 @@
 /* Projection GEMMs through CLBlast. */
 #include "gemm.h"
 #include "context_internal.h"
+#include "constants.h"
 #include "launch.h"
 
 #include <clblast_c.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *clblast_status_name(CLBlastStatusCode code)
 {
@@ -124,4 +126,90 @@ const char *clattn__gemm_apply_params(cl_device_id device, const clattn_gemm_par
 void clattn__gemm_clear_cache(void)
 {
     CLBlastClearCache();
+}
+
+/* ---- the library's CPU GEMM ---- */
+
+void clattn__gemm_cpu_destroy(clattn_gemm_cpu **g)
+{
+    if (*g)
+        clattn__gemm_cpu_release(*g);
+    *g = NULL;
+}
+
+void clattn__gemm_weight_release(clattn_gemm_weight *w)
+{
+    if (w->packed)
+        clReleaseMemObject(w->packed);
+    memset(w, 0, sizeof(*w));
+}
+
+/* The context's CPU GEMM, built on first use (about a second on a cold PoCL cache). */
+static clattn_status cpu_gemm(clattn_context *ctx, clattn_gemm_cpu **out)
+{
+    if (!ctx->gemm_cpu) {
+        char error[1024] = "";
+        clattn_status status = clattn__gemm_cpu_create(ctx->cl_ctx, ctx->device, NULL,
+                                                       &ctx->gemm_cpu, error, sizeof(error));
+        if (status != CLATTN_OK)
+            return clattn__fail(ctx, status, "building the CPU GEMM: %s", error);
+        clattn__log(ctx, CLATTN_LOG_INFO, "CPU GEMM built with \"%s\"",
+                    clattn__gemm_cpu_options(ctx->gemm_cpu));
+    }
+    *out = ctx->gemm_cpu;
+    return CLATTN_OK;
+}
+
+static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
+                             size_t a_offset, size_t lda, clattn_gemm_weight *w, cl_mem bias,
+                             size_t bias_offset, int act, cl_mem c, size_t c_offset, size_t ldc,
+                             clattn_gemm_left *left)
+{
+    clattn_gemm_cpu *g;
+    clattn_status status = cpu_gemm(ctx, &g);
+    if (status != CLATTN_OK)
+        return status;
+    if (!w->packed) {
+        cl_event event = NULL;
+        status = clattn__gemm_cpu_pack_b(g, ctx->queue, w->n, w->k, w->mem, w->offset, w->ld,
+                                         &w->packed, ctx->profiling ? &event : NULL);
+        if (status != CLATTN_OK)
+            return clattn__fail(ctx, status, "packing a weight for the CPU GEMM: %s",
+                                clattn__gemm_cpu_error(g));
+        if ((status = clattn__account(ctx, "gemm_pack", CLATTN_OP_OTHER, 0, NULL, event)))
+            return status;
+    }
+    clattn_gemm_cpu_act fused = act == CLATTN_ACT_RELU   ? CLATTN_GEMM_CPU_ACT_RELU
+                                : act == CLATTN_ACT_GELU ? CLATTN_GEMM_CPU_ACT_GELU
+                                                         : CLATTN_GEMM_CPU_ACT_NONE;
+    cl_event event = NULL;
+    status = clattn__gemm_cpu_run(g, ctx->queue, m, w->n, w->k, a, a_offset, lda, w->packed, bias,
+                                  bias_offset, 0.0f, c, c_offset, ldc, fused,
+                                  ctx->profiling ? &event : NULL);
+    if (status != CLATTN_OK)
+        return clattn__fail(ctx, status, "the CPU GEMM (%s, m=%zu n=%zu k=%zu): %s",
+                            clattn_op_name(op), m, w->n, w->k, clattn__gemm_cpu_error(g));
+    left->bias = false;
+    left->act = act == CLATTN_ACT_GELU_TANH ? CLATTN_ACT_GELU_TANH : CLATTN_ACT_NONE;
+    char name[CLATTN_STATS_NAME_SIZE];
+    snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
+    return clattn__account(ctx, name, op, (uint64_t)m * w->n * w->k, NULL, event);
+}
+
+clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
+                                    size_t a_offset, size_t lda, clattn_gemm_weight *w,
+                                    cl_mem bias, size_t bias_offset, int act, cl_mem c,
+                                    size_t c_offset, size_t ldc, clattn_gemm_left *left)
+{
+    left->bias = false;
+    left->act = CLATTN_ACT_NONE;
+    if (m == 0 || w->n == 0 || w->k == 0)
+        return CLATTN_OK;
+    if (ctx->tuning.gemm_kernel)
+        return run_cpu(ctx, op, m, a, a_offset, lda, w, bias, bias_offset, act, c, c_offset, ldc,
+                       left);
+    left->bias = bias != NULL;
+    left->act = act;
+    return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, w->mem, w->offset, w->ld,
+                           0.0f, c, c_offset, ldc);
 }

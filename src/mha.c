@@ -2,7 +2,7 @@
 #include "mha_internal.h"
 #include "buffers.h"
 #include "elementwise.h"
-#include "gemm.h"
+#include "linear.h"
 #include "shape.h"
 #include "tensor_internal.h"
 
@@ -25,7 +25,21 @@ struct clattn_mha {
     cl_mem w_out;                /* [E, h·d_v] or NULL */
     cl_mem b_out;                /* [E] or NULL */
     bool loaded;
+
+    /* The weights as the GEMMs read them (their packed forms are kept here). */
+    clattn_gemm_weight in_all;       /* [2·h·d_k + h·d_v, E]: self-attention's one projection */
+    clattn_gemm_weight in_q, in_k, in_v; /* the three parts, for cross-attention */
+    clattn_gemm_weight out_w;        /* [E, h·d_v] */
 };
+
+static void gemm_weights_release(clattn_mha *mha)
+{
+    clattn__gemm_weight_release(&mha->in_all);
+    clattn__gemm_weight_release(&mha->in_q);
+    clattn__gemm_weight_release(&mha->in_k);
+    clattn__gemm_weight_release(&mha->in_v);
+    clattn__gemm_weight_release(&mha->out_w);
+}
 
 static const char fn_forward[] = "clattn_mha_forward";
 static const char fn_load[] = "clattn_mha_load_weights";
@@ -130,6 +144,7 @@ void clattn_mha_destroy(clattn_mha **pmha)
     if (!pmha || !*pmha)
         return;
     clattn_mha *mha = *pmha;
+    gemm_weights_release(mha);
     clattn__release_mem(&mha->w_in);
     clattn__release_mem(&mha->b_in);
     clattn__release_mem(&mha->w_out);
@@ -246,6 +261,7 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
         return status;
     }
 
+    gemm_weights_release(mha);
     mha_buffers old = {mha->w_in, mha->b_in, mha->w_out, mha->b_out};
     buffers_release(&old);
     mha->w_in = b.w_in;
@@ -254,6 +270,12 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
     mha->b_out = b.b_out;
     mha->wk_offset = wq;
     mha->wv_offset = wq + wk;
+    size_t qk = mha->qk_width, vw = mha->v_width;
+    mha->in_all = (clattn_gemm_weight){b.w_in, 0, 2 * qk + vw, E, E, NULL};
+    mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL};
+    mha->in_k = (clattn_gemm_weight){b.w_in, wq, qk, c->kdim, c->kdim, NULL};
+    mha->in_v = (clattn_gemm_weight){b.w_in, wq + wk, vw, c->vdim, c->vdim, NULL};
+    mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL};
     mha->loaded = true;
     return CLATTN_OK;
 }
@@ -368,10 +390,9 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
         size_t P = 2 * qk + vw;
         if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS,
                                              rows_q * P * sizeof(float), &proj)) ||
-            (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_q, P, E, io->query,
-                                      io->query_offset, E, mha->w_in, 0, E, 0.0f, proj, 0, P)) ||
-            (status = clattn__bias_act(ctx, proj, 0, P, rows_q, P, mha->b_in, 0,
-                                       CLATTN_ACT_NONE)))
+            (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_q, io->query,
+                                     io->query_offset, E, &mha->in_all, mha->b_in, 0,
+                                     CLATTN_ACT_NONE, proj, 0, P)))
             return status;
         p->q = (clattn_head_view){proj, 0, io->seq_q * P, dk, P};
         p->k = (clattn_head_view){proj, qk, io->seq_q * P, dk, P};
@@ -383,22 +404,15 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
     size_t k_at = rows_q * qk, v_at = k_at + rows_k * qk, total = v_at + rows_k * vw;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, total * sizeof(float),
                                          &proj)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_q, qk, E, io->query,
-                                  io->query_offset, E, mha->w_in, 0, E, 0.0f, proj, 0, qk)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_k, qk, c->kdim, io->key,
-                                  io->key_offset, c->kdim, mha->w_in, mha->wk_offset, c->kdim,
-                                  0.0f, proj, k_at, qk)) ||
-        (status = clattn__gemm_nt(ctx, CLATTN_OP_IN_PROJECTION, rows_k, vw, c->vdim, io->value,
-                                  io->value_offset, c->vdim, mha->w_in, mha->wv_offset, c->vdim,
-                                  0.0f, proj, v_at, vw)))
-        return status;
-    if (mha->b_in &&
-        ((status = clattn__bias_act(ctx, proj, 0, qk, rows_q, qk, mha->b_in, 0,
-                                    CLATTN_ACT_NONE)) ||
-         (status = clattn__bias_act(ctx, proj, k_at, qk, rows_k, qk, mha->b_in, qk,
-                                    CLATTN_ACT_NONE)) ||
-         (status = clattn__bias_act(ctx, proj, v_at, vw, rows_k, vw, mha->b_in, 2 * qk,
-                                    CLATTN_ACT_NONE))))
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_q, io->query,
+                                 io->query_offset, E, &mha->in_q, mha->b_in, 0, CLATTN_ACT_NONE,
+                                 proj, 0, qk)) ||
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_k, io->key, io->key_offset,
+                                 c->kdim, &mha->in_k, mha->b_in, qk, CLATTN_ACT_NONE, proj, k_at,
+                                 qk)) ||
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_k, io->value,
+                                 io->value_offset, c->vdim, &mha->in_v, mha->b_in, 2 * qk,
+                                 CLATTN_ACT_NONE, proj, v_at, vw)))
         return status;
     p->q = (clattn_head_view){proj, 0, io->seq_q * qk, dk, qk};
     p->k = (clattn_head_view){proj, k_at, io->seq_k * qk, dk, qk};
@@ -447,11 +461,8 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
         return status;
     if (!c->out_proj)
         return CLATTN_OK;
-    if ((status = clattn__gemm_nt(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, E, vw, heads, 0, vw,
-                                  mha->w_out, 0, vw, 0.0f, io->out, io->out_offset, E)))
-        return status;
-    return clattn__bias_act(ctx, io->out, io->out_offset, E, rows_q, E, mha->b_out, 0,
-                            CLATTN_ACT_NONE);
+    return clattn__linear(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, heads, 0, vw, &mha->out_w,
+                          mha->b_out, 0, CLATTN_ACT_NONE, io->out, io->out_offset, E);
 }
 
 clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,

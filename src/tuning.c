@@ -39,6 +39,8 @@ static bool tuning_problem(const clattn_device_info *info, const clattn_tuning *
     else if (!is_pow2(t->fused_wg) || t->fused_wg > info->max_work_group_size)
         snprintf(problem, size, "fused_wg is %zu (a power of two up to %zu)", t->fused_wg,
                  info->max_work_group_size);
+    else if (t->gemm_kernel != 0 && t->gemm_kernel != 1)
+        snprintf(problem, size, "gemm_kernel is %d (0 or 1)", t->gemm_kernel);
     else
         return false;
     return true;
@@ -75,6 +77,8 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
     }
     while (t->fused_wg > max_wg)
         t->fused_wg /= 2;
+    /* CPUs: the library's GEMM (CLBlast's kernels reach a fifth of a CPU's peak through PoCL). */
+    t->gemm_kernel = info->type == CLATTN_DEVICE_TYPE_CPU;
     if (info->type == CLATTN_DEVICE_TYPE_CPU &&
         strstr(info->platform_name, "Portable Computing Language")) {
         gemm->present = 1;
@@ -130,6 +134,12 @@ static bool entry_tuning(json_t *entry, clattn_tuning *t, clattn_gemm_params *ge
         !read_size(fused, "wg", &t->fused_wg))
         return false;
     t->fused_local = local != 0 ? (int)local : 0;
+    size_t kernel;
+    if (json_object_get(entry, "gemm_kernel")) { /* absent in older entries: the default stays */
+        if (!read_size(entry, "gemm_kernel", &kernel))
+            return false;
+        t->gemm_kernel = kernel > 1 ? 2 : (int)kernel; /* 2: out of range, refused by the check */
+    }
     json_t *xgemm = json_object_get(entry, "xgemm");
     gemm->present = json_is_object(xgemm);
     for (int i = 0; gemm->present && i < CLATTN_GEMM_PARAMETER_COUNT; i++)
@@ -196,9 +206,9 @@ static json_t *entry_json(const clattn_device_info *info, const clattn_tuning *t
     json_t *fused = json_pack("{s:i, s:I, s:I, s:I}", "local", t->fused_local, "qpw",
                               (json_int_t)t->fused_qpw, "tk", (json_int_t)t->fused_tk, "wg",
                               (json_int_t)t->fused_wg);
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:o}", "device", info->name, "driver",
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:o, s:i}", "device", info->name, "driver",
                               info->driver_version, "library", CLATTN_VERSION_STRING,
-                              "fused", fused);
+                              "fused", fused, "gemm_kernel", t->gemm_kernel);
     if (entry && gemm->present) {
         json_t *xgemm = json_object();
         for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
@@ -280,6 +290,8 @@ static bool apply_pair(clattn_tuning *t, const char *key, size_t key_len, const 
         t->fused_wg = v;
     else if (KEY("fused_local") && v <= 1)
         t->fused_local = (int)v;
+    else if (KEY("gemm_kernel") && v <= 1)
+        t->gemm_kernel = (int)v;
     else
         return false;
 #undef KEY
@@ -296,7 +308,7 @@ static void apply_environment(clattn_context *ctx, const clattn_device_info *inf
         if (!eq || (comma && eq > comma) || !apply_pair(t, p, (size_t)(eq - p), eq + 1))
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "CLATTN_TUNE: ignoring \"%.*s\" (keys: fused_qpw 1-16, fused_tk 1-256, "
-                        "fused_wg a power of two, fused_local 0/1)",
+                        "fused_wg a power of two, fused_local 0/1, gemm_kernel 0/1)",
                         (int)len, p);
         p = comma ? comma + 1 : p + len;
     }

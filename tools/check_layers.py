@@ -27,7 +27,7 @@ LAYERS = [
     ("tensors", ["tensor.c"]),
     ("operations", ["elementwise.h", "elementwise.c", "positional.h", "positional.c",
                     "attention_internal.h", "attention_args.c", "attention.c", "attention_views.c",
-                    "attention_unfused.c", "fused_attention.c", "pooling.h", "pooling.c"]),
+                    "attention_unfused.c", "fused_attention.c", "pooling.h", "pooling.c", "linear.h", "linear.c"]),
     ("layers", ["sdpa.c", "mha_internal.h", "mha.c", "mha_weights.c", "encoder_internal.h",
                 "encoder.c", "encoder_weights.c", "counts.c", "presets.c"]),
     ("files", ["npy.c", "safetensors.c", "model_file.c"]),

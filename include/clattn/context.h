@@ -172,8 +172,8 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache or
  *      a stale entry (another library version) is ignored with a warning, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
- *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1) —
- *      the fields below; anything else is ignored with a warning.
+ *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1),
+ *      gemm_kernel (0 or 1) — the fields below; anything else is ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
  * are set with clattn_context_set_gemm_parameters.
@@ -184,7 +184,12 @@ typedef struct clattn_tuning {
     size_t fused_tk;  /* fused_tk: keys per block (without staging: rounded down to 1, 2, 4, 8
                        * or 16) */
     size_t fused_wg;  /* fused_wg: work-group size (a power of two) */
-    uint8_t reserved[64]; /* must be zero */
+    int gemm_kernel;  /* gemm_kernel: 1 runs the projection and feed-forward GEMMs with the
+                       * library's CPU GEMM (register-blocked micro-tiles of the device's native
+                       * vector width over weights packed once, bias and activation fused; the
+                       * default on CPU devices, see docs/pocl-cpu-performance.md); 0 with
+                       * CLBlast (the default on GPUs) */
+    uint8_t reserved[60]; /* must be zero */
 } clattn_tuning;
 
 /* The tuning in effect. */
