@@ -175,19 +175,12 @@ static clattn_status self_attention(pass *p, clattn_encoder_layer *l, cl_mem inp
 }
 
 /* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
- * step, fused into LayerNorm or the add). The layer's GEMM weights keep their packed forms. */
+ * step, fused into LayerNorm or the add). */
 static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input)
 {
-    clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
-    size_t T = p->tokens, d = c->d_model, ff = c->dim_feedforward;
-    clattn_status status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, T, input, 0, d, &l->lin1,
-                                          l->b1, 0, activation_kind(c->activation), p->hidden, 0,
-                                          ff);
-    if (status != CLATTN_OK)
-        return status;
-    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, T, p->hidden, 0, ff, &l->lin2, NULL, 0,
-                          CLATTN_ACT_NONE, p->sub, 0, d);
+    return clattn__ffn_forward(p->enc->ctx, &l->ffn, p->tokens, c->d_model, c->dim_feedforward,
+                               activation_kind(c->activation), input, p->hidden, p->sub);
 }
 
 static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
@@ -198,13 +191,13 @@ static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
     float eps = c->layer_norm_eps;
     clattn_status status;
     if ((status = self_attention(p, l, p->x)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1_w,
-                                    l->norm1_b, eps)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1.weight,
+                                    l->norm1.bias, eps)) ||
         (status = feed_forward(p, l, p->x)))
         return status;
     /* x = LN2(x + (H·W2ᵀ + b2)) */
-    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->b2, p->x, 0, T, d, l->norm2_w,
-                             l->norm2_b, eps);
+    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, p->x, 0, T, d, l->norm2.weight,
+                             l->norm2.bias, eps);
 }
 
 static clattn_status layer_pre_ln(pass *p, clattn_encoder_layer *l)
@@ -214,16 +207,16 @@ static clattn_status layer_pre_ln(pass *p, clattn_encoder_layer *l)
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
     clattn_status status;
-    if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1_w,
-                                    l->norm1_b, eps)) ||
+    if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1.weight,
+                                    l->norm1.bias, eps)) ||
         (status = self_attention(p, l, p->normed)) ||
         (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2_w,
-                                    l->norm2_b, eps)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2.weight,
+                                    l->norm2.bias, eps)) ||
         (status = feed_forward(p, l, p->normed)))
         return status;
     /* x = x + (H·W2ᵀ + b2) */
-    return clattn__add(ctx, p->x, 0, p->sub, 0, l->b2, T, d);
+    return clattn__add(ctx, p->x, 0, p->sub, 0, l->ffn.b2, T, d);
 }
 
 /* Runs the layers and the final norm on p->x (already holding the embedded input) into out. */
@@ -240,7 +233,7 @@ static clattn_status run_layers(pass *p, clattn_tensor *out)
     size_t d = c->d_model;
     if (c->final_norm)
         return clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, out->mem, out->offset,
-                                 p->tokens, d, enc->weights.norm_w, enc->weights.norm_b,
+                                 p->tokens, d, enc->weights.norm.weight, enc->weights.norm.bias,
                                  c->layer_norm_eps);
     cl_int err = clEnqueueCopyBuffer(enc->ctx->queue, p->x, out->mem, 0,
                                      out->offset * sizeof(float), p->tokens * d * sizeof(float), 0,
@@ -341,7 +334,8 @@ static clattn_status embedding_norm(pass *p)
     if (!c->embedding_norm)
         return CLATTN_OK;
     return clattn__layernorm(p->enc->ctx, p->x, 0, NULL, 0, NULL, p->x, 0, p->tokens, c->d_model,
-                             p->enc->weights.emb_norm_w, p->enc->weights.emb_norm_b,
+                             p->enc->weights.embedding_norm.weight,
+                             p->enc->weights.embedding_norm.bias,
                              c->layer_norm_eps);
 }
 
