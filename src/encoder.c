@@ -47,10 +47,10 @@ void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params
     params->path = CLATTN_PATH_AUTO;
 }
 
-static clattn_status resolve_config(clattn_context *ctx, const clattn_encoder_config *in,
-                                    clattn_encoder_config *out)
+clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
+                                           const clattn_encoder_config *in,
+                                           clattn_encoder_config *out)
 {
-    static const char fn[] = "clattn_encoder_create";
     *out = *in;
     CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(in->reserved, sizeof(in->reserved)),
                      "config->reserved is not zero (initialise config with "
@@ -107,7 +107,7 @@ clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
     *out = NULL;
     CLATTN_CHECK_ARG(ctx, "clattn_encoder_create", config, "config is NULL");
     clattn_encoder_config cfg;
-    clattn_status status = resolve_config(ctx, config, &cfg);
+    clattn_status status = clattn__resolve_layer_config(ctx, "clattn_encoder_create", config, &cfg);
     if (status != CLATTN_OK)
         return status;
     clattn_encoder *enc = calloc(1, sizeof(*enc));

@@ -31,4 +31,10 @@ struct clattn_encoder {
 
 void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layers);
 
+/* Checks a layer stack's configuration and fills in its defaults (head widths, the embedding
+ * scale); errors name `function`. The decoder checks its own through it too. */
+clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *function,
+                                           const clattn_encoder_config *in,
+                                           clattn_encoder_config *out);
+
 #endif

@@ -7,6 +7,7 @@
  *   clattn/tensor.h     float32 device tensors
  *   clattn/attention.h  scaled dot-product attention, multi-head attention layer
  *   clattn/encoder.h    Transformer encoder, positional encoding, presets, model files
+ *   clattn/decoder.h    Transformer decoder (nn.TransformerDecoder)
  *   clattn/npy.h        reading and writing NumPy .npy files
  *   clattn/safetensors.h  reading and writing safetensors files
  *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
@@ -25,6 +26,7 @@
 #include "clattn/tensor.h"
 #include "clattn/attention.h"
 #include "clattn/encoder.h"
+#include "clattn/decoder.h"
 #include "clattn/npy.h"
 #include "clattn/safetensors.h"
 #include "clattn/tokenizer.h"
