@@ -1,0 +1,199 @@
+/*
+ * Decoder layers and stacks against PyTorch's nn.TransformerDecoder (tests/golden/dec_*, written
+ * by tools/gen_decoder_golden.py and checked there against a float64 NumPy decoder), on both
+ * attention paths; invalid arguments.
+ */
+#include "common/test_util.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static clattn_npy_array *load_npy(const char *dir, const char *name, bool optional)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f && optional)
+        return NULL;
+    if (f)
+        fclose(f);
+    clattn_npy_array *a = NULL;
+    clattn_status status = clattn_npy_read_f32(&a, path);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(NULL));
+    assert_int_equal(status, CLATTN_OK);
+    return a;
+}
+
+static const clattn_host_tensor *st_lookup(void *user, const char *name)
+{
+    static _Thread_local clattn_host_tensor view;
+    const clattn_safetensors_tensor *t = clattn_safetensors_find(user, name);
+    if (!t)
+        return NULL;
+    memset(&view, 0, sizeof(view));
+    view.data = t->data;
+    view.ndim = t->ndim;
+    for (int d = 0; d < t->ndim && d < CLATTN_MAX_DIMS; d++)
+        view.shape[d] = t->shape[d];
+    return &view;
+}
+
+static bool flag(json_t *meta, const char *key)
+{
+    return json_is_true(json_object_get(meta, key));
+}
+
+static size_t size_of(json_t *meta, const char *key)
+{
+    return (size_t)json_integer_value(json_object_get(meta, key));
+}
+
+static double run_case(clattn_context *ctx, const char *dir, clattn_attention_path path)
+{
+    char file[1100];
+    snprintf(file, sizeof(file), "%s/meta.json", dir);
+    json_error_t error;
+    json_t *meta = json_load_file(file, 0, &error);
+    assert_non_null(meta);
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, size_of(meta, "d_model"), size_of(meta, "nhead"),
+                                  size_of(meta, "num_layers"), size_of(meta, "dim_feedforward"));
+    const char *act = json_string_value(json_object_get(meta, "activation"));
+    cfg.activation = strcmp(act, "gelu") == 0 ? CLATTN_ACTIVATION_GELU : CLATTN_ACTIVATION_RELU;
+    cfg.norm_first = flag(meta, "norm_first");
+    cfg.final_norm = flag(meta, "final_norm");
+    cfg.layer_norm_eps = (float)json_number_value(json_object_get(meta, "layer_norm_eps"));
+    clattn_decoder *dec = NULL;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    snprintf(file, sizeof(file), "%s/model.safetensors", dir);
+    clattn_safetensors *st = NULL;
+    assert_int_equal(clattn_safetensors_read(&st, file), CLATTN_OK);
+    clattn_status status = clattn_decoder_load_weights(dec, st_lookup, st);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+
+    clattn_npy_array *tgt = load_npy(dir, "tgt.npy", false);
+    clattn_npy_array *memory = load_npy(dir, "memory.npy", false);
+    clattn_npy_array *expect = load_npy(dir, "out.npy", false);
+    clattn_npy_array *tkp = load_npy(dir, "tgt_key_padding_mask.npy", true);
+    clattn_npy_array *mkp = load_npy(dir, "memory_key_padding_mask.npy", true);
+    clattn_tensor *t_tgt = test_tensor_from(ctx, 3, tgt->shape, tgt->f32);
+    clattn_tensor *t_mem = test_tensor_from(ctx, 3, memory->shape, memory->f32);
+    clattn_tensor *t_out = test_tensor_from(ctx, 3, tgt->shape, NULL);
+    clattn_tensor *t_tkp = tkp ? test_tensor_from(ctx, 2, tkp->shape, tkp->f32) : NULL;
+    clattn_tensor *t_mkp = mkp ? test_tensor_from(ctx, 2, mkp->shape, mkp->f32) : NULL;
+    clattn_decoder_forward_params params;
+    clattn_decoder_forward_params_default(&params);
+    params.tgt_is_causal = flag(meta, "causal");
+    params.tgt_key_padding_mask = t_tkp;
+    params.memory_key_padding_mask = t_mkp;
+    params.path = path;
+    assert_int_equal(clattn_decoder_forward(dec, t_tgt, t_mem, t_out, &params), CLATTN_OK);
+    float *got = test_tensor_to_host(t_out);
+    double err = test_max_abs_diff(got, expect->f32, expect->numel);
+    assert_close(got, expect->f32, expect->numel,
+                 json_real_value(json_object_get(meta, "tolerance")));
+    free(got);
+    clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem), clattn_tensor_destroy(&t_out);
+    clattn_tensor_destroy(&t_tkp), clattn_tensor_destroy(&t_mkp);
+    clattn_npy_array_destroy(&tgt), clattn_npy_array_destroy(&memory);
+    clattn_npy_array_destroy(&expect), clattn_npy_array_destroy(&tkp);
+    clattn_npy_array_destroy(&mkp);
+    clattn_safetensors_destroy(&st);
+    clattn_decoder_destroy(&dec);
+    json_decref(meta);
+    return err;
+}
+
+static void matches_pytorch_golden_files(void **state)
+{
+    test_fixture *f = *state;
+    DIR *d = opendir(GOLDEN_DIR);
+    assert_non_null(d);
+    struct dirent *e;
+    int cases = 0;
+    double worst = 0.0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "dec_", 4) != 0)
+            continue;
+        char dir[1024];
+        snprintf(dir, sizeof(dir), "%s/%s", GOLDEN_DIR, e->d_name);
+        for (int p = 0; p < 2; p++) { /* the fused and the unfused attention path */
+            double err = run_case(f->ctx, dir, p ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED);
+            worst = err > worst ? err : worst;
+        }
+        cases++;
+    }
+    closedir(d);
+    assert_true(cases >= 6);
+    print_message("    largest error against PyTorch over %d decoder cases, both paths: %.2e\n",
+                  cases, worst);
+}
+
+static void rejects_bad_arguments(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, 8, 2, 1, 16);
+    clattn_decoder *dec = (clattn_decoder *)0x1;
+    cfg.nhead = 3;
+    assert_status_msg(ctx, clattn_decoder_create(ctx, &dec, &cfg), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "clattn_decoder_create: invalid argument: d_model 8 is not divisible by "
+                      "nhead 3");
+    assert_null(dec);
+    cfg.nhead = 2;
+    cfg.reserved[0] = 1;
+    assert_status_msg(ctx, clattn_decoder_create(ctx, &dec, &cfg), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "reserved");
+    cfg.reserved[0] = 0;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    clattn_tensor *tgt = test_tensor_from(ctx, 3, (size_t[]){2, 3, 8}, NULL);
+    clattn_tensor *mem = test_tensor_from(ctx, 3, (size_t[]){2, 5, 8}, NULL);
+    clattn_tensor *other_batch = test_tensor_from(ctx, 3, (size_t[]){1, 5, 8}, NULL);
+    clattn_tensor *wide = test_tensor_from(ctx, 3, (size_t[]){2, 5, 9}, NULL);
+    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){2, 3, 8}, NULL);
+    clattn_tensor *bad_kpm = test_tensor_from(ctx, 2, (size_t[]){2, 4}, NULL);
+    assert_status_msg(ctx, clattn_decoder_forward(dec, tgt, mem, out, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "the decoder has no weights");
+    assert_int_equal(clattn_decoder_init_random(dec, 7), CLATTN_OK);
+    assert_int_equal(clattn_decoder_forward(dec, tgt, mem, out, NULL), CLATTN_OK);
+    assert_status_msg(ctx, clattn_decoder_forward(dec, tgt, other_batch, out, NULL),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "must share the batch size");
+    assert_status_msg(ctx, clattn_decoder_forward(dec, tgt, wide, out, NULL),
+                      CLATTN_ERROR_SHAPE_MISMATCH,
+                      "memory has shape [2, 5, 9] but must be [B, N, d_model] with d_model = 8");
+    assert_status_msg(ctx, clattn_decoder_forward(dec, tgt, mem, mem, NULL),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "out has shape [2, 5, 8]");
+    assert_status_msg(ctx, clattn_decoder_forward(dec, NULL, mem, out, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "tgt is NULL");
+    clattn_decoder_forward_params params;
+    clattn_decoder_forward_params_default(&params);
+    params.memory_key_padding_mask = bad_kpm;
+    assert_status_msg(ctx, clattn_decoder_forward(dec, tgt, mem, out, &params),
+                      CLATTN_ERROR_SHAPE_MISMATCH,
+                      "key_padding_mask has shape [2, 4] but must be [B, Nk] = [2, 5]");
+    assert_status_msg(NULL, clattn_decoder_forward(NULL, tgt, mem, out, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "decoder is NULL");
+    clattn_tensor_destroy(&tgt), clattn_tensor_destroy(&mem), clattn_tensor_destroy(&out);
+    clattn_tensor_destroy(&other_batch), clattn_tensor_destroy(&wide);
+    clattn_tensor_destroy(&bad_kpm);
+    clattn_decoder_destroy(&dec);
+    assert_null(dec);
+    clattn_decoder_destroy(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_pytorch_golden_files),
+        cmocka_unit_test(rejects_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
+}
