@@ -49,19 +49,21 @@ CLATTN_DEFINE_GROUP_REDUCE(clattn_group_max, fmax)
 /* The mask arguments every attention kernel takes, in this order:
  *   am: attention mask, element (b, h, i, j) at am[am_off + b·am_sb + h·am_sh + i·am_si + j·am_sj]
  *       (stride 0 broadcasts); kp: key-padding mask, element (b, j) at kp[kp_off + b·kp_sb +
- *       j·kp_sj]; causal: ignore key j for query i when j > i. */
+ *       j·kp_sj]; causal: ignore key j for query i when j > i + causal_shift (the shift places
+ *       the queries after causal_shift earlier keys: incremental decoding with a cache). */
 #define CLATTN_MASK_PARAMS                                                                  \
     __global const float *am, ulong am_off, ulong am_sb, ulong am_sh, ulong am_si,          \
         ulong am_sj, int am_kind, __global const float *kp, ulong kp_off, ulong kp_sb,      \
-        ulong kp_sj, int kp_kind, int causal
+        ulong kp_sj, int kp_kind, int causal, uint causal_shift
 
 #define CLATTN_MASK_ARGS \
-    am, am_off, am_sb, am_sh, am_si, am_sj, am_kind, kp, kp_off, kp_sb, kp_sj, kp_kind, causal
+    am, am_off, am_sb, am_sh, am_si, am_sj, am_kind, kp, kp_off, kp_sb, kp_sj, kp_kind, causal, \
+        causal_shift
 
 /* The score of query i against key j after every mask: -INFINITY when the key is ignored. */
 float clattn_masked_score(float s, uint b, uint h, uint i, uint j, CLATTN_MASK_PARAMS)
 {
-    if (causal && j > i)
+    if (causal && j > i + causal_shift)
         return -INFINITY;
     if (am_kind != CLATTN_KMASK_NONE) {
         float m = am[am_off + b * am_sb + h * am_sh + i * am_si + j * am_sj];

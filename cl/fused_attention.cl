@@ -116,7 +116,7 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
     }
     /* With a causal mask no query of this work-item sees a key after its last query. */
     uint last = min(first + QPW, nq) - 1;
-    uint end = causal ? min(nk, last + 1) : nk;
+    uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
     bool masked = causal || am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
 
     for (uint j0 = 0; j0 < end; j0 += TK) {
@@ -229,7 +229,7 @@ void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
         st.acc[c] = 0.0f;
     /* The same bound for the whole work-group: the keys its last query can see. */
     uint group_last = min((uint)(get_group_id(0) + 1) * CLATTN_FUSED_WG, nq) - 1;
-    uint end = causal ? min(nk, group_last + 1) : nk;
+    uint end = causal ? min(nk, group_last + 1 + causal_shift) : nk;
 
     for (uint j0 = 0; j0 < end; j0 += TK) {
         for (uint e = t_local; e < TK * DK; e += CLATTN_FUSED_WG) {
@@ -247,7 +247,7 @@ void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
             for (int c = 0; c < DK; c++)
                 dot += qv[c] * k_tile[t][c];
             uint j = j0 + t;
-            s[t] = j < end && j <= (causal ? row : j) ? clattn_masked_score(dot, b, h, row, j,
+            s[t] = j < end && j <= (causal ? row + causal_shift : j) ? clattn_masked_score(dot, b, h, row, j,
                                                                            CLATTN_MASK_ARGS)
                                                       : -INFINITY;
         }

@@ -40,6 +40,7 @@ typedef struct clattn_attention_problem {
     size_t batch, heads, seq_q, seq_k, dk, dv;
     float scale;
     int causal;
+    size_t causal_shift; /* causal: query i sees keys j <= i + causal_shift (a cache's past) */
     clattn_head_view q, k, v;
     clattn_head_view out; /* [B, H, Nq, dv] */
     clattn_mask_view attn_mask, key_padding_mask;
@@ -61,7 +62,7 @@ typedef struct clattn_score_chunk {
 
 /* The five arguments of a head view: mem, offset, sb, sh, sn (cl/common.cl CLATTN_VIEW_PARAMS). */
 void clattn__head_view_args(clattn_kernel_args *args, const clattn_head_view *view);
-/* The 13 mask arguments every attention kernel takes (cl/common.cl CLATTN_MASK_PARAMS). */
+/* The 14 mask arguments every attention kernel takes (cl/common.cl CLATTN_MASK_PARAMS). */
 void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p);
 
 /* ---- the entry (attention.c) ---- */

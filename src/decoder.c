@@ -99,11 +99,12 @@ clattn_status clattn_decoder_get_config(const clattn_decoder *dec, clattn_decode
 /* One pass: sizes, borrowed workspace buffers, and the two attention calls' templates. */
 typedef struct pass {
     clattn_decoder *dec;
-    size_t batch, tgt_len, mem_len, tokens;
-    cl_mem x;        /* [B·T, d] the activations */
-    cl_mem sub;      /* [B·T, d] a sub-layer's output */
-    cl_mem normed;   /* [B·T, d] pre-LN's normalised activations */
-    cl_mem hidden;   /* [B·T, d_ff] */
+    clattn_decoder_state *state; /* NULL: teacher-forced over a memory tensor */
+    size_t tokens;   /* B·T (or B·n new tokens) */
+    cl_mem x;        /* [tokens, d] the activations */
+    cl_mem sub;      /* [tokens, d] a sub-layer's output */
+    cl_mem normed;   /* [tokens, d] pre-LN's normalised activations */
+    cl_mem hidden;   /* [tokens, d_ff] */
     clattn_mha_io self, cross; /* masks, causal, path; query/out filled per layer */
 } pass;
 
@@ -114,13 +115,29 @@ static int activation_kind(clattn_activation a)
                                                : CLATTN_ACT_RELU;
 }
 
-static clattn_status attend(pass *p, clattn_mha *attn, const clattn_mha_io *template,
-                            cl_mem input)
+/* sub = self-attention of `input` (layer i): over the whole target, or over the state's cache. */
+static clattn_status attend_self(pass *p, size_t i, cl_mem input)
 {
-    clattn_mha_io io = *template;
+    clattn_mha_io io = p->self;
     io.query = input;
     io.out = p->sub;
-    return clattn__mha_run(attn, &io);
+    clattn_decoder_layer *l = &p->dec->weights.layers[i];
+    if (p->state)
+        return clattn__mha_run_cached(l->self_attn, &io, &p->state->self[i], p->state->length);
+    return clattn__mha_run(l->self_attn, &io);
+}
+
+/* sub = cross-attention of `input` (layer i) over the memory (projected once with a state). */
+static clattn_status attend_cross(pass *p, size_t i, cl_mem input)
+{
+    clattn_mha_io io = p->cross;
+    io.query = input;
+    io.out = p->sub;
+    clattn_decoder_layer *l = &p->dec->weights.layers[i];
+    if (p->state)
+        return clattn__mha_run_projected(l->cross_attn, &io, p->state->memory_k[i],
+                                         p->state->memory_v[i]);
+    return clattn__mha_run(l->cross_attn, &io);
 }
 
 static clattn_status feed_forward(pass *p, clattn_decoder_layer *l, cl_mem input)
@@ -138,13 +155,13 @@ static clattn_status add_norm(pass *p, const clattn_norm *n, cl_mem bias)
                              c->d_model, n->weight, n->bias, c->layer_norm_eps);
 }
 
-static clattn_status layer_post_ln(pass *p, clattn_decoder_layer *l)
+static clattn_status layer_post_ln(pass *p, size_t i)
 {
+    clattn_decoder_layer *l = &p->dec->weights.layers[i];
     clattn_status status;
-    if ((status = attend(p, l->self_attn, &p->self, p->x)) ||
-        (status = add_norm(p, &l->norm1, NULL)) ||
-        (status = attend(p, l->cross_attn, &p->cross, p->x)) ||
-        (status = add_norm(p, &l->norm2, NULL)) || (status = feed_forward(p, l, p->x)))
+    if ((status = attend_self(p, i, p->x)) || (status = add_norm(p, &l->norm1, NULL)) ||
+        (status = attend_cross(p, i, p->x)) || (status = add_norm(p, &l->norm2, NULL)) ||
+        (status = feed_forward(p, l, p->x)))
         return status;
     return add_norm(p, &l->norm3, l->ffn.b2);
 }
@@ -163,110 +180,159 @@ static clattn_status residual(pass *p, cl_mem bias)
     return clattn__add(p->dec->ctx, p->x, 0, p->sub, 0, bias, p->tokens, p->dec->cfg.d_model);
 }
 
-static clattn_status layer_pre_ln(pass *p, clattn_decoder_layer *l)
+static clattn_status layer_pre_ln(pass *p, size_t i)
 {
+    clattn_decoder_layer *l = &p->dec->weights.layers[i];
     clattn_status status;
-    if ((status = norm_into(p, &l->norm1)) ||
-        (status = attend(p, l->self_attn, &p->self, p->normed)) ||
+    if ((status = norm_into(p, &l->norm1)) || (status = attend_self(p, i, p->normed)) ||
         (status = residual(p, NULL)) || (status = norm_into(p, &l->norm2)) ||
-        (status = attend(p, l->cross_attn, &p->cross, p->normed)) ||
-        (status = residual(p, NULL)) || (status = norm_into(p, &l->norm3)) ||
-        (status = feed_forward(p, l, p->normed)))
+        (status = attend_cross(p, i, p->normed)) || (status = residual(p, NULL)) ||
+        (status = norm_into(p, &l->norm3)) || (status = feed_forward(p, l, p->normed)))
         return status;
     return residual(p, l->ffn.b2);
 }
 
 /* Checks a contiguous [B, N, d_model] sequence of this context. */
-static clattn_status check_sequence(clattn_decoder *dec, const char *name, const clattn_tensor *t)
+static clattn_status check_sequence(clattn_decoder *dec, const char *fn, const char *name,
+                                    const clattn_tensor *t)
 {
     clattn_context *ctx = dec->ctx;
-    CLATTN_CHECK_ARG(ctx, fn_forward, t, "%s is NULL", name);
-    CLATTN_CHECK_ARG(ctx, fn_forward, t->ctx == ctx, "%s belongs to another context", name);
+    CLATTN_CHECK_ARG(ctx, fn, t, "%s is NULL", name);
+    CLATTN_CHECK_ARG(ctx, fn, t->ctx == ctx, "%s belongs to another context", name);
     if (t->ndim != 3 || t->shape[2] != dec->cfg.d_model || t->shape[0] == 0 || t->shape[1] == 0) {
         char got[96];
         clattn__format_shape(got, sizeof(got), t->ndim, t->shape);
         return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
                             "%s: %s has shape %s but must be [B, N, d_model] with d_model = %zu "
                             "and B, N > 0",
-                            fn_forward, name, got, dec->cfg.d_model);
+                            fn, name, got, dec->cfg.d_model);
     }
-    CLATTN_CHECK_ARG(ctx, fn_forward, clattn_tensor_is_contiguous(t), "%s must be contiguous",
-                     name);
+    CLATTN_CHECK_ARG(ctx, fn, clattn_tensor_is_contiguous(t), "%s must be contiguous", name);
     return CLATTN_OK;
 }
 
-static clattn_status begin_pass(clattn_decoder *dec, const clattn_tensor *tgt,
-                                const clattn_tensor *memory, const clattn_tensor *out,
-                                const clattn_decoder_forward_params *params, pass *p)
+/* The teacher-forced pass's attention templates: masks over the whole target and the memory. */
+static clattn_status full_templates(pass *p, const clattn_tensor *memory, size_t B, size_t T,
+                                    const clattn_decoder_forward_params *params, const char *fn)
 {
-    clattn_context *ctx = dec->ctx;
-    const clattn_decoder_config *c = &dec->cfg;
-    CLATTN_CHECK_ARG(ctx, fn_forward, dec->loaded,
-                     "the decoder has no weights (load them, or call clattn_decoder_init_random)");
-    CLATTN_CHECK_ARG(ctx, fn_forward,
-                     clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
-                     "params->reserved is not zero (initialise params with "
-                     "clattn_decoder_forward_params_default)");
-    CLATTN_CHECK_ARG(ctx, fn_forward,
-                     params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
-                     "params->path is %d", (int)params->path);
-    clattn_status status;
-    if ((status = check_sequence(dec, "tgt", tgt)) ||
-        (status = check_sequence(dec, "memory", memory)) ||
-        (status = check_sequence(dec, "out", out)))
-        return status;
-    size_t B = tgt->shape[0], T = tgt->shape[1], S = memory->shape[1];
+    clattn_context *ctx = p->dec->ctx;
+    size_t S = memory->shape[1], heads = p->dec->cfg.nhead;
     if (memory->shape[0] != B)
         return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
                             "%s: tgt [%zu, %zu, ...] and memory [%zu, %zu, ...] must share the "
                             "batch size",
-                            fn_forward, B, T, memory->shape[0], S);
-    if ((status = clattn__expect_shape(ctx, fn_forward, "out", out->ndim, out->shape, 3,
-                                       (size_t[]){B, T, c->d_model}, "[B, T, d_model]")))
-        return status;
-    CLATTN_CHECK_ARG(ctx, fn_forward, out->mem != tgt->mem && out->mem != memory->mem,
-                     "out must not share a buffer with tgt or memory");
-    size_t tokens;
-    if (!clattn__mul_size(B, T > S ? T : S, &tokens) || tokens > UINT32_MAX)
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: %zu x %zu tokens are too many",
-                            fn_forward, B, T > S ? T : S);
-    memset(p, 0, sizeof(*p));
-    p->dec = dec;
-    p->batch = B;
-    p->tgt_len = T;
-    p->mem_len = S;
-    p->tokens = B * T;
-    /* Self-attention over the target. */
+                            fn, B, T, memory->shape[0], S);
     p->self.batch = B, p->self.seq_q = T, p->self.seq_k = T;
     p->self.causal = params->tgt_is_causal;
     p->self.path = params->path;
-    /* Cross-attention: queries from the target, keys and values from the memory. */
     p->cross.batch = B, p->cross.seq_q = T, p->cross.seq_k = S;
     p->cross.key = p->cross.value = memory->mem;
     p->cross.key_offset = p->cross.value_offset = memory->offset;
     p->cross.path = params->path;
-    if ((status = clattn__attn_mask_view(ctx, fn_forward, params->tgt_mask, params->tgt_mask_kind,
-                                         CLATTN_MASK_3D_BATCH_X_HEADS, B, c->nhead, T, T,
+    clattn_status status;
+    if ((status = clattn__attn_mask_view(ctx, fn, params->tgt_mask, params->tgt_mask_kind,
+                                         CLATTN_MASK_3D_BATCH_X_HEADS, B, heads, T, T,
                                          &p->self.attn_mask)) ||
-        (status = clattn__key_padding_view(ctx, fn_forward, params->tgt_key_padding_mask,
+        (status = clattn__key_padding_view(ctx, fn, params->tgt_key_padding_mask,
                                            params->tgt_key_padding_mask_kind, B, T,
                                            &p->self.key_padding_mask)) ||
-        (status = clattn__attn_mask_view(ctx, fn_forward, params->memory_mask,
-                                         params->memory_mask_kind, CLATTN_MASK_3D_BATCH_X_HEADS, B,
-                                         c->nhead, T, S, &p->cross.attn_mask)) ||
-        (status = clattn__key_padding_view(ctx, fn_forward, params->memory_key_padding_mask,
-                                           params->memory_key_padding_mask_kind, B, S,
-                                           &p->cross.key_padding_mask)))
+        (status = clattn__attn_mask_view(ctx, fn, params->memory_mask, params->memory_mask_kind,
+                                         CLATTN_MASK_3D_BATCH_X_HEADS, B, heads, T, S,
+                                         &p->cross.attn_mask)))
         return status;
+    return clattn__key_padding_view(ctx, fn, params->memory_key_padding_mask,
+                                    params->memory_key_padding_mask_kind, B, S,
+                                    &p->cross.key_padding_mask);
+}
+
+/* A step's templates: causal self-attention over the cache, cross-attention over the memory. */
+static void step_templates(pass *p, size_t B, size_t n)
+{
+    clattn_decoder_state *st = p->state;
+    p->self.batch = B, p->self.seq_q = n, p->self.seq_k = st->length + n;
+    p->self.causal = 1;
+    p->cross.batch = B, p->cross.seq_q = n, p->cross.seq_k = st->memory_len;
+    if (st->memory_mask)
+        p->cross.key_padding_mask = (clattn_mask_view){
+            st->memory_mask, 0, st->memory_len, 0, 0, 1,
+            st->memory_mask_kind == CLATTN_MASK_BOOL ? CLATTN_KMASK_BOOL : CLATTN_KMASK_ADDITIVE};
+}
+
+clattn_status clattn__decoder_run(clattn_decoder *dec, clattn_decoder_state *state,
+                                  const clattn_tensor *tgt, const clattn_tensor *memory,
+                                  clattn_tensor *out, const clattn_decoder_forward_params *params,
+                                  const char *fn)
+{
+    clattn_context *ctx = dec->ctx;
+    const clattn_decoder_config *c = &dec->cfg;
+    CLATTN_CHECK_ARG(ctx, fn, dec->loaded,
+                     "the decoder has no weights (load them, or call clattn_decoder_init_random)");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_decoder_forward_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
+                     "params->path is %d", (int)params->path);
+    clattn_status status;
+    if ((status = check_sequence(dec, fn, state ? "x" : "tgt", tgt)) ||
+        (!state && (status = check_sequence(dec, fn, "memory", memory))) ||
+        (status = check_sequence(dec, fn, "out", out)))
+        return status;
+    size_t B = tgt->shape[0], T = tgt->shape[1];
+    if ((status = clattn__expect_shape(ctx, fn, "out", out->ndim, out->shape, 3,
+                                       (size_t[]){B, T, c->d_model}, "[B, T, d_model]")))
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, out->mem != tgt->mem && (!memory || out->mem != memory->mem),
+                     "out must not share a buffer with the inputs");
+    size_t longest = memory && memory->shape[1] > T ? memory->shape[1] : T, tokens;
+    if (!clattn__mul_size(B, longest, &tokens) || tokens > UINT32_MAX)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: %zu x %zu tokens are too many", fn,
+                            B, longest);
+    pass p;
+    memset(&p, 0, sizeof(p));
+    p.dec = dec;
+    p.state = state;
+    p.tokens = B * T;
+    if (state) {
+        CLATTN_CHECK_ARG(ctx, fn, B == state->batch,
+                         "x has %zu sequences but the state was made for %zu", B, state->batch);
+        CLATTN_CHECK_ARG(ctx, fn, state->memory_len > 0,
+                         "the state has no memory (call clattn_decoder_state_set_memory first)");
+        if (T > state->capacity - state->length)
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                "%s: %zu new tokens do not fit: the cache holds %zu of its %zu",
+                                fn, T, state->length, state->capacity);
+        step_templates(&p, B, T);
+    } else if ((status = full_templates(&p, memory, B, T, params, fn))) {
+        return status;
+    }
     size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
-    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, p->tokens * hidden_row,
-                                         &p->hidden)))
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p.tokens * row, &p.x)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p.tokens * row, &p.sub)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, p.tokens * hidden_row,
+                                         &p.hidden)) ||
+        (c->norm_first && (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_NORMED,
+                                                           p.tokens * row, &p.normed))))
         return status;
-    if (c->norm_first)
-        return clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_NORMED, p->tokens * row, &p->normed);
-    return CLATTN_OK;
+
+    size_t bytes = p.tokens * row;
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, tgt->mem, p.x, tgt->offset * sizeof(float), 0,
+                                     bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "%s: copying the target", fn);
+    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
+        status = c->norm_first ? layer_pre_ln(&p, i) : layer_post_ln(&p, i);
+    if (status != CLATTN_OK)
+        return status;
+    if (c->final_norm)
+        status = clattn__layernorm(ctx, p.x, 0, NULL, 0, NULL, out->mem, out->offset, p.tokens,
+                                   c->d_model, dec->weights.norm.weight, dec->weights.norm.bias,
+                                   c->layer_norm_eps);
+    else if ((err = clEnqueueCopyBuffer(ctx->queue, p.x, out->mem, 0, out->offset * sizeof(float),
+                                        bytes, 0, NULL, NULL)) != CL_SUCCESS)
+        status = clattn__fail_cl(ctx, err, "%s: copying the result", fn);
+    if (status == CLATTN_OK && state)
+        state->length += T;
+    return status;
 }
 
 clattn_status clattn_decoder_forward(clattn_decoder *dec, const clattn_tensor *tgt,
@@ -274,34 +340,10 @@ clattn_status clattn_decoder_forward(clattn_decoder *dec, const clattn_tensor *t
                                      const clattn_decoder_forward_params *params)
 {
     CLATTN_CHECK_ARG(NULL, fn_forward, dec, "decoder is NULL");
-    clattn_context *ctx = dec->ctx;
     clattn_decoder_forward_params defaults;
     if (!params) {
         clattn_decoder_forward_params_default(&defaults);
         params = &defaults;
     }
-    pass p;
-    clattn_status status = begin_pass(dec, tgt, memory, out, params, &p);
-    if (status != CLATTN_OK)
-        return status;
-    const clattn_decoder_config *c = &dec->cfg;
-    size_t bytes = p.tokens * c->d_model * sizeof(float);
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, tgt->mem, p.x, tgt->offset * sizeof(float), 0,
-                                     bytes, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "%s: copying the target", fn_forward);
-    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
-        status = c->norm_first ? layer_pre_ln(&p, &dec->weights.layers[i])
-                               : layer_post_ln(&p, &dec->weights.layers[i]);
-    if (status != CLATTN_OK)
-        return status;
-    if (c->final_norm)
-        return clattn__layernorm(ctx, p.x, 0, NULL, 0, NULL, out->mem, out->offset, p.tokens,
-                                 c->d_model, dec->weights.norm.weight, dec->weights.norm.bias,
-                                 c->layer_norm_eps);
-    err = clEnqueueCopyBuffer(ctx->queue, p.x, out->mem, 0, out->offset * sizeof(float), bytes, 0,
-                              NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "%s: copying the result", fn_forward);
-    return CLATTN_OK;
+    return clattn__decoder_run(dec, NULL, tgt, memory, out, params, fn_forward);
 }

@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "layer_weights.h"
+#include "mha_internal.h"
 
 /* One layer's device weights (PyTorch layouts). */
 typedef struct clattn_decoder_layer {
@@ -28,5 +29,23 @@ struct clattn_decoder {
 };
 
 void clattn__decoder_weights_release(clattn_decoder_weights *w, size_t num_layers);
+
+/* An incremental decoding state (decoder_state.c). */
+struct clattn_decoder_state {
+    clattn_decoder *dec;
+    size_t batch, capacity, length;
+    clattn_kv_cache *self;    /* [num_layers] self-attention caches */
+    cl_mem *memory_k, *memory_v; /* [num_layers] memory projected: [B·S, h·d_k], [B·S, h·d_v] */
+    size_t memory_len;        /* S; 0 until set_memory */
+    cl_mem memory_mask;       /* [B, S] key padding, or NULL */
+    clattn_mask_kind memory_mask_kind;
+};
+
+/* Runs the layers and the final norm for x [B, n, d_model] into out: teacher-forced over the
+ * memory tensor (state NULL), or one incremental step of the state (decoder.c). */
+clattn_status clattn__decoder_run(clattn_decoder *dec, clattn_decoder_state *state,
+                                  const clattn_tensor *tgt, const clattn_tensor *memory,
+                                  clattn_tensor *out, const clattn_decoder_forward_params *params,
+                                  const char *function);
 
 #endif /* CLATTN_DECODER_INTERNAL_H */

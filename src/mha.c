@@ -1,6 +1,7 @@
 /* The multi-head attention layer: projections (CLBlast), attention, output projection. */
 #include "mha_internal.h"
 #include "buffers.h"
+#include "context_internal.h"
 #include "elementwise.h"
 #include "linear.h"
 #include "shape.h"
@@ -420,9 +421,9 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
     return CLATTN_OK;
 }
 
-clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
+/* The attention problem of one call, without the Q/K/V views (filled by the caller). */
+static clattn_attention_problem problem_of(const clattn_mha *mha, const clattn_mha_io *io)
 {
-    clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
     clattn_attention_problem p;
     memset(&p, 0, sizeof(p));
@@ -440,15 +441,21 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
     p.weights_layout = io->weights_layout;
     p.weights = io->weights;
     p.weights_offset = io->weights_offset;
-    clattn_status status = project_inputs(mha, io, &p);
-    if (status != CLATTN_OK)
-        return status;
+    return p;
+}
 
+/* Attention into the head outputs, then the output projection into io->out. */
+static clattn_status attend_and_project(clattn_mha *mha, const clattn_mha_io *io,
+                                        clattn_attention_problem *p)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
     /* Head outputs in the concatenated layout [B·Nq, h·d_v]: straight into `out` when there is
      * no output projection (h·d_v == E then). */
     size_t rows_q = io->batch * io->seq_q, vw = mha->v_width, E = c->embed_dim;
     cl_mem heads = io->out;
     size_t heads_offset = io->out_offset;
+    clattn_status status;
     if (c->out_proj) {
         status = clattn__workspace_slot(ctx, CLATTN_SLOT_HEADS, rows_q * vw * sizeof(float),
                                         &heads);
@@ -456,13 +463,102 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
             return status;
         heads_offset = 0;
     }
-    p.out = (clattn_head_view){heads, heads_offset, io->seq_q * vw, p.dv, vw};
-    if ((status = clattn__attention(ctx, &p)))
+    p->out = (clattn_head_view){heads, heads_offset, io->seq_q * vw, p->dv, vw};
+    if ((status = clattn__attention(ctx, p)))
         return status;
     if (!c->out_proj)
         return CLATTN_OK;
     return clattn__linear(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, heads, 0, vw, &mha->out_w,
                           mha->b_out, 0, CLATTN_ACT_NONE, io->out, io->out_offset, E);
+}
+
+clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
+{
+    clattn_attention_problem p = problem_of(mha, io);
+    clattn_status status = project_inputs(mha, io, &p);
+    if (status != CLATTN_OK)
+        return status;
+    return attend_and_project(mha, io, &p);
+}
+
+/* Copies rows [B, n] of `width` floats, `pitch` floats apart, from src at column `column` into
+ * dst's rows past .. past + n of [B, capacity, width]. */
+static clattn_status append_rows(clattn_context *ctx, cl_mem src, size_t column, size_t pitch,
+                                 cl_mem dst, size_t capacity, size_t past, size_t batch,
+                                 size_t n, size_t width)
+{
+    const size_t f = sizeof(float);
+    size_t src_origin[3] = {column * f, 0, 0}, dst_origin[3] = {0, past, 0};
+    size_t region[3] = {width * f, n, batch};
+    cl_int err = clEnqueueCopyBufferRect(ctx->queue, src, dst, src_origin, dst_origin, region,
+                                         pitch * f, n * pitch * f, width * f,
+                                         capacity * width * f, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "appending keys and values to the cache");
+    return CLATTN_OK;
+}
+
+clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
+                                     const clattn_kv_cache *cache, size_t past)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t E = c->embed_dim, qk = mha->qk_width, vw = mha->v_width, P = 2 * qk + vw;
+    size_t n = io->seq_q, rows = io->batch * n;
+    cl_mem proj;
+    clattn_status status;
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * P * sizeof(float),
+                                         &proj)) ||
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
+                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
+        (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
+                              qk)) ||
+        (status = append_rows(ctx, proj, 2 * qk, P, cache->v, cache->capacity, past, io->batch,
+                              n, vw)))
+        return status;
+    clattn_mha_io step = *io;
+    step.seq_k = past + n;
+    clattn_attention_problem p = problem_of(mha, &step);
+    p.causal_shift = past;
+    p.q = (clattn_head_view){proj, 0, n * P, c->head_dim_qk, P};
+    p.k = (clattn_head_view){cache->k, 0, cache->capacity * qk, c->head_dim_qk, qk};
+    p.v = (clattn_head_view){cache->v, 0, cache->capacity * vw, c->head_dim_v, vw};
+    return attend_and_project(mha, &step, &p);
+}
+
+clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset, size_t batch,
+                                     size_t seq, cl_mem k, cl_mem v)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t rows = batch * seq, qk = mha->qk_width, vw = mha->v_width;
+    clattn_status status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, x, x_offset, c->kdim,
+                                          &mha->in_k, mha->b_in, qk, CLATTN_ACT_NONE, k, 0, qk);
+    if (status != CLATTN_OK)
+        return status;
+    return clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, x, x_offset, c->vdim, &mha->in_v,
+                          mha->b_in, 2 * qk, CLATTN_ACT_NONE, v, 0, vw);
+}
+
+clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io, cl_mem k,
+                                        cl_mem v)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t qk = mha->qk_width, vw = mha->v_width, rows = io->batch * io->seq_q;
+    cl_mem proj;
+    clattn_status status;
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * qk * sizeof(float),
+                                         &proj)) ||
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
+                                 c->embed_dim, &mha->in_q, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0,
+                                 qk)))
+        return status;
+    clattn_attention_problem p = problem_of(mha, io);
+    p.q = (clattn_head_view){proj, 0, io->seq_q * qk, c->head_dim_qk, qk};
+    p.k = (clattn_head_view){k, 0, io->seq_k * qk, c->head_dim_qk, qk};
+    p.v = (clattn_head_view){v, 0, io->seq_k * vw, c->head_dim_v, vw};
+    return attend_and_project(mha, io, &p);
 }
 
 clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,

@@ -30,4 +30,28 @@ typedef struct clattn_mha_io {
  * CLATTN_SLOT_PROJECTIONS and CLATTN_SLOT_HEADS (and attention's own). */
 clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io);
 
+/* A key/value cache of one self-attention layer: rows [B, capacity, h·d_k] and [B, capacity,
+ * h·d_v] (the projection's own layout, so that a step appends rows by a rectangle copy). */
+typedef struct clattn_kv_cache {
+    cl_mem k, v;
+    size_t capacity;
+} clattn_kv_cache;
+
+/* Incremental self-attention: the io->seq_q new tokens of io->query are projected, their keys
+ * and values appended to the cache at rows past .., and the queries attend to the cache's
+ * past + seq_q keys (causally when io->causal: query i sees keys up to past + i). The caller
+ * checks that past + seq_q <= capacity. */
+clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
+                                     const clattn_kv_cache *cache, size_t past);
+
+/* Projects a memory x [B, S, kdim] once into keys k [B·S, h·d_k] and values v [B·S, h·d_v]
+ * (cross-attention's keys and values for every decoding step). */
+clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset, size_t batch,
+                                     size_t seq, cl_mem k, cl_mem v);
+
+/* Attention of io->query over keys and values projected by clattn__mha_project_kv (io->seq_k of
+ * them per sequence); masks from io. */
+clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io, cl_mem k,
+                                        cl_mem v);
+
 #endif /* CLATTN_MHA_INTERNAL_H */

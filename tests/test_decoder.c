@@ -136,6 +136,126 @@ static void matches_pytorch_golden_files(void **state)
                   cases, worst);
 }
 
+/* Rows t0 .. t0 + n of every sequence of x [B, T, E], as a new contiguous [B, n, E] tensor. */
+static clattn_tensor *rows_of(clattn_context *ctx, const float *x, size_t B, size_t T, size_t E,
+                              size_t t0, size_t n)
+{
+    float *part = malloc(B * n * E * sizeof(float));
+    for (size_t b = 0; b < B; b++)
+        memcpy(part + b * n * E, x + (b * T + t0) * E, n * E * sizeof(float));
+    clattn_tensor *t = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, part);
+    free(part);
+    return t;
+}
+
+/* Incremental decoding with the key/value cache equals the teacher-forced causal forward at
+ * every position: a prompt of 3 tokens, then one token per step; post- and pre-LN. */
+static void incremental_steps_equal_the_full_forward(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    size_t B = 2, T = 7, S = 6, E = 16;
+    for (int norm_first = 0; norm_first <= 1; norm_first++) {
+        clattn_decoder_config cfg;
+        clattn_decoder_config_default(&cfg, E, 4, 2, 32);
+        cfg.activation = CLATTN_ACTIVATION_GELU;
+        cfg.norm_first = norm_first;
+        cfg.final_norm = norm_first;
+        clattn_decoder *dec = NULL;
+        assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+        assert_int_equal(clattn_decoder_init_random(dec, 40 + (uint64_t)norm_first), CLATTN_OK);
+        float tgt[2 * 7 * 16], mem[2 * 6 * 16], pad[2 * 6] = {0};
+        test_fill_uniform(tgt, B * T * E, 41, -1.0f, 1.0f);
+        test_fill_uniform(mem, B * S * E, 42, -1.0f, 1.0f);
+        pad[S - 1] = pad[S - 2] = pad[S + 2] = 1.0f; /* padded memory positions */
+        clattn_tensor *t_tgt = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, tgt);
+        clattn_tensor *t_mem = test_tensor_from(ctx, 3, (size_t[]){B, S, E}, mem);
+        clattn_tensor *t_pad = test_tensor_from(ctx, 2, (size_t[]){B, S}, pad);
+        clattn_tensor *t_full = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, NULL);
+        clattn_decoder_forward_params params;
+        clattn_decoder_forward_params_default(&params);
+        params.tgt_is_causal = 1;
+        params.memory_key_padding_mask = t_pad;
+        assert_int_equal(clattn_decoder_forward(dec, t_tgt, t_mem, t_full, &params), CLATTN_OK);
+        float *full = test_tensor_to_host(t_full);
+
+        clattn_decoder_state *st = NULL;
+        assert_int_equal(clattn_decoder_state_create(dec, &st, B, T), CLATTN_OK);
+        assert_int_equal(clattn_decoder_state_set_memory(st, t_mem, t_pad), CLATTN_OK);
+        clattn_tensor_destroy(&t_pad); /* the state keeps its own copy */
+        size_t t0 = 0;
+        while (t0 < T) {
+            size_t n = t0 == 0 ? 3 : 1;
+            clattn_tensor *x = rows_of(ctx, tgt, B, T, E, t0, n);
+            clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, NULL);
+            assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
+            float *got = test_tensor_to_host(y);
+            for (size_t b = 0; b < B; b++)
+                assert_close(got + b * n * E, full + (b * T + t0) * E, n * E, 1e-5);
+            free(got);
+            clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
+            t0 += n;
+            assert_int_equal(clattn_decoder_state_length(st), t0);
+        }
+        /* The cache is full: one more token is refused and changes nothing. */
+        clattn_tensor *x = rows_of(ctx, tgt, B, T, E, 0, 1);
+        clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){B, 1, E}, NULL);
+        assert_status_msg(ctx, clattn_decoder_step(st, x, y), CLATTN_ERROR_OUT_OF_RANGE,
+                          "1 new tokens do not fit: the cache holds 7 of its 7");
+        assert_int_equal(clattn_decoder_state_length(st), T);
+        /* After a reset the first token decodes as position 0 again. */
+        clattn_decoder_state_reset(st);
+        assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
+        float *got = test_tensor_to_host(y);
+        for (size_t b = 0; b < B; b++)
+            assert_close(got + b * E, full + b * T * E, E, 1e-5);
+        free(got), free(full);
+        clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
+        clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem);
+        clattn_tensor_destroy(&t_full);
+        clattn_decoder_state_destroy(&st);
+        assert_null(st);
+        clattn_decoder_destroy(&dec);
+    }
+}
+
+static void state_rejects_bad_arguments(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, 8, 2, 1, 16);
+    clattn_decoder *dec = NULL;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_decoder_init_random(dec, 3), CLATTN_OK);
+    clattn_decoder_state *st = (clattn_decoder_state *)0x1;
+    assert_status_msg(ctx, clattn_decoder_state_create(dec, &st, 0, 4),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "batch (0) and capacity (4) must be positive");
+    assert_null(st);
+    assert_int_equal(clattn_decoder_state_create(dec, &st, 2, 4), CLATTN_OK);
+    clattn_tensor *x = test_tensor_from(ctx, 3, (size_t[]){2, 1, 8}, NULL);
+    clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){2, 1, 8}, NULL);
+    clattn_tensor *mem3 = test_tensor_from(ctx, 3, (size_t[]){3, 5, 8}, NULL);
+    clattn_tensor *x3 = test_tensor_from(ctx, 3, (size_t[]){3, 1, 8}, NULL);
+    clattn_tensor *y3 = test_tensor_from(ctx, 3, (size_t[]){3, 1, 8}, NULL);
+    assert_status_msg(ctx, clattn_decoder_step(st, x, y), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "the state has no memory");
+    assert_status_msg(ctx, clattn_decoder_state_set_memory(st, mem3, NULL),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "memory has shape [3, 5, 8] but must be");
+    clattn_tensor *mem = test_tensor_from(ctx, 3, (size_t[]){2, 5, 8}, NULL);
+    assert_int_equal(clattn_decoder_state_set_memory(st, mem, NULL), CLATTN_OK);
+    assert_status_msg(ctx, clattn_decoder_step(st, x3, y3), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "x has 3 sequences but the state was made for 2");
+    assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
+    assert_int_equal(clattn_decoder_state_length(st), 1);
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&y), clattn_tensor_destroy(&mem);
+    clattn_tensor_destroy(&mem3), clattn_tensor_destroy(&x3), clattn_tensor_destroy(&y3);
+    clattn_decoder_state_destroy(&st);
+    clattn_decoder_state_destroy(NULL);
+    assert_int_equal(clattn_decoder_state_length(NULL), 0);
+    clattn_decoder_destroy(&dec);
+}
+
 static void rejects_bad_arguments(void **state)
 {
     test_fixture *f = *state;
@@ -194,6 +314,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_pytorch_golden_files),
         cmocka_unit_test(rejects_bad_arguments),
+        cmocka_unit_test(incremental_steps_equal_the_full_forward),
+        cmocka_unit_test(state_rejects_bad_arguments),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

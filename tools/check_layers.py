@@ -29,7 +29,7 @@ LAYERS = [
                     "attention_internal.h", "attention_args.c", "attention.c", "attention_views.c",
                     "attention_unfused.c", "fused_attention.c", "pooling.h", "pooling.c", "linear.h", "linear.c"]),
     ("layers", ["sdpa.c", "mha_internal.h", "mha.c", "mha_weights.c", "layer_weights.h",
-                "layer_weights.c", "decoder_internal.h", "decoder.c", "decoder_weights.c", "encoder_internal.h",
+                "layer_weights.c", "decoder_internal.h", "decoder.c", "decoder_state.c", "decoder_weights.c", "encoder_internal.h",
                 "encoder.c", "encoder_weights.c", "counts.c", "presets.c"]),
     ("files", ["npy.c", "safetensors.c", "model_file.c"]),
     ("text", ["tokenizer_internal.h", "tokenizer.c", "tokenizer_load.c", "tokenizer_vocab.c",

@@ -107,6 +107,52 @@ CLATTN_API clattn_status clattn_decoder_forward(clattn_decoder *decoder, const c
                                                 const clattn_tensor *memory, clattn_tensor *out,
                                                 const clattn_decoder_forward_params *params);
 
+/* ---- incremental decoding ---- */
+
+typedef struct clattn_decoder_state clattn_decoder_state;
+
+/*
+ * A decoding state for `batch` sequences of up to `capacity` target tokens: per layer, a cache
+ * of the self-attention keys and values of the tokens so far, and the cross-attention keys and
+ * values of the memory, projected once by clattn_decoder_state_set_memory. Each
+ * clattn_decoder_step then costs O(tokens so far) instead of re-running the whole target.
+ * Device memory: the self-attention cache takes 4·B·capacity·h·(d_k + d_v) bytes per layer
+ * (allocated here, at creation), the projected memory 4·B·S·h·(d_k + d_v) bytes per layer
+ * (allocated by set_memory). The state belongs to the decoder's context (same thread rule) and
+ * must be destroyed before the decoder.
+ */
+CLATTN_API clattn_status clattn_decoder_state_create(clattn_decoder *decoder,
+                                                     clattn_decoder_state **state, size_t batch,
+                                                     size_t capacity);
+
+/* Releases the state; sets *state to NULL. Accepts NULL. */
+CLATTN_API void clattn_decoder_state_destroy(clattn_decoder_state **state);
+
+/*
+ * Sets the memory [B, S, d_model] (contiguous; B the state's batch) that every later step
+ * attends to, with its key-padding mask [B, S] (nonzero = padding; contiguous; NULL: none). Both
+ * are copied or projected: the tensors may be released afterwards. Empties the cache.
+ */
+CLATTN_API clattn_status clattn_decoder_state_set_memory(clattn_decoder_state *state,
+                                                         const clattn_tensor *memory,
+                                                         const clattn_tensor *memory_key_padding_mask);
+
+/*
+ * Appends the n new target tokens x [B, n, d_model] and writes their decoder outputs to
+ * out [B, n, d_model] (after the final norm): for every position the same result as
+ * clattn_decoder_forward on all tokens so far with tgt_is_causal. n may be more than 1 (a
+ * prompt). More tokens than the capacity left is CLATTN_ERROR_OUT_OF_RANGE, and nothing changes;
+ * without memory it is CLATTN_ERROR_INVALID_ARGUMENT.
+ */
+CLATTN_API clattn_status clattn_decoder_step(clattn_decoder_state *state, const clattn_tensor *x,
+                                             clattn_tensor *out);
+
+/* Tokens in the cache (0 for NULL). */
+CLATTN_API size_t clattn_decoder_state_length(const clattn_decoder_state *state);
+
+/* Empties the cache (the memory stays). */
+CLATTN_API void clattn_decoder_state_reset(clattn_decoder_state *state);
+
 #ifdef __cplusplus
 }
 #endif
