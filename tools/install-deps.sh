@@ -12,6 +12,7 @@ libclblast-dev
 libjansson-dev
 libcmocka-dev
 oclgrind
+mesa-opencl-icd libclc-15
 "
 
 missing=""
