@@ -614,6 +614,9 @@ static void params_default_tolerates_null(void **state)
 
 int main(void)
 {
+    const char *filter = getenv("CLATTN_TEST_FILTER"); /* e.g. "large_logits*" */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_reference_over_a_grid_of_shapes),
         cmocka_unit_test(every_attention_mask_form),
