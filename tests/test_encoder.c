@@ -200,6 +200,116 @@ static void out_may_be_the_input(void **state)
     free(bank);
 }
 
+/* clattn_encoder_set_positional on an encoder created without a positional encoding (a PyTorch
+ * model's case): the output becomes exactly that of the input plus the table, and the
+ * reference's; setting it back to none restores the first output. */
+static void set_positional_adds_the_table(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    size_t B = 2, N = 9, d = 16, offset = 3, T = B * N;
+    clattn_encoder_config cfg;
+    clattn_encoder_config_default(&cfg, d, 4, 2, 32);
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &cfg, true, 55);
+    clattn_encoder *enc = NULL;
+    assert_int_equal(clattn_encoder_create(ctx, &enc, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_encoder_load_weights(enc, bank_lookup, bank), CLATTN_OK);
+
+    float *x = malloc(T * d * sizeof(float)), *x_pe = malloc(T * d * sizeof(float));
+    float *pe = malloc((offset + N) * d * sizeof(float)), *want = malloc(T * d * sizeof(float));
+    test_fill_uniform(x, T * d, 56, -1, 1);
+    ref_sinusoidal(offset + N, d, pe);
+    for (size_t i = 0; i < T; i++)
+        for (size_t c = 0; c < d; c++)
+            x_pe[i * d + c] = x[i * d + c] + pe[(offset + i % N) * d + c];
+    clattn_tensor *tx = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, x);
+    clattn_tensor *tx_pe = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, x_pe);
+    clattn_tensor *ty = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_encoder_forward_params p;
+    clattn_encoder_forward_params_default(&p);
+    p.position_offset = offset;
+
+    assert_int_equal(clattn_encoder_forward(enc, tx, ty, &p), CLATTN_OK);
+    float *y_none = test_tensor_to_host(ty);
+    assert_int_equal(clattn_encoder_forward(enc, tx_pe, ty, &p), CLATTN_OK);
+    float *y_shifted = test_tensor_to_host(ty); /* the table added on the host */
+
+    assert_int_equal(clattn_encoder_set_positional(enc, CLATTN_POSITIONAL_SINUSOIDAL), CLATTN_OK);
+    assert_int_equal(clattn_encoder_forward(enc, tx, ty, &p), CLATTN_OK);
+    float *y_sin = test_tensor_to_host(ty);
+    /* Exactly the table's effect: the same as adding it to the input ourselves ... */
+    assert_close(y_sin, y_shifted, T * d, 1e-6);
+    /* ... which is visible, */
+    assert_true(test_max_abs_diff(y_sin, y_none, T * d) > 0.05);
+    /* ... and the reference's encoder with the sinusoidal table. */
+    bank->ref.sinusoidal = true;
+    ref_encoder_forward(&bank->ref, x, NULL, B, N, NULL, false, offset, want);
+    assert_close(y_sin, want, T * d, TOL);
+    clattn_encoder_config got_cfg;
+    assert_int_equal(clattn_encoder_get_config(enc, &got_cfg), CLATTN_OK);
+    assert_int_equal(got_cfg.positional, CLATTN_POSITIONAL_SINUSOIDAL);
+    /* The unfused path too. */
+    p.path = CLATTN_PATH_UNFUSED;
+    assert_int_equal(clattn_encoder_forward(enc, tx, ty, &p), CLATTN_OK);
+    float *y_sin_unfused = test_tensor_to_host(ty);
+    assert_close(y_sin_unfused, want, T * d, TOL);
+    p.path = CLATTN_PATH_AUTO;
+
+    /* Back to none: the first output again. */
+    assert_int_equal(clattn_encoder_set_positional(enc, CLATTN_POSITIONAL_NONE), CLATTN_OK);
+    assert_int_equal(clattn_encoder_forward(enc, tx, ty, &p), CLATTN_OK);
+    float *y_again = test_tensor_to_host(ty);
+    assert_memory_equal(y_again, y_none, T * d * sizeof(float));
+    bank->ref.sinusoidal = false;
+    ref_encoder_forward(&bank->ref, x, NULL, B, N, NULL, false, offset, want);
+    assert_close(y_again, want, T * d, TOL);
+
+    assert_status_msg(NULL, clattn_encoder_set_positional(NULL, CLATTN_POSITIONAL_NONE),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "encoder is NULL");
+    assert_status_msg(ctx, clattn_encoder_set_positional(enc, (clattn_positional)7),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "positional is 7");
+    assert_int_equal(clattn_encoder_get_config(enc, &got_cfg), CLATTN_OK);
+    assert_int_equal(got_cfg.positional, CLATTN_POSITIONAL_NONE);
+
+    free(x), free(x_pe), free(pe), free(want), free(y_none), free(y_shifted), free(y_sin);
+    free(y_sin_unfused), free(y_again);
+    clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tx_pe), clattn_tensor_destroy(&ty);
+    clattn_encoder_destroy(&enc);
+    bank_free(bank);
+    free(bank);
+}
+
+/* The same for token input: set_positional on an encoder with an embedding and no table. */
+static void set_positional_with_token_input(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    size_t B = 2, N = 6, d = 16, T = B * N;
+    clattn_encoder_config cfg;
+    clattn_encoder_config_default(&cfg, d, 4, 1, 32);
+    cfg.vocab_size = 11;
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &cfg, true, 57);
+    clattn_encoder *enc = NULL;
+    assert_int_equal(clattn_encoder_create(ctx, &enc, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_encoder_load_weights(enc, bank_lookup, bank), CLATTN_OK);
+    int64_t ids[12] = {0, 3, 10, 2, 2, 7, 1, 9, 4, 4, 5, 8};
+    clattn_tensor *ty = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    float *want = malloc(T * d * sizeof(float));
+    assert_int_equal(clattn_encoder_set_positional(enc, CLATTN_POSITIONAL_SINUSOIDAL), CLATTN_OK);
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids, B, N, ty, NULL), CLATTN_OK);
+    float *got = test_tensor_to_host(ty);
+    bank->ref.sinusoidal = true;
+    ref_encoder_forward(&bank->ref, NULL, ids, B, N, NULL, false, 0, want);
+    assert_close(got, want, T * d, TOL);
+    free(got), free(want);
+    clattn_tensor_destroy(&ty);
+    clattn_encoder_destroy(&enc);
+    bank_free(bank);
+    free(bank);
+}
+
 /* ---- positional encoding ---- */
 
 static void sinusoidal_table_matches_the_paper(void **state)
@@ -567,6 +677,8 @@ int main(void)
         cmocka_unit_test(token_input_with_embedding),
         cmocka_unit_test(head_widths_of_table_3_row_b),
         cmocka_unit_test(out_may_be_the_input),
+        cmocka_unit_test(set_positional_adds_the_table),
+        cmocka_unit_test(set_positional_with_token_input),
         cmocka_unit_test(sinusoidal_table_matches_the_paper),
         cmocka_unit_test(add_sinusoidal_adds_the_table),
         cmocka_unit_test(presets_follow_table_3),

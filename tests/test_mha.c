@@ -76,6 +76,7 @@ static void run_case(clattn_context *shared_ctx, const mha_case *c, uint64_t see
         params.log_level = CLATTN_LOG_NONE;
         params.workspace_limit_bytes = c->workspace_limit;
         assert_int_equal(clattn_context_create(&ctx, &params), CLATTN_OK);
+        assert_int_equal(test_check_fused_variant(ctx), 0);
     }
     clattn_mha_config cfg;
     clattn_mha_config_default(&cfg, c->E, c->H);

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,23 @@ static double run_golden(clattn_context *ctx, const char *dir, json_t *meta)
     assert_int_equal(status, CLATTN_OK);
     float *got = test_tensor_to_host(out);
     double err = test_max_abs_diff(got, expect->f32, expect->numel);
+    assert_close(got, expect->f32, expect->numel,
+                 json_real_value(json_object_get(meta, "tolerance")));
+    free(got);
+    /* And on the unfused attention path (the default above is the fused one; its variant, global
+     * or staged through __local memory, is the device's or the one CLATTN_TUNE forces). */
+    p.path = CLATTN_PATH_UNFUSED;
+    assert_int_equal(clattn_tensor_fill(out, NAN), CLATTN_OK);
+    status = tokens ? clattn_encoder_forward_tokens(enc, tokens->i64, tokens->shape[0],
+                                                        tokens->shape[1], out, &p)
+                        : clattn_encoder_forward(enc, tin, out, &p);
+    if (status != CLATTN_OK)
+        print_error("%s (unfused): %s\n", dir, clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    got = test_tensor_to_host(out);
+    double err_unfused = test_max_abs_diff(got, expect->f32, expect->numel);
+    if (err_unfused > err)
+        err = err_unfused;
     assert_close(got, expect->f32, expect->numel,
                  json_real_value(json_object_get(meta, "tolerance")));
     free(got);

@@ -29,6 +29,9 @@ typedef struct sdpa_case {
     float scale; /* 0 = default */
     int fully_masked_rows; /* force some all-masked rows through the bool attn mask */
     clattn_attention_path path;
+    float qk_range;    /* q and k uniform in [-qk_range, qk_range]; 0 = 1 */
+    float mask_offset; /* added to every additive attn_mask entry (large logits) */
+    double tol;        /* 0 = TOL */
 } sdpa_case;
 
 static float *random_mask(const mask_spec *m, uint64_t seed, size_t *count)
@@ -61,8 +64,10 @@ static void run_case_on(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
     size_t no = B * H * Nq * c->dv, nw = B * H * Nq * Nk;
     float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
     float *v = malloc(nv * sizeof(float));
-    test_fill_uniform(q, nq, seed, -1, 1);
-    test_fill_uniform(k, nk, seed + 1, -1, 1);
+    float range = c->qk_range != 0.0f ? c->qk_range : 1.0f;
+    double tol = c->tol != 0.0 ? c->tol : TOL;
+    test_fill_uniform(q, nq, seed, -range, range);
+    test_fill_uniform(k, nk, seed + 1, -range, range);
     test_fill_uniform(v, nv, seed + 2, -1, 1);
 
     clattn_tensor *tq = test_tensor_from(ctx, 4, (size_t[]){B, H, Nq, c->dk}, q);
@@ -88,6 +93,9 @@ static void run_case_on(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
         if (c->fully_masked_rows && c->attn.kind == CLATTN_MASK_BOOL)
             for (size_t j = 0; j < c->attn.shape[c->attn.ndim - 1]; j++)
                 am[j] = 1.0f; /* the first query row of the mask: every key ignored */
+        if (c->attn.kind == CLATTN_MASK_ADDITIVE)
+            for (size_t i = 0; i < n; i++)
+                am[i] += c->mask_offset;
         tam = test_tensor_from(ctx, c->attn.ndim, c->attn.shape, am);
         params.attn_mask = tam;
         params.attn_mask_kind = c->attn.kind;
@@ -124,12 +132,12 @@ static void run_case_on(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
     float *want = malloc(no * sizeof(float)), *want_w = malloc(nw * sizeof(float));
     float scale = c->scale != 0.0f ? c->scale : (float)(1.0 / sqrt((double)c->dk));
     ref_sdpa(q, k, v, B, H, Nq, Nk, c->dk, c->dv, scale, &rm, want, want_w);
-    assert_close(got, want, no, TOL);
+    assert_close(got, want, no, tol);
     for (size_t i = 0; i < no; i++)
         assert_false(isnan(got[i]));
     if (tw) {
         float *got_w = test_tensor_to_host(tw);
-        assert_close(got_w, want_w, nw, TOL);
+        assert_close(got_w, want_w, nw, tol);
         free(got_w);
     }
     free(got), free(want), free(want_w), free(q), free(k), free(v), free(am), free(am_full);
@@ -422,6 +430,84 @@ static void a_bad_clattn_tune_is_ignored_with_a_warning(void **state)
     clattn_context_destroy(&ctx);
 }
 
+/* Logits of 100 and more: the softmax must subtract the row maximum (exp(100) overflows float,
+ * exp(-200) underflows), in the fused kernel's online softmax (both variants: global and staged
+ * through __local memory) and in the unfused row softmax (with the weights). Compared with the
+ * double-precision reference; the tolerance allows for float32 scores of magnitude ~500. */
+static void large_logits_cases(clattn_context *ctx, clattn_attention_path path, uint64_t seed)
+{
+    const double tol = 2e-3;
+    /* Large scale: unit inputs, scale 40 (scores up to ~±300). Nk = 37 (19 under oclgrind) spans
+     * several key blocks, so the running maximum grows from block to block. */
+    size_t nq = test_small_mode() ? 5 : 9, nk = test_small_mode() ? 19 : 37;
+    sdpa_case c = shape_case(2, 2, nq, nk, 16, 5);
+    c.path = path;
+    c.weights = path == CLATTN_PATH_UNFUSED;
+    c.tol = tol;
+    c.scale = 40.0f;
+    run_case_on(ctx, &c, seed);
+    c.scale = -40.0f; /* very negative rows too */
+    run_case_on(ctx, &c, seed + 1);
+    /* Large inputs at the default scale (scores up to ~±150), causal. */
+    c.scale = 0.0f;
+    c.qk_range = 12.0f;
+    c.causal = 1;
+    run_case_on(ctx, &c, seed + 2);
+    /* Fully masked rows (first query row of the bool mask; batch 0 padded away entirely) and
+     * partly masked rows, with large logits in the rest. */
+    c.causal = 0;
+    c.attn = (mask_spec){2, {nq, nk}, CLATTN_MASK_BOOL};
+    c.fully_masked_rows = 1;
+    run_case_on(ctx, &c, seed + 3);
+    c.attn = (mask_spec){0, {0}, CLATTN_MASK_BOOL};
+    c.key_padding = (mask_spec){2, {2, nk}, CLATTN_MASK_BOOL};
+    run_case_on(ctx, &c, seed + 4);
+    /* Additive masks that shift whole rows to about -1000 and +500: every logit is far from 0,
+     * and only the shift-invariance of a max-subtracted softmax gives the right answer. */
+    c.fully_masked_rows = 0;
+    c.key_padding = (mask_spec){2, {2, nk}, CLATTN_MASK_BOOL}; /* partly masked */
+    c.attn = (mask_spec){2, {nq, nk}, CLATTN_MASK_ADDITIVE};
+    c.qk_range = 1.0f;
+    c.mask_offset = -1000.0f;
+    run_case_on(ctx, &c, seed + 5);
+    c.mask_offset = 500.0f;
+    run_case_on(ctx, &c, seed + 6);
+}
+
+static clattn_context *context_with_fused_local(int local)
+{
+    setenv("CLATTN_TUNE", local ? "fused_local=1,fused_tk=8,fused_wg=16" : "fused_local=0", 1);
+    clattn_context *ctx = test_context_create(NULL);
+    unsetenv("CLATTN_TUNE");
+    assert_non_null(ctx);
+    clattn_tuning t;
+    assert_int_equal(clattn_context_get_tuning(ctx, &t), CLATTN_OK);
+    assert_int_equal(t.fused_local, local);
+    return ctx;
+}
+
+static void large_logits_fused_global_variant(void **state)
+{
+    (void)state;
+    clattn_context *ctx = context_with_fused_local(0);
+    large_logits_cases(ctx, CLATTN_PATH_FUSED, 1300);
+    clattn_context_destroy(&ctx);
+}
+
+static void large_logits_fused_local_variant(void **state)
+{
+    (void)state;
+    clattn_context *ctx = context_with_fused_local(1);
+    large_logits_cases(ctx, CLATTN_PATH_FUSED, 1400);
+    clattn_context_destroy(&ctx);
+}
+
+static void large_logits_unfused_with_weights(void **state)
+{
+    test_fixture *f = *state;
+    large_logits_cases(f->ctx, CLATTN_PATH_UNFUSED, 1500);
+}
+
 static void invalid_arguments(void **state)
 {
     test_fixture *f = *state;
@@ -537,6 +623,9 @@ static void params_default_tolerates_null(void **state)
 
 int main(void)
 {
+    const char *filter = getenv("CLATTN_TEST_FILTER"); /* e.g. "large_logits*" */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_reference_over_a_grid_of_shapes),
         cmocka_unit_test(every_attention_mask_form),
@@ -550,6 +639,9 @@ int main(void)
         cmocka_unit_test(strided_views_into_packed_projections),
         cmocka_unit_test(fused_variants_chosen_by_clattn_tune),
         cmocka_unit_test(a_bad_clattn_tune_is_ignored_with_a_warning),
+        cmocka_unit_test(large_logits_fused_global_variant),
+        cmocka_unit_test(large_logits_fused_local_variant),
+        cmocka_unit_test(large_logits_unfused_with_weights),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_default_tolerates_null),
     };

@@ -15,6 +15,7 @@ libutf8proc-dev
 libcmocka-dev
 oclgrind
 clang-14 libclang-rt-14-dev
+mesa-opencl-icd libclc-15
 "
 
 missing=""

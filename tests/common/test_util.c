@@ -45,7 +45,33 @@ clattn_context *test_context_create(test_log *log)
         fprintf(stderr, "clattn_context_create failed: %s\n", clattn_last_error(NULL));
         return NULL;
     }
+    if (test_check_fused_variant(ctx) != 0) {
+        clattn_context_destroy(&ctx);
+        return NULL;
+    }
     return ctx;
+}
+
+int test_check_fused_variant(const clattn_context *ctx)
+{
+    const char *want = getenv("CLATTN_TEST_FUSED_LOCAL");
+    if (!want || !*want)
+        return 0;
+    clattn_tuning t;
+    if (clattn_context_get_tuning(ctx, &t) != CLATTN_OK) {
+        fprintf(stderr, "clattn_context_get_tuning failed: %s\n", clattn_last_error(ctx));
+        return -1;
+    }
+    int expected = strcmp(want, "0") != 0;
+    if (t.fused_local != expected) {
+        fprintf(stderr,
+                "CLATTN_TEST_FUSED_LOCAL=%s but the context's fused kernel variant is %s "
+                "(fused_local=%d): CLATTN_TUNE (\"%s\") was not applied\n",
+                want, t.fused_local ? "local" : "global", t.fused_local,
+                getenv("CLATTN_TUNE") ? getenv("CLATTN_TUNE") : "");
+        return -1;
+    }
+    return 0;
 }
 
 int test_fixture_setup(void **state)

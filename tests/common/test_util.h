@@ -25,8 +25,14 @@ typedef struct test_log {
 
 void test_log_callback(void *user_data, clattn_log_level level, const char *message);
 
-/* Creates a context on the default device that logs into *log (may be NULL: logs nothing). */
+/* Creates a context on the default device that logs into *log (may be NULL: logs nothing).
+ * Fails (NULL) when test_check_fused_variant fails. */
 clattn_context *test_context_create(test_log *log);
+
+/* When CLATTN_TEST_FUSED_LOCAL is set (the "-fused-local" test entries set it together with
+ * CLATTN_TUNE=fused_local=1,...): 0 if ctx's fused kernel variant is the one it names (1 =
+ * staged through __local memory, 0 = global), else prints why and returns -1. Unset: 0. */
+int test_check_fused_variant(const clattn_context *ctx);
 
 /* The usual cmocka group state: a context on the default device (skips without a device). */
 typedef struct test_fixture {
