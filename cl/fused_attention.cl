@@ -6,7 +6,8 @@
  * Keys are visited in blocks of CLATTN_FUSED_TK; for each query the running maximum m, the
  * running sum l of exp(s - m) and the running weighted sum acc of the values are rescaled when
  * the maximum grows. A query whose keys are all masked gets a zero output (not NaN).
- * q, k, v, out: per-head views as in scores.cl (the output in the concatenated-heads layout).
+ * q, k, v, out: per-head views as in scores.cl (the output in the concatenated-heads layout);
+ * query head h reads key/value head h / kv_group (grouped-query attention).
  *
  * Compiled only in the specialised program: CLATTN_FUSED_DK and CLATTN_FUSED_DV (the head widths)
  * are compile-time constants, as are CLATTN_FUSED_QPW (queries per work-item), CLATTN_FUSED_TK
@@ -91,15 +92,15 @@ float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_
 
 __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
                                      CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
-                                     uint pairs, uint nq, uint nk, float scale,
+                                     uint kv_group, uint pairs, uint nq, uint nk, float scale,
                                      CLATTN_MASK_PARAMS)
 {
     uint first = get_global_id(0) * QPW, bh = get_global_id(1);
     if (first >= nq || bh >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
-    __global const float *kb = CLATTN_VIEW_ROW(k, b, h, 0);
-    __global const float *vb = CLATTN_VIEW_ROW(v, b, h, 0);
+    __global const float *kb = CLATTN_VIEW_ROW(k, b, h / kv_group, 0); /* GQA: its kv head */
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0);
 
     VK_T qv[QPW][NK];   /* the queries, pre-scaled */
     VV_T acc[QPW][NV];  /* Σ exp(s - m) · v */
@@ -209,15 +210,16 @@ void clattn_online_store(const clattn_online *st, __global float *o)
 __kernel __attribute__((reqd_work_group_size(CLATTN_FUSED_WG, 1, 1)))
 void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
                                   CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
-                                  uint pairs, uint nq, uint nk, float scale, CLATTN_MASK_PARAMS)
+                                  uint kv_group, uint pairs, uint nq, uint nk, float scale,
+                                  CLATTN_MASK_PARAMS)
 {
     __local float k_tile[TK][DK];
     __local float v_tile[TK][DV];
     uint i = get_global_id(0), bh = get_group_id(1), t_local = get_local_id(0);
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
     uint row = min(i, nq - 1);
-    __global const float *kb = CLATTN_VIEW_ROW(k, b, h, 0);
-    __global const float *vb = CLATTN_VIEW_ROW(v, b, h, 0);
+    __global const float *kb = CLATTN_VIEW_ROW(k, b, h / kv_group, 0); /* GQA: its kv head */
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0);
     __global const float *qi = CLATTN_VIEW_ROW(q, b, h, row);
     float qv[DK];
     for (int c = 0; c < DK; c++)

@@ -7,15 +7,15 @@
  *       [B, Nq, h·d_v] matrix that the output projection consumes.
  * NDRange: (dv, nq, pairs). */
 __kernel void clattn_head_merge(__global const float *p, ulong p_off, CLATTN_VIEW_PARAMS(v),
-                                CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint pairs, uint nq,
-                                uint nk, uint dv, uint bh0)
+                                CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint kv_group, uint pairs,
+                                uint nq, uint nk, uint dv, uint bh0)
 {
     uint c = get_global_id(0), i = get_global_id(1), z = get_global_id(2);
     if (c >= dv || i >= nq || z >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh0 + z, heads, b, h);
     __global const float *pi = p + p_off + ((ulong)z * nq + i) * nk;
-    __global const float *vc = CLATTN_VIEW_ROW(v, b, h, 0) + c;
+    __global const float *vc = CLATTN_VIEW_ROW(v, b, h / kv_group, 0) + c; /* GQA: its kv head */
     float acc = 0.0f;
     for (uint m = 0; m < nk; m++)
         acc += pi[m] * vc[m * v_sn];

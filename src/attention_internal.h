@@ -38,6 +38,7 @@ typedef enum clattn_weights_layout {
 
 typedef struct clattn_attention_problem {
     size_t batch, heads, seq_q, seq_k, dk, dv;
+    size_t kv_heads; /* key/value heads (grouped-query attention); 0 means `heads` */
     float scale;
     int causal;
     size_t causal_shift; /* causal: query i sees keys j <= i + causal_shift (a cache's past) */
@@ -49,6 +50,12 @@ typedef struct clattn_attention_problem {
     size_t weights_offset;
     clattn_attention_path path;
 } clattn_attention_problem;
+
+/* Query heads per key/value head (grouped-query attention; 1 without). */
+static inline size_t clattn__kv_group(const clattn_attention_problem *p)
+{
+    return p->kv_heads && p->kv_heads < p->heads ? p->heads / p->kv_heads : 1;
+}
 
 /* One chunk of (batch, head) pairs bh0 .. bh0 + pairs - 1 and its score buffer
  * [pairs, nq, nk] (contiguous from scores_offset), as the unfused kernels take them. */

@@ -10,11 +10,13 @@ clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_
     cl_uint dk = (cl_uint)p->dk;
     float scale = p->scale;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SCORES], 0, CL_SUCCESS};
+    cl_uint group = (cl_uint)clattn__kv_group(p);
     clattn__head_view_args(&args, &p->q);
     clattn__head_view_args(&args, &p->k);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, c->heads);
+    CLATTN_ARG(&args, group);
     CLATTN_ARG(&args, c->pairs);
     CLATTN_ARG(&args, c->nq);
     CLATTN_ARG(&args, c->nk);
@@ -47,9 +49,11 @@ clattn_status clattn__launch_head_merge(clattn_context *ctx, const clattn_attent
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_HEAD_MERGE], 0, CL_SUCCESS};
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
+    cl_uint group = (cl_uint)clattn__kv_group(p);
     clattn__head_view_args(&args, &p->v);
     clattn__head_view_args(&args, &p->out);
     CLATTN_ARG(&args, c->heads);
+    CLATTN_ARG(&args, group);
     CLATTN_ARG(&args, c->pairs);
     CLATTN_ARG(&args, c->nq);
     CLATTN_ARG(&args, c->nk);

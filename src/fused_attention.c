@@ -13,7 +13,8 @@ static clattn_status pack(clattn_context *ctx, const clattn_attention_problem *p
                           cl_mem mem, size_t offset, clattn_head_view *view)
 {
     cl_ulong out_off = offset;
-    cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
+    size_t kv_heads = p->heads / clattn__kv_group(p); /* keys and values have their own heads */
+    cl_uint heads = (cl_uint)kv_heads, pairs = (cl_uint)(p->batch * kv_heads);
     cl_uint n = (cl_uint)p->seq_k, width = (cl_uint)d;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_PACK_HEADS], 0, CL_SUCCESS};
     clattn__head_view_args(&args, view);
@@ -24,7 +25,7 @@ static clattn_status pack(clattn_context *ctx, const clattn_attention_problem *p
     CLATTN_ARG(&args, n);
     CLATTN_ARG(&args, width);
     size_t global[3] = {d, p->seq_k, pairs};
-    *view = (clattn_head_view){mem, offset, p->heads * p->seq_k * d, p->seq_k * d, d};
+    *view = (clattn_head_view){mem, offset, kv_heads * p->seq_k * d, p->seq_k * d, d};
     return clattn__launch(ctx, &args, "pack_heads", 3, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
@@ -40,8 +41,9 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     const clattn_attention_problem *p = &packed;
     bool strided = given->k.sn != given->dk || given->v.sn != given->dv;
     if (strided && !prog->local && given->seq_k >= PACK_MIN_KEYS) {
-        size_t k_floats = given->batch * given->heads * given->seq_k * given->dk;
-        size_t v_floats = given->batch * given->heads * given->seq_k * given->dv;
+        size_t kv_heads = given->heads / clattn__kv_group(given);
+        size_t k_floats = given->batch * kv_heads * given->seq_k * given->dk;
+        size_t v_floats = given->batch * kv_heads * given->seq_k * given->dv;
         cl_mem scratch;
         if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PACKED_KV,
                                              (k_floats + v_floats) * sizeof(float), &scratch)) ||
@@ -50,6 +52,7 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
             return status;
     }
     cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
+    cl_uint group = (cl_uint)clattn__kv_group(p);
     cl_uint nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k;
     float scale = p->scale;
     clattn_kernel_args args = {prog->kernel, 0, CL_SUCCESS};
@@ -58,6 +61,7 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     clattn__head_view_args(&args, &p->v);
     clattn__head_view_args(&args, &p->out);
     CLATTN_ARG(&args, heads);
+    CLATTN_ARG(&args, group);
     CLATTN_ARG(&args, pairs);
     CLATTN_ARG(&args, nq);
     CLATTN_ARG(&args, nk);

@@ -51,12 +51,20 @@ clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q, const cla
     p.dk = q->shape[3];
     p.seq_k = k->shape[2];
     p.dv = v->shape[3];
+    /* Grouped-query attention: keys and values with fewer heads, each shared by a group. */
+    p.kv_heads = params->enable_gqa ? k->shape[1] : p.heads;
+    if (params->enable_gqa && (p.kv_heads == 0 || p.heads % p.kv_heads != 0))
+        return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
+                            "%s: k has %zu heads, which do not divide q's %zu (enable_gqa)", fn,
+                            p.kv_heads, p.heads);
     if ((status = clattn__expect_shape(ctx, fn, "k", k->ndim, k->shape, 4,
-                                       (size_t[]){p.batch, p.heads, p.seq_k, p.dk},
-                                       "[B, H, Nk, d_k]")) ||
+                                       (size_t[]){p.batch, p.kv_heads, p.seq_k, p.dk},
+                                       params->enable_gqa ? "[B, H_kv, Nk, d_k]"
+                                                          : "[B, H, Nk, d_k]")) ||
         (status = clattn__expect_shape(ctx, fn, "v", v->ndim, v->shape, 4,
-                                       (size_t[]){p.batch, p.heads, p.seq_k, p.dv},
-                                       "[B, H, Nk, d_v]")) ||
+                                       (size_t[]){p.batch, p.kv_heads, p.seq_k, p.dv},
+                                       params->enable_gqa ? "[B, H_kv, Nk, d_v]"
+                                                          : "[B, H, Nk, d_v]")) ||
         (status = clattn__expect_shape(ctx, fn, "out", out->ndim, out->shape, 4,
                                        (size_t[]){p.batch, p.heads, p.seq_q, p.dv},
                                        "[B, H, Nq, d_v]")))

@@ -621,6 +621,78 @@ static void params_default_tolerates_null(void **state)
     assert_int_equal(p.attn_mask_kind, CLATTN_MASK_BOOL);
 }
 
+/* Grouped-query and multi-query attention (enable_gqa): equal to the reference on keys and
+ * values whose heads are repeated H / H_kv times (PyTorch's repeat_interleave), on both paths,
+ * with a causal mask and key padding. */
+static void grouped_query_attention(void **state)
+{
+    test_fixture *f = *state;
+    size_t B = 2, H = 6, Nq = 5, Nk = 9, dk = 4, dv = 6;
+    const size_t kv_heads[] = {3, 2, 1};
+    for (size_t g = 0; g < 3; g++)
+        for (int path = 0; path < 2; path++) {
+            size_t Hkv = kv_heads[g], group = H / Hkv;
+            float *q = malloc(B * H * Nq * dk * sizeof(float));
+            float *k = malloc(B * Hkv * Nk * dk * sizeof(float));
+            float *v = malloc(B * Hkv * Nk * dv * sizeof(float));
+            float *k_rep = malloc(B * H * Nk * dk * sizeof(float));
+            float *v_rep = malloc(B * H * Nk * dv * sizeof(float));
+            float *want = malloc(B * H * Nq * dv * sizeof(float));
+            test_fill_uniform(q, B * H * Nq * dk, 900 + g, -1, 1);
+            test_fill_uniform(k, B * Hkv * Nk * dk, 910 + g, -1, 1);
+            test_fill_uniform(v, B * Hkv * Nk * dv, 920 + g, -1, 1);
+            for (size_t b = 0; b < B; b++)
+                for (size_t h = 0; h < H; h++) {
+                    size_t hk = h / group;
+                    memcpy(k_rep + (b * H + h) * Nk * dk, k + (b * Hkv + hk) * Nk * dk,
+                           Nk * dk * sizeof(float));
+                    memcpy(v_rep + (b * H + h) * Nk * dv, v + (b * Hkv + hk) * Nk * dv,
+                           Nk * dv * sizeof(float));
+                }
+            float kp[2 * 9] = {0};
+            kp[8] = kp[9 + 7] = kp[9 + 8] = 1.0f; /* padded keys */
+            ref_masks rm = {0};
+            rm.causal = true;
+            rm.key_padding_mask = kp;
+            rm.key_padding_bool = true;
+            ref_sdpa(q, k_rep, v_rep, B, H, Nq, Nk, dk, dv, 1.0f / sqrtf((float)dk), &rm, want,
+                     NULL);
+            clattn_tensor *tq = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dk}, q);
+            clattn_tensor *tk = test_tensor_from(f->ctx, 4, (size_t[]){B, Hkv, Nk, dk}, k);
+            clattn_tensor *tv = test_tensor_from(f->ctx, 4, (size_t[]){B, Hkv, Nk, dv}, v);
+            clattn_tensor *tkp = test_tensor_from(f->ctx, 2, (size_t[]){B, Nk}, kp);
+            clattn_tensor *to = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dv}, NULL);
+            clattn_sdpa_params p;
+            clattn_sdpa_params_default(&p);
+            p.enable_gqa = 1;
+            p.causal = 1;
+            p.key_padding_mask = tkp;
+            p.path = path ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED;
+            assert_int_equal(clattn_sdpa(f->ctx, tq, tk, tv, to, &p), CLATTN_OK);
+            float *got = test_tensor_to_host(to);
+            assert_close(got, want, B * H * Nq * dv, TOL);
+            free(got);
+            /* Without enable_gqa fewer key heads are a shape error; with it, a non-divisor. */
+            if (Hkv > 1) {
+                p.enable_gqa = 0;
+                assert_status_msg(f->ctx, clattn_sdpa(f->ctx, tq, tk, tv, to, &p),
+                                  CLATTN_ERROR_SHAPE_MISMATCH, "but must be [B, H, Nk, d_k]");
+            }
+            clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tv);
+            clattn_tensor_destroy(&tkp), clattn_tensor_destroy(&to);
+            free(q), free(k), free(v), free(k_rep), free(v_rep), free(want);
+        }
+    clattn_tensor *tq = test_tensor_from(f->ctx, 4, (size_t[]){1, 6, 2, 4}, NULL);
+    clattn_tensor *tk = test_tensor_from(f->ctx, 4, (size_t[]){1, 4, 3, 4}, NULL);
+    clattn_tensor *to = test_tensor_from(f->ctx, 4, (size_t[]){1, 6, 2, 4}, NULL);
+    clattn_sdpa_params p;
+    clattn_sdpa_params_default(&p);
+    p.enable_gqa = 1;
+    assert_status_msg(f->ctx, clattn_sdpa(f->ctx, tq, tk, tk, to, &p), CLATTN_ERROR_SHAPE_MISMATCH,
+                      "k has 4 heads, which do not divide q's 6");
+    clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&to);
+}
+
 int main(void)
 {
     const char *filter = getenv("CLATTN_TEST_FILTER"); /* e.g. "large_logits*" */
@@ -643,6 +715,7 @@ int main(void)
         cmocka_unit_test(large_logits_fused_local_variant),
         cmocka_unit_test(large_logits_unfused_with_weights),
         cmocka_unit_test(invalid_arguments),
+        cmocka_unit_test(grouped_query_attention),
         cmocka_unit_test(params_default_tolerates_null),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);

@@ -73,7 +73,10 @@ typedef struct clattn_sdpa_params {
     /* Optional output: the attention probabilities, a contiguous [B, H, Nq, Nk] tensor. */
     clattn_tensor *attn_weights;
     clattn_attention_path path;
-    uint8_t reserved[64]; /* must be zero */
+    /* Grouped-query (and multi-query) attention, PyTorch's enable_gqa: k and v have H_kv heads,
+     * H_kv dividing H, and query head h reads key/value head h / (H / H_kv). */
+    int enable_gqa;
+    uint8_t reserved[60]; /* must be zero */
 } clattn_sdpa_params;
 
 CLATTN_API void clattn_sdpa_params_default(clattn_sdpa_params *params);
@@ -82,8 +85,8 @@ CLATTN_API void clattn_sdpa_params_default(clattn_sdpa_params *params);
  * out = softmax(scale · q·kᵀ + masks) · v, for every batch and head.
  *
  *   q:   [B, H, Nq, d_k]
- *   k:   [B, H, Nk, d_k]
- *   v:   [B, H, Nk, d_v]
+ *   k:   [B, H, Nk, d_k]      ([B, H_kv, Nk, d_k] with enable_gqa)
+ *   v:   [B, H, Nk, d_v]      ([B, H_kv, Nk, d_v] with enable_gqa)
  *   out: [B, H, Nq, d_v]   (may be a strided view, e.g. into a [B, Nq, H·d_v] buffer)
  *
  * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, a last
