@@ -14,9 +14,11 @@ clattn_status clattn_mha_count_macs(const clattn_mha_config *config, size_t batc
     uint64_t dk = config->head_dim_qk ? config->head_dim_qk : E / h;
     uint64_t dv = config->head_dim_v ? config->head_dim_v : E / h;
     uint64_t kdim = config->kdim ? config->kdim : E, vdim = config->vdim ? config->vdim : E;
+    uint64_t hkv = config->num_kv_heads ? config->num_kv_heads : h; /* grouped-query attention */
     uint64_t B = batch, Nq = seq_q, Nk = seq_k;
     memset(macs, 0, CLATTN_OP_COUNT * sizeof(*macs));
-    macs[CLATTN_OP_IN_PROJECTION] = B * Nq * E * h * dk + B * Nk * kdim * h * dk + B * Nk * vdim * h * dv;
+    macs[CLATTN_OP_IN_PROJECTION] =
+        B * Nq * E * h * dk + B * Nk * kdim * hkv * dk + B * Nk * vdim * hkv * dv;
     macs[CLATTN_OP_SCORES] = B * h * Nq * Nk * dk;
     macs[CLATTN_OP_WEIGHTS_V] = B * h * Nq * Nk * dv;
     macs[CLATTN_OP_OUT_PROJECTION] = config->out_proj ? B * Nq * h * dv * E : 0;

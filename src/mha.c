@@ -15,8 +15,11 @@
 struct clattn_mha {
     clattn_context *ctx;
     clattn_mha_config cfg; /* every default resolved */
-    size_t qk_width;       /* h·d_k */
-    size_t v_width;        /* h·d_v */
+    size_t qk_width;       /* h·d_k: the queries */
+    size_t k_width;        /* h_kv·d_k: the keys (h_kv = num_kv_heads) */
+    size_t vp_width;       /* h_kv·d_v: the values */
+    size_t v_width;        /* h·d_v: the head outputs */
+    size_t in_width;       /* the packed projection's rows: qk_width + k_width + vp_width */
 
     /* Weights, PyTorch layouts. w_in: Wq [h·d_k, E] | Wk [h·d_k, kdim] | Wv [h·d_v, vdim],
      * which for kdim == vdim == E is exactly the packed in_proj_weight [P, E]. */
@@ -98,6 +101,11 @@ static clattn_status resolve_config(clattn_context *ctx, const clattn_mha_config
         out->kdim = in->embed_dim;
     if (out->vdim == 0)
         out->vdim = in->embed_dim;
+    if (out->num_kv_heads == 0)
+        out->num_kv_heads = in->num_heads;
+    CLATTN_CHECK_ARG(ctx, fn, in->num_heads % out->num_kv_heads == 0,
+                     "num_kv_heads %zu does not divide num_heads %zu", out->num_kv_heads,
+                     in->num_heads);
     out->in_proj_bias = in->in_proj_bias != 0;
     out->out_proj = in->out_proj != 0;
     out->out_proj_bias = in->out_proj && in->out_proj_bias;
@@ -135,7 +143,10 @@ clattn_status clattn_mha_create(clattn_context *ctx, clattn_mha **out,
     mha->ctx = ctx;
     mha->cfg = cfg;
     mha->qk_width = cfg.num_heads * cfg.head_dim_qk;
+    mha->k_width = cfg.num_kv_heads * cfg.head_dim_qk;
+    mha->vp_width = cfg.num_kv_heads * cfg.head_dim_v;
     mha->v_width = cfg.num_heads * cfg.head_dim_v;
+    mha->in_width = mha->qk_width + mha->k_width + mha->vp_width;
     *out = mha;
     return CLATTN_OK;
 }
@@ -188,7 +199,7 @@ static clattn_status check_all_weights(clattn_mha *mha, const clattn_mha_weights
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
-    size_t E = c->embed_dim, packed_rows = 2 * mha->qk_width + mha->v_width;
+    size_t E = c->embed_dim, packed_rows = mha->in_width;
     clattn_status status;
     if (packed) {
         CLATTN_CHECK_ARG(ctx, fn_load, c->kdim == E && c->vdim == E,
@@ -201,9 +212,9 @@ static clattn_status check_all_weights(clattn_mha *mha, const clattn_mha_weights
         if ((status = check_weight(ctx, "q_proj_weight", &w->q_proj_weight, 2,
                                    (size_t[]){mha->qk_width, E})) ||
             (status = check_weight(ctx, "k_proj_weight", &w->k_proj_weight, 2,
-                                   (size_t[]){mha->qk_width, c->kdim})) ||
+                                   (size_t[]){mha->k_width, c->kdim})) ||
             (status = check_weight(ctx, "v_proj_weight", &w->v_proj_weight, 2,
-                                   (size_t[]){mha->v_width, c->vdim})))
+                                   (size_t[]){mha->vp_width, c->vdim})))
             return status;
     }
     if (c->in_proj_bias &&
@@ -235,7 +246,7 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
 
     const clattn_mha_config *c = &mha->cfg;
     size_t E = c->embed_dim;
-    size_t wq = mha->qk_width * E, wk = mha->qk_width * c->kdim, wv = mha->v_width * c->vdim;
+    size_t wq = mha->qk_width * E, wk = mha->k_width * c->kdim, wv = mha->vp_width * c->vdim;
     mha_buffers b = {0};
     status = clattn__buffer_create(ctx, (wq + wk + wv) * sizeof(float), &b.w_in, "in_proj_weight");
     if (status == CLATTN_OK) {
@@ -250,8 +261,8 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
                                              "v_proj_weight");
     }
     if (status == CLATTN_OK && c->in_proj_bias)
-        status = clattn__upload(ctx, w->in_proj_bias.data, 2 * mha->qk_width + mha->v_width,
-                                "in_proj_bias", &b.b_in);
+        status = clattn__upload(ctx, w->in_proj_bias.data, mha->in_width, "in_proj_bias",
+                                &b.b_in);
     if (status == CLATTN_OK && c->out_proj)
         status = clattn__upload(ctx, w->out_proj_weight.data, E * mha->v_width, "out_proj_weight",
                                 &b.w_out);
@@ -272,10 +283,10 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
     mha->wk_offset = wq;
     mha->wv_offset = wq + wk;
     size_t qk = mha->qk_width, vw = mha->v_width;
-    mha->in_all = (clattn_gemm_weight){b.w_in, 0, 2 * qk + vw, E, E, NULL};
+    mha->in_all = (clattn_gemm_weight){b.w_in, 0, mha->in_width, E, E, NULL};
     mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL};
-    mha->in_k = (clattn_gemm_weight){b.w_in, wq, qk, c->kdim, c->kdim, NULL};
-    mha->in_v = (clattn_gemm_weight){b.w_in, wq + wk, vw, c->vdim, c->vdim, NULL};
+    mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL};
+    mha->in_v = (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL};
     mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL};
     mha->loaded = true;
     return CLATTN_OK;
@@ -365,7 +376,7 @@ static clattn_status check_forward(clattn_mha *mha, const clattn_tensor *query,
                      "out overlaps an input");
     /* Rows are indexed with 32 bits by the kernels; the projections' sizes must not overflow. */
     size_t rows = s->batch * (s->seq_q > s->seq_k ? s->seq_q : s->seq_k), bytes;
-    size_t width = 2 * mha->qk_width + mha->v_width;
+    size_t width = mha->in_width;
     if (rows > UINT32_MAX || !clattn__mul_size(rows, width, &bytes) ||
         !clattn__mul_size(3 * bytes, sizeof(float), &bytes))
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
@@ -380,7 +391,7 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
-    size_t E = c->embed_dim, qk = mha->qk_width, vw = mha->v_width;
+    size_t E = c->embed_dim, qk = mha->qk_width, kw = mha->k_width, vw = mha->vp_width;
     size_t dk = c->head_dim_qk, dv = c->head_dim_v;
     size_t rows_q = io->batch * io->seq_q, rows_k = io->batch * io->seq_k;
     cl_mem proj;
@@ -388,7 +399,7 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
 
     if (!io->key) {
         /* One GEMM on the packed weights: QKV [B·N, P] with Q | K | V in each row. */
-        size_t P = 2 * qk + vw;
+        size_t P = mha->in_width;
         if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS,
                                              rows_q * P * sizeof(float), &proj)) ||
             (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_q, io->query,
@@ -397,12 +408,13 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
             return status;
         p->q = (clattn_head_view){proj, 0, io->seq_q * P, dk, P};
         p->k = (clattn_head_view){proj, qk, io->seq_q * P, dk, P};
-        p->v = (clattn_head_view){proj, 2 * qk, io->seq_q * P, dv, P};
+        p->v = (clattn_head_view){proj, qk + kw, io->seq_q * P, dv, P};
         return CLATTN_OK;
     }
 
-    /* Three GEMMs: Q [B·Nq, h·d_k] | K [B·Nk, h·d_k] | V [B·Nk, h·d_v], one after another. */
-    size_t k_at = rows_q * qk, v_at = k_at + rows_k * qk, total = v_at + rows_k * vw;
+    /* Three GEMMs: Q [B·Nq, h·d_k] | K [B·Nk, h_kv·d_k] | V [B·Nk, h_kv·d_v], one after
+     * another. */
+    size_t k_at = rows_q * qk, v_at = k_at + rows_k * kw, total = v_at + rows_k * vw;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, total * sizeof(float),
                                          &proj)) ||
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_q, io->query,
@@ -410,13 +422,13 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
                                  proj, 0, qk)) ||
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_k, io->key, io->key_offset,
                                  c->kdim, &mha->in_k, mha->b_in, qk, CLATTN_ACT_NONE, proj, k_at,
-                                 qk)) ||
+                                 kw)) ||
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_k, io->value,
-                                 io->value_offset, c->vdim, &mha->in_v, mha->b_in, 2 * qk,
+                                 io->value_offset, c->vdim, &mha->in_v, mha->b_in, qk + kw,
                                  CLATTN_ACT_NONE, proj, v_at, vw)))
         return status;
     p->q = (clattn_head_view){proj, 0, io->seq_q * qk, dk, qk};
-    p->k = (clattn_head_view){proj, k_at, io->seq_k * qk, dk, qk};
+    p->k = (clattn_head_view){proj, k_at, io->seq_k * kw, dk, kw};
     p->v = (clattn_head_view){proj, v_at, io->seq_k * vw, dv, vw};
     return CLATTN_OK;
 }
@@ -434,6 +446,7 @@ static clattn_attention_problem problem_of(const clattn_mha *mha, const clattn_m
     p.dk = c->head_dim_qk;
     p.dv = c->head_dim_v;
     p.scale = (float)(1.0 / sqrt((double)c->head_dim_qk));
+    p.kv_heads = c->num_kv_heads;
     p.causal = io->causal;
     p.path = io->path;
     p.attn_mask = io->attn_mask;
@@ -503,8 +516,8 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
-    size_t E = c->embed_dim, qk = mha->qk_width, vw = mha->v_width, P = 2 * qk + vw;
-    size_t n = io->seq_q, rows = io->batch * n;
+    size_t E = c->embed_dim, qk = mha->qk_width, kw = mha->k_width, vw = mha->vp_width;
+    size_t P = mha->in_width, n = io->seq_q, rows = io->batch * n;
     cl_mem proj;
     clattn_status status;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * P * sizeof(float),
@@ -512,8 +525,8 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
                                  E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
         (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
-                              qk)) ||
-        (status = append_rows(ctx, proj, 2 * qk, P, cache->v, cache->capacity, past, io->batch,
+                              kw)) ||
+        (status = append_rows(ctx, proj, qk + kw, P, cache->v, cache->capacity, past, io->batch,
                               n, vw)))
         return status;
     clattn_mha_io step = *io;
@@ -521,7 +534,7 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
     clattn_attention_problem p = problem_of(mha, &step);
     p.causal_shift = past;
     p.q = (clattn_head_view){proj, 0, n * P, c->head_dim_qk, P};
-    p.k = (clattn_head_view){cache->k, 0, cache->capacity * qk, c->head_dim_qk, qk};
+    p.k = (clattn_head_view){cache->k, 0, cache->capacity * kw, c->head_dim_qk, kw};
     p.v = (clattn_head_view){cache->v, 0, cache->capacity * vw, c->head_dim_v, vw};
     return attend_and_project(mha, &step, &p);
 }
@@ -531,13 +544,13 @@ clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset,
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
-    size_t rows = batch * seq, qk = mha->qk_width, vw = mha->v_width;
+    size_t rows = batch * seq, qk = mha->qk_width, kw = mha->k_width, vw = mha->vp_width;
     clattn_status status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, x, x_offset, c->kdim,
-                                          &mha->in_k, mha->b_in, qk, CLATTN_ACT_NONE, k, 0, qk);
+                                          &mha->in_k, mha->b_in, qk, CLATTN_ACT_NONE, k, 0, kw);
     if (status != CLATTN_OK)
         return status;
     return clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, x, x_offset, c->vdim, &mha->in_v,
-                          mha->b_in, 2 * qk, CLATTN_ACT_NONE, v, 0, vw);
+                          mha->b_in, qk + kw, CLATTN_ACT_NONE, v, 0, vw);
 }
 
 clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io, cl_mem k,
@@ -545,7 +558,8 @@ clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
-    size_t qk = mha->qk_width, vw = mha->v_width, rows = io->batch * io->seq_q;
+    size_t qk = mha->qk_width, kw = mha->k_width, vw = mha->vp_width;
+    size_t rows = io->batch * io->seq_q;
     cl_mem proj;
     clattn_status status;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * qk * sizeof(float),
@@ -556,7 +570,7 @@ clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io
         return status;
     clattn_attention_problem p = problem_of(mha, io);
     p.q = (clattn_head_view){proj, 0, io->seq_q * qk, c->head_dim_qk, qk};
-    p.k = (clattn_head_view){k, 0, io->seq_k * qk, c->head_dim_qk, qk};
+    p.k = (clattn_head_view){k, 0, io->seq_k * kw, c->head_dim_qk, kw};
     p.v = (clattn_head_view){v, 0, io->seq_k * vw, c->head_dim_v, vw};
     return attend_and_project(mha, io, &p);
 }

@@ -841,6 +841,89 @@ static void projections_are_counted(void **state)
     clattn_mha_destroy(&mha);
 }
 
+/* Grouped-query and multi-query attention layers (num_kv_heads): equal to the reference layer
+ * whose key/value projections repeat each kv head's rows for its group of query heads; packed
+ * weights with causal self-attention, separate weights with cross-attention. */
+static void grouped_query_attention_layer(void **state)
+{
+    test_fixture *f = *state;
+    size_t E = 12, H = 6, dk = 2, dv = 2, B = 2, Nq = 5, Nk = 7;
+    const size_t kv_heads[] = {3, 2, 1};
+    for (size_t g = 0; g < 3; g++)
+        for (int cross = 0; cross <= 1; cross++) {
+            size_t Hkv = kv_heads[g], group = H / Hkv, qk = H * dk, kw = Hkv * dk, vw = Hkv * dv;
+            size_t nk = cross ? Nk : Nq;
+            float *w_in = malloc((qk + kw + vw) * E * sizeof(float));
+            float *b_in = malloc((qk + kw + vw) * sizeof(float));
+            float *w_out = malloc(E * H * dv * sizeof(float)), *b_out = malloc(E * sizeof(float));
+            float *x = malloc(B * Nq * E * sizeof(float)), *kv = malloc(B * nk * E * sizeof(float));
+            test_fill_uniform(w_in, (qk + kw + vw) * E, 700 + g, -0.5f, 0.5f);
+            test_fill_uniform(b_in, qk + kw + vw, 710 + g, -0.2f, 0.2f);
+            test_fill_uniform(w_out, E * H * dv, 720 + g, -0.5f, 0.5f);
+            test_fill_uniform(b_out, E, 730 + g, -0.2f, 0.2f);
+            test_fill_uniform(x, B * Nq * E, 740 + g, -1, 1);
+            test_fill_uniform(kv, B * nk * E, 750 + g, -1, 1);
+            /* The reference layer: key and value rows repeated per query head. */
+            float *wk_rep = malloc(qk * E * sizeof(float)), *wv_rep = malloc(H * dv * E * sizeof(float));
+            float *b_rep = malloc((2 * qk + H * dv) * sizeof(float));
+            memcpy(b_rep, b_in, qk * sizeof(float));
+            for (size_t h = 0; h < H; h++) {
+                size_t hk = h / group;
+                memcpy(wk_rep + h * dk * E, w_in + (qk + hk * dk) * E, dk * E * sizeof(float));
+                memcpy(wv_rep + h * dv * E, w_in + (qk + kw + hk * dv) * E, dv * E * sizeof(float));
+                memcpy(b_rep + qk + h * dk, b_in + qk + hk * dk, dk * sizeof(float));
+                memcpy(b_rep + 2 * qk + h * dv, b_in + qk + kw + hk * dv, dv * sizeof(float));
+            }
+            ref_mha m = {E, H, dk, dv, E, E, w_in, wk_rep, wv_rep, b_rep, w_out, b_out};
+            ref_masks rm = {0};
+            rm.causal = !cross;
+            float *want = malloc(B * Nq * E * sizeof(float));
+            ref_mha_forward(&m, x, cross ? kv : x, cross ? kv : x, B, Nq, nk, &rm, want, NULL,
+                            false);
+
+            clattn_mha_config cfg;
+            clattn_mha_config_default(&cfg, E, H);
+            cfg.head_dim_qk = dk, cfg.head_dim_v = dv;
+            cfg.num_kv_heads = Hkv;
+            clattn_mha *mha = NULL;
+            assert_int_equal(clattn_mha_create(f->ctx, &mha, &cfg), CLATTN_OK);
+            clattn_mha_weights w;
+            memset(&w, 0, sizeof(w));
+            if (cross) {
+                w.q_proj_weight = (clattn_host_tensor){w_in, 2, {qk, E}};
+                w.k_proj_weight = (clattn_host_tensor){w_in + qk * E, 2, {kw, E}};
+                w.v_proj_weight = (clattn_host_tensor){w_in + (qk + kw) * E, 2, {vw, E}};
+            } else {
+                w.in_proj_weight = (clattn_host_tensor){w_in, 2, {qk + kw + vw, E}};
+            }
+            w.in_proj_bias = (clattn_host_tensor){b_in, 1, {qk + kw + vw}};
+            w.out_proj_weight = (clattn_host_tensor){w_out, 2, {E, H * dv}};
+            w.out_proj_bias = (clattn_host_tensor){b_out, 1, {E}};
+            assert_int_equal(clattn_mha_load_weights(mha, &w), CLATTN_OK);
+            clattn_tensor *tx = test_tensor_from(f->ctx, 3, (size_t[]){B, Nq, E}, x);
+            clattn_tensor *tkv = test_tensor_from(f->ctx, 3, (size_t[]){B, nk, E}, kv);
+            clattn_tensor *to = test_tensor_from(f->ctx, 3, (size_t[]){B, Nq, E}, NULL);
+            clattn_mha_forward_params p;
+            clattn_mha_forward_params_default(&p);
+            p.causal = !cross;
+            assert_int_equal(clattn_mha_forward(mha, tx, cross ? tkv : NULL, cross ? tkv : NULL,
+                                                to, &p),
+                             CLATTN_OK);
+            float *got = test_tensor_to_host(to);
+            assert_close(got, want, B * Nq * E, TOL);
+            free(got), free(want), free(wk_rep), free(wv_rep), free(b_rep);
+            free(w_in), free(b_in), free(w_out), free(b_out), free(x), free(kv);
+            clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tkv), clattn_tensor_destroy(&to);
+            clattn_mha_destroy(&mha);
+        }
+    clattn_mha_config cfg;
+    clattn_mha_config_default(&cfg, 12, 6);
+    cfg.num_kv_heads = 4;
+    clattn_mha *mha = NULL;
+    assert_status_msg(f->ctx, clattn_mha_create(f->ctx, &mha, &cfg),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "num_kv_heads 4 does not divide num_heads 6");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -858,6 +941,7 @@ int main(void)
         cmocka_unit_test(load_weights_checks_every_shape),
         cmocka_unit_test(forward_rejects_bad_tensors),
         cmocka_unit_test(projections_are_counted),
+        cmocka_unit_test(grouped_query_attention_layer),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -115,7 +115,12 @@ typedef struct clattn_mha_config {
     int out_proj;       /* apply the output projection (default 1); 0 = identity, which needs
                            h · d_v == E (the seed's "proj replaced by identity" experiment) */
     int out_proj_bias;  /* add the output projection's bias (default 1) */
-    uint8_t reserved[64]; /* must be zero */
+    /* Key/value heads (grouped-query attention; 1 = multi-query); 0 selects num_heads. It must
+     * divide num_heads; query head h uses key/value head h / (num_heads / num_kv_heads), and the
+     * K and V projections are num_kv_heads·d_k and num_kv_heads·d_v wide (in_proj_weight
+     * [h·d_k + h_kv·d_k + h_kv·d_v, E], k_proj_weight [h_kv·d_k, kdim], in_proj_bias likewise). */
+    size_t num_kv_heads;
+    uint8_t reserved[56]; /* must be zero */
 } clattn_mha_config;
 
 /* nn.MultiheadAttention(embed_dim, num_heads): d_k = d_v = E/h, kdim = vdim = E, all biases. */
