@@ -77,8 +77,11 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
     }
     while (t->fused_wg > max_wg)
         t->fused_wg /= 2;
-    /* CPUs: the library's GEMM (CLBlast's kernels reach a fifth of a CPU's peak through PoCL). */
-    t->gemm_kernel = info->type == CLATTN_DEVICE_TYPE_CPU;
+    /* PoCL's CPU devices: the library's GEMM (CLBlast's kernels reach a fifth of the peak there;
+     * docs/pocl-cpu-performance.md). Not on Mesa's llvmpipe, which runs work-items as SIMD lanes:
+     * there a work-item's register tile is the wrong shape. */
+    t->gemm_kernel = info->type == CLATTN_DEVICE_TYPE_CPU &&
+                     strstr(info->platform_name, "Portable Computing Language") != NULL;
     if (info->type == CLATTN_DEVICE_TYPE_CPU &&
         strstr(info->platform_name, "Portable Computing Language")) {
         gemm->present = 1;

@@ -187,8 +187,8 @@ typedef struct clattn_tuning {
     int gemm_kernel;  /* gemm_kernel: 1 runs the projection and feed-forward GEMMs with the
                        * library's CPU GEMM (register-blocked micro-tiles of the device's native
                        * vector width over weights packed once, bias and activation fused; the
-                       * default on CPU devices, see docs/pocl-cpu-performance.md); 0 with
-                       * CLBlast (the default on GPUs) */
+                       * default on PoCL's CPU devices, see docs/pocl-cpu-performance.md); 0 with
+                       * CLBlast (the default elsewhere: GPUs, Mesa's llvmpipe) */
     uint8_t reserved[60]; /* must be zero */
 } clattn_tuning;
 
