@@ -41,6 +41,10 @@ struct clattn_decoder_state {
     clattn_mask_kind memory_mask_kind;
 };
 
+/* Beam search: sequence r of the cache becomes a copy of sequence parents[r] (r < batch), for
+ * the tokens so far. */
+clattn_status clattn__decoder_state_reorder(clattn_decoder_state *state, const size_t *parents);
+
 /* Runs the layers and the final norm for x [B, n, d_model] into out: teacher-forced over the
  * memory tensor (state NULL), or one incremental step of the state (decoder.c). */
 clattn_status clattn__decoder_run(clattn_decoder *dec, clattn_decoder_state *state,

@@ -158,3 +158,42 @@ void clattn_decoder_state_reset(clattn_decoder_state *st)
     if (st)
         st->length = 0;
 }
+
+/* Copies the first `rows` of every sequence of cache [batch, capacity, width] from `from` (a
+ * copy of the cache) back into the cache in the parents' order. */
+static clattn_status gather(clattn_context *ctx, cl_mem cache, cl_mem from, size_t batch,
+                            size_t capacity, size_t width, size_t rows, const size_t *parents)
+{
+    size_t seq_bytes = capacity * width * sizeof(float), used = rows * width * sizeof(float);
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, cache, from, 0, 0, batch * seq_bytes, 0, NULL,
+                                     NULL);
+    for (size_t r = 0; err == CL_SUCCESS && r < batch && used > 0; r++)
+        err = clEnqueueCopyBuffer(ctx->queue, from, cache, parents[r] * seq_bytes, r * seq_bytes,
+                                  used, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "reordering the key/value cache");
+    return CLATTN_OK;
+}
+
+clattn_status clattn__decoder_state_reorder(clattn_decoder_state *st, const size_t *parents)
+{
+    clattn_decoder *dec = st->dec;
+    clattn_context *ctx = dec->ctx;
+    const clattn_decoder_config *c = &dec->cfg;
+    size_t kw = c->nhead * c->head_dim_qk, vw = c->nhead * c->head_dim_v;
+    size_t bytes = st->batch * st->capacity * (kw > vw ? kw : vw) * sizeof(float);
+    cl_mem from = NULL;
+    clattn_status status = clattn__buffer_create(ctx, bytes, &from, "a copy of the cache");
+    for (size_t i = 0; status == CLATTN_OK && i < c->num_layers; i++)
+        if (!(status = gather(ctx, st->self[i].k, from, st->batch, st->capacity, kw, st->length,
+                              parents)))
+            status = gather(ctx, st->self[i].v, from, st->batch, st->capacity, vw, st->length,
+                            parents);
+    if (from) { /* the copies above read it: wait before releasing it */
+        cl_int err = clFinish(ctx->queue);
+        clReleaseMemObject(from);
+        if (status == CLATTN_OK && err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "reordering the key/value cache");
+    }
+    return status;
+}

@@ -594,12 +594,14 @@ clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void *bytes, si
 
 /* Builds numpy's format 1.0 preamble and header for a C-order '<f4' array; returns its length.
  * With at most 8 dimensions of at most 20 digits the header is well under 1.0's 65535 bytes. */
-static size_t build_header(char *dst, size_t cap, int ndim, const size_t *shape)
+static size_t build_header(char *dst, size_t cap, const char *descr, int ndim,
+                           const size_t *shape)
 {
     char shape_text[256];
     format_shape(shape_text, sizeof(shape_text), ndim, shape);
     int dict_len = snprintf(dst + 10, cap - 10,
-                            "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", shape_text);
+                            "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+                            shape_text);
     size_t len = 10 + (size_t)dict_len;
     if (ndim > 0) {
         char first[32];
@@ -620,10 +622,24 @@ static size_t build_header(char *dst, size_t cap, int ndim, const size_t *shape)
     return len;
 }
 
-clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
-                                   const size_t *shape)
+/* Writes count int64 values little-endian; false on a write error. */
+static bool write_i64(FILE *f, const int64_t *data, size_t count)
 {
-    static const char function[] = "clattn_npy_write_f32";
+    for (size_t i = 0; i < count; i++) {
+        unsigned char le[8];
+        uint64_t v = (uint64_t)data[i];
+        for (int b = 0; b < 8; b++)
+            le[b] = (unsigned char)(v >> (8 * b));
+        if (fwrite(le, 1, 8, f) != 8)
+            return false;
+    }
+    return true;
+}
+
+/* The writers: float32 ('<f4') or int64 ('<i8') data of shape shape[0..ndim-1]. */
+static clattn_status write_array(const char *function, const char *path, const void *data,
+                                 bool i64, int ndim, const size_t *shape)
+{
     CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
     CLATTN_CHECK_ARG(NULL, function, ndim >= 0 && ndim <= CLATTN_NPY_MAX_DIMS,
                      "ndim is %d; it must be 0 to %d", ndim,
@@ -640,19 +656,32 @@ clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim
                             "the element count of the shape overflows size_t");
     if (empty)
         numel = 0;
-    if (!clattn__mul_size(numel, sizeof(float), &bytes))
+    if (!clattn__mul_size(numel, i64 ? 8 : 4, &bytes))
         return clattn__fail_in(function, path, CLATTN_ERROR_TOO_LARGE,
-                        "the byte size of %zu floats overflows size_t", numel);
+                        "the byte size of %zu elements overflows size_t", numel);
     CLATTN_CHECK_ARG(NULL, function, data || numel == 0,
                      "data is NULL but the shape has %zu elements", numel);
 
     char header[512];
-    size_t header_len = build_header(header, sizeof(header), ndim, shape);
+    size_t header_len = build_header(header, sizeof(header), i64 ? "<i8" : "<f4", ndim, shape);
     FILE *f;
     char *target, *temp;
     clattn_status status = clattn__create_file(function, path, &f, &target, &temp);
     if (status != CLATTN_OK)
         return status;
-    bool ok = fwrite(header, 1, header_len, f) == header_len && clattn__write_floats(f, data, numel);
+    bool ok = fwrite(header, 1, header_len, f) == header_len &&
+              (i64 ? write_i64(f, data, numel) : clattn__write_floats(f, data, numel));
     return clattn__finish_file(function, path, f, target, temp, ok);
+}
+
+clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
+                                   const size_t *shape)
+{
+    return write_array("clattn_npy_write_f32", path, data, false, ndim, shape);
+}
+
+clattn_status clattn_npy_write_i64(const char *path, const int64_t *data, int ndim,
+                                   const size_t *shape)
+{
+    return write_array("clattn_npy_write_i64", path, data, true, ndim, shape);
 }

@@ -780,9 +780,30 @@ static void dtype_names_and_free(void **state)
     assert_null(a);
 }
 
+static void int64_arrays_round_trip(void **state)
+{
+    (void)state;
+    const int64_t values[6] = {0, -1, 7, INT64_MAX, INT64_MIN, 123456789012345};
+    const char *path = temp_file("i64.npy");
+    assert_int_equal(clattn_npy_write_i64(path, values, 2, (size_t[]){2, 3}), CLATTN_OK);
+    clattn_npy_array *a = NULL;
+    assert_int_equal(clattn_npy_read_i64(&a, path), CLATTN_OK);
+    assert_int_equal(a->source_dtype, CLATTN_NPY_INT64);
+    assert_shape(a, 2, (size_t[]){2, 3}, 6);
+    assert_memory_equal(a->i64, values, sizeof(values));
+    clattn_npy_array_destroy(&a);
+    FILE *f = fopen(path, "rb");
+    char head[129] = {0};
+    assert_int_equal(fread(head, 1, 128, f), 128); /* the header is padded to 128 bytes */
+    fclose(f);
+    assert_non_null(strstr(head + 10, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }"));
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(int64_arrays_round_trip),
         cmocka_unit_test(writes_exactly_what_numpy_writes),
         cmocka_unit_test(round_trips_are_bit_exact),
         cmocka_unit_test(write_failures_are_named_and_leave_no_file),

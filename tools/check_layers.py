@@ -35,7 +35,8 @@ LAYERS = [
     ("text", ["tokenizer_internal.h", "tokenizer.c", "tokenizer_load.c", "tokenizer_vocab.c",
               "tokenizer_normalize.c", "tokenizer_added.c", "tokenizer_wordpiece.c",
               "tokenizer_utf8.c"]),
-    ("models", ["hf_model.h", "hf_model.c", "sentence_model.c"]),
+    ("models", ["hf_model.h", "hf_model.c", "sentence_model.c", "transformer_internal.h",
+                "transformer.c", "generate.c"]),
 ]
 
 DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")

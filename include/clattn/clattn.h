@@ -7,7 +7,8 @@
  *   clattn/tensor.h     float32 device tensors
  *   clattn/attention.h  scaled dot-product attention, multi-head attention layer
  *   clattn/encoder.h    Transformer encoder, positional encoding, presets, model files
- *   clattn/decoder.h    Transformer decoder (nn.TransformerDecoder)
+ *   clattn/decoder.h    Transformer decoder (nn.TransformerDecoder), incremental decoding
+ *   clattn/transformer.h  the encoder–decoder model, teacher-forced logits, generation
  *   clattn/npy.h        reading and writing NumPy .npy files
  *   clattn/safetensors.h  reading and writing safetensors files
  *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
@@ -27,6 +28,7 @@
 #include "clattn/attention.h"
 #include "clattn/encoder.h"
 #include "clattn/decoder.h"
+#include "clattn/transformer.h"
 #include "clattn/npy.h"
 #include "clattn/safetensors.h"
 #include "clattn/tokenizer.h"

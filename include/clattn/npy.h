@@ -124,6 +124,10 @@ CLATTN_API clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void
 CLATTN_API clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                               const size_t *shape);
 
+/* As clattn_npy_write_f32, for int64 data ('<i8', as np.save writes an int64 array). */
+CLATTN_API clattn_status clattn_npy_write_i64(const char *path, const int64_t *data, int ndim,
+                                              const size_t *shape);
+
 /* Releases an array and sets *array to NULL. Accepts NULL and a pointer to NULL. */
 CLATTN_API void clattn_npy_array_destroy(clattn_npy_array **array);
 

@@ -1,0 +1,87 @@
+/*
+ * libclattn — transformer.h: the whole encoder–decoder Transformer (nn.Transformer with the
+ * paper's embeddings and an output projection): teacher-forced logits, and generation by greedy
+ * decoding or beam search with a key/value cache.
+ *
+ * Model file (safetensors, F32/F16/BF16): nn.Transformer's state_dict names —
+ * encoder.layers.{i}.* and encoder.norm.* (as clattn_encoder_load_weights' names),
+ * decoder.layers.{i}.* and decoder.norm.* (as clattn_decoder_load_weights') — plus
+ * src_embedding.weight [V_src, E] and tgt_embedding.weight [V_tgt, E] (multiplied by √E, then the
+ * paper's sinusoidal table added, section 3.4/3.5) and generator.weight [V_tgt, E],
+ * generator.bias [V_tgt] (logits = decoder output · generator.weightᵀ + bias; with metadata
+ * tie_embeddings "true" the generator is tgt_embedding.weight without bias). Metadata (strings):
+ * d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward, activation,
+ * norm_first, layer_norm_eps, bos_id, eos_id, pad_id. encoder.norm and decoder.norm are used
+ * when present (nn.Transformer always has them).
+ *
+ * Same thread-safety rule as the context.
+ */
+#ifndef CLATTN_TRANSFORMER_H
+#define CLATTN_TRANSFORMER_H
+
+#include "clattn/decoder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clattn_transformer clattn_transformer;
+
+typedef struct clattn_transformer_info {
+    size_t d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward;
+    size_t src_vocab, tgt_vocab;
+    int64_t bos_id, eos_id, pad_id;
+    uint8_t reserved[64];
+} clattn_transformer_info;
+
+/* Loads a model file (see above). Errors name the file and the tensor or metadata key. */
+CLATTN_API clattn_status clattn_transformer_load(clattn_context *ctx, clattn_transformer **model,
+                                                 const char *path);
+
+/* Releases the model; sets *model to NULL. Accepts NULL. */
+CLATTN_API void clattn_transformer_destroy(clattn_transformer **model);
+
+CLATTN_API clattn_status clattn_transformer_get_info(const clattn_transformer *model,
+                                                     clattn_transformer_info *info);
+
+/*
+ * Teacher-forced logits: the encoder reads src [B, S] (ids below V_src) with the source padding
+ * src_padding [B, S] (nonzero = padding; NULL: none; used as src_key_padding_mask and
+ * memory_key_padding_mask, as nn.Transformer users pass it); the decoder reads tgt [B, T] (ids
+ * below V_tgt) causally; logits: a contiguous [B, T, V_tgt] tensor.
+ */
+CLATTN_API clattn_status clattn_transformer_forward(clattn_transformer *model, const int64_t *src,
+                                                    size_t batch, size_t src_len,
+                                                    const uint8_t *src_padding,
+                                                    const int64_t *tgt, size_t tgt_len,
+                                                    clattn_tensor *logits);
+
+typedef struct clattn_generate_params {
+    size_t max_new; /* tokens to generate at most; 0: source length + 50 (the paper's rule) */
+    size_t beam;    /* 1 (or 0): greedy; k > 1: beam search with k hypotheses per sentence */
+    float alpha;    /* the GNMT length penalty's exponent: scores / ((5 + |Y|)^α / 6^α); 0.6 */
+    uint8_t reserved[64]; /* must be zero */
+} clattn_generate_params;
+
+CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
+
+/*
+ * Generates from bos_id until eos_id (included in the output) or max_new tokens, for every
+ * sentence of src [B, S]: out [B, max_new] receives the ids, right-padded with pad_id, and
+ * lengths[b] (may be NULL) the number of ids of sentence b. Greedy: the arg-max token each step
+ * (the lowest id on ties). Beam search keeps `beam` hypotheses per sentence; a hypothesis that
+ * emits eos_id is finished with its log-probability divided by the length penalty (|Y| counting
+ * the generated tokens, eos included); search ends when `beam` hypotheses have finished or at
+ * max_new; the best finished one (or, if none finished, the best alive) is returned.
+ */
+CLATTN_API clattn_status clattn_transformer_generate(clattn_transformer *model,
+                                                     const int64_t *src, size_t batch,
+                                                     size_t src_len, const uint8_t *src_padding,
+                                                     const clattn_generate_params *params,
+                                                     int64_t *out, size_t *lengths);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLATTN_TRANSFORMER_H */

@@ -1,0 +1,272 @@
+/* Generation from the encoder–decoder model: greedy decoding and beam search over the decoder's
+ * key/value cache. */
+#include "context_internal.h"
+#include "decoder_internal.h"
+#include "transformer_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- greedy decoding ---- */
+
+static clattn_status greedy(clattn_transformer *m, const char *fn, size_t B, size_t max_new,
+                            clattn_decoder_state *state, int64_t *out, size_t *lengths)
+{
+    clattn_context *ctx = m->ctx;
+    size_t E = m->info.d_model, V = m->info.tgt_vocab;
+    int64_t *next = malloc(B * sizeof(int64_t));
+    float *scores = malloc(B * V * sizeof(float));
+    bool *done = calloc(B, sizeof(bool));
+    clattn_tensor *x = NULL, *h = NULL, *logits = NULL;
+    clattn_status status = CLATTN_OK;
+    if (!next || !scores || !done)
+        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (status == CLATTN_OK &&
+        !(status = clattn_tensor_create(ctx, &x, 3, (size_t[]){B, 1, E})) &&
+        !(status = clattn_tensor_create(ctx, &h, 3, (size_t[]){B, 1, E})))
+        status = clattn_tensor_create(ctx, &logits, 2, (size_t[]){B, V});
+    for (size_t b = 0; status == CLATTN_OK && b < B; b++) {
+        next[b] = m->info.bos_id;
+        lengths[b] = 0;
+        for (size_t t = 0; t < max_new; t++)
+            out[b * max_new + t] = m->info.pad_id;
+    }
+    size_t alive = B;
+    for (size_t t = 0; status == CLATTN_OK && t < max_new && alive > 0; t++) {
+        if ((status = clattn__transformer_embed(m, fn, next, B, 1, t, x)) ||
+            (status = clattn_decoder_step(state, x, h)) ||
+            (status = clattn__transformer_logits(m, h, B, logits)) ||
+            (status = clattn_tensor_read(logits, scores, B * V)))
+            break;
+        for (size_t b = 0; b < B; b++) {
+            if (done[b]) {
+                next[b] = m->info.eos_id; /* keeps the batch going; its output is not used */
+                continue;
+            }
+            size_t best = 0;
+            for (size_t v = 1; v < V; v++)
+                if (scores[b * V + v] > scores[b * V + best])
+                    best = v;
+            out[b * max_new + t] = (int64_t)best;
+            lengths[b] = t + 1;
+            next[b] = (int64_t)best;
+            if ((int64_t)best == m->info.eos_id) {
+                done[b] = true;
+                alive--;
+            }
+        }
+    }
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
+    free(next), free(scores), free(done);
+    return status;
+}
+
+/* ---- beam search ---- */
+
+/* GNMT's length penalty ((5 + |Y|) / 6)^α: scores are divided by it. */
+static double length_penalty(size_t length, double alpha)
+{
+    return pow((5.0 + (double)length) / 6.0, alpha);
+}
+
+typedef struct candidate {
+    double score; /* the sum of log-probabilities */
+    size_t parent; /* the hypothesis (within its sentence) it extends */
+    int64_t token;
+} candidate;
+
+static int by_score(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    if (x->parent != y->parent) /* ties: the earlier hypothesis, then the lower id */
+        return x->parent < y->parent ? -1 : 1;
+    return (x->token > y->token) - (x->token < y->token);
+}
+
+/* Beam search over the state's B·k sequences (sentence b's hypotheses are rows b·k .. b·k+k-1):
+ * each step extends every alive hypothesis by every token, keeps the 2k best extensions by
+ * log-probability, finishes those that end in eos (score / length penalty) until k have
+ * finished, and keeps the best k others alive. */
+static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B, size_t k,
+                                 size_t max_new, double alpha, clattn_decoder_state *state,
+                                 int64_t *out, size_t *lengths)
+{
+    clattn_context *ctx = m->ctx;
+    size_t E = m->info.d_model, V = m->info.tgt_vocab, rows = B * k;
+    int64_t eos = m->info.eos_id;
+    double *score = malloc(rows * sizeof(double)), *logp = malloc(V * sizeof(double));
+    int64_t *hist = malloc(rows * max_new * sizeof(int64_t));
+    int64_t *hist_next = malloc(rows * max_new * sizeof(int64_t));
+    int64_t *next = malloc(rows * sizeof(int64_t));
+    size_t *parents = malloc(rows * sizeof(size_t));
+    double *next_score = malloc(rows * sizeof(double));
+    float *logits_host = malloc(rows * V * sizeof(float));
+    candidate *cand = malloc(k * V * sizeof(candidate));
+    /* finished hypotheses: per sentence up to k, their tokens and normalised scores */
+    int64_t *fin = malloc(rows * max_new * sizeof(int64_t));
+    size_t *fin_len = calloc(rows, sizeof(size_t)), *fin_count = calloc(B, sizeof(size_t));
+    double *fin_score = malloc(rows * sizeof(double));
+    clattn_tensor *x = NULL, *h = NULL, *logits = NULL;
+    clattn_status status = CLATTN_OK;
+    if (!score || !logp || !hist || !hist_next || !next || !parents || !next_score ||
+        !logits_host || !cand || !fin || !fin_len || !fin_count || !fin_score)
+        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (status == CLATTN_OK &&
+        !(status = clattn_tensor_create(ctx, &x, 3, (size_t[]){rows, 1, E})) &&
+        !(status = clattn_tensor_create(ctx, &h, 3, (size_t[]){rows, 1, E})))
+        status = clattn_tensor_create(ctx, &logits, 2, (size_t[]){rows, V});
+    for (size_t r = 0; status == CLATTN_OK && r < rows; r++) {
+        next[r] = m->info.bos_id;
+        score[r] = r % k == 0 ? 0.0 : -INFINITY; /* one hypothesis per sentence at first */
+    }
+    size_t t = 0;
+    for (; status == CLATTN_OK && t < max_new; t++) {
+        bool all_done = true;
+        for (size_t b = 0; b < B; b++)
+            all_done = all_done && fin_count[b] >= k;
+        if (all_done)
+            break;
+        if ((status = clattn__transformer_embed(m, fn, next, rows, 1, t, x)) ||
+            (status = clattn_decoder_step(state, x, h)) ||
+            (status = clattn__transformer_logits(m, h, rows, logits)) ||
+            (status = clattn_tensor_read(logits, logits_host, rows * V)))
+            break;
+        for (size_t b = 0; b < B; b++) {
+            size_t n = 0;
+            for (size_t j = 0; j < k; j++) {
+                size_t r = b * k + j;
+                if (score[r] == -INFINITY)
+                    continue;
+                const float *z = logits_host + r * V; /* log-softmax in double */
+                double top = z[0], sum = 0.0;
+                for (size_t v = 1; v < V; v++)
+                    top = z[v] > top ? z[v] : top;
+                for (size_t v = 0; v < V; v++)
+                    sum += exp((double)z[v] - top);
+                for (size_t v = 0; v < V; v++)
+                    cand[n++] = (candidate){score[r] + (double)z[v] - top - log(sum), j,
+                                            (int64_t)v};
+            }
+            qsort(cand, n, sizeof(*cand), by_score);
+            size_t alive = 0;
+            for (size_t c = 0; c < n && c < 2 * k && alive < k; c++) {
+                size_t parent = b * k + cand[c].parent;
+                if (cand[c].token == eos) {
+                    if (fin_count[b] < k) {
+                        size_t f = b * k + fin_count[b]++;
+                        memcpy(fin + f * max_new, hist + parent * max_new, t * sizeof(int64_t));
+                        fin[f * max_new + t] = eos;
+                        fin_len[f] = t + 1;
+                        fin_score[f] = cand[c].score / length_penalty(t + 1, alpha);
+                    }
+                    continue;
+                }
+                size_t r = b * k + alive++;
+                parents[r] = parent;
+                next[r] = cand[c].token;
+                next_score[r] = cand[c].score;
+                memcpy(hist_next + r * max_new, hist + parent * max_new, t * sizeof(int64_t));
+                hist_next[r * max_new + t] = cand[c].token;
+            }
+            for (; alive < k; alive++) { /* fewer extensions than beams: dead rows */
+                size_t r = b * k + alive;
+                parents[r] = b * k;
+                next[r] = eos;
+                next_score[r] = -INFINITY;
+            }
+        }
+        memcpy(score, next_score, rows * sizeof(double));
+        int64_t *swap = hist;
+        hist = hist_next, hist_next = swap;
+        status = clattn__decoder_state_reorder(state, parents);
+    }
+    /* The best finished hypothesis per sentence, else the best alive one. */
+    for (size_t b = 0; status == CLATTN_OK && b < B; b++) {
+        const int64_t *best = NULL;
+        size_t best_len = 0;
+        double best_score = -INFINITY;
+        for (size_t f = 0; f < fin_count[b]; f++)
+            if (fin_score[b * k + f] > best_score)
+                best_score = fin_score[b * k + f], best = fin + (b * k + f) * max_new,
+                best_len = fin_len[b * k + f];
+        for (size_t j = 0; !best && j < k; j++) {
+            size_t r = b * k + j;
+            double s = score[r] / length_penalty(t, alpha);
+            if (score[r] != -INFINITY && s > best_score)
+                best_score = s, best = hist + r * max_new, best_len = t;
+        }
+        for (size_t i = 0; i < max_new; i++)
+            out[b * max_new + i] = best && i < best_len ? best[i] : m->info.pad_id;
+        lengths[b] = best ? best_len : 0;
+    }
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
+    free(score), free(logp), free(hist), free(hist_next), free(next), free(parents);
+    free(next_score), free(logits_host), free(cand), free(fin), free(fin_len), free(fin_count);
+    free(fin_score);
+    return status;
+}
+
+clattn_status clattn_transformer_generate(clattn_transformer *m, const int64_t *src, size_t B,
+                                          size_t S, const uint8_t *src_padding,
+                                          const clattn_generate_params *params, int64_t *out,
+                                          size_t *lengths)
+{
+    static const char fn[] = "clattn_transformer_generate";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    clattn_context *ctx = m->ctx;
+    clattn_generate_params defaults;
+    if (!params) {
+        clattn_generate_params_default(&defaults);
+        params = &defaults;
+    }
+    clattn_status status = clattn__transformer_check_src(m, fn, src, B, S);
+    if (status != CLATTN_OK)
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, out, "out is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_generate_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(params->alpha) && params->alpha >= 0.0f,
+                     "params->alpha must be finite and not negative");
+    size_t max_new = params->max_new ? params->max_new : S + 50;
+    size_t *own_lengths = NULL;
+    if (!lengths && !(lengths = own_lengths = malloc(B * sizeof(size_t))))
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    /* Beam search runs B·k sequences: the memory and its mask repeated k times. */
+    size_t k = params->beam > 1 ? params->beam : 1, rows;
+    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(B, k, &rows) && rows <= (1u << 20),
+                     "batch %zu x beam %zu is too large", B, k);
+    int64_t *src_rows = (int64_t *)src;
+    uint8_t *pad_rows = (uint8_t *)src_padding;
+    if (k > 1) {
+        src_rows = malloc(rows * S * sizeof(int64_t));
+        pad_rows = src_padding ? malloc(rows * S) : NULL;
+        if (!src_rows || (src_padding && !pad_rows)) {
+            free(src_rows), free(pad_rows), free(own_lengths);
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                                fn);
+        }
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(src_rows + r * S, src + (r / k) * S, S * sizeof(int64_t));
+            if (pad_rows)
+                memcpy(pad_rows + r * S, src_padding + (r / k) * S, S);
+        }
+    }
+    clattn_tensor *memory = NULL, *mask = NULL;
+    clattn_decoder_state *state = NULL;
+    if (!(status = clattn__transformer_encode(m, fn, src_rows, rows, S, pad_rows, &memory,
+                                              &mask)) &&
+        !(status = clattn_decoder_state_create(m->decoder, &state, rows, max_new)) &&
+        !(status = clattn_decoder_state_set_memory(state, memory, mask)))
+        status = k > 1 ? beam_search(m, fn, B, k, max_new, params->alpha, state, out, lengths)
+                       : greedy(m, fn, B, max_new, state, out, lengths);
+    if (k > 1)
+        free(src_rows), free(pad_rows);
+    clattn_decoder_state_destroy(&state);
+    clattn_tensor_destroy(&memory), clattn_tensor_destroy(&mask);
+    free(own_lengths);
+    return status;
+}
