@@ -4,6 +4,11 @@ encoder-decoder tests (greedy and beam-search generation) read: tests/golden/toy
 
 usage: /usr/bin/python3 tools/train_toy_seq2seq.py [--out DIR] [--threads N]
                                                    [--max-steps N] [--lr LR] [--time-budget SECONDS]
+       /usr/bin/python3 tools/train_toy_seq2seq.py --from-model tests/golden/toy_reverse/model.safetensors
+
+--from-model skips training and rewrites every golden file from the given weights (the
+training record is copied from the meta.json next to FILE): this reproduces the committed files
+exactly, whatever the machine's speed.
 
 Deterministic: fixed seeds (torch 0, numpy 1234 for the data), a fixed number of threads
 (default 1; float results, and so the trained weights, can depend on the thread count) and a
@@ -264,6 +269,17 @@ def read_safetensors(path):
     return tensors, meta
 
 
+def load_weights(model, tensors):
+    """Loads {name: tensor} as read_safetensors() returns it into a Seq2Seq."""
+    tensors = dict(tensors)
+    with torch.no_grad():
+        model.src_embedding.weight.copy_(tensors.pop('src_embedding.weight'))
+        model.tgt_embedding.weight.copy_(tensors.pop('tgt_embedding.weight'))
+        model.generator.weight.copy_(tensors.pop('generator.weight'))
+        model.generator.bias.copy_(tensors.pop('generator.bias'))
+    model.transformer.load_state_dict(tensors, strict=True)
+
+
 # ---------------------------------------------------------------- main
 
 def main(argv=None):
@@ -273,6 +289,9 @@ def main(argv=None):
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--max-steps', type=int, default=1000)
     ap.add_argument('--lr', type=float, default=LR)
+    ap.add_argument('--from-model', metavar='FILE.safetensors',
+                    help='no training: take the weights from FILE (e.g. the committed '
+                         'model.safetensors) and only rewrite the golden files')
     ap.add_argument('--time-budget', type=float, default=230.0)
     args = ap.parse_args(argv)
 
@@ -301,43 +320,67 @@ def main(argv=None):
         model.train()
         return accs
 
-    t0 = time.time()
-    step, stopped_by, loss_v, history = 0, 'max_steps', float('nan'), []
-    model.train()
-    while step < args.max_steps:
-        seqs = []
-        while len(seqs) < BATCH:
-            q = random_digits(rng)
-            if q not in heldout:
-                seqs.append(q)
-        src, m, tin, tout, tm = make_batch(seqs)
-        logits = model(src, m, tin, tm)
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), tout.reshape(-1), ignore_index=PAD)
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        step += 1
-        loss_v = float(loss)
-        if step % EVAL_EVERY == 0:
-            acc_e, acc_g = evaluate()
-            el = time.time() - t0
-            history.append(dict(step=step, loss=round(loss_v, 5), eval_acc=acc_e,
-                                golden_acc=acc_g, seconds=round(el, 1)))
-            print(f'step {step:5d}  loss {loss_v:.4f}  eval acc {acc_e:.4f}  '
-                  f'golden acc {acc_g:.4f}  {el:.0f}s', flush=True)
-            if acc_e == 1.0 and acc_g == 1.0:
-                stopped_by = 'accuracy'
+    if args.from_model is None:
+        t0 = time.time()
+        step, stopped_by, loss_v, history = 0, 'max_steps', float('nan'), []
+        model.train()
+        while step < args.max_steps:
+            seqs = []
+            while len(seqs) < BATCH:
+                q = random_digits(rng)
+                if q not in heldout:
+                    seqs.append(q)
+            src, m, tin, tout, tm = make_batch(seqs)
+            logits = model(src, m, tin, tm)
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), tout.reshape(-1), ignore_index=PAD)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            loss_v = float(loss)
+            if step % EVAL_EVERY == 0:
+                acc_e, acc_g = evaluate()
+                el = time.time() - t0
+                history.append(dict(step=step, loss=round(loss_v, 5), eval_acc=acc_e,
+                                    golden_acc=acc_g, seconds=round(el, 1)))
+                print(f'step {step:5d}  loss {loss_v:.4f}  eval acc {acc_e:.4f}  '
+                      f'golden acc {acc_g:.4f}  {el:.0f}s', flush=True)
+                if acc_e == 1.0 and acc_g == 1.0:
+                    stopped_by = 'accuracy'
+                    break
+            if time.time() - t0 > args.time_budget:
+                stopped_by = 'time'
                 break
-        if time.time() - t0 > args.time_budget:
-            stopped_by = 'time'
-            break
-    train_seconds = time.time() - t0
+            train_seconds = time.time() - t0
+    else:  # no training: the weights of an earlier run, the training record from its meta.json
+        weights, _ = read_safetensors(args.from_model)
+        load_weights(model, weights)
+        old_meta = os.path.join(os.path.dirname(os.path.abspath(args.from_model)), 'meta.json')
+        old_training = None
+        if os.path.exists(old_meta):
+            with open(old_meta) as f:
+                old_training = json.load(f).get('training')
     model.eval()
     acc_e, acc_g = evaluate()
-    print(f'trained {step} steps in {train_seconds:.1f}s ({stopped_by}); greedy exact match: '
-          f'eval {acc_e:.4f} ({N_EVAL} strings), golden {acc_g:.4f}')
+    if args.from_model is None:
+        print(f'trained {step} steps in {train_seconds:.1f}s ({stopped_by}); greedy exact match: '
+              f'eval {acc_e:.4f} ({N_EVAL} strings), golden {acc_g:.4f}')
+        training = {
+            'steps': step, 'seconds': round(train_seconds, 1), 'stopped_by': stopped_by,
+            'threads': args.threads, 'batch': BATCH, 'optimizer': f'Adam(peak lr {args.lr}, betas (0.9, 0.98), '
+            f'eps 1e-9), linear warm-up {WARMUP} steps, then linear decay to '
+            f'{FINAL_LR_FRACTION} x peak at step {args.max_steps}, grad clip 1.0',
+            'max_steps': args.max_steps, 'final_loss': loss_v,
+            'eval_strings': N_EVAL, 'eval_greedy_accuracy': acc_e, 'golden_greedy_accuracy': acc_g,
+            'history': history, 'seeds': {'torch': 0, 'data': 1234, 'heldout': 99},
+        }
+    else:
+        print(f'weights from {args.from_model}; greedy exact match: eval {acc_e:.4f} '
+              f'({N_EVAL} strings), golden {acc_g:.4f}')
+        training = old_training or {'eval_strings': N_EVAL, 'eval_greedy_accuracy': acc_e,
+                                    'golden_greedy_accuracy': acc_g}
 
     # ---------------- export
     os.makedirs(args.out, exist_ok=True)
@@ -363,11 +406,7 @@ def main(argv=None):
     # round trip: a fresh model from the file must give identical float32 logits
     loaded, meta_read = read_safetensors(model_path)
     fresh = Seq2Seq()
-    fresh.src_embedding.weight.data.copy_(loaded.pop('src_embedding.weight'))
-    fresh.tgt_embedding.weight.data.copy_(loaded.pop('tgt_embedding.weight'))
-    fresh.generator.weight.data.copy_(loaded.pop('generator.weight'))
-    fresh.generator.bias.data.copy_(loaded.pop('generator.bias'))
-    fresh.transformer.load_state_dict(loaded, strict=True)
+    load_weights(fresh, loaded)
     fresh.eval()
     with torch.no_grad():
         roundtrip = float((fresh(g_src, g_mask, g_tin, g_tmask)
@@ -470,15 +509,7 @@ def main(argv=None):
         'beam_correct': int(beam_ok.sum()),
         'beam_equals_greedy': bool(np.array_equal(pad_rows([r[:r.index(EOS) + 1] if EOS in r else r
                                                             for r in greedy_out.tolist()]), beam)),
-        'training': {
-            'steps': step, 'seconds': round(train_seconds, 1), 'stopped_by': stopped_by,
-            'threads': args.threads, 'batch': BATCH, 'optimizer': f'Adam(peak lr {args.lr}, betas (0.9, 0.98), '
-            f'eps 1e-9), linear warm-up {WARMUP} steps, then linear decay to '
-            f'{FINAL_LR_FRACTION} x peak at step {args.max_steps}, grad clip 1.0',
-            'max_steps': args.max_steps, 'final_loss': loss_v,
-            'eval_strings': N_EVAL, 'eval_greedy_accuracy': acc_e, 'golden_greedy_accuracy': acc_g,
-            'history': history, 'seeds': {'torch': 0, 'data': 1234, 'heldout': 99},
-        },
+        'training': training,
         'model': 'model.safetensors', 'model_dtype': 'F32', 'model_bytes': model_bytes,
         'file_roundtrip_max_diff': roundtrip,
         'arrays': arrays,
