@@ -297,20 +297,23 @@ def worker_plot(a):
     lo = [x["texts_per_s"]["median"] - x["texts_per_s"]["min"] for x in rows]
     hi = [x["texts_per_s"]["max"] - x["texts_per_s"]["median"] for x in rows]
     colors = ["#d62728" if x["engine"] == "clattn" else "#1f77b4" for x in rows]
-    fig, ax = plt.subplots(figsize=(8, 0.7 * len(rows) + 1.8))
+    fig, ax = plt.subplots(figsize=(10, 0.7 * len(rows) + 2.2))
     y = list(range(len(rows)))[::-1]
     ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=4)
-    for yi, m in zip(y, med):
-        ax.text(m, yi, "  %.1f" % m if m < 100 else "  %.0f" % m, va="center", ha="left")
+    for yi, x in zip(y, rows):
+        m, top = x["texts_per_s"]["median"], x["texts_per_s"]["max"]
+        ax.text(top, yi, "  %s texts/s" % ("%.1f" % m if m < 100 else "%.0f" % m),
+                va="center", ha="left")
     ax.set_yticks(y)
     ax.set_yticklabels(names)
     ax.set_xlabel("texts/s (median; bars: min-max of %d runs)" % r["repeat"])
-    ax.set_xlim(0, max(x["texts_per_s"]["max"] for x in rows) * 1.2)
+    ax.set_xlim(0, max(x["texts_per_s"]["max"] for x in rows) * 1.3)
     c = r["corpus"]
-    ax.set_title("%s, %d texts (%d tokens), %d threads, %s\nload average during the run %.1f-%.1f"
+    ax.set_title("%s, %d generated texts (%d tokens), %d threads for every engine\n"
+                 "%s, %d logical CPUs; shared machine: load average %.1f-%.1f during the run"
                  % (os.path.basename(r["model"].rstrip("/")), c["count"], c["tokens"],
-                    r["threads"], r["machine"]["cpu"], r["loadavg"]["min"], r["loadavg"]["max"]),
-                 fontsize=9)
+                    r["threads"], r["machine"]["cpu"], r["machine"]["logical_cpus"],
+                    r["loadavg"]["min"], r["loadavg"]["max"]), fontsize=9)
     fig.tight_layout()
     fig.savefig(a.png, dpi=110)
 
@@ -695,9 +698,9 @@ def markdown(r):
       "agree exactly (%d in all).\n" % (r["tolerance"], c["tokens"]))
     w("## Setup\n")
     w("| | |\n|---|---|")
-    w("| machine | %s, %d logical CPUs%s, %s RAM, Linux %s |"
+    w("| machine | %s, %d logical CPUs%s, %s RAM, Linux %s%s |"
       % (m["cpu"], m["logical_cpus"], " (AVX-512)" if m["avx512"] else "", m["memory"],
-         m["kernel"]) + ("" if not m["hypervisor"] else " (%s VM)" % m["hypervisor"]))
+         m["kernel"], "" if not m["hypervisor"] else ", %s virtual machine" % m["hypervisor"]))
     w("| threads | %d for every engine: `torch.set_num_threads(%d)`, `OMP/OPENBLAS/MKL_NUM_THREADS"
       "=%d`, onnxruntime `intra_op_num_threads=%d` (inter_op 1), PoCL `POCL_CPU_MAX_CU_NUM=%d` |"
       % ((r["threads"],) * 5))
