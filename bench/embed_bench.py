@@ -1,0 +1,776 @@
+#!/usr/bin/env python3
+"""Sentence-embedding throughput: libclattn against sentence-transformers and ONNX Runtime.
+
+usage: embed_bench.py --embed build/examples/embed --model DIR [--python VENV_PYTHON]
+                      [--quick] [--repeat R] [--count N] [--threads T] [--device SPEC]
+                      [--out bench/results] [--keep DIR]
+
+One command measures, on the same machine and in the same run, how many texts per second each
+engine turns into normalised sentence embeddings with one sentence-transformers model (made for
+all-MiniLM-L6-v2; `tools/fetch-model.sh` prints its folder):
+
+  clattn      libclattn's `examples/embed --model DIR --input corpus.txt --output E.npy --json`
+              (OpenCL; --device, default `cpu`: PoCL's CPU device on this machine)
+  st          sentence-transformers (PyTorch): SentenceTransformer(DIR, device="cpu")
+              .encode(texts, batch_size=32), torch.set_num_threads(T)
+  st-skylakex the same with OPENBLAS_CORETYPE=SkylakeX, run only when OpenBLAS does not
+              recognise the CPU by itself (Debian's OpenBLAS 0.3.21 calls a Sapphire Rapids
+              VM "Prescott", i.e. no AVX at all, and PyTorch's matrix products then run on SSE3)
+  onnxruntime transformers' BertModel from DIR, exported once with torch.onnx.export (opset 14,
+              dynamic batch and sequence axes), run by onnxruntime's CPUExecutionProvider
+              (intra_op_num_threads T, inter_op 1, all graph optimisations) on the same batches
+              as sentence-transformers: texts sorted by decreasing length, 32 per batch,
+              tokenised by the fast tokenizer (tokenizer.json, truncation at the model's
+              max_seq_length, padding to the longest in the batch), then mean pooling over the
+              attention mask and L2 normalisation in numpy
+
+Every engine uses T threads (default 2, this machine's core count): torch.set_num_threads,
+OMP/OPENBLAS/MKL_NUM_THREADS, onnxruntime's intra_op_num_threads, and PoCL's
+POCL_CPU_MAX_CU_NUM (POCL_MAX_PTHREAD_COUNT for older PoCL).
+
+The corpus is generated (no download): N texts (default 1000; 200 with --quick) from a seeded
+generator over a fixed English word list with some numbers, punctuation and accented words, of
+mixed lengths, sentence-like mostly (about 50 % of 4-15 words, 40 % of 16-40, 9 % of 41-100,
+1 % of 200-300 which the model truncates at 256 tokens): about 33 tokens a text. It is written
+to a temporary folder, one text per line. On an idle 2-core machine a full run takes a few
+minutes; on a loaded one much longer (the default size was chosen so that it stays within
+about 20 minutes at a load average of 5 on 2 cores).
+
+What is timed, for every engine alike: one pass from the list of texts (already in memory) to
+the normalised embeddings, tokenisation included, model loading and process start excluded
+(reported apart as load_s). No warm-up pass for anyone. Each run is its own process, so each
+peak memory (maximum resident set size, from wait4) is its own; engines are interleaved
+(rotated order) over R repetitions (default 3, also with --quick); the tables give the median and
+the min-max over the repetitions, because this kind of machine is shared and noisy.
+
+Cross-check: every run's embeddings are compared with the first sentence-transformers run's;
+the maximum absolute difference must be below 1e-4 or the script stops with exit status 1
+(after printing the differences) and writes no results. The token counts (with [CLS] and
+[SEP], after truncation, without padding) must agree too.
+
+Writes OUT/embed.json (everything), OUT/embed.md (the table, the machine, versions, thread
+counts, the corpus, the load average during the run, and a section for the project README) and,
+when matplotlib is importable by --python, OUT/embed_throughput.png.
+
+The script runs under any Python 3; when --python names another interpreter (a venv with
+torch, transformers, sentence-transformers, onnxruntime, numpy, threadpoolctl, matplotlib) it
+re-runs itself under that one. Nothing is downloaded: HF_HUB_OFFLINE=1 and
+TRANSFORMERS_OFFLINE=1 for every child.
+"""
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 1e-4
+BATCH = 32
+
+# --------------------------------------------------------------------------------------------
+# The corpus
+
+
+WORDS = """
+the of and to in a is that for it as was with be by on not he this are or his from at which
+but have an they you were her she there been one all we their has would when if so no will
+what can more about up out them some could other into than then now only its time new people
+may these two way like first also after any work our just over most made before well through
+back where much should good year very down even how many state life world day between both
+under last never being long house system program question during government small number
+place great old every while part high school around however home another point public use
+family might next began group without country water city business since company against
+important give form case night american early far member power money story research health
+model language sentence vector embedding encoder attention kernel device memory network data
+transformer layer token batch matrix buffer queue driver compiler library benchmark result
+measure speed throughput latency accuracy paper study evidence method analysis process change
+problem history market energy climate policy music river mountain garden kitchen window table
+doctor teacher student engineer artist farmer village harbour station bridge forest island
+morning evening summer winter spring autumn yellow green purple silver quiet bright heavy
+simple careful ancient modern rapid gentle strange famous useful private general local common
+write read build carry follow open close answer explain improve reduce compare describe
+""".split()
+ACCENTED = ["café", "naïve", "Zürich", "façade", "résumé", "São Paulo", "Ångström", "jalapeño",
+            "crème brûlée", "Dvořák", "Łódź", "smörgåsbord"]
+PUNCT = [",", ",", ";", ":", " -", "!", "?"]
+
+
+def make_corpus(count, seed=20241130):
+    """count texts of mixed lengths, deterministic for a seed (random.Random is stable)."""
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        u = rng.random()
+        if u < 0.50:
+            n = rng.randint(4, 15)
+        elif u < 0.90:
+            n = rng.randint(16, 40)
+        elif u < 0.99:
+            n = rng.randint(41, 100)
+        else:
+            n = rng.randint(200, 300)
+        words, start = [], True
+        for i in range(n):
+            r = rng.random()
+            if r < 0.04:
+                w = str(rng.randint(0, 2025))
+            elif r < 0.06:
+                w = rng.choice(ACCENTED)
+            else:
+                w = rng.choice(WORDS)
+            if start:
+                w = w[:1].upper() + w[1:]
+                start = False
+            words.append(w)
+            if i < n - 1 and rng.random() < 0.08:
+                if rng.random() < 0.6:
+                    words[-1] += "."
+                    start = True
+                else:
+                    words[-1] += rng.choice(PUNCT)
+        texts.append(" ".join(words) + rng.choice([".", ".", ".", "!", "?", ""]))
+    return texts
+
+
+def read_corpus(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        data = f.read()
+    return data.split("\n")[:-1]  # as examples/embed reads it: one text per line
+
+
+# --------------------------------------------------------------------------------------------
+# Workers: each runs in its own child process under --python and prints one JSON line
+
+
+def emit(obj):
+    import resource
+    obj["peak_rss_self_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print("RESULT " + json.dumps(obj), flush=True)
+
+
+def blas_info():
+    try:
+        import threadpoolctl
+        return [{k: i.get(k) for k in ("internal_api", "architecture", "version", "num_threads",
+                                         "threading_layer", "filepath")}
+                for i in threadpoolctl.threadpool_info()]
+    except Exception as e:  # threadpoolctl missing
+        return [{"error": str(e)}]
+
+
+def count_tokens(model_dir, texts, max_length):
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    tok.enable_truncation(max_length)
+    tok.no_padding()
+    return sum(len(e.ids) for e in tok.encode_batch(texts))
+
+
+def max_seq_length(model_dir):
+    try:
+        with open(os.path.join(model_dir, "sentence_bert_config.json")) as f:
+            return int(json.load(f)["max_seq_length"])
+    except (OSError, KeyError, ValueError):
+        return 512
+
+
+def worker_st(a):
+    import numpy as np
+    import torch
+    torch.set_num_threads(a.threads)
+    import sentence_transformers
+    import transformers
+    texts = read_corpus(a.corpus)
+    t0 = time.perf_counter()
+    model = sentence_transformers.SentenceTransformer(a.model, device="cpu")
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    emb = model.encode(texts, batch_size=BATCH, show_progress_bar=False, convert_to_numpy=True)
+    seconds = time.perf_counter() - t0
+    np.save(a.output, emb.astype(np.float32))
+    emit({"engine": a.worker, "seconds": seconds, "load_s": load_s, "count": len(texts),
+          "tokens": count_tokens(a.model, texts, model.max_seq_length),
+          "threads": torch.get_num_threads(), "blas": blas_info(),
+          "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+          "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                       "sentence_transformers": sentence_transformers.__version__,
+                       "numpy": np.__version__, "python": platform.python_version()}})
+
+
+def worker_export(a):
+    import torch
+    import transformers
+    torch.set_num_threads(a.threads)
+    model = transformers.BertModel.from_pretrained(a.model).eval()
+    enc = transformers.AutoTokenizer.from_pretrained(a.model)(
+        ["an example sentence", "another, somewhat longer example sentence"],
+        padding=True, return_tensors="pt")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(enc[n] for n in names), a.output, input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes,
+                          opset_version=14, do_constant_folding=True)
+    emit({"engine": "export", "seconds": time.perf_counter() - t0, "opset": 14,
+          "torch": torch.__version__, "bytes": os.path.getsize(a.output)})
+
+
+def worker_ort(a):
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+    import tokenizers
+    texts = read_corpus(a.corpus)
+    max_len = max_seq_length(a.model)
+    t0 = time.perf_counter()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
+    tok = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
+    tok.enable_truncation(max_len)
+    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")  # to the longest in a batch
+    wanted = {i.name for i in sess.get_inputs()}
+    load_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    # sentence-transformers' order: by decreasing length (its _text_length: len() of a str)
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    out = np.empty((len(texts), sess.get_outputs()[0].shape[-1] or 384), dtype=np.float32)
+    for s in range(0, len(texts), BATCH):
+        idx = order[s:s + BATCH]
+        encs = tok.encode_batch([texts[i] for i in idx])
+        ids = np.array([e.ids for e in encs], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask,
+                 "token_type_ids": np.array([e.type_ids for e in encs], dtype=np.int64)}
+        hidden = sess.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out[idx] = pooled / np.clip(norms, 1e-12, None)
+    seconds = time.perf_counter() - t0
+    np.save(a.output, out)
+    emit({"engine": "onnxruntime", "seconds": seconds, "load_s": load_s, "count": len(texts),
+          "tokens": count_tokens(a.model, texts, max_len), "threads": a.threads,
+          "providers": sess.get_providers(),
+          "versions": {"onnxruntime": ort.__version__, "tokenizers": tokenizers.__version__,
+                       "numpy": np.__version__}})
+
+
+def worker_compare(a):
+    """Max |a - b| and the worst row, for each FILE against REF."""
+    import numpy as np
+    ref = np.load(a.ref)
+    res = {}
+    for f in a.files:
+        x = np.load(f)
+        if x.shape != ref.shape:
+            res[f] = {"error": "shape %s, reference %s" % (x.shape, ref.shape)}
+            continue
+        d = np.abs(x.astype(np.float64) - ref.astype(np.float64))
+        res[f] = {"max_abs": float(d.max()), "mean_abs": float(d.mean()),
+                  "worst_text": int(d.max(axis=1).argmax()),
+                  "min_cosine": float((x * ref).sum(axis=1).min())}
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+def worker_plot(a):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(a.json) as f:
+        r = json.load(f)
+    rows = r["summary"]
+    names = [x["label"] for x in rows]
+    med = [x["texts_per_s"]["median"] for x in rows]
+    lo = [x["texts_per_s"]["median"] - x["texts_per_s"]["min"] for x in rows]
+    hi = [x["texts_per_s"]["max"] - x["texts_per_s"]["median"] for x in rows]
+    colors = ["#d62728" if x["engine"] == "clattn" else "#1f77b4" for x in rows]
+    fig, ax = plt.subplots(figsize=(10, 0.7 * len(rows) + 2.2))
+    y = list(range(len(rows)))[::-1]
+    ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=4)
+    for yi, x in zip(y, rows):
+        m, top = x["texts_per_s"]["median"], x["texts_per_s"]["max"]
+        ax.text(top, yi, "  %s texts/s" % ("%.1f" % m if m < 100 else "%.0f" % m),
+                va="center", ha="left")
+    ax.set_yticks(y)
+    ax.set_yticklabels(names)
+    ax.set_xlabel("texts/s (median; bars: min-max of %d runs)" % r["repeat"])
+    ax.set_xlim(0, max(x["texts_per_s"]["max"] for x in rows) * 1.3)
+    c = r["corpus"]
+    ax.set_title("%s, %d generated texts (%d tokens), %d threads for every engine\n"
+                 "%s, %d logical CPUs; shared machine: load average %.1f-%.1f during the run"
+                 % (os.path.basename(r["model"].rstrip("/")), c["count"], c["tokens"],
+                    r["threads"], r["machine"]["cpu"], r["machine"]["logical_cpus"],
+                    r["loadavg"]["min"], r["loadavg"]["max"]), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(a.png, dpi=110)
+
+
+# --------------------------------------------------------------------------------------------
+# The driver
+
+
+def child_env(threads, extra=None):
+    env = dict(os.environ)
+    t = str(threads)
+    env.update({"OMP_NUM_THREADS": t, "OPENBLAS_NUM_THREADS": t, "MKL_NUM_THREADS": t,
+                "POCL_CPU_MAX_CU_NUM": t, "POCL_MAX_PTHREAD_COUNT": t,
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"})
+    for k, v in (extra or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def run_child(cmd, env, tmp, timeout=1800):
+    """Runs cmd, returns (rc, stdout, stderr, peak RSS MiB of that child alone, wall s)."""
+    out_path, err_path = os.path.join(tmp, "child.out"), os.path.join(tmp, "child.err")
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+    with open(out_path) as f:
+        stdout = f.read()
+    with open(err_path) as f:
+        stderr = f.read()
+    return p.returncode, stdout, stderr, ru.ru_maxrss / 1024.0, wall
+
+
+def parse_result(stdout):
+    for line in stdout.splitlines()[::-1]:
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no result in output: %r" % stdout[-300:])
+
+
+def py_worker(args, worker, tmp, extra_env=None, **kw):
+    cmd = [args.python, os.path.abspath(__file__), "--worker", worker, "--model", args.model,
+           "--threads", str(args.threads)]
+    for k, v in kw.items():
+        cmd += ["--" + k.replace("_", "-")] + ([str(x) for x in v] if isinstance(v, list)
+                                               else [str(v)])
+    return run_child(cmd, child_env(args.threads, extra_env), tmp)
+
+
+def die(msg):
+    print("embed_bench: " + msg, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def stats(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": list(xs)}
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return platform.processor() or "unknown", False
+    name = next((l.split(":", 1)[1].strip() for l in info.splitlines()
+                 if l.startswith("model name")), "unknown")
+    flags = next((l.split(":", 1)[1].split() for l in info.splitlines()
+                  if l.startswith("flags")), [])
+    return name, "avx512f" in flags
+
+
+def machine_info(threads):
+    cpu, avx512 = cpu_model()
+    mem = "unknown"
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        mem = "%.0f GiB" % (kb / 2 ** 20)
+    except (OSError, ValueError, IndexError):
+        pass
+    hyper = ""
+    try:
+        hyper = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        hyper = next((l.split(":", 1)[1].strip() for l in hyper.splitlines()
+                      if l.startswith("Hypervisor vendor")), "")
+    except OSError:
+        pass
+    return {"cpu": cpu, "avx512": avx512, "logical_cpus": os.cpu_count(), "memory": mem,
+            "kernel": platform.release(), "hypervisor": hyper or None, "threads": threads}
+
+
+def pkg_version(name):
+    try:
+        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True,
+                              text=True).stdout.strip() or None
+    except OSError:
+        return None
+
+
+def git_rev():
+    try:
+        return subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
+                              capture_output=True, text=True).stdout.strip() or None
+    except OSError:
+        return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--embed", help="libclattn's examples/embed executable")
+    ap.add_argument("--model", required=True, help="the sentence-transformers model folder")
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter with torch, sentence-transformers, onnxruntime, numpy")
+    ap.add_argument("--quick", action="store_true", help="200 texts instead of 1000")
+    ap.add_argument("--count", type=int, help="texts in the corpus (default 1000, 200 quick)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each engine (default 3)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="libclattn's --device (default cpu)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--keep", help="keep the corpus, the ONNX model and the embeddings here")
+    ap.add_argument("--no-results", action="store_true", help="print only; write nothing")
+    # worker mode (internal)
+    ap.add_argument("--worker", choices=["st", "st-skylakex", "export", "onnxruntime",
+                                         "compare", "plot"], help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", help=argparse.SUPPRESS)
+    ap.add_argument("--output", help=argparse.SUPPRESS)
+    ap.add_argument("--onnx", help=argparse.SUPPRESS)
+    ap.add_argument("--ref", help=argparse.SUPPRESS)
+    ap.add_argument("--files", nargs="*", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
+    ap.add_argument("--png", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+
+    if a.worker:
+        {"st": worker_st, "st-skylakex": worker_st, "export": worker_export,
+         "onnxruntime": worker_ort, "compare": worker_compare, "plot": worker_plot}[a.worker](a)
+        return
+
+    # The driver runs under --python, like its workers.
+    if (os.path.realpath(a.python) != os.path.realpath(sys.executable)
+            and os.environ.get("EMBED_BENCH_REEXEC") != "1"):
+        os.environ["EMBED_BENCH_REEXEC"] = "1"
+        os.execv(a.python, [a.python, os.path.abspath(__file__)] + sys.argv[1:])
+    if not a.embed:
+        die("--embed (build/examples/embed) is required")
+    a.embed = os.path.abspath(a.embed)
+    a.model = os.path.abspath(a.model)
+    count = a.count or (200 if a.quick else 1000)
+    repeat = a.repeat
+    tmp = a.keep or tempfile.mkdtemp(prefix="embed_bench.")
+    os.makedirs(tmp, exist_ok=True)
+    loads = [os.getloadavg()]
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+    corpus = os.path.join(tmp, "corpus.txt")
+    texts = make_corpus(count)
+    with open(corpus, "w", encoding="utf-8", newline="") as f:
+        f.write("".join(t + "\n" for t in texts))
+    words = [len(t.split()) for t in texts]
+    chars = [len(t) for t in texts]
+    print("corpus: %d texts, %d-%d words (median %d), %d bytes, in %s"
+          % (count, min(words), max(words), statistics.median(words),
+             os.path.getsize(corpus), corpus), flush=True)
+
+    # Is OpenBLAS's kernel the CPU's? Ask the BLAS that PyTorch loads, as the environment is.
+    probe = ("import torch, json, threadpoolctl; print('RESULT ' + json.dumps("
+             "[i.get('architecture') for i in threadpoolctl.threadpool_info()"
+             " if i.get('internal_api') == 'openblas']))")
+    rc, so, se, _, _ = run_child([a.python, "-c", probe], child_env(a.threads), tmp, 300)
+    arch = parse_result(so) if rc == 0 else ["unknown (%s)" % se.strip()[-200:]]
+    machine = machine_info(a.threads)
+    as_found = arch[0] if arch else None
+    engines = ["clattn", "st"]
+    if machine["avx512"] and as_found and not str(as_found).lower().startswith(
+            ("skylakex", "cooperlake", "sapphirerapids")):
+        engines.append("st-skylakex")
+    engines.append("onnxruntime")
+    print("OpenBLAS kernel as the environment is (OPENBLAS_CORETYPE=%s): %s; engines: %s"
+          % (os.environ.get("OPENBLAS_CORETYPE"), as_found, ", ".join(engines)), flush=True)
+
+    onnx_path = os.path.join(tmp, "model.onnx")
+    rc, so, se, rss, wall = py_worker(a, "export", tmp, output=onnx_path)
+    if rc != 0:
+        die("ONNX export failed:\n" + se[-2000:])
+    export = parse_result(so)
+    print("ONNX export: %.1f s, %.1f MB" % (export["seconds"], export["bytes"] / 1e6), flush=True)
+
+    runs = {e: [] for e in engines}
+    outputs = {e: [] for e in engines}
+    for r in range(repeat):
+        order = engines[r % len(engines):] + engines[:r % len(engines)]
+        for e in order:
+            emb = os.path.join(tmp, "emb-%s-%d.npy" % (e, r))
+            loads.append(os.getloadavg())
+            if e == "clattn":
+                cmd = [a.embed, "--model", a.model, "--device", a.device, "--input", corpus,
+                       "--output", emb, "--batch-size", str(BATCH), "--json"]
+                rc, so, se, rss, wall = run_child(cmd, child_env(a.threads), tmp)
+            elif e == "onnxruntime":
+                rc, so, se, rss, wall = py_worker(a, "onnxruntime", tmp, corpus=corpus,
+                                                  output=emb, onnx=onnx_path)
+            else:
+                extra = {"OPENBLAS_CORETYPE": "SkylakeX"} if e == "st-skylakex" else None
+                rc, so, se, rss, wall = py_worker(a, e, tmp, extra_env=extra, corpus=corpus,
+                                                  output=emb)
+            if rc != 0:
+                die("%s failed (exit %d):\n%s" % (e, rc, (se or so)[-3000:]))
+            res = parse_result(so)
+            res.update({"peak_rss_mib": round(rss, 1), "wall_s": round(wall, 3),
+                        "texts_per_s": res["count"] / res["seconds"],
+                        "tokens_per_s": res["tokens"] / res["seconds"], "repetition": r})
+            runs[e].append(res)
+            outputs[e].append(emb)
+            print("  run %d  %-12s %8.1f texts/s %9.0f tokens/s  %6.2f s  load %.2f s  "
+                  "peak RSS %6.0f MiB" % (r + 1, e, res["texts_per_s"], res["tokens_per_s"],
+                                          res["seconds"], res["load_s"], rss), flush=True)
+    loads.append(os.getloadavg())
+
+    # Cross-check against the first sentence-transformers run.
+    ref = outputs["st"][0]
+    files = [f for e in engines for f in outputs[e] if f != ref]
+    rc, so, se, _, _ = py_worker(a, "compare", tmp, ref=ref, files=files)
+    if rc != 0:
+        die("comparison failed:\n" + se[-2000:])
+    diffs = parse_result(so)
+    ok = True
+    tokens = runs["st"][0]["tokens"]
+    print("cross-check against sentence-transformers (run 1), max |difference|:")
+    cross = {}
+    for e in engines:
+        ds = [diffs[f] for f in outputs[e] if f != ref]
+        if any("error" in d for d in ds):
+            print("  %-12s %s" % (e, [d["error"] for d in ds if "error" in d][0]))
+            ok = False
+            continue
+        worst = max((d["max_abs"] for d in ds), default=0.0)
+        cross[e] = {"max_abs": worst, "mean_abs": max((d["mean_abs"] for d in ds), default=0.0),
+                    "min_cosine": min((d["min_cosine"] for d in ds), default=1.0),
+                    "worst_text": max(ds, key=lambda d: d["max_abs"])["worst_text"] if ds
+                    else None}
+        bad_tokens = sorted({x["tokens"] for x in runs[e]} - {tokens})
+        flag = "ok" if worst < TOLERANCE and not bad_tokens else "FAIL"
+        print("  %-12s %.3g  (mean %.3g, %s)%s" % (e, worst, cross[e]["mean_abs"], flag,
+              "  tokens %s vs %d" % (bad_tokens, tokens) if bad_tokens else ""))
+        if flag != "ok":
+            ok = False
+    if not ok:
+        die("embeddings or token counts disagree with sentence-transformers beyond %g "
+            "(files kept in %s)" % (TOLERANCE, tmp))
+
+    dev = runs["clattn"][0].get("device", a.device)
+    labels = {"clattn": "libclattn (OpenCL, %s)" % (
+                  "PoCL CPU device" if dev.startswith("pthread") else dev),
+              "st": "sentence-transformers (PyTorch, OpenBLAS %s)" % openblas(runs["st"][0]).get(
+                  "architecture"),
+              "st-skylakex": "sentence-transformers (PyTorch, OpenBLAS SkylakeX)",
+              "onnxruntime": "ONNX Runtime %s (CPUExecutionProvider)" % runs["onnxruntime"][0][
+                  "versions"]["onnxruntime"]}
+    summary = []
+    ours = statistics.median(x["texts_per_s"] for x in runs["clattn"])
+    for e in engines:
+        xs = runs[e]
+        tps = stats([x["texts_per_s"] for x in xs])
+        summary.append({
+            "engine": e, "label": labels[e], "texts_per_s": tps,
+            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
+            "seconds": stats([x["seconds"] for x in xs]),
+            "load_s": stats([x["load_s"] for x in xs]),
+            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
+            "clattn_relative": ours / tps["median"], "cross_check": cross[e]})
+    load1 = [l[0] for l in loads]
+    result = {
+        "benchmark": "sentence-embedding throughput", "started": started,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "model": a.model, "machine": machine, "threads": a.threads, "repeat": repeat,
+        "batch_size": BATCH, "tolerance": TOLERANCE, "quick": bool(a.quick),
+        "loadavg": {"samples_1min": load1, "min": min(load1), "max": max(load1),
+                    "median": statistics.median(load1), "first": loads[0], "last": loads[-1]},
+        "corpus": {"count": count, "seed": 20241130, "tokens": tokens,
+                   "words": {"min": min(words), "median": statistics.median(words),
+                             "max": max(words)},
+                   "chars": {"min": min(chars), "median": statistics.median(chars),
+                             "max": max(chars)},
+                   "bytes": os.path.getsize(corpus),
+                   "truncated": sum(1 for t in texts if len(t.split()) >= 200)},
+        "openblas_as_found": {"OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+                              "architecture": as_found},
+        "versions": {"clattn": git_rev(), "pocl": pkg_version("libpocl2"),
+                     "clblast": pkg_version("libclblast1"),
+                     "openblas": pkg_version("libopenblas0-pthread"),
+                     **runs["st"][0]["versions"], **runs["onnxruntime"][0]["versions"],
+                     "onnx_export": "torch.onnx.export, opset %d" % export["opset"]},
+        "clattn_device": runs["clattn"][0].get("device"),
+        "summary": summary, "runs": runs,
+    }
+    print()
+    print(table(result))
+    if a.no_results:
+        return
+    os.makedirs(a.out, exist_ok=True)
+    jpath = os.path.join(a.out, "embed.json")
+    with open(jpath, "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(a.out, "embed.md"), "w") as f:
+        f.write(markdown(result))
+    rc, so, se, _, _ = py_worker(a, "plot", tmp, json=jpath,
+                                 png=os.path.join(a.out, "embed_throughput.png"))
+    if rc != 0:
+        print("no plot (matplotlib?): " + se.strip().splitlines()[-1] if se.strip() else "",
+              file=sys.stderr)
+    print("wrote %s/embed.json, embed.md%s" % (a.out, "" if rc else ", embed_throughput.png"))
+    if not a.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def openblas(run):
+    return next((b for b in run.get("blas", []) if b.get("internal_api") == "openblas"), {})
+
+
+def num(x):
+    return "%.1f" % x if x < 100 else "%.0f" % x
+
+
+def table(r):
+    lines = ["| engine | texts/s median (min–max) | tokens/s median | time s | load s | "
+             "peak RSS MiB | max abs diff vs ST | libclattn × |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in r["summary"]:
+        t = s["texts_per_s"]
+        lines.append("| %s | **%s** (%s–%s) | %.0f | %.2f | %.2f | %.0f | %s | %s |" % (
+            s["label"], num(t["median"]), num(t["min"]), num(t["max"]), s["tokens_per_s"]["median"],
+            s["seconds"]["median"], s["load_s"]["median"], s["peak_rss_mib"]["median"],
+            "reference (%.1e between its runs)"
+            % s["cross_check"]["max_abs"] if s["engine"] == "st"
+            else "%.1e" % s["cross_check"]["max_abs"],
+            "—" if s["engine"] == "clattn" else "%.2f" % s["clattn_relative"]))
+    return "\n".join(lines)
+
+
+def markdown(r):
+    m, c, v, la = r["machine"], r["corpus"], r["versions"], r["loadavg"]
+    by = {s["engine"]: s for s in r["summary"]}
+    ours = by["clattn"]["texts_per_s"]["median"]
+    fair_st = by.get("st-skylakex", by["st"])
+    out = []
+    w = out.append
+    w("# Sentence-embedding throughput: libclattn, sentence-transformers, ONNX Runtime\n")
+    w("Written by `bench/embed_bench.py`%s on %s (finished %s). %s, %d texts, %d "
+      "repetitions of each engine, each run its own process, engines interleaved.\n"
+      % (" --quick" if r["quick"] else "", r["started"], r["finished"],
+         os.path.basename(r["model"].rstrip("/")), c["count"], r["repeat"]))
+    w("**The machine was shared with other jobs during this run**: the 1-minute load average, "
+      "sampled before each run, went from %.2f to %.2f (median %.2f) on %d logical CPUs, so "
+      "every engine had less than its %d threads' worth of CPU at times. Compare engines "
+      "within this run (they were interleaved, so the load hit them alike), not with other "
+      "runs.\n" % (la["min"], la["max"], la["median"], m["logical_cpus"], r["threads"]))
+    w(table(r) + "\n")
+    w("texts/s and tokens/s: one pass from the texts in memory to L2-normalised embeddings, "
+      "tokenisation included, model loading excluded (the *load s* column), no warm-up for "
+      "anyone; median over the runs, min–max in brackets. *libclattn ×*: libclattn's median "
+      "texts/s divided by that engine's (above 1: libclattn is faster). Peak RSS: the "
+      "process's maximum resident set size (wait4), interpreter and libraries included. "
+      "*max abs diff vs ST*: the largest absolute difference of any embedding component from "
+      "sentence-transformers' first run, over all that engine's runs (tolerance %g); tokens "
+      "agree exactly (%d in all).\n" % (r["tolerance"], c["tokens"]))
+    w("## Setup\n")
+    w("| | |\n|---|---|")
+    w("| machine | %s, %d logical CPUs%s, %s RAM, Linux %s%s |"
+      % (m["cpu"], m["logical_cpus"], " (AVX-512)" if m["avx512"] else "", m["memory"],
+         m["kernel"], "" if not m["hypervisor"] else ", %s virtual machine" % m["hypervisor"]))
+    w("| threads | %d for every engine: `torch.set_num_threads(%d)`, `OMP/OPENBLAS/MKL_NUM_THREADS"
+      "=%d`, onnxruntime `intra_op_num_threads=%d` (inter_op 1), PoCL `POCL_CPU_MAX_CU_NUM=%d` |"
+      % ((r["threads"],) * 5))
+    w("| libclattn | `examples/embed --device cpu --batch-size %d` at %s; OpenCL device *%s* "
+      "(PoCL %s), CLBlast %s |" % (r["batch_size"], v["clattn"], r["clattn_device"], v["pocl"],
+                                   v["clblast"]))
+    st = r["runs"]["st"][0]
+    w("| sentence-transformers | %s, PyTorch %s, transformers %s, `encode(texts, batch_size=%d)` "
+      "on CPU, OpenBLAS %s (Debian %s): kernel **%s** as the environment is "
+      "(OPENBLAS_CORETYPE %s)%s |"
+      % (v["sentence_transformers"], v["torch"], v["transformers"], r["batch_size"],
+         openblas(st).get("version"), v["openblas"],
+         r["openblas_as_found"]["architecture"],
+         r["openblas_as_found"]["OPENBLAS_CORETYPE"] or "unset",
+         "; **SkylakeX** with OPENBLAS_CORETYPE=SkylakeX (the *SkylakeX* row)"
+         if "st-skylakex" in by else ""))
+    w("| ONNX Runtime | %s, CPUExecutionProvider, all graph optimisations; model: transformers' "
+      "BertModel exported by %s (torch %s), dynamic batch and sequence axes; tokenizers %s; "
+      "same length-sorted batches of %d as sentence-transformers; mean pooling and L2 "
+      "normalisation in numpy %s |"
+      % (v["onnxruntime"], v["onnx_export"], v["torch"], v["tokenizers"], r["batch_size"],
+         v["numpy"]))
+    w("| Python | %s |" % v["python"])
+    w("| corpus | %d texts generated by a seeded generator (seed %d, no download) from a fixed "
+      "English word list with numbers, punctuation and some accented words: %d–%d words "
+      "(median %g), %d–%d characters, %d tokens in all with [CLS]/[SEP] after truncation; "
+      "about 50 %% of 4–15 words, 40 %% of 16–40, 9 %% of 41–100, 1 %% of 200–300 (%d texts, "
+      "cut at 256 tokens) |"
+      % (c["count"], c["seed"], c["words"]["min"], c["words"]["max"], c["words"]["median"],
+         c["chars"]["min"], c["chars"]["max"], c["tokens"], c["truncated"]))
+    w("| load average (1 min) | %.2f at the start, %.2f at the end, %.2f–%.2f during |\n"
+      % (la["first"][0], la["last"][0], la["min"], la["max"]))
+    if "st-skylakex" in by:
+        w("**Which PyTorch row is fair.** Debian's OpenBLAS 0.3.21 does not recognise this CPU "
+          "and falls back to its *%s* kernels (no AVX at all); with `OPENBLAS_CORETYPE=SkylakeX` "
+          "it uses its AVX-512 kernels. libclattn (PoCL compiles for AVX-512) and ONNX Runtime "
+          "(MLAS picks AVX-512 at run time) use the CPU's vector units, so the fair comparison "
+          "is with the SkylakeX row; the other row is what an untouched Debian install gives on "
+          "this VM.\n" % r["openblas_as_found"]["architecture"])
+    w("Plot: `embed_throughput.png` (median texts/s, min–max bars). Everything, each run "
+      "included: `embed.json`.\n")
+    w("## For the README\n")
+    rel = []
+    for e in ("st-skylakex", "st", "onnxruntime"):
+        if e in by and e != "clattn":
+            rel.append("%.2f× %s" % (by[e]["clattn_relative"], {
+                "st": "sentence-transformers with Debian's OpenBLAS as it is (%s kernels)"
+                      % r["openblas_as_found"]["architecture"],
+                "st-skylakex": "sentence-transformers with OpenBLAS's AVX-512 kernels",
+                "onnxruntime": "ONNX Runtime"}[e]))
+    w("### Sentence-embedding throughput\n")
+    w("%s on %d generated texts of mixed lengths (%d tokens), %d threads for every engine, on "
+      "a %d-core %s%s (`bench/embed_bench.py`, median of %d interleaved runs; the machine was "
+      "shared, load average %.1f–%.1f):\n"
+      % (os.path.basename(r["model"].rstrip("/")), c["count"], c["tokens"], r["threads"],
+         m["logical_cpus"], m["cpu"], " VM" if m["hypervisor"] else "", r["repeat"],
+         la["min"], la["max"]))
+    w("| engine | texts/s | tokens/s | peak RSS |\n|---|---:|---:|---:|")
+    for s in r["summary"]:
+        w("| %s | %s | %.0f | %.0f MiB |" % (s["label"], num(s["texts_per_s"]["median"]),
+                                              s["tokens_per_s"]["median"],
+                                              s["peak_rss_mib"]["median"]))
+    w("")
+    w("libclattn's speed relative to each: %s. All embeddings agree with sentence-transformers' "
+      "to %.1e (max abs). Details, versions and the plot: `bench/results/embed.md`, "
+      "`embed_throughput.png`.\n"
+      % ("; ".join(rel), max(s["cross_check"]["max_abs"] for s in r["summary"])))
+    del ours, fair_st
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
