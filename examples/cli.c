@@ -50,3 +50,17 @@ bool parse_count(const char *text, unsigned long long max, unsigned long long *o
     *out = v;
     return true;
 }
+
+void print_json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}

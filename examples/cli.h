@@ -18,4 +18,7 @@ int runtime_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * " -1" would wrap to 2^64 - 1), at most max. */
 bool parse_count(const char *text, unsigned long long max, unsigned long long *out);
 
+/* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */
+void print_json_string(const char *s);
+
 #endif /* CLATTN_EXAMPLES_CLI_H */

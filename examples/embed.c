@@ -366,14 +366,20 @@ static int embed(const options *o, const text_list *t)
     if (!rc && o->json) {
         clattn_device_info dev;
         clattn_context_device_info(ctx, &dev);
-        printf("{\"model\": \"%s\", \"device\": \"%s\", \"count\": %zu, \"hidden\": %zu, "
+        printf("{\"model\": ");
+        print_json_string(o->model);
+        printf(", \"device\": ");
+        print_json_string(dev.name);
+        printf(", \"count\": %zu, \"hidden\": %zu, "
                "\"tokens\": %zu, \"load_s\": %.3f, \"seconds\": %.3f, \"texts_per_s\": %.1f, "
                "\"tokens_per_s\": %.1f",
-               o->model, dev.name, t->count, d, tokens, load_s, seconds,
+               t->count, d, tokens, load_s, seconds,
                seconds > 0 ? (double)t->count / seconds : 0.0,
                seconds > 0 ? (double)tokens / seconds : 0.0);
         if (o->output) {
-            printf(", \"output\": \"%s\"}\n", o->output);
+            printf(", \"output\": ");
+            print_json_string(o->output);
+            printf("}\n");
         } else {
             printf(", \"embeddings\": [");
             for (size_t i = 0; i < t->count; i++) {

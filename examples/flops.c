@@ -173,29 +173,50 @@ static int run_experiment(const options *o)
     return rc;
 }
 
+/* Table 3's parameter counts (millions; 0: the paper lists none for the row). */
+static unsigned paper_params_millions(const char *row)
+{
+    static const struct {
+        const char *row;
+        unsigned millions;
+    } paper[] = {{"base", 65},   {"big", 213},     {"B-dk16", 58},   {"B-dk32", 60},
+                 {"C-N2", 36},   {"C-N4", 50},     {"C-N8", 80},     {"C-d256", 28},
+                 {"C-d1024", 168}, {"C-ff1024", 53}, {"C-ff4096", 90}};
+    for (size_t i = 0; i < sizeof(paper) / sizeof(paper[0]); i++)
+        if (strcmp(paper[i].row, row) == 0)
+            return paper[i].millions;
+    return 0;
+}
+
 static void print_table(void)
 {
-    printf("Table 3 rows: parameters of the encoder stack and FLOPs of one layer on one sequence "
-           "of 1024 tokens\n");
-    printf("%-9s %3s %7s %6s %4s %5s %5s %14s %16s\n", "row", "N", "d_model", "d_ff", "h", "d_k",
-           "d_v", "params", "FLOPs per layer");
+    printf("Table 3 rows: parameters of the encoder stack, of the whole encoder-decoder model\n"
+           "(vocabulary 37000, one embedding shared by source, target and output projection)\n"
+           "beside the paper's count, and FLOPs of one encoder layer on 1024 tokens\n");
+    printf("%-9s %3s %7s %6s %4s %5s %5s %12s %12s %6s %16s\n", "row", "N", "d_model", "d_ff",
+           "h", "d_k", "d_v", "enc params", "model params", "paper", "FLOPs per layer");
     const char *const *names = clattn_encoder_preset_names();
     for (size_t i = 0; names[i]; i++) {
         clattn_encoder_config c;
-        uint64_t params, macs[CLATTN_OP_COUNT], total = 0;
+        uint64_t params, model_params, macs[CLATTN_OP_COUNT], total = 0;
         clattn_encoder_preset(names[i], &c);
         clattn_encoder_count_params(&c, &params);
+        clattn_transformer_count_params(&c, 37000, &model_params);
         c.num_layers = 1;
         clattn_encoder_count_macs(&c, 1, 1024, macs);
         for (int op = 0; op < CLATTN_OP_COUNT; op++)
             total += macs[op];
         clattn_encoder_preset(names[i], &c);
-        printf("%-9s %3zu %7zu %6zu %4zu %5zu %5zu %14llu %16llu\n", names[i], c.num_layers,
-               c.d_model, c.dim_feedforward, c.nhead, c.head_dim_qk, c.head_dim_v,
-               (unsigned long long)params, (unsigned long long)total);
+        char paper[16] = "-";
+        if (paper_params_millions(names[i]))
+            snprintf(paper, sizeof(paper), "%uM", paper_params_millions(names[i]));
+        printf("%-9s %3zu %7zu %6zu %4zu %5zu %5zu %12llu %11.1fM %6s %16llu\n", names[i],
+               c.num_layers, c.d_model, c.dim_feedforward, c.nhead, c.head_dim_qk, c.head_dim_v,
+               (unsigned long long)params, (double)model_params / 1e6, paper,
+               (unsigned long long)total);
     }
-    printf("(params: encoder layers only; the paper's counts also include embeddings and the "
-           "decoder)\n");
+    printf("(enc params: the encoder layers only; model params: encoder and decoder layers, their\n"
+           "final norms and the shared embedding)\n");
 }
 
 static int parse_size(const char *text, size_t *out)

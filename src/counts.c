@@ -59,6 +59,22 @@ clattn_status clattn_encoder_count_macs(const clattn_encoder_config *config, siz
     return CLATTN_OK;
 }
 
+/* One layer's parts: an attention block (projections with biases), the feed-forward block. */
+static uint64_t attention_params(const clattn_encoder_config *c)
+{
+    uint64_t d = c->d_model, h = c->nhead;
+    uint64_t dk = c->head_dim_qk ? c->head_dim_qk : d / h;
+    uint64_t dv = c->head_dim_v ? c->head_dim_v : d / h;
+    uint64_t P = h * (2 * dk + dv);
+    return P * d + P + d * h * dv + d;
+}
+
+static uint64_t feed_forward_params(const clattn_encoder_config *c)
+{
+    uint64_t d = c->d_model, ff = c->dim_feedforward;
+    return ff * d + ff + d * ff + d;
+}
+
 clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, uint64_t *params)
 {
     static const char fn[] = "clattn_encoder_count_params";
@@ -66,14 +82,26 @@ clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, u
     if (status != CLATTN_OK)
         return status;
     CLATTN_CHECK_ARG(NULL, fn, params, "params is NULL");
-    uint64_t d = config->d_model, h = config->nhead, ff = config->dim_feedforward;
-    uint64_t dk = config->head_dim_qk ? config->head_dim_qk : d / h;
-    uint64_t dv = config->head_dim_v ? config->head_dim_v : d / h;
-    uint64_t P = h * (2 * dk + dv);
-    uint64_t attention = P * d + P + d * h * dv + d;
-    uint64_t feed_forward = ff * d + ff + d * ff + d;
+    uint64_t d = config->d_model;
     uint64_t norms = 4 * d;
-    *params = config->num_layers * (attention + feed_forward + norms) +
+    *params = config->num_layers *
+                  (attention_params(config) + feed_forward_params(config) + norms) +
               (config->final_norm ? 2 * d : 0) + config->vocab_size * d;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_transformer_count_params(const clattn_encoder_config *config, size_t vocab,
+                                              uint64_t *params)
+{
+    static const char fn[] = "clattn_transformer_count_params";
+    clattn_status status = check_encoder_config(config, fn);
+    if (status != CLATTN_OK)
+        return status;
+    CLATTN_CHECK_ARG(NULL, fn, params, "params is NULL");
+    uint64_t d = config->d_model, N = config->num_layers;
+    uint64_t encoder_layer = attention_params(config) + feed_forward_params(config) + 4 * d;
+    uint64_t decoder_layer = 2 * attention_params(config) + feed_forward_params(config) + 6 * d;
+    *params = N * (encoder_layer + decoder_layer) + 4 * d /* encoder.norm, decoder.norm */ +
+              (uint64_t)vocab * d /* one embedding matrix, shared */;
     return CLATTN_OK;
 }

@@ -86,10 +86,32 @@ static int by_score(const void *a, const void *b)
     return (x->token > y->token) - (x->token < y->token);
 }
 
-/* Beam search over the state's B·k sequences (sentence b's hypotheses are rows b·k .. b·k+k-1):
- * each step extends every alive hypothesis by every token, keeps the 2k best extensions by
- * log-probability, finishes those that end in eos (score / length penalty) until k have
- * finished, and keeps the best k others alive. */
+/* Log-softmax of one row of logits, in double. */
+static void log_softmax(const float *z, size_t V, double *out)
+{
+    double top = z[0], sum = 0.0;
+    for (size_t v = 1; v < V; v++)
+        top = z[v] > top ? z[v] : top;
+    for (size_t v = 0; v < V; v++)
+        sum += exp((double)z[v] - top);
+    double log_sum = log(sum);
+    for (size_t v = 0; v < V; v++)
+        out[v] = (double)z[v] - top - log_sum;
+}
+
+/*
+ * Beam search over the state's B·k sequences (sentence b's hypotheses are rows b·k .. b·k+k-1).
+ * Each step t (t + 1 tokens generated after it), per sentence still searching:
+ *   1. every alive hypothesis extended by eos is a finished candidate with the score
+ *      (sum of log-probabilities) / length_penalty(t + 1); it replaces the sentence's best
+ *      finished hypothesis only when strictly greater (alive hypotheses in order);
+ *   2. the k best extensions by any other token, by the sum of log-probabilities (ties: the
+ *      earlier hypothesis, then the lower id), stay alive;
+ *   3. the sentence stops when no alive hypothesis can still beat its best finished one (log-
+ *      probabilities are <= 0 and the penalty grows, so sum / length_penalty(max_new) bounds
+ *      what an alive hypothesis can still reach), or after max_new tokens.
+ * The result is the best finished hypothesis, eos included.
+ */
 static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B, size_t k,
                                  size_t max_new, double alpha, clattn_decoder_state *state,
                                  int64_t *out, size_t *lengths)
@@ -98,21 +120,19 @@ static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B
     size_t E = m->info.d_model, V = m->info.tgt_vocab, rows = B * k;
     int64_t eos = m->info.eos_id;
     double *score = malloc(rows * sizeof(double)), *logp = malloc(V * sizeof(double));
-    int64_t *hist = malloc(rows * max_new * sizeof(int64_t));
+    int64_t *hist = malloc(rows * max_new * sizeof(int64_t));     /* [rows, max_new] tokens */
     int64_t *hist_next = malloc(rows * max_new * sizeof(int64_t));
     int64_t *next = malloc(rows * sizeof(int64_t));
     size_t *parents = malloc(rows * sizeof(size_t));
     double *next_score = malloc(rows * sizeof(double));
     float *logits_host = malloc(rows * V * sizeof(float));
     candidate *cand = malloc(k * V * sizeof(candidate));
-    /* finished hypotheses: per sentence up to k, their tokens and normalised scores */
-    int64_t *fin = malloc(rows * max_new * sizeof(int64_t));
-    size_t *fin_len = calloc(rows, sizeof(size_t)), *fin_count = calloc(B, sizeof(size_t));
-    double *fin_score = malloc(rows * sizeof(double));
+    double *best_score = malloc(B * sizeof(double)); /* per sentence: the best finished one */
+    bool *searching = malloc(B * sizeof(bool));
     clattn_tensor *x = NULL, *h = NULL, *logits = NULL;
     clattn_status status = CLATTN_OK;
     if (!score || !logp || !hist || !hist_next || !next || !parents || !next_score ||
-        !logits_host || !cand || !fin || !fin_len || !fin_count || !fin_score)
+        !logits_host || !cand || !best_score || !searching)
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     if (status == CLATTN_OK &&
         !(status = clattn_tensor_create(ctx, &x, 3, (size_t[]){rows, 1, E})) &&
@@ -122,90 +142,73 @@ static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B
         next[r] = m->info.bos_id;
         score[r] = r % k == 0 ? 0.0 : -INFINITY; /* one hypothesis per sentence at first */
     }
-    size_t t = 0;
-    for (; status == CLATTN_OK && t < max_new; t++) {
-        bool all_done = true;
-        for (size_t b = 0; b < B; b++)
-            all_done = all_done && fin_count[b] >= k;
-        if (all_done)
-            break;
+    for (size_t b = 0; status == CLATTN_OK && b < B; b++) {
+        best_score[b] = -INFINITY;
+        searching[b] = true;
+        lengths[b] = 0;
+        for (size_t i = 0; i < max_new; i++)
+            out[b * max_new + i] = m->info.pad_id;
+    }
+    double final_penalty = length_penalty(max_new, alpha);
+    size_t still_searching = B;
+    for (size_t t = 0; status == CLATTN_OK && t < max_new && still_searching > 0; t++) {
         if ((status = clattn__transformer_embed(m, fn, next, rows, 1, t, x)) ||
             (status = clattn_decoder_step(state, x, h)) ||
             (status = clattn__transformer_logits(m, h, rows, logits)) ||
             (status = clattn_tensor_read(logits, logits_host, rows * V)))
             break;
+        double penalty = length_penalty(t + 1, alpha);
         for (size_t b = 0; b < B; b++) {
             size_t n = 0;
-            for (size_t j = 0; j < k; j++) {
+            for (size_t j = 0; searching[b] && j < k; j++) {
                 size_t r = b * k + j;
                 if (score[r] == -INFINITY)
                     continue;
-                const float *z = logits_host + r * V; /* log-softmax in double */
-                double top = z[0], sum = 0.0;
-                for (size_t v = 1; v < V; v++)
-                    top = z[v] > top ? z[v] : top;
+                log_softmax(logits_host + r * V, V, logp);
+                double finished = (score[r] + logp[eos]) / penalty;
+                if (finished > best_score[b]) {
+                    best_score[b] = finished;
+                    memcpy(out + b * max_new, hist + r * max_new, t * sizeof(int64_t));
+                    out[b * max_new + t] = eos;
+                    lengths[b] = t + 1;
+                }
                 for (size_t v = 0; v < V; v++)
-                    sum += exp((double)z[v] - top);
-                for (size_t v = 0; v < V; v++)
-                    cand[n++] = (candidate){score[r] + (double)z[v] - top - log(sum), j,
-                                            (int64_t)v};
+                    if ((int64_t)v != eos)
+                        cand[n++] = (candidate){score[r] + logp[v], j, (int64_t)v};
             }
             qsort(cand, n, sizeof(*cand), by_score);
+            double best_alive = -INFINITY;
             size_t alive = 0;
-            for (size_t c = 0; c < n && c < 2 * k && alive < k; c++) {
-                size_t parent = b * k + cand[c].parent;
-                if (cand[c].token == eos) {
-                    if (fin_count[b] < k) {
-                        size_t f = b * k + fin_count[b]++;
-                        memcpy(fin + f * max_new, hist + parent * max_new, t * sizeof(int64_t));
-                        fin[f * max_new + t] = eos;
-                        fin_len[f] = t + 1;
-                        fin_score[f] = cand[c].score / length_penalty(t + 1, alpha);
-                    }
-                    continue;
-                }
-                size_t r = b * k + alive++;
+            for (; alive < k && alive < n; alive++) {
+                size_t r = b * k + alive, parent = b * k + cand[alive].parent;
                 parents[r] = parent;
-                next[r] = cand[c].token;
-                next_score[r] = cand[c].score;
+                next[r] = cand[alive].token;
+                next_score[r] = cand[alive].score;
+                best_alive = cand[alive].score > best_alive ? cand[alive].score : best_alive;
                 memcpy(hist_next + r * max_new, hist + parent * max_new, t * sizeof(int64_t));
-                hist_next[r * max_new + t] = cand[c].token;
+                hist_next[r * max_new + t] = cand[alive].token;
             }
-            for (; alive < k; alive++) { /* fewer extensions than beams: dead rows */
+            for (; alive < k; alive++) { /* a stopped sentence, or fewer extensions than k */
                 size_t r = b * k + alive;
-                parents[r] = b * k;
-                next[r] = eos;
+                parents[r] = r;
+                next[r] = eos; /* keeps the batch going; its output is not used */
                 next_score[r] = -INFINITY;
+            }
+            if (searching[b] &&
+                (t + 1 == max_new || best_score[b] >= best_alive / final_penalty)) {
+                searching[b] = false;
+                still_searching--;
             }
         }
         memcpy(score, next_score, rows * sizeof(double));
         int64_t *swap = hist;
         hist = hist_next, hist_next = swap;
-        status = clattn__decoder_state_reorder(state, parents);
-    }
-    /* The best finished hypothesis per sentence, else the best alive one. */
-    for (size_t b = 0; status == CLATTN_OK && b < B; b++) {
-        const int64_t *best = NULL;
-        size_t best_len = 0;
-        double best_score = -INFINITY;
-        for (size_t f = 0; f < fin_count[b]; f++)
-            if (fin_score[b * k + f] > best_score)
-                best_score = fin_score[b * k + f], best = fin + (b * k + f) * max_new,
-                best_len = fin_len[b * k + f];
-        for (size_t j = 0; !best && j < k; j++) {
-            size_t r = b * k + j;
-            double s = score[r] / length_penalty(t, alpha);
-            if (score[r] != -INFINITY && s > best_score)
-                best_score = s, best = hist + r * max_new, best_len = t;
-        }
-        for (size_t i = 0; i < max_new; i++)
-            out[b * max_new + i] = best && i < best_len ? best[i] : m->info.pad_id;
-        lengths[b] = best ? best_len : 0;
+        if (still_searching > 0)
+            status = clattn__decoder_state_reorder(state, parents);
     }
     clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
     free(score), free(logp), free(hist), free(hist_next), free(next), free(parents);
-    free(next_score), free(logits_host), free(cand), free(fin), free(fin_len), free(fin_count);
-    free(fin_score);
+    free(next_score), free(logits_host), free(cand), free(best_score), free(searching);
     return status;
 }
 

@@ -248,6 +248,7 @@ else
     failures=$((failures + 1))
 fi
 expect 0 "C-ff4096" -- "$flops" --table
+expect 0 "214.2M   213M" -- "$flops" --table   # the whole big model beside the paper's count
 expect 2 "--dim must be divisible by --heads" -- "$flops" --dim 10 --heads 4
 expect 1 "the input [1073741824, 1073741824, 1024] is too large for the device" -- \
     timeout 60 "$flops" --batch 1073741824 --seq 1073741824 --dim 1024 --heads 8

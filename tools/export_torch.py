@@ -9,6 +9,8 @@ options: --positional none|sinusoidal   (default none)
 Also an importable module (needs only torch and numpy):
 
     export(module, path, embedding=None, positional="none", dtype="f32")
+    export_transformer(transformer, path, src_embedding, tgt_embedding, generator=None,
+                       bos_id=1, eos_id=2, pad_id=0, dtype="f32")   # encoder-decoder models
 
 `module` is an nn.TransformerEncoder or a single nn.TransformerEncoderLayer (exported as a
 1-layer encoder); `embedding` an optional nn.Embedding [vocab, d_model] for token input.
@@ -96,7 +98,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ['export', 'encoder_metadata', 'write_safetensors', 'demo_model']
+__all__ = ['export', 'export_transformer', 'encoder_metadata', 'write_safetensors', 'demo_model']
 
 DTYPES = {  # option -> (safetensors dtype, torch dtype)
     'f32': ('F32', torch.float32),
@@ -262,6 +264,82 @@ def export(module, path, embedding=None, positional='none', dtype='f32'):
         raise ValueError(f'dtype must be one of {tuple(DTYPES)}, got {dtype!r}')
     metadata = encoder_metadata(module, positional)
     tensors = _encoder_tensors(module, embedding, int(metadata['d_model']))
+    written = write_safetensors(path, tensors, metadata, dtype)
+    return {'metadata': metadata, 'tensors': written}
+
+
+def _decoder_layer_config(layer):
+    if not isinstance(layer, nn.TransformerDecoderLayer):
+        raise TypeError(f'expected nn.TransformerDecoderLayer, got {type(layer).__name__}')
+    for attn in (layer.self_attn, layer.multihead_attn):
+        if not attn._qkv_same_embed_dim or attn.in_proj_weight is None:
+            raise ValueError('decoder attention must use a packed in_proj_weight')
+        if attn.in_proj_bias is None or attn.bias_k is not None or attn.add_zero_attn:
+            raise ValueError('decoder attention without biases, with add_bias_kv or '
+                             'add_zero_attn is not supported')
+    eps = {float(n.eps) for n in (layer.norm1, layer.norm2, layer.norm3)}
+    if len(eps) != 1:
+        raise ValueError(f'the decoder layer\'s norms have different eps: {sorted(eps)}')
+    return {
+        'd_model': layer.self_attn.embed_dim,
+        'nhead': layer.self_attn.num_heads,
+        'dim_feedforward': layer.linear1.out_features,
+        'activation': _activation_name(layer),
+        'norm_first': bool(layer.norm_first),
+        'layer_norm_eps': eps.pop(),
+    }
+
+
+def export_transformer(transformer, path, src_embedding, tgt_embedding, generator=None,
+                       bos_id=1, eos_id=2, pad_id=0, dtype='f32'):
+    """Writes an encoder-decoder model file (DESIGN §10; clattn/transformer.h) that
+    clattn_transformer_load and examples/generate read: `transformer` an nn.Transformer
+    (batch_first or not; encoder.norm and decoder.norm as nn.Transformer makes them),
+    `src_embedding` and `tgt_embedding` nn.Embedding [V, d_model] (libclattn multiplies them by
+    sqrt(d_model) and adds the paper's sinusoidal table), `generator` an nn.Linear(d_model, V_tgt)
+    for the logits, or None to tie them to tgt_embedding (metadata tie_embeddings "true", no
+    bias). Every encoder and decoder layer must share one configuration (widths, activation,
+    norm placement, eps). Returns {"metadata": {...}, "tensors": [(name, dtype, shape), ...]}."""
+    if not isinstance(transformer, nn.Transformer):
+        raise TypeError(f'expected nn.Transformer, got {type(transformer).__name__}')
+    enc_meta = encoder_metadata(transformer.encoder, 'sinusoidal')
+    dec_layers = list(transformer.decoder.layers)
+    for i, layer in enumerate(dec_layers):
+        cfg = _decoder_layer_config(layer)
+        for key in ('d_model', 'nhead', 'dim_feedforward', 'activation'):
+            if str(cfg[key]) != enc_meta[key]:
+                raise ValueError(f'decoder layer {i}: {key} {cfg[key]} differs from the '
+                                 f'encoder\'s {enc_meta[key]}')
+        if ('true' if cfg['norm_first'] else 'false') != enc_meta['norm_first'] or \
+                repr(cfg['layer_norm_eps']) != enc_meta['layer_norm_eps']:
+            raise ValueError(f'decoder layer {i}: norm_first or layer_norm_eps differs from the '
+                             'encoder\'s')
+    d_model = int(enc_meta['d_model'])
+    for name, emb in (('src_embedding', src_embedding), ('tgt_embedding', tgt_embedding)):
+        if not isinstance(emb, nn.Embedding) or emb.embedding_dim != d_model:
+            raise ValueError(f'{name} must be an nn.Embedding(V, {d_model})')
+    vocab = tgt_embedding.num_embeddings
+    if generator is not None and (not isinstance(generator, nn.Linear) or
+                                  generator.in_features != d_model or
+                                  generator.out_features != vocab or generator.bias is None):
+        raise ValueError(f'generator must be nn.Linear({d_model}, {vocab}) with a bias, or None')
+    metadata = {
+        'd_model': enc_meta['d_model'], 'nhead': enc_meta['nhead'],
+        'num_encoder_layers': enc_meta['num_layers'],
+        'num_decoder_layers': str(len(dec_layers)),
+        'dim_feedforward': enc_meta['dim_feedforward'], 'activation': enc_meta['activation'],
+        'norm_first': enc_meta['norm_first'], 'layer_norm_eps': enc_meta['layer_norm_eps'],
+        'positional': 'sinusoidal', 'bos_id': str(bos_id), 'eos_id': str(eos_id),
+        'pad_id': str(pad_id), 'src_vocab': str(src_embedding.num_embeddings),
+        'tgt_vocab': str(vocab),
+    }
+    if generator is None:
+        metadata['tie_embeddings'] = 'true'
+    tensors = [('src_embedding.weight', src_embedding.weight),
+               ('tgt_embedding.weight', tgt_embedding.weight)]
+    tensors += list(transformer.state_dict().items())
+    if generator is not None:
+        tensors += [('generator.weight', generator.weight), ('generator.bias', generator.bias)]
     written = write_safetensors(path, tensors, metadata, dtype)
     return {'metadata': metadata, 'tensors': written}
 

@@ -68,17 +68,42 @@ CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
 /*
  * Generates from bos_id until eos_id (included in the output) or max_new tokens, for every
  * sentence of src [B, S]: out [B, max_new] receives the ids, right-padded with pad_id, and
- * lengths[b] (may be NULL) the number of ids of sentence b. Greedy: the arg-max token each step
- * (the lowest id on ties). Beam search keeps `beam` hypotheses per sentence; a hypothesis that
- * emits eos_id is finished with its log-probability divided by the length penalty (|Y| counting
- * the generated tokens, eos included); search ends when `beam` hypotheses have finished or at
- * max_new; the best finished one (or, if none finished, the best alive) is returned.
+ * lengths[b] (may be NULL) the number of ids of sentence b.
+ *
+ * Greedy: the arg-max token each step (the lowest id on ties).
+ *
+ * Beam search with k = beam hypotheses per sentence, scores in double precision. Each step t
+ * (t + 1 tokens generated after it):
+ *   1. every alive hypothesis extended by eos_id is a finished candidate, scored by its sum of
+ *      log-probabilities divided by the length penalty lp(t + 1) = ((5 + t + 1) / 6)^α; it
+ *      replaces the sentence's best finished hypothesis only when strictly greater;
+ *   2. the k best extensions by any other token (by the sum of log-probabilities; ties: the
+ *      earlier hypothesis, then the lower id) stay alive;
+ *   3. the sentence stops when its best finished score >= the best alive sum / lp(max_new) (no
+ *      alive hypothesis can beat it any more), or after max_new tokens.
+ * The result is the best finished hypothesis. tests/golden/TOY.md states the same rule, and
+ * tools/train_toy_seq2seq.py implements it in PyTorch for the tests' expected outputs.
+ *
+ * Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, alpha negative or not finite, reserved bytes),
+ * CLATTN_ERROR_OUT_OF_RANGE (an id outside the vocabulary), CLATTN_ERROR_TOO_LARGE, and the
+ * device's errors.
  */
 CLATTN_API clattn_status clattn_transformer_generate(clattn_transformer *model,
                                                      const int64_t *src, size_t batch,
                                                      size_t src_len, const uint8_t *src_padding,
                                                      const clattn_generate_params *params,
                                                      int64_t *out, size_t *lengths);
+
+/*
+ * The parameters of the paper's whole model for an encoder configuration: num_layers encoder
+ * and num_layers decoder layers of its widths (biases and LayerNorms included), encoder.norm and
+ * decoder.norm, and one embedding matrix [vocab, d_model] shared by the source and target
+ * embeddings and the output projection (section 3.4; the paper's vocabulary is 37000 byte-pair
+ * tokens). config->vocab_size and final_norm are not used. For the base configuration:
+ * 63082496 (the paper's Table 3: 65M); big: 214245376 (213M).
+ */
+CLATTN_API clattn_status clattn_transformer_count_params(const clattn_encoder_config *config,
+                                                         size_t vocab, uint64_t *params);
 
 #ifdef __cplusplus
 }
