@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static const char *program = "clattn";
 
@@ -63,4 +64,19 @@ void print_json_string(const char *s)
             putchar(*c);
     }
     putchar('"');
+}
+
+int refuse_output_over_inputs(const char *output, const char *const *names,
+                              const char *const *paths, int count)
+{
+    struct stat out, in;
+    if (!output || stat(output, &out) != 0)
+        return -1; /* a new file */
+    for (int i = 0; i < count; i++)
+        if (paths[i] && stat(paths[i], &in) == 0 && in.st_dev == out.st_dev &&
+            in.st_ino == out.st_ino)
+            return usage_error("--output %s is the same file as --%s %s; refusing to overwrite "
+                               "an input",
+                               output, names[i], paths[i]);
+    return -1;
 }

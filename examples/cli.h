@@ -18,6 +18,12 @@ int runtime_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * " -1" would wrap to 2^64 - 1), at most max. */
 bool parse_count(const char *text, unsigned long long max, unsigned long long *out);
 
+/* Refuses an --output that is the same file (device and inode, so also through a link) as one
+ * of the `count` files read (paths[i] may be NULL; names[i] is its option without "--"): the
+ * result would replace an input. Returns -1 when output is NULL, new, or none of them, else
+ * usage_error's status. */
+int refuse_output_over_inputs(const char *output, const char *const *names,
+                              const char *const *paths, int count);
 /* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */
 void print_json_string(const char *s);
 

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 
@@ -80,23 +79,6 @@ static void usage(FILE *out)
 
 
 
-
-/* Refuses an --output that is the same file (device and inode, so also through a link) as one of
- * the files read: the result would replace the model or the input. */
-static int check_output_is_no_input(const options *o)
-{
-    struct stat out, in;
-    if (!o->output || stat(o->output, &out) != 0)
-        return -1; /* a new file */
-    const char *const names[4] = {"model", "input", "tokens", "mask"};
-    const char *const paths[4] = {o->model, o->input, o->tokens, o->mask};
-    for (int i = 0; i < 4; i++)
-        if (paths[i] && stat(paths[i], &in) == 0 && in.st_dev == out.st_dev &&
-            in.st_ino == out.st_ino)
-            return usage_error("--output %s is the same file as --%s %s; refusing to overwrite "
-                               "an input", o->output, names[i], paths[i]);
-    return -1;
-}
 
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
@@ -181,7 +163,9 @@ static int parse_options(int argc, char **argv, options *o)
     if ((o->input || o->tokens) && (o->batch_given || o->seq_given))
         return usage_error("--batch and --seq size the random input; they do not apply to "
                            "--%s", o->input ? "input" : "tokens");
-    return check_output_is_no_input(o);
+    const char *const names[4] = {"model", "input", "tokens", "mask"};
+    const char *const paths[4] = {o->model, o->input, o->tokens, o->mask};
+    return refuse_output_over_inputs(o->output, names, paths, 4);
 }
 
 static int list_devices(void)

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 typedef struct options {
@@ -54,23 +53,6 @@ static void usage(FILE *out)
             "                     tokens/s, the device and the model\n"
             "\n"
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
-}
-
-/* Refuses an --output that is the same file as one of the files read. */
-static int check_output_is_no_input(const options *o)
-{
-    struct stat out, in;
-    if (!o->output || stat(o->output, &out) != 0)
-        return -1;
-    const char *const names[4] = {"model", "src", "tgt", "src-mask"};
-    const char *const paths[4] = {o->model, o->src, o->tgt, o->src_mask};
-    for (int i = 0; i < 4; i++)
-        if (paths[i] && stat(paths[i], &in) == 0 && in.st_dev == out.st_dev &&
-            in.st_ino == out.st_ino)
-            return usage_error("--output %s is the same file as --%s %s; refusing to overwrite "
-                               "an input",
-                               o->output, names[i], paths[i]);
-    return -1;
 }
 
 /* Returns -1 when the options are good, else the exit status. */
@@ -145,7 +127,9 @@ static int parse_options(int argc, char **argv, options *o)
                            "are for generation");
     if (o->tgt && !o->output)
         return usage_error("--tgt writes logits [B, T, V]: give --output OUT.npy");
-    return check_output_is_no_input(o);
+    const char *const names[4] = {"model", "src", "tgt", "src-mask"};
+    const char *const paths[4] = {o->model, o->src, o->tgt, o->src_mask};
+    return refuse_output_over_inputs(o->output, names, paths, 4);
 }
 
 static double now_s(void)
