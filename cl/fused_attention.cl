@@ -3,27 +3,39 @@
  *
  *   out[b, h, i, :] = Σ_j softmax_j(Σ_c (q[b,h,i,c] · scale) · k[b,h,j,c] + masks) · v[b,h,j,:]
  *
- * Keys are visited in blocks of CLATTN_FUSED_TK; for each query the running maximum m, the
- * running sum l of exp(s - m) and the running weighted sum acc of the values are rescaled when
- * the maximum grows. A query whose keys are all masked gets a zero output (not NaN).
+ * Keys are visited in blocks; for each query the running maximum m, the running sum l of
+ * exp(s - m) and the running weighted sum acc of the values are rescaled when the maximum grows.
+ * A query whose keys are all masked gets a zero output (not NaN).
  * q, k, v, out: per-head views as in scores.cl (the output in the concatenated-heads layout);
  * query head h reads key/value head h / kv_group (grouped-query attention).
  *
  * Compiled only in the specialised program: CLATTN_FUSED_DK and CLATTN_FUSED_DV (the head widths)
  * are compile-time constants, as are CLATTN_FUSED_QPW (queries per work-item), CLATTN_FUSED_TK
- * (keys per block), CLATTN_FUSED_WG (work-group size) and the vector widths CLATTN_FUSED_VK and
- * CLATTN_FUSED_VV. Two variants, one compiled per program (CLATTN_FUSED_LOCAL selects):
+ * (keys per block of the staged variant), CLATTN_FUSED_GTK (keys per block without staging: 1,
+ * 2, 4, 8 or 16), CLATTN_FUSED_WG (work-group size) and the vector widths CLATTN_FUSED_VK and
+ * CLATTN_FUSED_VV. Kernels:
  *   clattn_fused_attention        each work-item reads keys and values from global memory (for
- *                                 devices whose __local memory is global memory, e.g. CPUs);
+ *                                 devices whose __local memory is global memory, e.g. CPUs).
+ *                                 With a third NDRange dimension of `splits` > 1 it is the
+ *                                 first pass of split-key attention (flash-decoding: few queries
+ *                                 against many keys, e.g. a decoding step against its cache):
+ *                                 split s covers keys [s·chunk, (s + 1)·chunk) and stores its
+ *                                 partial state (m, l, unnormalised acc) instead of the output;
+ *                                 clattn_split_combine then merges the splits. Compiled in every
+ *                                 program (split-key attention on every device).
+ *   clattn_split_combine          the second pass.
  *   clattn_fused_attention_local  the work-group stages each block of keys and values through
- *                                 __local memory (GPUs).
- * NDRange: (ceil(nq / QPW) rounded up to WG, pairs), local (WG, 1). */
+ *                                 __local memory (GPUs; compiled when CLATTN_FUSED_LOCAL is set).
+ * NDRange of clattn_fused_attention: (ceil(nq / QPW) rounded up to WG, pairs[, splits]),
+ * local (WG, 1[, 1]) or any; of clattn_fused_attention_local: (nq rounded up to WG, pairs),
+ * local (WG, 1); of clattn_split_combine: (nq, pairs), any local. */
 #ifdef CLATTN_FUSED_DK
 
 #define DK CLATTN_FUSED_DK
 #define DV CLATTN_FUSED_DV
 #define QPW CLATTN_FUSED_QPW
 #define TK CLATTN_FUSED_TK
+#define GTK CLATTN_FUSED_GTK
 
 /* The online softmax's update for one block whose largest score is block_max (> -inf): when the
  * maximum m grows, the running sum l and the accumulator (acc, n_acc elements of type ACC_T)
@@ -40,12 +52,10 @@
         }                                                                                   \
     } while (0)
 
-#ifndef CLATTN_FUSED_LOCAL
-
 /* ---- explicit vectors for the global variant ----
  * LLVM does not vectorise float reductions without fast-math, so the dot products and the
  * softmax of a block are written with OpenCL vector types: CLATTN_FUSED_VK (a width dividing
- * d_k), CLATTN_FUSED_VV (dividing d_v) and TK (the key block, 1, 2, 4, 8 or 16) lanes. */
+ * d_k), CLATTN_FUSED_VV (dividing d_v) and GTK (the key block, 1, 2, 4, 8 or 16) lanes. */
 #define CLATTN_CAT_(a, b) a##b
 #define CLATTN_CAT(a, b) CLATTN_CAT_(a, b)
 
@@ -68,7 +78,7 @@ float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_
 
 #define VK_T CLATTN_VEC_TYPE(CLATTN_FUSED_VK)
 #define VV_T CLATTN_VEC_TYPE(CLATTN_FUSED_VV)
-#define VT_T CLATTN_VEC_TYPE(TK)
+#define VT_T CLATTN_VEC_TYPE(GTK)
 #define CLATTN_VEC_TYPE(n) CLATTN_CAT(CLATTN_VEC_TYPE_, n)
 #define CLATTN_VEC_TYPE_1 float
 #define CLATTN_VEC_TYPE_2 float2
@@ -93,9 +103,11 @@ float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_
 __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
                                      CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
                                      uint kv_group, uint pairs, uint nq, uint nk, float scale,
-                                     CLATTN_MASK_PARAMS)
+                                     CLATTN_MASK_PARAMS, uint chunk, __global float *partial,
+                                     ulong acc_off)
 {
-    uint first = get_global_id(0) * QPW, bh = get_global_id(1);
+    uint first = get_global_id(0) * QPW, bh = get_global_id(1), split = get_global_id(2);
+    uint splits = get_global_size(2);
     if (first >= nq || bh >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
@@ -115,14 +127,16 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    /* With a causal mask no query of this work-item sees a key after its last query. */
+    /* This split's keys; with a causal mask no query of this work-item sees a key after its last
+     * query's. */
     uint last = min(first + QPW, nq) - 1;
-    uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
+    uint begin = split * chunk; /* < nk + chunk: the host keeps splits · chunk < nk + chunk */
+    uint end = min(causal ? min(nk, last + 1 + causal_shift) : nk, begin + chunk);
     bool masked = causal || am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
 
-    for (uint j0 = 0; j0 < end; j0 += TK) {
-        float s[QPW][TK];
-        for (int t = 0; t < TK; t++) {
+    for (uint j0 = begin; j0 < end; j0 += GTK) {
+        float s[QPW][GTK];
+        for (int t = 0; t < GTK; t++) {
             uint j = j0 + t;
             __global const float *kj = kb + (ulong)min(j, nk - 1) * k_sn;
             VK_T kv[NK];
@@ -142,18 +156,18 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
             }
         }
         for (int r = 0; r < QPW; r++) {
-            VT_T sv = CLATTN_VLOAD(TK)(0, s[r]);
-            float block_max = CLATTN_CAT(clattn_hmax, TK)(sv);
+            VT_T sv = CLATTN_VLOAD(GTK)(0, s[r]);
+            float block_max = CLATTN_CAT(clattn_hmax, GTK)(sv);
             if (block_max == -INFINITY) {
-                CLATTN_VSTORE(TK)((VT_T)(0.0f), 0, s[r]);
+                CLATTN_VSTORE(GTK)((VT_T)(0.0f), 0, s[r]);
                 continue;
             }
             CLATTN_ONLINE_RESCALE(m[r], l[r], acc[r], NV, block_max);
             VT_T p = exp(sv - m[r]);
-            l[r] += CLATTN_CAT(clattn_hsum, TK)(p);
-            CLATTN_VSTORE(TK)(p, 0, s[r]);
+            l[r] += CLATTN_CAT(clattn_hsum, GTK)(p);
+            CLATTN_VSTORE(GTK)(p, 0, s[r]);
         }
-        for (int t = 0; t < TK; t++) {
+        for (int t = 0; t < GTK; t++) {
             __global const float *vj = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
             for (int c = 0; c < NV; c++) {
                 VV_T vv = CLATTN_VLOAD(CLATTN_FUSED_VV)(c, vj);
@@ -163,6 +177,14 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
         }
     }
     for (int r = 0; r < QPW && first + r < nq; r++) {
+        if (splits > 1) { /* the partial state of split `split`, merged by clattn_split_combine */
+            ulong row = ((ulong)bh * nq + first + r) * splits + split;
+            vstore2((float2)(m[r], l[r]), row, partial);
+            __global float *out = partial + acc_off + row * DV;
+            for (int c = 0; c < NV; c++)
+                CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[r][c], c, out);
+            continue;
+        }
         __global float *out = CLATTN_VIEW_ROW(o, b, h, first + r);
         float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
         for (int c = 0; c < NV; c++)
@@ -170,7 +192,41 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
     }
 }
 
-#else /* CLATTN_FUSED_LOCAL */
+/* Merges the splits' partial states of query i of pair bh: with M the largest of their maxima,
+ * out = Σ_s exp(m_s - M)·acc_s / Σ_s exp(m_s - M)·l_s (zero when every key was masked). */
+__kernel void clattn_split_combine(__global const float *partial, ulong acc_off,
+                                   CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint pairs, uint nq,
+                                   uint splits)
+{
+    uint i = get_global_id(0), bh = get_global_id(1);
+    if (i >= nq || bh >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
+    ulong row0 = ((ulong)bh * nq + i) * splits;
+    float top = -INFINITY;
+    for (uint s = 0; s < splits; s++)
+        top = fmax(top, vload2(row0 + s, partial).x);
+    VV_T acc[NV];
+    for (int c = 0; c < NV; c++)
+        acc[c] = 0.0f;
+    float total = 0.0f;
+    for (uint s = 0; top != -INFINITY && s < splits; s++) {
+        float2 ml = vload2(row0 + s, partial);
+        if (ml.x == -INFINITY)
+            continue;
+        float weight = exp(ml.x - top);
+        total += weight * ml.y;
+        __global const float *part = partial + acc_off + (row0 + s) * DV;
+        for (int c = 0; c < NV; c++)
+            acc[c] += weight * CLATTN_VLOAD(CLATTN_FUSED_VV)(c, part);
+    }
+    __global float *out = CLATTN_VIEW_ROW(o, b, h, i);
+    float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    for (int c = 0; c < NV; c++)
+        CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[c] * inv, c, out);
+}
+
+#ifdef CLATTN_FUSED_LOCAL
 
 /* The per-query state of the online softmax. */
 typedef struct clattn_online {

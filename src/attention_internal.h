@@ -81,8 +81,13 @@ clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_prob
 
 /* Unfused (attention_unfused.c): chunks of pairs under the workspace limit. */
 clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attention_problem *p);
-/* Fused (fused_attention.c): one kernel, O(N) memory, no attention weights. */
+/* Fused (fused_attention.c): one kernel, O(N) memory, no attention weights; split-key
+ * (flash-decoding) when few queries face many keys. */
 clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *p);
+/* How many parts the fused path splits the keys into (1: none) under the context's tuning
+ * (split_keys), with queries_per_item queries per work-item (exposed for the kernel tests). */
+size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_attention_problem *p,
+                                    size_t queries_per_item);
 
 /* The unfused path's kernels, one launch each (exposed for the kernel tests). */
 clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_problem *p,

@@ -63,7 +63,8 @@ clattn_status clattn__upload(clattn_context *ctx, const float *data, size_t coun
 }
 
 static const char *const slot_names[CLATTN_SLOT_COUNT] = {
-    "the attention scores",   "the packed keys and values", "the Q/K/V projections",
+    "the attention scores",   "the packed keys and values", "the split-key partial states",
+    "the Q/K/V projections",
     "the attention output",   "the encoder activations",    "the sub-layer output",
     "the normalised activations", "the feed-forward hidden layer", "the token ids",
     "the token type ids", "the pooled embeddings",

@@ -32,6 +32,7 @@ clattn_status clattn__write_floats_at(clattn_context *ctx, cl_mem mem, size_t of
 typedef enum clattn_slot {
     CLATTN_SLOT_SCORES = 0,    /* unfused attention: scores of a chunk of pairs [pairs, Nq, Nk] */
     CLATTN_SLOT_PACKED_KV,     /* fused attention: keys and values packed per head */
+    CLATTN_SLOT_SPLIT_PARTIALS, /* split-key attention: partial states [pairs, Nq, splits, 2 + d_v] */
     CLATTN_SLOT_PROJECTIONS,   /* attention layer: Q | K | V projections [T, 2·h·d_k + h·d_v] */
     CLATTN_SLOT_HEADS,         /* attention layer: concatenated head outputs [T, h·d_v] */
     CLATTN_SLOT_LAYER_X,       /* encoder: activations [T, d_model] */

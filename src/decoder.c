@@ -63,6 +63,9 @@ clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **out,
     clattn_status status = clattn__resolve_layer_config(ctx, fn, &stack, &resolved);
     if (status != CLATTN_OK)
         return status;
+    size_t kv_heads = config->num_kv_heads ? config->num_kv_heads : config->nhead;
+    CLATTN_CHECK_ARG(ctx, fn, config->nhead % kv_heads == 0,
+                     "num_kv_heads %zu does not divide nhead %zu", kv_heads, config->nhead);
     clattn_decoder *dec = calloc(1, sizeof(*dec));
     if (!dec)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
@@ -72,6 +75,7 @@ clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **out,
     dec->cfg.head_dim_v = resolved.head_dim_v;
     dec->cfg.norm_first = resolved.norm_first;
     dec->cfg.final_norm = resolved.final_norm;
+    dec->cfg.num_kv_heads = kv_heads;
     *out = dec;
     return CLATTN_OK;
 }

@@ -46,7 +46,8 @@ clattn_status clattn_decoder_state_create(clattn_decoder *dec, clattn_decoder_st
     CLATTN_CHECK_ARG(ctx, fn, batch > 0 && capacity > 0,
                      "batch (%zu) and capacity (%zu) must be positive", batch, capacity);
     const clattn_decoder_config *c = &dec->cfg;
-    size_t qk = c->nhead * c->head_dim_qk, vw = c->nhead * c->head_dim_v, rows, kb, vb;
+    size_t qk = c->num_kv_heads * c->head_dim_qk, vw = c->num_kv_heads * c->head_dim_v;
+    size_t rows, kb, vb;
     if (!clattn__mul_size(batch, capacity, &rows) || !clattn__mul_size(rows, qk * 4, &kb) ||
         !clattn__mul_size(rows, vw * 4, &vb) || capacity > UINT32_MAX)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
@@ -107,7 +108,7 @@ clattn_status clattn_decoder_state_set_memory(clattn_decoder_state *st,
         if (status != CLATTN_OK)
             return status;
     }
-    size_t qk = c->nhead * c->head_dim_qk, vw = c->nhead * c->head_dim_v, rows;
+    size_t qk = c->num_kv_heads * c->head_dim_qk, vw = c->num_kv_heads * c->head_dim_v, rows;
     if (!clattn__mul_size(st->batch, S, &rows) || rows > UINT32_MAX)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: the memory is too long", fn);
     release_memory(st, c->num_layers);
@@ -180,7 +181,7 @@ clattn_status clattn__decoder_state_reorder(clattn_decoder_state *st, const size
     clattn_decoder *dec = st->dec;
     clattn_context *ctx = dec->ctx;
     const clattn_decoder_config *c = &dec->cfg;
-    size_t kw = c->nhead * c->head_dim_qk, vw = c->nhead * c->head_dim_v;
+    size_t kw = c->num_kv_heads * c->head_dim_qk, vw = c->num_kv_heads * c->head_dim_v;
     size_t bytes = st->batch * st->capacity * (kw > vw ? kw : vw) * sizeof(float);
     cl_mem from = NULL;
     clattn_status status = clattn__buffer_create(ctx, bytes, &from, "a copy of the cache");

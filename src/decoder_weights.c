@@ -31,10 +31,10 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_deco
     for (int n = 0; n < 3; n++)
         snprintf(norm[n], sizeof(norm[n]), "layers.%zu.norm%d", i, n + 1);
     clattn_status status;
-    if ((status = clattn__load_attention(l, self, c->d_model, c->nhead, c->head_dim_qk,
-                                         c->head_dim_v, &layer->self_attn)) ||
-        (status = clattn__load_attention(l, cross, c->d_model, c->nhead, c->head_dim_qk,
-                                         c->head_dim_v, &layer->cross_attn)) ||
+    if ((status = clattn__load_attention(l, self, c->d_model, c->nhead, c->num_kv_heads,
+                                         c->head_dim_qk, c->head_dim_v, &layer->self_attn)) ||
+        (status = clattn__load_attention(l, cross, c->d_model, c->nhead, c->num_kv_heads,
+                                         c->head_dim_qk, c->head_dim_v, &layer->cross_attn)) ||
         (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, &layer->ffn)) ||
         (status = clattn__load_norm(l, norm[0], c->d_model, &layer->norm1)) ||
         (status = clattn__load_norm(l, norm[1], c->d_model, &layer->norm2)))

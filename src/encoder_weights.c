@@ -33,7 +33,7 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_enco
     snprintf(norm1, sizeof(norm1), "layers.%zu.norm1", i);
     snprintf(norm2, sizeof(norm2), "layers.%zu.norm2", i);
     clattn_status status;
-    if ((status = clattn__load_attention(l, attn, c->d_model, c->nhead, c->head_dim_qk,
+    if ((status = clattn__load_attention(l, attn, c->d_model, c->nhead, c->nhead, c->head_dim_qk,
                                          c->head_dim_v, &layer->attn)) ||
         (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, &layer->ffn)) ||
         (status = clattn__load_norm(l, norm1, c->d_model, &layer->norm1)))

@@ -1,4 +1,6 @@
-/* The fused attention kernel's launch: packing long strided keys and values, then one kernel. */
+/* The fused attention kernel's launch: packing long strided keys and values, then one kernel;
+ * or, for few queries against many keys, split-key attention (flash-decoding): the keys split
+ * across work-items, then a kernel that merges their partial softmax states. */
 #include "attention_internal.h"
 #include "buffers.h"
 #include "context_internal.h"
@@ -6,6 +8,35 @@
 
 /* Keys and values shorter than this are read in place: they stay in cache anyway. */
 #define PACK_MIN_KEYS 256
+
+/* Split-key attention gives each work-item at least this many keys (automatic choice): its
+ * partial state (d_v + 2 floats) then costs under 1 % of the keys and values it reads. */
+#define SPLIT_MIN_KEYS 64
+
+/* Work-items (CPUs: work-groups of fused_wg = 1) that fill the device: a few per compute unit,
+ * for balance. */
+static size_t device_fill(const clattn_context *ctx)
+{
+    size_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    return 4 * units * ctx->tuning.fused_wg;
+}
+
+size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_attention_problem *p,
+                                    size_t queries_per_item)
+{
+    int mode = ctx->tuning.split_keys;
+    if (mode == CLATTN_SPLIT_KEYS_NEVER || p->seq_k < 2)
+        return 1;
+    size_t items = p->batch * p->heads * ((p->seq_q + queries_per_item - 1) / queries_per_item);
+    size_t wanted = (device_fill(ctx) + items - 1) / items, most = p->seq_k / SPLIT_MIN_KEYS;
+    size_t splits = wanted < most ? wanted : most;
+    if (mode == CLATTN_SPLIT_KEYS_ALWAYS && splits < 4) /* at least 2, uneven when it can be */
+        splits = p->seq_k < 4 ? p->seq_k : 4;
+    if (splits < 2)
+        return 1;
+    size_t chunk = (p->seq_k + splits - 1) / splits;
+    return (p->seq_k + chunk - 1) / chunk; /* no empty split at the end */
+}
 
 /* Copies the [B, H, Nk, d] view *view into mem at `offset` (floats) as contiguous per-head rows
  * and points *view there. */
@@ -29,18 +60,93 @@ static clattn_status pack(clattn_context *ctx, const clattn_attention_problem *p
     return clattn__launch(ctx, &args, "pack_heads", 3, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
+/* The arguments clattn_fused_attention and clattn_fused_attention_local share: views, sizes,
+ * scale and masks. */
+static void common_args(clattn_kernel_args *args, const clattn_attention_problem *p)
+{
+    cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
+    cl_uint group = (cl_uint)clattn__kv_group(p);
+    cl_uint nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k;
+    float scale = p->scale;
+    clattn__head_view_args(args, &p->q);
+    clattn__head_view_args(args, &p->k);
+    clattn__head_view_args(args, &p->v);
+    clattn__head_view_args(args, &p->out);
+    CLATTN_ARG(args, heads);
+    CLATTN_ARG(args, group);
+    CLATTN_ARG(args, pairs);
+    CLATTN_ARG(args, nq);
+    CLATTN_ARG(args, nk);
+    CLATTN_ARG(args, scale);
+    clattn__mask_args(args, p);
+}
+
+/* Counts the multiply-adds of both products, the weights·V ones under their own operation (the
+ * same launches did them). */
+static clattn_status count_and_launch(clattn_context *ctx, const clattn_attention_problem *p,
+                                      const clattn_kernel_args *args, cl_uint dims,
+                                      const size_t *global, const size_t *local)
+{
+    uint64_t pairs_queries = (uint64_t)p->batch * p->heads * p->seq_q;
+    clattn_status status = clattn__launch(ctx, args, "fused_attention", dims, global, local,
+                                          CLATTN_OP_SCORES, pairs_queries * p->seq_k * p->dk);
+    if (status == CLATTN_OK)
+        clattn__count_macs(ctx, CLATTN_OP_WEIGHTS_V, pairs_queries * p->seq_k * p->dv);
+    return status;
+}
+
+/* Split-key attention: pass 1 over (query groups, pairs, splits) stores each split's partial
+ * state in the workspace ([pairs, Nq, splits] pairs (m, l), then [pairs, Nq, splits, d_v]
+ * accumulators); pass 2 merges them into the output. */
+static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program *prog,
+                                const clattn_attention_problem *p, size_t splits)
+{
+    size_t pairs = p->batch * p->heads, rows = pairs * p->seq_q * splits;
+    cl_mem partial;
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_SPLIT_PARTIALS,
+                                                  rows * (2 + p->dv) * sizeof(float), &partial);
+    if (status != CLATTN_OK)
+        return status;
+    cl_uint chunk = (cl_uint)((p->seq_k + splits - 1) / splits);
+    cl_ulong acc_off = 2 * rows;
+    clattn_kernel_args pass1 = {prog->unstaged, 0, CL_SUCCESS};
+    common_args(&pass1, p);
+    CLATTN_ARG(&pass1, chunk);
+    CLATTN_ARG(&pass1, partial);
+    CLATTN_ARG(&pass1, acc_off);
+    size_t global1[3] = {(p->seq_q + prog->qpw - 1) / prog->qpw, pairs, splits};
+    if ((status = count_and_launch(ctx, p, &pass1, 3, global1, NULL)) != CLATTN_OK)
+        return status;
+    cl_uint heads = (cl_uint)p->heads, n_pairs = (cl_uint)pairs, nq = (cl_uint)p->seq_q;
+    cl_uint n_splits = (cl_uint)splits;
+    clattn_kernel_args pass2 = {prog->combine, 0, CL_SUCCESS};
+    CLATTN_ARG(&pass2, partial);
+    CLATTN_ARG(&pass2, acc_off);
+    clattn__head_view_args(&pass2, &p->out);
+    CLATTN_ARG(&pass2, heads);
+    CLATTN_ARG(&pass2, n_pairs);
+    CLATTN_ARG(&pass2, nq);
+    CLATTN_ARG(&pass2, n_splits);
+    size_t global2[2] = {p->seq_q, pairs};
+    return clattn__launch(ctx, &pass2, "split_combine", 2, global2, NULL, CLATTN_OP_OTHER, 0);
+}
+
 clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *given)
 {
     const clattn_fused_program *prog;
     clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, &prog);
     if (status != CLATTN_OK)
         return status;
+    size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);
+    if (splits > 1) /* each work-item reads its keys once: no packing */
+        return split_keys(ctx, prog, given, splits);
     /* Without staging every work-item streams all keys and values of its head: rows strided by a
-     * packed projection's width (a page per row at long sequences) are first made contiguous. */
+     * packed projection's width (a page per row at long sequences) are first made contiguous,
+     * unless one work-item holds all the queries (then each key row is read once anyway). */
     clattn_attention_problem packed = *given;
     const clattn_attention_problem *p = &packed;
     bool strided = given->k.sn != given->dk || given->v.sn != given->dv;
-    if (strided && !prog->local && given->seq_k >= PACK_MIN_KEYS) {
+    if (strided && !prog->local && given->seq_k >= PACK_MIN_KEYS && given->seq_q > prog->qpw) {
         size_t kv_heads = given->heads / clattn__kv_group(given);
         size_t k_floats = given->batch * kv_heads * given->seq_k * given->dk;
         size_t v_floats = given->batch * kv_heads * given->seq_k * given->dv;
@@ -51,29 +157,16 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
             (status = pack(ctx, given, given->dv, scratch, k_floats, &packed.v)))
             return status;
     }
-    cl_uint heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
-    cl_uint group = (cl_uint)clattn__kv_group(p);
-    cl_uint nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k;
-    float scale = p->scale;
     clattn_kernel_args args = {prog->kernel, 0, CL_SUCCESS};
-    clattn__head_view_args(&args, &p->q);
-    clattn__head_view_args(&args, &p->k);
-    clattn__head_view_args(&args, &p->v);
-    clattn__head_view_args(&args, &p->out);
-    CLATTN_ARG(&args, heads);
-    CLATTN_ARG(&args, group);
-    CLATTN_ARG(&args, pairs);
-    CLATTN_ARG(&args, nq);
-    CLATTN_ARG(&args, nk);
-    CLATTN_ARG(&args, scale);
-    clattn__mask_args(&args, p);
-    size_t global[2] = {(p->seq_q + prog->qpw - 1) / prog->qpw, pairs}, local[2] = {prog->wg, 1};
-    uint64_t score_macs = (uint64_t)pairs * nq * nk * p->dk;
-    status = clattn__launch(ctx, &args, "fused_attention", 2, global, local, CLATTN_OP_SCORES,
-                            score_macs);
-    /* The same kernel did the weights·V products: count them under their own operation, as part
-     * of the same launch. */
-    if (status == CLATTN_OK)
-        clattn__count_macs(ctx, CLATTN_OP_WEIGHTS_V, (uint64_t)pairs * nq * nk * p->dv);
-    return status;
+    common_args(&args, p);
+    if (!prog->local) { /* one split: the partial-state arguments are unused */
+        cl_uint chunk = (cl_uint)p->seq_k;
+        cl_ulong acc_off = 0;
+        CLATTN_ARG(&args, chunk);
+        clattn__arg_mem(&args, NULL);
+        CLATTN_ARG(&args, acc_off);
+    }
+    size_t global[2] = {(p->seq_q + prog->qpw - 1) / prog->qpw, p->batch * p->heads};
+    size_t local[2] = {prog->wg, 1};
+    return count_and_launch(ctx, p, &args, 2, global, local);
 }

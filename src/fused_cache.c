@@ -34,8 +34,10 @@ static size_t local_block(const clattn_context *ctx, size_t dk, size_t dv)
 
 static void program_release(clattn_fused_program *p)
 {
-    if (p->kernel)
-        clReleaseKernel(p->kernel);
+    cl_kernel kernels[3] = {p->kernel, p->unstaged, p->combine};
+    for (int i = 0; i < 3; i++)
+        if (kernels[i])
+            clReleaseKernel(kernels[i]);
     if (p->program)
         clReleaseProgram(p->program);
     memset(p, 0, sizeof(*p));
@@ -62,30 +64,32 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fus
     p.local = ctx->tuning.fused_local != 0;
     p.qpw = p.local ? 1 : ctx->tuning.fused_qpw;
     p.wg = ctx->tuning.fused_wg;
-    p.tk = p.local ? local_block(ctx, dk, dv) : ctx->tuning.fused_tk;
-    if (!p.local) { /* the global variant's key block is a vector: 1, 2, 4, 8 or 16 lanes */
-        size_t lanes = 16;
-        while (lanes > p.tk)
-            lanes /= 2;
-        p.tk = lanes;
-    }
+    /* The unstaged kernel's key block is a vector: 1, 2, 4, 8 or 16 lanes. */
+    p.unstaged_tk = 16;
+    while (p.unstaged_tk > ctx->tuning.fused_tk)
+        p.unstaged_tk /= 2;
+    p.tk = p.local ? local_block(ctx, dk, dv) : p.unstaged_tk;
     char options[768];
     snprintf(options, sizeof(options),
              "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "
-             "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_WG=%zu -DCLATTN_FUSED_VK=%zu "
-             "-DCLATTN_FUSED_VV=%zu%s",
-             ctx->kernels.options, dk, dv, p.qpw, p.tk, p.wg, vector_width(dk, 16),
+             "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_GTK=%zu -DCLATTN_FUSED_WG=%zu "
+             "-DCLATTN_FUSED_VK=%zu -DCLATTN_FUSED_VV=%zu%s",
+             ctx->kernels.options, dk, dv, p.qpw, p.tk, p.unstaged_tk, p.wg, vector_width(dk, 16),
              vector_width(dv, 16), p.local ? " -DCLATTN_FUSED_LOCAL=1" : "");
     clattn_status status = clattn__program_build(ctx, sources, lengths, 3, options, &p.program);
     if (status != CLATTN_OK)
         return status;
     const char *name = p.local ? "clattn_fused_attention_local" : "clattn_fused_attention";
-    cl_int err;
-    p.kernel = clCreateKernel(p.program, name, &err);
-    if (err != CL_SUCCESS) {
-        p.kernel = NULL;
-        program_release(&p);
-        return clattn__fail_cl(ctx, err, "clCreateKernel(%s) failed", name);
+    const char *names[3] = {name, "clattn_fused_attention", "clattn_split_combine"};
+    cl_kernel *kernels[3] = {&p.kernel, &p.unstaged, &p.combine};
+    for (int i = 0; i < 3; i++) {
+        cl_int err = CL_SUCCESS;
+        *kernels[i] = clCreateKernel(p.program, names[i], &err);
+        if (err != CL_SUCCESS) {
+            *kernels[i] = NULL;
+            program_release(&p);
+            return clattn__fail_cl(ctx, err, "clCreateKernel(%s) failed", names[i]);
+        }
     }
     clattn__log(ctx, CLATTN_LOG_DEBUG, "built %s for d_k %zu, d_v %zu: %s", name, dk, dv, options);
     *out = p;

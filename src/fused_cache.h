@@ -15,8 +15,12 @@ typedef struct clattn_fused_program {
     size_t dk, dv;
     cl_program program;
     cl_kernel kernel;
-    bool local;         /* keys and values staged through __local memory */
+    cl_kernel unstaged; /* clattn_fused_attention (its own object even when `kernel` is the same
+                         * function): the first pass of split-key attention */
+    cl_kernel combine;  /* clattn_split_combine: the second pass */
+    bool local;         /* `kernel` stages keys and values through __local memory */
     size_t qpw, tk, wg; /* queries per work-item, keys per block, work-group size */
+    size_t unstaged_tk; /* keys per block of `unstaged` (1, 2, 4, 8 or 16) */
 } clattn_fused_program;
 
 #define CLATTN_FUSED_CACHE_SIZE 8

@@ -85,9 +85,10 @@ void clattn__ffn_release(clattn_ffn *ffn)
 }
 
 clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
-                                     size_t nhead, size_t dk, size_t dv, clattn_mha **attn)
+                                     size_t nhead, size_t kv_heads, size_t dk, size_t dv,
+                                     clattn_mha **attn)
 {
-    size_t qk = nhead * dk, vw = nhead * dv, P = 2 * qk + vw;
+    size_t qk = nhead * dk, kw = kv_heads * dk, vw = kv_heads * dv, P = qk + kw + vw;
     char name[3][192];
     clattn_mha_weights w;
     memset(&w, 0, sizeof(w));
@@ -112,7 +113,7 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
         if ((status = fetch(l, name[0], 2, (size_t[]){qk, E}, &t)))
             return status;
         w.q_proj_weight = *t;
-        if ((status = fetch(l, name[1], 2, (size_t[]){qk, E}, &t)))
+        if ((status = fetch(l, name[1], 2, (size_t[]){kw, E}, &t)))
             return status;
         w.k_proj_weight = *t;
         if ((status = fetch(l, name[2], 2, (size_t[]){vw, E}, &t)))
@@ -124,7 +125,7 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
         return status;
     w.in_proj_bias = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.weight", prefix);
-    if ((status = fetch(l, name[0], 2, (size_t[]){E, vw}, &t)))
+    if ((status = fetch(l, name[0], 2, (size_t[]){E, nhead * dv}, &t)))
         return status;
     w.out_proj_weight = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.bias", prefix);
@@ -136,6 +137,7 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
     clattn_mha_config_default(&mc, E, nhead);
     mc.head_dim_qk = dk;
     mc.head_dim_v = dv;
+    mc.num_kv_heads = kv_heads;
     if ((status = clattn_mha_create(l->ctx, attn, &mc)))
         return status;
     return clattn_mha_load_weights(*attn, &w);

@@ -46,9 +46,11 @@ clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix
                                size_t ff, clattn_ffn *ffn);
 void clattn__ffn_release(clattn_ffn *ffn);
 /* An attention block of nn.MultiheadAttention's names under `prefix` ("layers.0.self_attn"):
- * in_proj_weight (or q/k/v_proj_weight), in_proj_bias, out_proj.weight, out_proj.bias. */
+ * in_proj_weight (or q/k/v_proj_weight), in_proj_bias, out_proj.weight, out_proj.bias; nhead
+ * query heads, kv_heads key/value heads (grouped-query attention when fewer). */
 clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
-                                     size_t nhead, size_t dk, size_t dv, clattn_mha **attn);
+                                     size_t nhead, size_t kv_heads, size_t dk, size_t dv,
+                                     clattn_mha **attn);
 
 /* out [T, d] = act(input [T, d]·W1ᵀ + b1)·W2ᵀ through hidden [T, d_ff] (linear2's bias is left
  * to the caller's residual step); the block's GEMM weights keep their packed forms. */

@@ -67,6 +67,21 @@ static clattn_status meta_size(const clattn_safetensors *st, const char *path, c
     return CLATTN_OK;
 }
 
+/* The optional "num_kv_heads" (nhead when absent), which must divide nhead. */
+static clattn_status meta_kv_heads(const clattn_safetensors *st, const char *path, size_t nhead,
+                                   size_t *out)
+{
+    *out = nhead;
+    if (!clattn_safetensors_metadata(st, "num_kv_heads"))
+        return CLATTN_OK;
+    clattn_status status = meta_size(st, path, "num_kv_heads", out);
+    if (status == CLATTN_OK && nhead % *out != 0)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "metadata \"num_kv_heads\" %zu does not divide nhead %zu", *out,
+                               nhead);
+    return status;
+}
+
 static clattn_status meta_id(const clattn_safetensors *st, const char *path, const char *key,
                              size_t vocab, int64_t *out)
 {
@@ -128,6 +143,7 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
     clattn_status status;
     if ((status = meta_size(st, path, "d_model", &info->d_model)) ||
         (status = meta_size(st, path, "nhead", &info->nhead)) ||
+        (status = meta_kv_heads(st, path, info->nhead, &info->num_kv_heads)) ||
         (status = meta_size(st, path, "num_encoder_layers", &info->num_encoder_layers)) ||
         (status = meta_size(st, path, "num_decoder_layers", &info->num_decoder_layers)) ||
         (status = meta_size(st, path, "dim_feedforward", &info->dim_feedforward)) ||
@@ -166,6 +182,7 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
     clattn_decoder_config_default(&dc, info->d_model, info->nhead, info->num_decoder_layers,
                                   info->dim_feedforward);
     dc.activation = act, dc.norm_first = norm_first, dc.layer_norm_eps = eps;
+    dc.num_kv_heads = info->num_kv_heads;
     dc.final_norm = clattn_safetensors_find(st, "decoder.norm.weight") != NULL;
     prefixed enc_names = {st, "encoder.", "src_embedding.weight", {{0}}, 0};
     prefixed dec_names = {st, "decoder.", NULL, {{0}}, 0};

@@ -149,21 +149,26 @@ static clattn_tensor *rows_of(clattn_context *ctx, const float *x, size_t B, siz
 }
 
 /* Incremental decoding with the key/value cache equals the teacher-forced causal forward at
- * every position: a prompt of 3 tokens, then one token per step; post- and pre-LN. */
+ * every position: a prompt of 3 tokens, then one token per step; post- and pre-LN, with and
+ * without grouped-query attention. */
 static void incremental_steps_equal_the_full_forward(void **state)
 {
     test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     size_t B = 2, T = 7, S = 6, E = 16;
-    for (int norm_first = 0; norm_first <= 1; norm_first++) {
+    /* post-LN and pre-LN with 4 heads; then grouped-query (2 kv heads) and multi-query (1). */
+    const size_t kv_heads[4] = {0, 0, 2, 1};
+    for (int run = 0; run < 4; run++) {
+        int norm_first = run % 2;
         clattn_decoder_config cfg;
         clattn_decoder_config_default(&cfg, E, 4, 2, 32);
         cfg.activation = CLATTN_ACTIVATION_GELU;
         cfg.norm_first = norm_first;
         cfg.final_norm = norm_first;
+        cfg.num_kv_heads = kv_heads[run];
         clattn_decoder *dec = NULL;
         assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
-        assert_int_equal(clattn_decoder_init_random(dec, 40 + (uint64_t)norm_first), CLATTN_OK);
+        assert_int_equal(clattn_decoder_init_random(dec, 40 + (uint64_t)run), CLATTN_OK);
         float tgt[2 * 7 * 16], mem[2 * 6 * 16], pad[2 * 6] = {0};
         test_fill_uniform(tgt, B * T * E, 41, -1.0f, 1.0f);
         test_fill_uniform(mem, B * S * E, 42, -1.0f, 1.0f);
@@ -309,6 +314,160 @@ static void rejects_bad_arguments(void **state)
     clattn_decoder_destroy(NULL);
 }
 
+/* ---- grouped-query attention ---- */
+
+/* Seeded decoder weights made on request by name, for `heads` query heads of width d and
+ * `kv_heads` key/value heads; with `expand`, the same weights with each kv head's K and V rows
+ * (and biases) repeated for every query head that reads it: an ordinary multi-head decoder that
+ * must compute exactly what the grouped one does. */
+typedef struct gqa_weights {
+    size_t E, heads, kv_heads, d, ff;
+    bool expand;
+    size_t count;
+    float *arrays[96];
+    clattn_host_tensor tensors[96];
+} gqa_weights;
+
+static float *seeded(const char *name, const char *part, size_t n, float lo, float hi)
+{
+    uint64_t seed = 1469598103934665603ull; /* FNV-1a of name and part */
+    for (const char *c = name; *c; c++)
+        seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
+    for (const char *c = part; *c; c++)
+        seed = (seed ^ (unsigned char)*c) * 1099511628211ull;
+    float *x = malloc(n * sizeof(float));
+    test_fill_uniform(x, n, seed, lo, hi);
+    return x;
+}
+
+/* rows [kv_heads·block] → [heads·block] with query head h's block from kv head h / group. */
+static void put_heads(const gqa_weights *w, const float *kv, size_t block, float *out)
+{
+    size_t heads = w->expand ? w->heads : w->kv_heads, group = w->heads / w->kv_heads;
+    for (size_t h = 0; h < heads; h++)
+        memcpy(out + h * block, kv + (w->expand ? h / group : h) * block, block * sizeof(float));
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static const clattn_host_tensor *gqa_lookup(void *user, const char *name)
+{
+    gqa_weights *w = user;
+    size_t E = w->E, d = w->d, qw = w->heads * d, kv = w->kv_heads * d;
+    size_t kw = w->expand ? qw : kv; /* the K and V widths in this file */
+    size_t rows = 0, cols = 0;
+    float *data = NULL;
+    if (has_suffix(name, "q_proj_weight")) {
+        rows = qw, cols = E, data = seeded(name, "", qw * E, -0.5f, 0.5f);
+    } else if (has_suffix(name, "k_proj_weight") || has_suffix(name, "v_proj_weight")) {
+        float *base = seeded(name, "", kv * E, -0.5f, 0.5f);
+        rows = kw, cols = E, data = malloc(kw * E * sizeof(float));
+        put_heads(w, base, d * E, data);
+        free(base);
+    } else if (has_suffix(name, "in_proj_bias")) {
+        float *q = seeded(name, "q", qw, -0.2f, 0.2f), *k = seeded(name, "k", kv, -0.2f, 0.2f);
+        float *v = seeded(name, "v", kv, -0.2f, 0.2f);
+        rows = qw + 2 * kw, data = malloc(rows * sizeof(float));
+        memcpy(data, q, qw * sizeof(float));
+        put_heads(w, k, d, data + qw);
+        put_heads(w, v, d, data + qw + kw);
+        free(q), free(k), free(v);
+    } else if (has_suffix(name, "out_proj.weight")) {
+        rows = E, cols = qw, data = seeded(name, "", E * qw, -0.3f, 0.3f);
+    } else if (has_suffix(name, "linear1.weight")) {
+        rows = w->ff, cols = E, data = seeded(name, "", w->ff * E, -0.3f, 0.3f);
+    } else if (has_suffix(name, "linear2.weight")) {
+        rows = E, cols = w->ff, data = seeded(name, "", E * w->ff, -0.3f, 0.3f);
+    } else if (has_suffix(name, "linear1.bias")) {
+        rows = w->ff, data = seeded(name, "", w->ff, -0.1f, 0.1f);
+    } else if (has_suffix(name, ".weight")) { /* LayerNorms */
+        rows = E, data = seeded(name, "", E, 0.8f, 1.2f);
+    } else if (has_suffix(name, ".bias")) { /* out_proj, linear2, LayerNorms */
+        rows = E, data = seeded(name, "", E, -0.1f, 0.1f);
+    } else {
+        return NULL;
+    }
+    assert_true(w->count < 96);
+    clattn_host_tensor *t = &w->tensors[w->count];
+    w->arrays[w->count++] = data;
+    memset(t, 0, sizeof(*t));
+    t->data = data;
+    t->ndim = cols ? 2 : 1;
+    t->shape[0] = rows;
+    t->shape[1] = cols;
+    return t;
+}
+
+static clattn_decoder *gqa_decoder(clattn_context *ctx, size_t kv_heads, bool expand)
+{
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, 16, 4, 2, 24);
+    cfg.num_kv_heads = expand ? 0 : kv_heads;
+    clattn_decoder *dec = NULL;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    gqa_weights w = {16, 4, kv_heads, 4, 24, expand, 0, {0}, {{0}}};
+    clattn_status status = clattn_decoder_load_weights(dec, gqa_lookup, &w);
+    for (size_t i = 0; i < w.count; i++)
+        free(w.arrays[i]);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    return dec;
+}
+
+/* A decoder with 2 (and 1) key/value heads for 4 query heads equals the decoder whose K and V
+ * projections repeat each kv head for its query heads (PyTorch's enable_gqa semantics), with a
+ * causal target and a padded memory; its state caches the kv heads only. */
+static void grouped_query_attention_equals_repeated_kv_heads(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    size_t B = 2, T = 5, S = 4, E = 16;
+    float tgt[2 * 5 * 16], mem[2 * 4 * 16], pad[2 * 4] = {0, 0, 0, 1, 0, 0, 1, 1};
+    test_fill_uniform(tgt, B * T * E, 61, -1.0f, 1.0f);
+    test_fill_uniform(mem, B * S * E, 62, -1.0f, 1.0f);
+    clattn_tensor *t_tgt = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, tgt);
+    clattn_tensor *t_mem = test_tensor_from(ctx, 3, (size_t[]){B, S, E}, mem);
+    clattn_tensor *t_pad = test_tensor_from(ctx, 2, (size_t[]){B, S}, pad);
+    clattn_tensor *t_out = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, NULL);
+    clattn_decoder_forward_params params;
+    clattn_decoder_forward_params_default(&params);
+    params.tgt_is_causal = 1;
+    params.memory_key_padding_mask = t_pad;
+    for (size_t kv_heads = 1; kv_heads <= 2; kv_heads++) {
+        clattn_decoder *grouped = gqa_decoder(ctx, kv_heads, false);
+        clattn_decoder *repeated = gqa_decoder(ctx, kv_heads, true);
+        clattn_decoder_config got_cfg;
+        assert_int_equal(clattn_decoder_get_config(grouped, &got_cfg), CLATTN_OK);
+        assert_int_equal(got_cfg.num_kv_heads, kv_heads);
+        assert_int_equal(clattn_decoder_get_config(repeated, &got_cfg), CLATTN_OK);
+        assert_int_equal(got_cfg.num_kv_heads, 4); /* 0 selected nhead */
+        assert_int_equal(clattn_decoder_forward(repeated, t_tgt, t_mem, t_out, &params),
+                         CLATTN_OK);
+        float *want = test_tensor_to_host(t_out);
+        assert_int_equal(clattn_decoder_forward(grouped, t_tgt, t_mem, t_out, &params),
+                         CLATTN_OK);
+        float *got = test_tensor_to_host(t_out);
+        assert_close(got, want, B * T * E, 1e-5);
+        free(got), free(want);
+        clattn_decoder_destroy(&grouped), clattn_decoder_destroy(&repeated);
+    }
+    /* num_kv_heads must divide nhead. */
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, 16, 4, 1, 24);
+    cfg.num_kv_heads = 3;
+    clattn_decoder *dec = NULL;
+    assert_status_msg(ctx, clattn_decoder_create(ctx, &dec, &cfg), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "num_kv_heads 3 does not divide nhead 4");
+    assert_null(dec);
+    clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem), clattn_tensor_destroy(&t_pad);
+    clattn_tensor_destroy(&t_out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +475,7 @@ int main(void)
         cmocka_unit_test(rejects_bad_arguments),
         cmocka_unit_test(incremental_steps_equal_the_full_forward),
         cmocka_unit_test(state_rejects_bad_arguments),
+        cmocka_unit_test(grouped_query_attention_equals_repeated_kv_heads),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

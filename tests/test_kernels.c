@@ -409,6 +409,122 @@ static void embedding_and_positions(void **state)
     clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
 }
 
+/* Split-key attention (flash-decoding) through the fused path, forced by the tuning, against
+ * ref_sdpa: every mask kind, a split whose keys are all masked, a query with no key left. */
+static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, size_t Nk,
+                             size_t dk, size_t dv, mask_setup ms, uint64_t seed)
+{
+    float *q = random_array(B * H * Nq * dk, seed, -1, 1);
+    float *k = random_array(B * H * Nk * dk, seed + 1, -1, 1);
+    float *v = random_array(B * H * Nk * dv, seed + 2, -1, 1);
+    float *am = random_array(Nq * Nk, seed + 3, -2, 1);
+    float *kp = calloc(B * Nk, sizeof(float));
+    if (ms.attn == 1)
+        for (size_t i = 0; i < Nq * Nk; i++)
+            am[i] = am[i] > 0.3f ? 1.0f : 0.0f;
+    /* Batch 0: its first keys (a whole split) are padding; batch 1: every key is. */
+    for (size_t j = 0; j < Nk; j++) {
+        kp[j] = j < Nk / 2 ? 1.0f : 0.0f;
+        if (B > 1)
+            kp[Nk + j] = 1.0f;
+    }
+    clattn_tensor *tq = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dk}, q);
+    clattn_tensor *tk = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dk}, k);
+    clattn_tensor *tv = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dv}, v);
+    clattn_tensor *tam = test_tensor_from(f->ctx, 2, (size_t[]){Nq, Nk}, am);
+    clattn_tensor *tkp = test_tensor_from(f->ctx, 2, (size_t[]){B, Nk}, kp);
+    clattn_tensor *to = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dv}, NULL);
+    clattn_attention_problem p;
+    memset(&p, 0, sizeof(p));
+    p.batch = B, p.heads = H, p.seq_q = Nq, p.seq_k = Nk, p.dk = dk, p.dv = dv;
+    p.scale = 1.0f / sqrtf((float)dk);
+    p.causal = ms.causal;
+    p.q = contiguous_view(tq), p.k = contiguous_view(tk), p.v = contiguous_view(tv);
+    p.out = contiguous_view(to);
+    p.path = CLATTN_PATH_FUSED;
+    ref_masks rm = {0};
+    rm.causal = ms.causal;
+    if (ms.attn) {
+        int kind = ms.attn == 1 ? CLATTN_KMASK_BOOL : CLATTN_KMASK_ADDITIVE;
+        p.attn_mask = (clattn_mask_view){clattn_tensor_buffer(tam), 0, 0, 0, Nk, 1, kind};
+        rm.attn_mask = am, rm.attn_mask_bool = ms.attn == 1, rm.am_si = Nk, rm.am_sj = 1;
+    }
+    if (ms.key_padding) {
+        p.key_padding_mask = (clattn_mask_view){clattn_tensor_buffer(tkp), 0, Nk, 0, 0, 1,
+                                                CLATTN_KMASK_BOOL};
+        rm.key_padding_mask = kp, rm.key_padding_bool = true;
+    }
+    clattn_tuning saved, tuning;
+    assert_int_equal(clattn_context_get_tuning(f->ctx, &saved), CLATTN_OK);
+    tuning = saved;
+    tuning.split_keys = CLATTN_SPLIT_KEYS_ALWAYS;
+    assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
+    assert_true(clattn__attention_key_splits(f->ctx, &p, 1) >= 2);
+    assert_int_equal(clattn__attention(f->ctx, &p), CLATTN_OK);
+    assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
+    float *got = test_tensor_to_host(to);
+    float *want = malloc(B * H * Nq * dv * sizeof(float));
+    ref_sdpa(q, k, v, B, H, Nq, Nk, dk, dv, p.scale, &rm, want, NULL);
+    assert_close(got, want, B * H * Nq * dv, TOL);
+    free(got), free(want), free(q), free(k), free(v), free(am), free(kp);
+    clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tv);
+    clattn_tensor_destroy(&tam), clattn_tensor_destroy(&tkp), clattn_tensor_destroy(&to);
+}
+
+static void split_key_attention(void **state)
+{
+    test_fixture *f = *state;
+    check_split_keys(f, 1, 3, 1, 37, 8, 5, (mask_setup){0, 0, false}, 500);
+    check_split_keys(f, 2, 2, 1, 41, 16, 8, (mask_setup){0, 1, false}, 510);
+    check_split_keys(f, 1, 2, 3, 29, 4, 4, (mask_setup){1, 0, false}, 520);
+    check_split_keys(f, 2, 1, 2, 23, 8, 3, (mask_setup){2, 1, false}, 530);
+    check_split_keys(f, 1, 2, 9, 9, 8, 8, (mask_setup){0, 0, true}, 540);
+}
+
+/* When the keys are split: never under NEVER, only for many keys and few work-items under AUTO,
+ * with two keys or more under ALWAYS; never an empty split at the end. */
+static void split_key_choice(void **state)
+{
+    test_fixture *f = *state;
+    clattn_tuning saved, tuning;
+    assert_int_equal(clattn_context_get_tuning(f->ctx, &saved), CLATTN_OK);
+    clattn_attention_problem p;
+    memset(&p, 0, sizeof(p));
+    p.batch = 1, p.heads = 1, p.seq_q = 1, p.seq_k = 64 * 1000, p.dk = p.dv = 64;
+    const int modes[3] = {CLATTN_SPLIT_KEYS_AUTO, CLATTN_SPLIT_KEYS_ALWAYS,
+                          CLATTN_SPLIT_KEYS_NEVER};
+    for (int m = 0; m < 3; m++) {
+        tuning = saved;
+        tuning.split_keys = modes[m];
+        assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
+        size_t splits = clattn__attention_key_splits(f->ctx, &p, 1);
+        if (modes[m] == CLATTN_SPLIT_KEYS_NEVER) {
+            assert_int_equal(splits, 1);
+            continue;
+        }
+        /* One query of one head against 64000 keys under-fills any device. */
+        assert_true(splits >= 2 && splits <= 1000);
+        size_t chunk = (p.seq_k + splits - 1) / splits;
+        assert_true((splits - 1) * chunk < p.seq_k);
+        clattn_attention_problem few_keys = p;
+        few_keys.seq_k = 100; /* under two splits of 64 keys */
+        assert_int_equal(clattn__attention_key_splits(f->ctx, &few_keys, 1),
+                         modes[m] == CLATTN_SPLIT_KEYS_AUTO ? 1 : 4);
+        clattn_attention_problem busy = p; /* far more work-items than the device runs */
+        busy.batch = 1 << 20;
+        assert_int_equal(clattn__attention_key_splits(f->ctx, &busy, 1),
+                         modes[m] == CLATTN_SPLIT_KEYS_AUTO ? 1 : 4);
+        clattn_attention_problem one_key = p;
+        one_key.seq_k = 1;
+        assert_int_equal(clattn__attention_key_splits(f->ctx, &one_key, 1), 1);
+    }
+    tuning = saved;
+    tuning.split_keys = 3;
+    assert_status_msg(f->ctx, clattn_context_set_tuning(f->ctx, &tuning),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "split_keys is 3");
+    assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +538,8 @@ int main(void)
         cmocka_unit_test(layernorm_with_fused_residual),
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
+        cmocka_unit_test(split_key_attention),
+        cmocka_unit_test(split_key_choice),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }

@@ -97,6 +97,7 @@ static void info_matches_the_model_file(void **state)
     assert_int_equal(t.info.pad_id, 10);
     assert_int_equal(t.info.bos_id, 11);
     assert_int_equal(t.info.eos_id, 12);
+    assert_int_equal(t.info.num_kv_heads, 4); /* no "num_kv_heads": nhead */
     toy_free(&t);
 }
 
@@ -347,20 +348,26 @@ static void rejects_bad_arguments(void **state)
 }
 
 /* Writes the toy model's tensors (all but generator.*) and metadata to path, with the extra
- * metadata entry and generator tensors given (NULL: none). */
+ * metadata entry and extra tensors given (NULL: none; an extra tensor replaces the toy's of the
+ * same name, or is added: generator.* ones). */
 static void write_variant(const char *path, const char *extra_key, const char *extra_value,
                           const clattn_safetensors_tensor *generator, size_t generator_count)
 {
     clattn_safetensors *st = NULL;
     assert_int_equal(clattn_safetensors_read(&st, TOY_DIR "/model.safetensors"), CLATTN_OK);
-    clattn_safetensors_tensor *tensors = calloc(st->tensor_count + 2, sizeof(*tensors));
+    clattn_safetensors_tensor *tensors = calloc(st->tensor_count + generator_count,
+                                                sizeof(*tensors));
     clattn_safetensors_metadata_entry *meta = calloc(st->metadata_count + 1, sizeof(*meta));
     assert_non_null(tensors);
     assert_non_null(meta);
     size_t n = 0, m = 0;
-    for (size_t i = 0; i < st->tensor_count; i++)
-        if (strncmp(st->tensors[i].name, "generator.", 10) != 0)
+    for (size_t i = 0; i < st->tensor_count; i++) {
+        bool replaced = false;
+        for (size_t e = 0; e < generator_count; e++)
+            replaced = replaced || strcmp(generator[e].name, st->tensors[i].name) == 0;
+        if (!replaced && strncmp(st->tensors[i].name, "generator.", 10) != 0)
             tensors[n++] = st->tensors[i];
+    }
     for (size_t i = 0; i < generator_count; i++)
         tensors[n++] = generator[i];
     for (size_t i = 0; i < st->metadata_count; i++)
@@ -433,6 +440,98 @@ static void tied_embeddings_equal_an_explicit_copy(void **state)
     toy_free(&t);
 }
 
+/* Grouped-query attention from a model file: the toy's decoder with kv heads 0 and 2 only
+ * (metadata num_kv_heads "2"; K/V rows [2·16, 64]) gives the same logits as a file whose K/V rows
+ * repeat them for heads 0, 1 and 2, 3 (ordinary multi-head attention), and not the toy's. */
+static void grouped_query_attention_from_a_model_file(void **state)
+{
+    test_fixture *f = *state;
+    toy t;
+    toy_load(f->ctx, &t);
+    clattn_safetensors *st = NULL;
+    assert_int_equal(clattn_safetensors_read(&st, TOY_DIR "/model.safetensors"), CLATTN_OK);
+    enum { E = 64, D = 16, PARTS = 8 };           /* 2 layers x 2 attentions x weight, bias */
+    static float grouped[PARTS][(E + 2 * 2 * D) * E], repeated[PARTS][3 * E * E];
+    static char names[PARTS][80];
+    clattn_safetensors_tensor g[PARTS + 2], r[PARTS + 2];
+    const clattn_safetensors_tensor *gen = clattn_safetensors_find(st, "generator.weight");
+    const clattn_safetensors_tensor *gen_b = clattn_safetensors_find(st, "generator.bias");
+    assert_non_null(gen);
+    assert_non_null(gen_b);
+    for (int part = 0; part < PARTS; part++) {
+        int layer = part / 4, cross = part / 2 % 2, bias = part % 2;
+        snprintf(names[part], sizeof(names[part]), "decoder.layers.%d.%s.in_proj_%s", layer,
+                 cross ? "multihead_attn" : "self_attn", bias ? "bias" : "weight");
+        const clattn_safetensors_tensor *full = clattn_safetensors_find(st, names[part]);
+        assert_non_null(full);
+        size_t row = bias ? 1 : E; /* floats per row */
+        /* q rows as they are; K and V: heads {0, 2} (grouped), {0, 0, 2, 2} (repeated) */
+        memcpy(grouped[part], full->data, E * row * sizeof(float));
+        memcpy(repeated[part], full->data, E * row * sizeof(float));
+        for (int kv = 0; kv < 2; kv++)      /* K, then V */
+            for (int h = 0; h < 4; h++) {
+                const float *from = full->data + (E + kv * E + (h / 2) * 2 * D) * row;
+                memcpy(repeated[part] + (E + kv * E + h * D) * row, from, D * row * sizeof(float));
+                if (h % 2 == 0)
+                    memcpy(grouped[part] + (E + kv * 2 * D + h / 2 * D) * row, from,
+                           D * row * sizeof(float));
+            }
+        size_t g_rows = E + 4 * D, r_rows = 3 * E;
+        g[part] = (clattn_safetensors_tensor){names[part], CLATTN_SAFETENSORS_F32, bias ? 1 : 2,
+                                              {g_rows, E}, g_rows * row, grouped[part]};
+        r[part] = (clattn_safetensors_tensor){names[part], CLATTN_SAFETENSORS_F32, bias ? 1 : 2,
+                                              {r_rows, E}, r_rows * row, repeated[part]};
+    }
+    g[PARTS] = r[PARTS] = *gen;
+    g[PARTS + 1] = r[PARTS + 1] = *gen_b;
+    char dir[] = "/tmp/clattn-transformer.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char grouped_path[64], repeated_path[64];
+    snprintf(grouped_path, sizeof(grouped_path), "%s/grouped.safetensors", dir);
+    snprintf(repeated_path, sizeof(repeated_path), "%s/repeated.safetensors", dir);
+    write_variant(grouped_path, "num_kv_heads", "2", g, PARTS + 2);
+    write_variant(repeated_path, NULL, NULL, r, PARTS + 2);
+    clattn_transformer *m = NULL;
+    assert_int_equal(clattn_transformer_load(f->ctx, &m, grouped_path), CLATTN_OK);
+    clattn_transformer_info info;
+    assert_int_equal(clattn_transformer_get_info(m, &info), CLATTN_OK);
+    assert_int_equal(info.num_kv_heads, 2);
+    clattn_transformer_destroy(&m);
+    clattn_npy_array *tgt = load_ids("tgt_in.npy");
+    float *a = variant_logits(f->ctx, grouped_path, &t, tgt);
+    float *b = variant_logits(f->ctx, repeated_path, &t, tgt);
+    size_t n = t.batch * tgt->shape[1] * 13;
+    assert_close(a, b, n, 1e-5);
+    clattn_npy_array *trained = load_floats("logits_no_tgt_mask.npy");
+    assert_true(test_max_abs_diff(a, trained->f32, n) > 1e-2);
+    /* Beam search (the cache reordered between beams) decodes the same ids from both. */
+    int64_t *ids[2];
+    size_t *lengths[2];
+    toy variant = t;
+    const char *paths[2] = {grouped_path, repeated_path};
+    for (int v = 0; v < 2; v++) {
+        assert_int_equal(clattn_transformer_load(f->ctx, &variant.model, paths[v]), CLATTN_OK);
+        generate(&variant, 3, 12, &ids[v], &lengths[v]);
+        clattn_transformer_destroy(&variant.model);
+    }
+    assert_memory_equal(lengths[0], lengths[1], t.batch * sizeof(size_t));
+    assert_memory_equal(ids[0], ids[1], t.batch * 12 * sizeof(int64_t));
+    free(ids[0]), free(ids[1]), free(lengths[0]), free(lengths[1]);
+    /* num_kv_heads must divide nhead, and the weights must have its widths. */
+    write_variant(repeated_path, "num_kv_heads", "3", r, PARTS + 2);
+    assert_status_msg(f->ctx, clattn_transformer_load(f->ctx, &m, repeated_path),
+                      CLATTN_ERROR_FORMAT, "metadata \"num_kv_heads\" 3 does not divide nhead 4");
+    write_variant(repeated_path, "num_kv_heads", "2", r, PARTS + 2);
+    assert_int_not_equal(clattn_transformer_load(f->ctx, &m, repeated_path), CLATTN_OK);
+    assert_non_null(strstr(clattn_last_error(f->ctx), "in_proj_weight"));
+    assert_null(m);
+    free(a), free(b);
+    remove(grouped_path), remove(repeated_path), rmdir(dir);
+    clattn_npy_array_destroy(&tgt), clattn_npy_array_destroy(&trained);
+    clattn_safetensors_destroy(&st);
+    toy_free(&t);
+}
+
 /* The whole-model parameter count: the paper's base model by hand (6 encoder layers of
  * 3152384, 6 decoder layers of 4204032, two final norms of 1024, a 37000 x 512 embedding), and
  * the toy model file's own tensors (its separate embeddings and generator added). */
@@ -469,6 +568,7 @@ int main(void)
         cmocka_unit_test(one_sentence_at_a_time_equals_the_batch),
         cmocka_unit_test(rejects_bad_arguments),
         cmocka_unit_test(tied_embeddings_equal_an_explicit_copy),
+        cmocka_unit_test(grouped_query_attention_from_a_model_file),
         cmocka_unit_test(parameter_counts),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);

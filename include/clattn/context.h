@@ -173,11 +173,18 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      a stale entry (another library version) is ignored with a warning, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
  *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1),
- *      gemm_kernel (0 or 1) — the fields below; anything else is ignored with a warning.
+ *      gemm_kernel (0 or 1), split_keys (0, 1 or 2) — the fields below; anything else is
+ *      ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
  * are set with clattn_context_set_gemm_parameters.
  */
+enum {
+    CLATTN_SPLIT_KEYS_AUTO = 0,
+    CLATTN_SPLIT_KEYS_ALWAYS = 1,
+    CLATTN_SPLIT_KEYS_NEVER = 2,
+};
+
 typedef struct clattn_tuning {
     int fused_local;  /* fused_local: 1 stages keys and values through __local memory */
     size_t fused_qpw; /* fused_qpw: queries per work-item (without staging) */
@@ -189,7 +196,13 @@ typedef struct clattn_tuning {
                        * vector width over weights packed once, bias and activation fused; the
                        * default on PoCL's CPU devices, see docs/pocl-cpu-performance.md); 0 with
                        * CLBlast (the default elsewhere: GPUs, Mesa's llvmpipe) */
-    uint8_t reserved[60]; /* must be zero */
+    int split_keys;   /* split_keys: split-key attention (flash-decoding) for few queries
+                       * against many keys, e.g. a decoding step against its cache: the keys are
+                       * split across work-items whose partial softmax states a second kernel
+                       * merges. CLATTN_SPLIT_KEYS_AUTO (0, the default) when one work-item per
+                       * (query, head) would leave the device under-filled, _ALWAYS (1) whenever
+                       * there are two keys or more, _NEVER (2) */
+    uint8_t reserved[56]; /* must be zero */
 } clattn_tuning;
 
 /* The tuning in effect. */

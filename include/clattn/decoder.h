@@ -39,7 +39,12 @@ typedef struct clattn_decoder_config {
     int norm_first;       /* 0: post-LN (the paper); 1: pre-LN */
     float layer_norm_eps; /* default 1e-5 */
     int final_norm;       /* 1: a final LayerNorm after the last layer ("norm.weight") */
-    uint8_t reserved[64]; /* must be zero */
+    /* Key/value heads of both attentions (grouped-query attention; 1 = multi-query); 0 selects
+     * nhead. It must divide nhead: query head h reads key/value head h / (nhead / num_kv_heads),
+     * the K and V projections are num_kv_heads·d_k and num_kv_heads·d_v wide (as
+     * clattn_mha_config.num_kv_heads), and the decoding state caches only the kv heads. */
+    size_t num_kv_heads;
+    uint8_t reserved[56]; /* must be zero */
 } clattn_decoder_config;
 
 /* nn.TransformerDecoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm. */
@@ -59,7 +64,8 @@ CLATTN_API clattn_status clattn_decoder_get_config(const clattn_decoder *decoder
 
 /*
  * Loads every weight by asking `lookup` for its nn.TransformerDecoder name:
- *   layers.{i}.self_attn.in_proj_weight [3·d_model, d_model] (or q/k/v_proj_weight),
+ *   layers.{i}.self_attn.in_proj_weight [3·d_model, d_model] (or q/k/v_proj_weight; with
+ *     num_kv_heads h_kv < nhead: [h·d_k + h_kv·d_k + h_kv·d_v, d_model], in_proj_bias alike),
  *   layers.{i}.self_attn.in_proj_bias, .out_proj.weight, .out_proj.bias
  *   layers.{i}.multihead_attn.* (the same names: the cross-attention)
  *   layers.{i}.linear1.weight [d_ff, d_model], .bias; layers.{i}.linear2.weight, .bias
@@ -116,9 +122,11 @@ typedef struct clattn_decoder_state clattn_decoder_state;
  * of the self-attention keys and values of the tokens so far, and the cross-attention keys and
  * values of the memory, projected once by clattn_decoder_state_set_memory. Each
  * clattn_decoder_step then costs O(tokens so far) instead of re-running the whole target.
- * Device memory: the self-attention cache takes 4·B·capacity·h·(d_k + d_v) bytes per layer
- * (allocated here, at creation), the projected memory 4·B·S·h·(d_k + d_v) bytes per layer
- * (allocated by set_memory). The state belongs to the decoder's context (same thread rule) and
+ * Device memory: the self-attention cache takes 4·B·capacity·h_kv·(d_k + d_v) bytes per layer
+ * (allocated here, at creation; h_kv = num_kv_heads, nhead without grouped-query attention),
+ * the projected memory 4·B·S·h_kv·(d_k + d_v) bytes per layer (allocated by set_memory). For
+ * the paper's base decoder (6 layers, 8 heads of 64) that is 24 KiB per cached token and
+ * sequence; with 2 kv heads, 6 KiB. The state belongs to the decoder's context (same thread rule) and
  * must be destroyed before the decoder.
  */
 CLATTN_API clattn_status clattn_decoder_state_create(clattn_decoder *decoder,

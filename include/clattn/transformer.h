@@ -11,8 +11,10 @@
  * generator.bias [V_tgt] (logits = decoder output · generator.weightᵀ + bias; with metadata
  * tie_embeddings "true" the generator is tgt_embedding.weight without bias). Metadata (strings):
  * d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward, activation,
- * norm_first, layer_norm_eps, bos_id, eos_id, pad_id. encoder.norm and decoder.norm are used
- * when present (nn.Transformer always has them).
+ * norm_first, layer_norm_eps, bos_id, eos_id, pad_id, and optionally num_kv_heads: the
+ * decoder's key/value heads (grouped-query attention in its self- and cross-attention, see
+ * clattn_decoder_config; its K/V projection rows then num_kv_heads·d_k wide). encoder.norm and
+ * decoder.norm are used when present (nn.Transformer always has them).
  *
  * Same thread-safety rule as the context.
  */
@@ -31,7 +33,8 @@ typedef struct clattn_transformer_info {
     size_t d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward;
     size_t src_vocab, tgt_vocab;
     int64_t bos_id, eos_id, pad_id;
-    uint8_t reserved[64];
+    size_t num_kv_heads; /* the decoder's key/value heads (nhead without grouped-query attention) */
+    uint8_t reserved[56];
 } clattn_transformer_info;
 
 /* Loads a model file (see above). Errors name the file and the tensor or metadata key. */
