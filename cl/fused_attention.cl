@@ -13,7 +13,9 @@
  * are compile-time constants, as are CLATTN_FUSED_QPW (queries per work-item), CLATTN_FUSED_TK
  * (keys per block of the staged variant), CLATTN_FUSED_GTK (keys per block without staging: 1,
  * 2, 4, 8 or 16), CLATTN_FUSED_WG (work-group size) and the vector widths CLATTN_FUSED_VK and
- * CLATTN_FUSED_VV. Kernels:
+ * CLATTN_FUSED_VV. With CLATTN_FUSED_KV_HALF the keys and values are IEEE half floats (a
+ * half-precision key/value cache, read with vload_half: core OpenCL, no cl_khr_fp16 needed);
+ * such programs have no staged variant. Kernels:
  *   clattn_fused_attention        each work-item reads keys and values from global memory (for
  *                                 devices whose __local memory is global memory, e.g. CPUs).
  *                                 With a third NDRange dimension of `splits` > 1 it is the
@@ -25,7 +27,8 @@
  *                                 program (split-key attention on every device).
  *   clattn_split_combine          the second pass.
  *   clattn_fused_attention_local  the work-group stages each block of keys and values through
- *                                 __local memory (GPUs; compiled when CLATTN_FUSED_LOCAL is set).
+ *                                 __local memory (GPUs; compiled when CLATTN_FUSED_LOCAL is set,
+ *                                 for float keys and values).
  * NDRange of clattn_fused_attention: (ceil(nq / QPW) rounded up to WG, pairs[, splits]),
  * local (WG, 1[, 1]) or any; of clattn_fused_attention_local: (nq rounded up to WG, pairs),
  * local (WG, 1); of clattn_split_combine: (nq, pairs), any local. */
@@ -100,8 +103,24 @@ float clattn_hmax16(float16 v) { return clattn_hmax8(fmax(CLATTN_LO8(v), CLATTN_
 #define NK (DK / CLATTN_FUSED_VK)
 #define NV (DV / CLATTN_FUSED_VV)
 
-__kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
-                                     CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
+/* Keys and values: float, or half floats converted on load. */
+#ifdef CLATTN_FUSED_KV_HALF
+#define KV_T half
+#define CLATTN_KVLOAD(n) CLATTN_CAT(CLATTN_KVLOAD_HALF_, n)
+#define CLATTN_KVLOAD_HALF_1 vload_half
+#define CLATTN_KVLOAD_HALF_2 vload_half2
+#define CLATTN_KVLOAD_HALF_4 vload_half4
+#define CLATTN_KVLOAD_HALF_8 vload_half8
+#define CLATTN_KVLOAD_HALF_16 vload_half16
+#else
+#define KV_T float
+#define CLATTN_KVLOAD(n) CLATTN_VLOAD(n)
+#endif
+#define CLATTN_KV_VIEW_PARAMS(x) \
+    __global const KV_T *x, ulong x##_off, ulong x##_sb, ulong x##_sh, ulong x##_sn
+
+__kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAMS(k),
+                                     CLATTN_KV_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
                                      uint kv_group, uint pairs, uint nq, uint nk, float scale,
                                      CLATTN_MASK_PARAMS, uint chunk, __global float *partial,
                                      ulong acc_off)
@@ -111,8 +130,8 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
     if (first >= nq || bh >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
-    __global const float *kb = CLATTN_VIEW_ROW(k, b, h / kv_group, 0); /* GQA: its kv head */
-    __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0);
+    __global const KV_T *kb = CLATTN_VIEW_ROW(k, b, h / kv_group, 0); /* GQA: its kv head */
+    __global const KV_T *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0);
 
     VK_T qv[QPW][NK];   /* the queries, pre-scaled */
     VV_T acc[QPW][NV];  /* Σ exp(s - m) · v */
@@ -138,10 +157,10 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
         float s[QPW][GTK];
         for (int t = 0; t < GTK; t++) {
             uint j = j0 + t;
-            __global const float *kj = kb + (ulong)min(j, nk - 1) * k_sn;
+            __global const KV_T *kj = kb + (ulong)min(j, nk - 1) * k_sn;
             VK_T kv[NK];
             for (int c = 0; c < NK; c++)
-                kv[c] = CLATTN_VLOAD(CLATTN_FUSED_VK)(c, kj);
+                kv[c] = CLATTN_KVLOAD(CLATTN_FUSED_VK)(c, kj);
             for (int r = 0; r < QPW; r++) {
                 VK_T dot = qv[r][0] * kv[0];
                 for (int c = 1; c < NK; c++)
@@ -168,9 +187,9 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k
             CLATTN_VSTORE(GTK)(p, 0, s[r]);
         }
         for (int t = 0; t < GTK; t++) {
-            __global const float *vj = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
+            __global const KV_T *vj = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
             for (int c = 0; c < NV; c++) {
-                VV_T vv = CLATTN_VLOAD(CLATTN_FUSED_VV)(c, vj);
+                VV_T vv = CLATTN_KVLOAD(CLATTN_FUSED_VV)(c, vj);
                 for (int r = 0; r < QPW; r++)
                     acc[r][c] += s[r][t] * vv;
             }
@@ -226,7 +245,7 @@ __kernel void clattn_split_combine(__global const float *partial, ulong acc_off,
         CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[c] * inv, c, out);
 }
 
-#ifdef CLATTN_FUSED_LOCAL
+#if defined(CLATTN_FUSED_LOCAL) && !defined(CLATTN_FUSED_KV_HALF)
 
 /* The per-query state of the online softmax. */
 typedef struct clattn_online {
@@ -319,5 +338,5 @@ void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
         clattn_online_store(&st, CLATTN_VIEW_ROW(o, b, h, i));
 }
 
-#endif /* CLATTN_FUSED_LOCAL */
+#endif /* CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
 #endif /* CLATTN_FUSED_DK */

@@ -24,7 +24,7 @@ clattn_status clattn__attention(clattn_context *ctx, const clattn_attention_prob
     clattn_status status = check_kernel_limits(ctx, p);
     if (status != CLATTN_OK)
         return status;
-    bool fused = p->path == CLATTN_PATH_FUSED ||
+    bool fused = p->path == CLATTN_PATH_FUSED || p->kv_half ||
                  (p->path == CLATTN_PATH_AUTO && p->weights_layout == CLATTN_WEIGHTS_NONE);
     return fused ? clattn__attention_fused(ctx, p) : clattn__attention_unfused(ctx, p);
 }

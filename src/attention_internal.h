@@ -11,6 +11,8 @@
 #ifndef CLATTN_ATTENTION_INTERNAL_H
 #define CLATTN_ATTENTION_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "constants.h"
 #include "errors.h"
 #include "launch.h"
@@ -43,6 +45,8 @@ typedef struct clattn_attention_problem {
     int causal;
     size_t causal_shift; /* causal: query i sees keys j <= i + causal_shift (a cache's past) */
     clattn_head_view q, k, v;
+    bool kv_half;         /* k and v hold IEEE half floats (a half-precision cache; views count
+                           * elements): the fused path only */
     clattn_head_view out; /* [B, H, Nq, dv] */
     clattn_mask_view attn_mask, key_padding_mask;
     clattn_weights_layout weights_layout;

@@ -34,8 +34,9 @@ void clattn__decoder_weights_release(clattn_decoder_weights *w, size_t num_layer
 struct clattn_decoder_state {
     clattn_decoder *dec;
     size_t batch, capacity, length;
+    bool half_cache;          /* the self-attention caches hold half floats */
     clattn_kv_cache *self;    /* [num_layers] self-attention caches */
-    cl_mem *memory_k, *memory_v; /* [num_layers] memory projected: [B·S, h·d_k], [B·S, h·d_v] */
+    cl_mem *memory_k, *memory_v; /* [num_layers] memory projected: [B·S, h_kv·d_k], [B·S, h_kv·d_v] */
     size_t memory_len;        /* S; 0 until set_memory */
     cl_mem memory_mask;       /* [B, S] key padding, or NULL */
     clattn_mask_kind memory_mask_kind;

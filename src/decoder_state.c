@@ -35,21 +35,52 @@ void clattn_decoder_state_destroy(clattn_decoder_state **pst)
     *pst = NULL;
 }
 
+void clattn_decoder_state_params_default(clattn_decoder_state_params *params, size_t batch,
+                                         size_t capacity)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof(*params));
+    params->batch = batch;
+    params->capacity = capacity;
+}
+
+/* Bytes per cached key or value element. */
+static size_t element_size(const clattn_decoder_state *st)
+{
+    return st->half_cache ? 2 : sizeof(float);
+}
+
 clattn_status clattn_decoder_state_create(clattn_decoder *dec, clattn_decoder_state **out,
                                           size_t batch, size_t capacity)
+{
+    clattn_decoder_state_params params;
+    clattn_decoder_state_params_default(&params, batch, capacity);
+    return clattn_decoder_state_create_with(dec, out, &params);
+}
+
+clattn_status clattn_decoder_state_create_with(clattn_decoder *dec, clattn_decoder_state **out,
+                                               const clattn_decoder_state_params *params)
 {
     static const char fn[] = "clattn_decoder_state_create";
     CLATTN_CHECK_ARG(NULL, fn, dec, "decoder is NULL");
     clattn_context *ctx = dec->ctx;
     CLATTN_CHECK_ARG(ctx, fn, out, "state is NULL");
     *out = NULL;
+    CLATTN_CHECK_ARG(ctx, fn, params, "params is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_decoder_state_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, params->half_cache == 0 || params->half_cache == 1,
+                     "half_cache is %d (0 or 1)", params->half_cache);
+    size_t batch = params->batch, capacity = params->capacity;
     CLATTN_CHECK_ARG(ctx, fn, batch > 0 && capacity > 0,
                      "batch (%zu) and capacity (%zu) must be positive", batch, capacity);
     const clattn_decoder_config *c = &dec->cfg;
     size_t qk = c->num_kv_heads * c->head_dim_qk, vw = c->num_kv_heads * c->head_dim_v;
-    size_t rows, kb, vb;
-    if (!clattn__mul_size(batch, capacity, &rows) || !clattn__mul_size(rows, qk * 4, &kb) ||
-        !clattn__mul_size(rows, vw * 4, &vb) || capacity > UINT32_MAX)
+    size_t element = params->half_cache ? 2 : sizeof(float), rows, kb, vb;
+    if (!clattn__mul_size(batch, capacity, &rows) || !clattn__mul_size(rows, qk * element, &kb) ||
+        !clattn__mul_size(rows, vw * element, &vb) || capacity > UINT32_MAX)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "%s: a cache of %zu x %zu tokens is too large", fn, batch, capacity);
     clattn_decoder_state *st = calloc(1, sizeof(*st));
@@ -58,6 +89,7 @@ clattn_status clattn_decoder_state_create(clattn_decoder *dec, clattn_decoder_st
     st->dec = dec;
     st->batch = batch;
     st->capacity = capacity;
+    st->half_cache = params->half_cache != 0;
     st->self = calloc(c->num_layers, sizeof(*st->self));
     st->memory_k = calloc(c->num_layers, sizeof(cl_mem));
     st->memory_v = calloc(c->num_layers, sizeof(cl_mem));
@@ -66,6 +98,7 @@ clattn_status clattn_decoder_state_create(clattn_decoder *dec, clattn_decoder_st
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     for (size_t i = 0; status == CLATTN_OK && i < c->num_layers; i++) {
         st->self[i].capacity = capacity;
+        st->self[i].half = st->half_cache;
         if (!(status = clattn__buffer_create(ctx, kb, &st->self[i].k, "the key cache")))
             status = clattn__buffer_create(ctx, vb, &st->self[i].v, "the value cache");
     }
@@ -160,12 +193,13 @@ void clattn_decoder_state_reset(clattn_decoder_state *st)
         st->length = 0;
 }
 
-/* Copies the first `rows` of every sequence of cache [batch, capacity, width] from `from` (a
- * copy of the cache) back into the cache in the parents' order. */
+/* Copies the first `rows` of every sequence of cache [batch, capacity, width] (elements of
+ * `element` bytes) from `from` (a copy of the cache) back into the cache in the parents' order. */
 static clattn_status gather(clattn_context *ctx, cl_mem cache, cl_mem from, size_t batch,
-                            size_t capacity, size_t width, size_t rows, const size_t *parents)
+                            size_t capacity, size_t width, size_t element, size_t rows,
+                            const size_t *parents)
 {
-    size_t seq_bytes = capacity * width * sizeof(float), used = rows * width * sizeof(float);
+    size_t seq_bytes = capacity * width * element, used = rows * width * element;
     cl_int err = clEnqueueCopyBuffer(ctx->queue, cache, from, 0, 0, batch * seq_bytes, 0, NULL,
                                      NULL);
     for (size_t r = 0; err == CL_SUCCESS && r < batch && used > 0; r++)
@@ -182,14 +216,15 @@ clattn_status clattn__decoder_state_reorder(clattn_decoder_state *st, const size
     clattn_context *ctx = dec->ctx;
     const clattn_decoder_config *c = &dec->cfg;
     size_t kw = c->num_kv_heads * c->head_dim_qk, vw = c->num_kv_heads * c->head_dim_v;
-    size_t bytes = st->batch * st->capacity * (kw > vw ? kw : vw) * sizeof(float);
+    size_t element = element_size(st);
+    size_t bytes = st->batch * st->capacity * (kw > vw ? kw : vw) * element;
     cl_mem from = NULL;
     clattn_status status = clattn__buffer_create(ctx, bytes, &from, "a copy of the cache");
     for (size_t i = 0; status == CLATTN_OK && i < c->num_layers; i++)
-        if (!(status = gather(ctx, st->self[i].k, from, st->batch, st->capacity, kw, st->length,
-                              parents)))
-            status = gather(ctx, st->self[i].v, from, st->batch, st->capacity, vw, st->length,
-                            parents);
+        if (!(status = gather(ctx, st->self[i].k, from, st->batch, st->capacity, kw, element,
+                              st->length, parents)))
+            status = gather(ctx, st->self[i].v, from, st->batch, st->capacity, vw, element,
+                            st->length, parents);
     if (from) { /* the copies above read it: wait before releasing it */
         cl_int err = clFinish(ctx->queue);
         clReleaseMemObject(from);

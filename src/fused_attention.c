@@ -134,7 +134,7 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
 clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *given)
 {
     const clattn_fused_program *prog;
-    clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, &prog);
+    clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, given->kv_half, &prog);
     if (status != CLATTN_OK)
         return status;
     size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);
@@ -146,7 +146,8 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     clattn_attention_problem packed = *given;
     const clattn_attention_problem *p = &packed;
     bool strided = given->k.sn != given->dk || given->v.sn != given->dv;
-    if (strided && !prog->local && given->seq_k >= PACK_MIN_KEYS && given->seq_q > prog->qpw) {
+    if (strided && !prog->local && !given->kv_half && given->seq_k >= PACK_MIN_KEYS &&
+        given->seq_q > prog->qpw) {
         size_t kv_heads = given->heads / clattn__kv_group(given);
         size_t k_floats = given->batch * kv_heads * given->seq_k * given->dk;
         size_t v_floats = given->batch * kv_heads * given->seq_k * given->dv;

@@ -43,7 +43,8 @@ static void program_release(clattn_fused_program *p)
     memset(p, 0, sizeof(*p));
 }
 
-static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fused_program *out)
+static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
+                           clattn_fused_program *out)
 {
     /* constants.h and common.cl come first, as in the base program. */
     const clattn_embedded_source *parts[3] = {embedded("constants.h"), embedded("common.cl"),
@@ -61,7 +62,8 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fus
     memset(&p, 0, sizeof(p));
     p.dk = dk;
     p.dv = dv;
-    p.local = ctx->tuning.fused_local != 0;
+    p.kv_half = kv_half;
+    p.local = ctx->tuning.fused_local != 0 && !kv_half;
     p.qpw = p.local ? 1 : ctx->tuning.fused_qpw;
     p.wg = ctx->tuning.fused_wg;
     /* The unstaged kernel's key block is a vector: 1, 2, 4, 8 or 16 lanes. */
@@ -73,9 +75,10 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fus
     snprintf(options, sizeof(options),
              "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "
              "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_GTK=%zu -DCLATTN_FUSED_WG=%zu "
-             "-DCLATTN_FUSED_VK=%zu -DCLATTN_FUSED_VV=%zu%s",
+             "-DCLATTN_FUSED_VK=%zu -DCLATTN_FUSED_VV=%zu%s%s",
              ctx->kernels.options, dk, dv, p.qpw, p.tk, p.unstaged_tk, p.wg, vector_width(dk, 16),
-             vector_width(dv, 16), p.local ? " -DCLATTN_FUSED_LOCAL=1" : "");
+             vector_width(dv, 16), p.local ? " -DCLATTN_FUSED_LOCAL=1" : "",
+             kv_half ? " -DCLATTN_FUSED_KV_HALF=1" : "");
     clattn_status status = clattn__program_build(ctx, sources, lengths, 3, options, &p.program);
     if (status != CLATTN_OK)
         return status;
@@ -96,17 +99,18 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, clattn_fus
     return CLATTN_OK;
 }
 
-clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv,
+clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
                                     const clattn_fused_program **out)
 {
     clattn_fused_cache *cache = &ctx->fused;
     for (size_t i = 0; i < cache->count; i++)
-        if (cache->entries[i].dk == dk && cache->entries[i].dv == dv) {
+        if (cache->entries[i].dk == dk && cache->entries[i].dv == dv &&
+            cache->entries[i].kv_half == kv_half) {
             *out = &cache->entries[i];
             return CLATTN_OK;
         }
     clattn_fused_program p;
-    clattn_status status = build(ctx, dk, dv, &p);
+    clattn_status status = build(ctx, dk, dv, kv_half, &p);
     if (status != CLATTN_OK)
         return status;
     if (cache->count == CLATTN_FUSED_CACHE_SIZE) { /* forget the oldest */

@@ -1,5 +1,6 @@
 /*
- * The fused attention programs (fused_cache.c): one program per pair of head widths (d_k, d_v),
+ * The fused attention programs (fused_cache.c): one program per pair of head widths (d_k, d_v)
+ * and key/value type (float, or half for a half-precision cache),
  * specialised with -D options from the tuning, built on first use and kept in a small cache.
  * This module owns the cache's type, storage, build, eviction and release.
  */
@@ -10,9 +11,10 @@
 
 #include "errors.h"
 
-/* A fused attention program specialised for one pair of head widths. */
+/* A fused attention program specialised for one pair of head widths and one key/value type. */
 typedef struct clattn_fused_program {
     size_t dk, dv;
+    bool kv_half;       /* keys and values are half floats (no staged variant then) */
     cl_program program;
     cl_kernel kernel;
     cl_kernel unstaged; /* clattn_fused_attention (its own object even when `kernel` is the same
@@ -30,9 +32,9 @@ typedef struct clattn_fused_cache {
     size_t count;
 } clattn_fused_cache;
 
-/* The program for (dk, dv) under the context's tuning, built on first use (the oldest entry is
- * forgotten when the cache is full). Valid until the next call or a clear. */
-clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv,
+/* The program for (dk, dv, kv_half) under the context's tuning, built on first use (the oldest
+ * entry is forgotten when the cache is full). Valid until the next call or a clear. */
+clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
                                     const clattn_fused_program **program);
 /* Forgets every program (context destruction, a tuning change). */
 void clattn__fused_cache_clear(clattn_fused_cache *cache);

@@ -234,6 +234,8 @@ clattn_status clattn_transformer_generate(clattn_transformer *m, const int64_t *
                      "clattn_generate_params_default)");
     CLATTN_CHECK_ARG(ctx, fn, isfinite(params->alpha) && params->alpha >= 0.0f,
                      "params->alpha must be finite and not negative");
+    CLATTN_CHECK_ARG(ctx, fn, params->half_cache == 0 || params->half_cache == 1,
+                     "params->half_cache is %d (0 or 1)", params->half_cache);
     size_t max_new = params->max_new ? params->max_new : S + 50;
     size_t *own_lengths = NULL;
     if (!lengths && !(lengths = own_lengths = malloc(B * sizeof(size_t))))
@@ -260,9 +262,12 @@ clattn_status clattn_transformer_generate(clattn_transformer *m, const int64_t *
     }
     clattn_tensor *memory = NULL, *mask = NULL;
     clattn_decoder_state *state = NULL;
+    clattn_decoder_state_params state_params;
+    clattn_decoder_state_params_default(&state_params, rows, max_new);
+    state_params.half_cache = params->half_cache;
     if (!(status = clattn__transformer_encode(m, fn, src_rows, rows, S, pad_rows, &memory,
                                               &mask)) &&
-        !(status = clattn_decoder_state_create(m->decoder, &state, rows, max_new)) &&
+        !(status = clattn_decoder_state_create_with(m->decoder, &state, &state_params)) &&
         !(status = clattn_decoder_state_set_memory(state, memory, mask)))
         status = k > 1 ? beam_search(m, fn, B, k, max_new, params->alpha, state, out, lengths)
                        : greedy(m, fn, B, max_new, state, out, lengths);

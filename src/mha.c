@@ -495,11 +495,30 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
 }
 
 /* Copies rows [B, n] of `width` floats, `pitch` floats apart, from src at column `column` into
- * dst's rows past .. past + n of [B, capacity, width]. */
+ * dst's rows past .. past + n of [B, capacity, width], as half floats when `half`. */
 static clattn_status append_rows(clattn_context *ctx, cl_mem src, size_t column, size_t pitch,
                                  cl_mem dst, size_t capacity, size_t past, size_t batch,
-                                 size_t n, size_t width)
+                                 size_t n, size_t width, bool half)
 {
+    if (half) {
+        cl_ulong src_off = column, src_ld = pitch, dst_off = past * width;
+        cl_ulong dst_sb = capacity * width, dst_ld = width;
+        cl_uint cols = (cl_uint)width, rows = (cl_uint)n, seqs = (cl_uint)batch;
+        clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0,
+                                   CL_SUCCESS};
+        CLATTN_ARG(&args, src);
+        CLATTN_ARG(&args, src_off);
+        CLATTN_ARG(&args, src_ld);
+        CLATTN_ARG(&args, dst);
+        CLATTN_ARG(&args, dst_off);
+        CLATTN_ARG(&args, dst_sb);
+        CLATTN_ARG(&args, dst_ld);
+        CLATTN_ARG(&args, cols);
+        CLATTN_ARG(&args, rows);
+        CLATTN_ARG(&args, seqs);
+        size_t global[3] = {width, n, batch};
+        return clattn__launch(ctx, &args, "rows_to_half", 3, global, NULL, CLATTN_OP_OTHER, 0);
+    }
     const size_t f = sizeof(float);
     size_t src_origin[3] = {column * f, 0, 0}, dst_origin[3] = {0, past, 0};
     size_t region[3] = {width * f, n, batch};
@@ -525,9 +544,9 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
                                  E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
         (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
-                              kw)) ||
+                              kw, cache->half)) ||
         (status = append_rows(ctx, proj, qk + kw, P, cache->v, cache->capacity, past, io->batch,
-                              n, vw)))
+                              n, vw, cache->half)))
         return status;
     clattn_mha_io step = *io;
     step.seq_k = past + n;
@@ -536,6 +555,7 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
     p.q = (clattn_head_view){proj, 0, n * P, c->head_dim_qk, P};
     p.k = (clattn_head_view){cache->k, 0, cache->capacity * kw, c->head_dim_qk, kw};
     p.v = (clattn_head_view){cache->v, 0, cache->capacity * vw, c->head_dim_v, vw};
+    p.kv_half = cache->half;
     return attend_and_project(mha, &step, &p);
 }
 

@@ -33,8 +33,9 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io);
 /* A key/value cache of one self-attention layer: rows [B, capacity, h·d_k] and [B, capacity,
  * h·d_v] (the projection's own layout, so that a step appends rows by a rectangle copy). */
 typedef struct clattn_kv_cache {
-    cl_mem k, v;
+    cl_mem k, v;  /* [B, capacity, h_kv·d_k], [B, capacity, h_kv·d_v] */
     size_t capacity;
+    bool half;    /* elements are IEEE half floats (vstore_half), else float */
 } clattn_kv_cache;
 
 /* Incremental self-attention: the io->seq_q new tokens of io->query are projected, their keys

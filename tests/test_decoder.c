@@ -137,6 +137,9 @@ static void matches_pytorch_golden_files(void **state)
 }
 
 /* Rows t0 .. t0 + n of every sequence of x [B, T, E], as a new contiguous [B, n, E] tensor. */
+/* The half-precision cache against the float forward: unit-scale data, two layers. */
+#define HALF_TOL 2e-3
+
 static clattn_tensor *rows_of(clattn_context *ctx, const float *x, size_t B, size_t T, size_t E,
                               size_t t0, size_t n)
 {
@@ -156,10 +159,13 @@ static void incremental_steps_equal_the_full_forward(void **state)
     test_fixture *f = *state;
     clattn_context *ctx = f->ctx;
     size_t B = 2, T = 7, S = 6, E = 16;
-    /* post-LN and pre-LN with 4 heads; then grouped-query (2 kv heads) and multi-query (1). */
-    const size_t kv_heads[4] = {0, 0, 2, 1};
-    for (int run = 0; run < 4; run++) {
+    /* post-LN and pre-LN with 4 heads; grouped-query (2 kv heads) and multi-query (1); the
+     * half-precision cache (to HALF_TOL: keys and values rounded to 11 significant bits). */
+    const size_t kv_heads[6] = {0, 0, 2, 1, 0, 2};
+    const int half[6] = {0, 0, 0, 0, 1, 1};
+    for (int run = 0; run < 6; run++) {
         int norm_first = run % 2;
+        double tol = half[run] ? HALF_TOL : 1e-5, largest = 0.0;
         clattn_decoder_config cfg;
         clattn_decoder_config_default(&cfg, E, 4, 2, 32);
         cfg.activation = CLATTN_ACTIVATION_GELU;
@@ -185,7 +191,10 @@ static void incremental_steps_equal_the_full_forward(void **state)
         float *full = test_tensor_to_host(t_full);
 
         clattn_decoder_state *st = NULL;
-        assert_int_equal(clattn_decoder_state_create(dec, &st, B, T), CLATTN_OK);
+        clattn_decoder_state_params sp;
+        clattn_decoder_state_params_default(&sp, B, T);
+        sp.half_cache = half[run];
+        assert_int_equal(clattn_decoder_state_create_with(dec, &st, &sp), CLATTN_OK);
         assert_int_equal(clattn_decoder_state_set_memory(st, t_mem, t_pad), CLATTN_OK);
         clattn_tensor_destroy(&t_pad); /* the state keeps its own copy */
         size_t t0 = 0;
@@ -195,8 +204,11 @@ static void incremental_steps_equal_the_full_forward(void **state)
             clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, NULL);
             assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
             float *got = test_tensor_to_host(y);
-            for (size_t b = 0; b < B; b++)
-                assert_close(got + b * n * E, full + (b * T + t0) * E, n * E, 1e-5);
+            for (size_t b = 0; b < B; b++) {
+                assert_close(got + b * n * E, full + (b * T + t0) * E, n * E, tol);
+                double diff = test_max_abs_diff(got + b * n * E, full + (b * T + t0) * E, n * E);
+                largest = diff > largest ? diff : largest;
+            }
             free(got);
             clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
             t0 += n;
@@ -213,8 +225,13 @@ static void incremental_steps_equal_the_full_forward(void **state)
         assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
         float *got = test_tensor_to_host(y);
         for (size_t b = 0; b < B; b++)
-            assert_close(got + b * E, full + b * T * E, E, 1e-5);
+            assert_close(got + b * E, full + b * T * E, E, tol);
         free(got), free(full);
+        if (half[run]) { /* the halves are used: not the float cache's result */
+            print_message("    half cache, %zu kv heads: largest difference %.2e\n",
+                          kv_heads[run] ? kv_heads[run] : 4, largest);
+            assert_true(largest > 1e-6);
+        }
         clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
         clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem);
         clattn_tensor_destroy(&t_full);
@@ -236,6 +253,18 @@ static void state_rejects_bad_arguments(void **state)
     clattn_decoder_state *st = (clattn_decoder_state *)0x1;
     assert_status_msg(ctx, clattn_decoder_state_create(dec, &st, 0, 4),
                       CLATTN_ERROR_INVALID_ARGUMENT, "batch (0) and capacity (4) must be positive");
+    assert_null(st);
+    clattn_decoder_state_params sp;
+    clattn_decoder_state_params_default(&sp, 2, 4);
+    sp.half_cache = 2;
+    assert_status_msg(ctx, clattn_decoder_state_create_with(dec, &st, &sp),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "half_cache is 2 (0 or 1)");
+    sp.half_cache = 1;
+    sp.reserved[5] = 1;
+    assert_status_msg(ctx, clattn_decoder_state_create_with(dec, &st, &sp),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "reserved");
+    assert_status_msg(ctx, clattn_decoder_state_create_with(dec, &st, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "params is NULL");
     assert_null(st);
     assert_int_equal(clattn_decoder_state_create(dec, &st, 2, 4), CLATTN_OK);
     clattn_tensor *x = test_tensor_from(ctx, 3, (size_t[]){2, 1, 8}, NULL);

@@ -37,7 +37,8 @@ expect 0 "usage: generate" -- "$generate" --help
 expect 2 "--model FILE is required" -- "$generate" --src "$tmp/src.npy"
 expect 2 "--src SRC.npy is required" -- "$generate" --model "$model"
 expect 2 "give --output OUT.npy" -- "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy"
-expect 2 "--max-new, --beam and --alpha are for generation" -- "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy" --output "$tmp/o.npy" --beam 2
+expect 2 "--max-new, --beam, --alpha and --half-cache are for generation" -- "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy" --output "$tmp/o.npy" --beam 2
+expect 2 "are for generation" -- "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy" --output "$tmp/o.npy" --half-cache
 expect 2 "--beam needs an integer from 1 to 256" -- "$generate" --model "$model" --src "$tmp/src.npy" --beam 0
 expect 2 "--alpha needs a number from 0 to 10" -- "$generate" --model "$model" --src "$tmp/src.npy" --alpha -1
 expect 2 "--alpha needs a number" -- "$generate" --model "$model" --src "$tmp/src.npy" --alpha nan
@@ -82,6 +83,17 @@ if "$generate" --model "$model" --src "$toy/src.npy" --src-mask "$toy/src_mask.n
     echo "ok:   beam-search ids equal the reference's; --json reports tokens/s"
 else
     echo "FAIL: beam-search ids or --json"; cat "$tmp/beam.json"; failures=$((failures + 1))
+fi
+# The half-precision cache decodes the same ids (greedy and beam) on this trained model.
+if "$generate" --model "$model" --src "$toy/src.npy" --src-mask "$toy/src_mask.npy" --half-cache \
+    --output "$tmp/greedy_half.npy" && "$compare" "$tmp/greedy_half.npy" "$toy/greedy.npy" 0 &&
+    "$generate" --model "$model" --src "$toy/src.npy" --src-mask "$toy/src_mask.npy" --beam 4 \
+    --half-cache --output "$tmp/beam_half.npy" --json >"$tmp/beam_half.json" &&
+    "$compare" "$tmp/beam_half.npy" "$toy/beam.npy" 0 &&
+    grep -qF '"half_cache": true' "$tmp/beam_half.json"; then
+    echo "ok:   --half-cache: greedy and beam-search ids equal the float cache's"
+else
+    echo "FAIL: --half-cache"; failures=$((failures + 1))
 fi
 # Without --output: one JSON array per sentence; "3 1 EOS" reversed is "1 3 EOS" etc.
 mk_npy "$tmp/two.npy" '<i8' '(2, 4)' q 3 1 4 12 5 9 12 10

@@ -6,6 +6,7 @@
  */
 #include "common/test_util.h"
 #include "attention_internal.h"
+#include "context_internal.h"
 #include "elementwise.h"
 #include "positional.h"
 #include "positional_table.h"
@@ -409,14 +410,112 @@ static void embedding_and_positions(void **state)
     clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
 }
 
+/* IEEE half bits of x, rounded to nearest even (finite, normal-range inputs: |x| in [2^-14,
+ * 65504] or 0, as the tests use). */
+static uint16_t half_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof(u));
+    uint32_t sign = (u >> 16) & 0x8000u, exponent = (u >> 23) & 0xffu, mantissa = u & 0x7fffffu;
+    if (exponent == 0)
+        return (uint16_t)sign;
+    uint32_t h = ((exponent - 112u) << 10) | (mantissa >> 13), rest = mantissa & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+        h++; /* a carry into the exponent is the right result too */
+    return (uint16_t)(sign | h);
+}
+
+static float half_value(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu;
+    uint32_t u = exponent ? sign | ((exponent + 112u) << 23) | ((uint32_t)(h & 0x3ffu) << 13)
+                          : sign;
+    float x;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+
+/* Rounds x (values with |x| >= 2^-14, or 0) to half precision in place; fills bits. */
+static void to_half(float *x, uint16_t *bits, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (fabsf(x[i]) < 1.0f / 16384)
+            x[i] = 0.0f;
+        bits[i] = half_bits(x[i]);
+        x[i] = half_value(bits[i]);
+    }
+}
+
+/* clattn_rows_to_half writes the host's round-to-nearest-even halves, bit for bit, at its rows:
+ * [2 sequences, 3 rows, 5 columns] from columns 2.. of rows 9 floats apart into rows 4.. of a
+ * [2, 8, 5] cache. */
+static void rows_to_half_rounds_to_nearest_even(void **state)
+{
+    test_fixture *f = *state;
+    enum { B = 2, N = 3, W = 5, PITCH = 9, CAP = 8, PAST = 4 };
+    float *src = random_array(B * N * PITCH, 600, -3, 3);
+    src[2] = 1.0f + 1.0f / 2048;       /* a tie: rounds to even (1.0) */
+    src[3] = 1.0f + 3.0f / 2048;       /* a tie: rounds to even (1 + 2/1024) */
+    src[4] = -(1.0f + 1.0f / 4096);    /* below half an ulp: rounds down */
+    clattn_tensor *tsrc = test_tensor_from(f->ctx, 1, (size_t[]){B * N * PITCH}, src);
+    cl_int err;
+    uint16_t init[B * CAP * W];
+    memset(init, 0xff, sizeof(init));
+    cl_mem dst = clCreateBuffer(clattn_context_cl_context(f->ctx),
+                                CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                                &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem from = clattn_tensor_buffer(tsrc);
+    cl_ulong src_off = 2, src_ld = PITCH, dst_off = PAST * W, dst_sb = CAP * W, dst_ld = W;
+    cl_uint cols = W, rows = N, batch = B;
+    clattn_kernel_args args = {f->ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, from);
+    CLATTN_ARG(&args, src_off);
+    CLATTN_ARG(&args, src_ld);
+    CLATTN_ARG(&args, dst);
+    CLATTN_ARG(&args, dst_off);
+    CLATTN_ARG(&args, dst_sb);
+    CLATTN_ARG(&args, dst_ld);
+    CLATTN_ARG(&args, cols);
+    CLATTN_ARG(&args, rows);
+    CLATTN_ARG(&args, batch);
+    assert_int_equal(clattn__launch(f->ctx, &args, "rows_to_half", 3, (size_t[]){W, N, B}, NULL,
+                                    CLATTN_OP_OTHER, 0),
+                     CLATTN_OK);
+    uint16_t got[B * CAP * W];
+    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(f->ctx), dst, CL_TRUE, 0,
+                                         sizeof(got), got, 0, NULL, NULL),
+                     CL_SUCCESS);
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < CAP; t++)
+            for (size_t c = 0; c < W; c++) {
+                uint16_t want = t >= PAST && t < PAST + N
+                                    ? half_bits(src[(b * N + t - PAST) * PITCH + 2 + c])
+                                    : 0xffff; /* untouched */
+                assert_int_equal(got[(b * CAP + t) * W + c], want);
+            }
+    assert_int_equal(half_bits(src[2]), 0x3c00);
+    assert_int_equal(half_bits(src[3]), 0x3c02);
+    clReleaseMemObject(dst);
+    clattn_tensor_destroy(&tsrc);
+    free(src);
+}
+
 /* Split-key attention (flash-decoding) through the fused path, forced by the tuning, against
- * ref_sdpa: every mask kind, a split whose keys are all masked, a query with no key left. */
+ * ref_sdpa: every mask kind, a split whose keys are all masked, a query with no key left; with
+ * half-float keys and values (kv_half: the reference then reads the same rounded values), split
+ * and whole. */
 static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, size_t Nk,
-                             size_t dk, size_t dv, mask_setup ms, uint64_t seed)
+                             size_t dk, size_t dv, mask_setup ms, uint64_t seed, bool kv_half,
+                             int split_mode)
 {
     float *q = random_array(B * H * Nq * dk, seed, -1, 1);
     float *k = random_array(B * H * Nk * dk, seed + 1, -1, 1);
     float *v = random_array(B * H * Nk * dv, seed + 2, -1, 1);
+    uint16_t *k_half = malloc(B * H * Nk * dk * sizeof(uint16_t) + 1);
+    uint16_t *v_half = malloc(B * H * Nk * dv * sizeof(uint16_t) + 1);
+    to_half(k, k_half, kv_half ? B * H * Nk * dk : 0);
+    to_half(v, v_half, kv_half ? B * H * Nk * dv : 0);
     float *am = random_array(Nq * Nk, seed + 3, -2, 1);
     float *kp = calloc(B * Nk, sizeof(float));
     if (ms.attn == 1)
@@ -431,6 +530,15 @@ static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, siz
     clattn_tensor *tq = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dk}, q);
     clattn_tensor *tk = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dk}, k);
     clattn_tensor *tv = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nk, dv}, v);
+    if (kv_half) { /* the halves over the tensors' first bytes (views count elements) */
+        cl_command_queue queue = clattn_context_queue(f->ctx);
+        assert_int_equal(clEnqueueWriteBuffer(queue, clattn_tensor_buffer(tk), CL_TRUE, 0,
+                                              B * H * Nk * dk * 2, k_half, 0, NULL, NULL),
+                         CL_SUCCESS);
+        assert_int_equal(clEnqueueWriteBuffer(queue, clattn_tensor_buffer(tv), CL_TRUE, 0,
+                                              B * H * Nk * dv * 2, v_half, 0, NULL, NULL),
+                         CL_SUCCESS);
+    }
     clattn_tensor *tam = test_tensor_from(f->ctx, 2, (size_t[]){Nq, Nk}, am);
     clattn_tensor *tkp = test_tensor_from(f->ctx, 2, (size_t[]){B, Nk}, kp);
     clattn_tensor *to = test_tensor_from(f->ctx, 4, (size_t[]){B, H, Nq, dv}, NULL);
@@ -442,6 +550,7 @@ static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, siz
     p.q = contiguous_view(tq), p.k = contiguous_view(tk), p.v = contiguous_view(tv);
     p.out = contiguous_view(to);
     p.path = CLATTN_PATH_FUSED;
+    p.kv_half = kv_half;
     ref_masks rm = {0};
     rm.causal = ms.causal;
     if (ms.attn) {
@@ -457,9 +566,10 @@ static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, siz
     clattn_tuning saved, tuning;
     assert_int_equal(clattn_context_get_tuning(f->ctx, &saved), CLATTN_OK);
     tuning = saved;
-    tuning.split_keys = CLATTN_SPLIT_KEYS_ALWAYS;
+    tuning.split_keys = split_mode;
     assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
-    assert_true(clattn__attention_key_splits(f->ctx, &p, 1) >= 2);
+    if (split_mode == CLATTN_SPLIT_KEYS_ALWAYS)
+        assert_true(clattn__attention_key_splits(f->ctx, &p, 1) >= 2);
     assert_int_equal(clattn__attention(f->ctx, &p), CLATTN_OK);
     assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
     float *got = test_tensor_to_host(to);
@@ -467,6 +577,7 @@ static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, siz
     ref_sdpa(q, k, v, B, H, Nq, Nk, dk, dv, p.scale, &rm, want, NULL);
     assert_close(got, want, B * H * Nq * dv, TOL);
     free(got), free(want), free(q), free(k), free(v), free(am), free(kp);
+    free(k_half), free(v_half);
     clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk), clattn_tensor_destroy(&tv);
     clattn_tensor_destroy(&tam), clattn_tensor_destroy(&tkp), clattn_tensor_destroy(&to);
 }
@@ -474,11 +585,23 @@ static void check_split_keys(test_fixture *f, size_t B, size_t H, size_t Nq, siz
 static void split_key_attention(void **state)
 {
     test_fixture *f = *state;
-    check_split_keys(f, 1, 3, 1, 37, 8, 5, (mask_setup){0, 0, false}, 500);
-    check_split_keys(f, 2, 2, 1, 41, 16, 8, (mask_setup){0, 1, false}, 510);
-    check_split_keys(f, 1, 2, 3, 29, 4, 4, (mask_setup){1, 0, false}, 520);
-    check_split_keys(f, 2, 1, 2, 23, 8, 3, (mask_setup){2, 1, false}, 530);
-    check_split_keys(f, 1, 2, 9, 9, 8, 8, (mask_setup){0, 0, true}, 540);
+    const int always = CLATTN_SPLIT_KEYS_ALWAYS;
+    check_split_keys(f, 1, 3, 1, 37, 8, 5, (mask_setup){0, 0, false}, 500, false, always);
+    check_split_keys(f, 2, 2, 1, 41, 16, 8, (mask_setup){0, 1, false}, 510, false, always);
+    check_split_keys(f, 1, 2, 3, 29, 4, 4, (mask_setup){1, 0, false}, 520, false, always);
+    check_split_keys(f, 2, 1, 2, 23, 8, 3, (mask_setup){2, 1, false}, 530, false, always);
+    check_split_keys(f, 1, 2, 9, 9, 8, 8, (mask_setup){0, 0, true}, 540, false, always);
+}
+
+/* The same with half-float keys and values, split and whole. */
+static void half_key_value_attention(void **state)
+{
+    test_fixture *f = *state;
+    const int always = CLATTN_SPLIT_KEYS_ALWAYS, never = CLATTN_SPLIT_KEYS_NEVER;
+    check_split_keys(f, 2, 2, 1, 41, 16, 8, (mask_setup){0, 1, false}, 550, true, always);
+    check_split_keys(f, 1, 2, 9, 9, 8, 8, (mask_setup){0, 0, true}, 560, true, always);
+    check_split_keys(f, 2, 3, 3, 19, 8, 5, (mask_setup){2, 1, false}, 570, true, never);
+    check_split_keys(f, 1, 2, 11, 11, 4, 4, (mask_setup){0, 0, true}, 580, true, never);
 }
 
 /* When the keys are split: never under NEVER, only for many keys and few work-items under AUTO,
@@ -539,6 +662,8 @@ int main(void)
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
         cmocka_unit_test(split_key_attention),
+        cmocka_unit_test(rows_to_half_rounds_to_nearest_even),
+        cmocka_unit_test(half_key_value_attention),
         cmocka_unit_test(split_key_choice),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);

@@ -314,6 +314,11 @@ static void rejects_bad_arguments(void **state)
                                                        lengths),
                       CLATTN_ERROR_INVALID_ARGUMENT, "alpha");
     params.alpha = 0.6f;
+    params.half_cache = 2;
+    assert_status_msg(ctx, clattn_transformer_generate(t.model, src, 1, 3, NULL, &params, out,
+                                                       lengths),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "half_cache is 2 (0 or 1)");
+    params.half_cache = 0;
     params.reserved[3] = 1;
     assert_status_msg(ctx, clattn_transformer_generate(t.model, src, 1, 3, NULL, &params, out,
                                                        lengths),

@@ -117,6 +117,30 @@ CLATTN_API clattn_status clattn_decoder_forward(clattn_decoder *decoder, const c
 
 typedef struct clattn_decoder_state clattn_decoder_state;
 
+/* How a decoding state is made. */
+typedef struct clattn_decoder_state_params {
+    size_t batch;    /* sequences decoded together (sentences, or sentences x beams) */
+    size_t capacity; /* target tokens per sequence the cache can hold */
+    /* 1: the self-attention keys and values are stored as IEEE half floats (vstore_half_rte /
+     * vload_half: core OpenCL, every device, no cl_khr_fp16 needed), halving the cache's
+     * memory and the bytes each step reads; arithmetic stays float. A key or value is then
+     * rounded to 11 significant bits (relative error at most 2^-11 ≈ 4.9e-4): on unit-scale
+     * data the outputs differ from the float cache's by a few 1e-4 (tested to 2e-3 after two
+     * layers). The projected memory stays float. 0 (the default): float. */
+    int half_cache;
+    uint8_t reserved[60]; /* must be zero */
+} clattn_decoder_state_params;
+
+/* batch and capacity as given; a float cache. */
+CLATTN_API void clattn_decoder_state_params_default(clattn_decoder_state_params *params,
+                                                    size_t batch, size_t capacity);
+
+/* A decoding state as params describe it (see clattn_decoder_state_create). Errors as
+ * clattn_decoder_state_create, and non-zero reserved bytes or a half_cache other than 0 or 1. */
+CLATTN_API clattn_status clattn_decoder_state_create_with(
+    clattn_decoder *decoder, clattn_decoder_state **state,
+    const clattn_decoder_state_params *params);
+
 /*
  * A decoding state for `batch` sequences of up to `capacity` target tokens: per layer, a cache
  * of the self-attention keys and values of the tokens so far, and the cross-attention keys and
@@ -126,7 +150,7 @@ typedef struct clattn_decoder_state clattn_decoder_state;
  * (allocated here, at creation; h_kv = num_kv_heads, nhead without grouped-query attention),
  * the projected memory 4·B·S·h_kv·(d_k + d_v) bytes per layer (allocated by set_memory). For
  * the paper's base decoder (6 layers, 8 heads of 64) that is 24 KiB per cached token and
- * sequence; with 2 kv heads, 6 KiB. The state belongs to the decoder's context (same thread rule) and
+ * sequence; with 2 kv heads, 6 KiB; with a half cache (clattn_decoder_state_create_with), half. The state belongs to the decoder's context (same thread rule) and
  * must be destroyed before the decoder.
  */
 CLATTN_API clattn_status clattn_decoder_state_create(clattn_decoder *decoder,

@@ -63,7 +63,9 @@ typedef struct clattn_generate_params {
     size_t max_new; /* tokens to generate at most; 0: source length + 50 (the paper's rule) */
     size_t beam;    /* 1 (or 0): greedy; k > 1: beam search with k hypotheses per sentence */
     float alpha;    /* the GNMT length penalty's exponent: scores / ((5 + |Y|)^α / 6^α); 0.6 */
-    uint8_t reserved[64]; /* must be zero */
+    int half_cache; /* 1: the decoder's key/value cache in half floats (half the memory; see
+                     * clattn_decoder_state_params.half_cache); 0: float (the default) */
+    uint8_t reserved[60]; /* must be zero */
 } clattn_generate_params;
 
 CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
@@ -87,7 +89,8 @@ CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
  * The result is the best finished hypothesis. tests/golden/TOY.md states the same rule, and
  * tools/train_toy_seq2seq.py implements it in PyTorch for the tests' expected outputs.
  *
- * Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, alpha negative or not finite, reserved bytes),
+ * Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, alpha negative or not finite, half_cache not 0
+ * or 1, reserved bytes),
  * CLATTN_ERROR_OUT_OF_RANGE (an id outside the vocabulary), CLATTN_ERROR_TOO_LARGE, and the
  * device's errors.
  */
