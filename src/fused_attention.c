@@ -115,7 +115,8 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
     CLATTN_ARG(&pass1, partial);
     CLATTN_ARG(&pass1, acc_off);
     size_t global1[3] = {(p->seq_q + prog->qpw - 1) / prog->qpw, pairs, splits};
-    if ((status = count_and_launch(ctx, p, &pass1, 3, global1, NULL)) != CLATTN_OK)
+    size_t local1[3] = {prog->wg, 1, 1}; /* the unstaged kernel's own work-group shape */
+    if ((status = count_and_launch(ctx, p, &pass1, 3, global1, prog->local ? NULL : local1)))
         return status;
     cl_uint heads = (cl_uint)p->heads, n_pairs = (cl_uint)pairs, nq = (cl_uint)p->seq_q;
     cl_uint n_splits = (cl_uint)splits;
@@ -134,7 +135,9 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
 clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *given)
 {
     const clattn_fused_program *prog;
-    clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, given->kv_half, &prog);
+    bool few_queries = given->seq_q < ctx->tuning.fused_qpw;
+    clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, given->kv_half,
+                                                 few_queries, &prog);
     if (status != CLATTN_OK)
         return status;
     size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);

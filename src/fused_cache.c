@@ -44,7 +44,7 @@ static void program_release(clattn_fused_program *p)
 }
 
 static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
-                           clattn_fused_program *out)
+                           size_t qpw, clattn_fused_program *out)
 {
     /* constants.h and common.cl come first, as in the base program. */
     const clattn_embedded_source *parts[3] = {embedded("constants.h"), embedded("common.cl"),
@@ -64,7 +64,7 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
     p.dv = dv;
     p.kv_half = kv_half;
     p.local = ctx->tuning.fused_local != 0 && !kv_half;
-    p.qpw = p.local ? 1 : ctx->tuning.fused_qpw;
+    p.qpw = p.local ? 1 : qpw;
     p.wg = ctx->tuning.fused_wg;
     /* The unstaged kernel's key block is a vector: 1, 2, 4, 8 or 16 lanes. */
     p.unstaged_tk = 16;
@@ -100,17 +100,19 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
 }
 
 clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
-                                    const clattn_fused_program **out)
+                                    bool few_queries, const clattn_fused_program **out)
 {
     clattn_fused_cache *cache = &ctx->fused;
+    bool local = ctx->tuning.fused_local != 0 && !kv_half;
+    size_t qpw = local || few_queries ? 1 : ctx->tuning.fused_qpw;
     for (size_t i = 0; i < cache->count; i++)
         if (cache->entries[i].dk == dk && cache->entries[i].dv == dv &&
-            cache->entries[i].kv_half == kv_half) {
+            cache->entries[i].kv_half == kv_half && cache->entries[i].qpw == qpw) {
             *out = &cache->entries[i];
             return CLATTN_OK;
         }
     clattn_fused_program p;
-    clattn_status status = build(ctx, dk, dv, kv_half, &p);
+    clattn_status status = build(ctx, dk, dv, kv_half, qpw, &p);
     if (status != CLATTN_OK)
         return status;
     if (cache->count == CLATTN_FUSED_CACHE_SIZE) { /* forget the oldest */

@@ -33,9 +33,12 @@ typedef struct clattn_fused_cache {
 } clattn_fused_cache;
 
 /* The program for (dk, dv, kv_half) under the context's tuning, built on first use (the oldest
- * entry is forgotten when the cache is full). Valid until the next call or a clear. */
+ * entry is forgotten when the cache is full). With `few_queries` (fewer queries than the tuned
+ * queries per work-item, e.g. a decoding step's one), one query per work-item: the unstaged
+ * kernel would otherwise repeat the last query in every unused row. Valid until the next call
+ * or a clear. */
 clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
-                                    const clattn_fused_program **program);
+                                    bool few_queries, const clattn_fused_program **program);
 /* Forgets every program (context destruction, a tuning change). */
 void clattn__fused_cache_clear(clattn_fused_cache *cache);
 

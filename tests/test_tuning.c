@@ -90,6 +90,7 @@ static void defaults_follow_the_device(void **state)
     assert_int_equal(t.fused_local, info.local_mem_is_global ? 0 : 1);
     assert_true(t.fused_qpw >= 1 && t.fused_tk >= 1 && t.fused_wg >= 1);
     assert_true(t.fused_wg <= info.max_work_group_size);
+    assert_int_equal(t.split_keys, CLATTN_SPLIT_KEYS_AUTO);
     clattn_context_destroy(&ctx);
 }
 
@@ -106,6 +107,7 @@ static void cache_round_trip_keeps_other_devices(void **state)
     t.fused_qpw = 3;
     t.fused_tk = 5;
     t.fused_wg = 2;
+    t.split_keys = CLATTN_SPLIT_KEYS_NEVER;
     static const char gemm[] = "GEMMK=0,MWG=64,NWG=64,KWG=32,MDIMC=8,NDIMC=16,MDIMA=8,NDIMB=16,"
                                "KWI=2,VWM=4,VWN=2,STRM=0,STRN=0,SA=1,SB=1,KREG=1";
     assert_int_equal(clattn_tuning_cache_store(ctx, &t, gemm), CLATTN_OK);
@@ -124,6 +126,7 @@ static void cache_round_trip_keeps_other_devices(void **state)
     assert_int_equal(got.fused_qpw, 3);
     assert_int_equal(got.fused_tk, 5);
     assert_int_equal(got.fused_wg, 2);
+    assert_int_equal(got.split_keys, CLATTN_SPLIT_KEYS_NEVER);
     /* Storing again replaces this device's entry rather than adding one. */
     assert_int_equal(clattn_tuning_cache_store(ctx, &got, NULL), CLATTN_OK);
     text = read_file(f->cache);
@@ -132,11 +135,12 @@ static void cache_round_trip_keeps_other_devices(void **state)
     assert_null(second);
     /* CLATTN_TUNE wins over the cache. */
     clattn_context_destroy(&ctx);
-    setenv("CLATTN_TUNE", "fused_qpw=6", 1);
+    setenv("CLATTN_TUNE", "fused_qpw=6,split_keys=1", 1);
     ctx = test_context_create(NULL);
     unsetenv("CLATTN_TUNE");
     assert_int_equal(clattn_context_get_tuning(ctx, &got), CLATTN_OK);
     assert_int_equal(got.fused_qpw, 6);
+    assert_int_equal(got.split_keys, CLATTN_SPLIT_KEYS_ALWAYS);
     assert_int_equal(got.fused_tk, 5);
     clattn_context_destroy(&ctx);
     unlink(f->cache);
@@ -232,6 +236,9 @@ static void set_tuning_keeps_results_and_refuses_bad_values(void **state)
     bad = t, bad.fused_local = 2;
     assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
                       "fused_local is 2");
+    bad = t, bad.split_keys = 3;
+    assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "split_keys is 3 (0, 1 or 2)");
     bad = t, bad.reserved[2] = 1;
     assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
                       "reserved");
