@@ -4,13 +4,15 @@
  * tuning chooses it (auto), forced (always) and off (never). Prints one JSON object.
  *
  * usage: decode_step [--lengths 256,1024,4096,16384] [--batch B] [--dim E] [--heads H]
- *                    [--ff F] [--layers L] [--memory S] [--repeat R]
+ *                    [--kv-heads K] [--ff F] [--layers L] [--memory S] [--repeat R] [--half-cache]
  *
  * The decoder: a seeded random nn.TransformerDecoder of L post-LN layers (default the paper's
  * base: E 512, 8 heads, d_ff 2048, 6 layers), memory of S = 64 tokens. The cache is filled up to
  * each length with prompt steps of up to 512 tokens (not timed); then, for each mode, one warm-up
  * step and R timed steps (each step appends its token: the cache grows by R + 1 per mode).
- * Output: {"device", "batch", "dim", "heads", "layers", "memory", "repeat",
+ * --kv-heads: grouped-query attention (clattn_decoder_config.num_kv_heads); --half-cache: keys
+ * and values cached as half floats (clattn_decoder_state_params.half_cache).
+ * Output: {"device", "batch", "dim", "heads", "kv_heads", "half_cache", "layers", "memory", "repeat",
  *          "rows": [{"length", "auto_ms", "always_ms", "never_ms"}]}, times the
  * median of R steps, each including clFinish.
  */
@@ -65,7 +67,8 @@ static int usage(const char *why)
 {
     fprintf(stderr,
             "decode_step: %s\nusage: decode_step [--lengths L1,L2,...] [--batch B] [--dim E] "
-            "[--heads H] [--ff F] [--layers L] [--memory S] [--repeat R]\n",
+            "[--heads H] [--kv-heads K] [--ff F] [--layers L] [--memory S] [--repeat R] "
+            "[--half-cache]\n",
             why);
     return 2;
 }
@@ -82,20 +85,26 @@ static int parse_size(const char *text, size_t *out)
 
 typedef struct options {
     size_t lengths[MAX_LENGTHS], n_lengths;
-    size_t B, E, H, F, L, S, R;
+    size_t B, E, H, KV, F, L, S, R;
+    int half_cache;
 } options;
 
 static int parse(int argc, char **argv, options *o)
 {
     static const size_t default_lengths[] = {256, 1024, 2048, 4096, 8192, 16384};
-    *o = (options){.B = 1, .E = 512, .H = 8, .F = 2048, .L = 6, .S = 64, .R = 5};
+    *o = (options){.B = 1, .E = 512, .H = 8, .KV = 0, .F = 2048, .L = 6, .S = 64, .R = 5};
     memcpy(o->lengths, default_lengths, sizeof(default_lengths));
     o->n_lengths = sizeof(default_lengths) / sizeof(default_lengths[0]);
     for (int i = 1; i < argc; i++) {
         const char *name = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(name, "--half-cache")) {
+            o->half_cache = 1;
+            continue;
+        }
         size_t *target = !strcmp(name, "--batch")    ? &o->B
                          : !strcmp(name, "--dim")    ? &o->E
                          : !strcmp(name, "--heads")  ? &o->H
+                         : !strcmp(name, "--kv-heads") ? &o->KV
                          : !strcmp(name, "--ff")     ? &o->F
                          : !strcmp(name, "--layers") ? &o->L
                          : !strcmp(name, "--memory") ? &o->S
@@ -185,14 +194,18 @@ int main(int argc, char **argv)
     clattn_tensor *memory = NULL, *x = NULL, *y = NULL;
     clattn_decoder_config cfg;
     clattn_decoder_config_default(&cfg, o.E, o.H, o.L, o.F);
+    cfg.num_kv_heads = o.KV;
     size_t capacity = o.lengths[o.n_lengths - 1] + 3 * (o.R + 1);
     clattn_status status = clattn_context_create(&ctx, NULL);
     if (status == CLATTN_OK)
         status = clattn_decoder_create(ctx, &dec, &cfg);
     if (status == CLATTN_OK)
         status = clattn_decoder_init_random(dec, 1);
+    clattn_decoder_state_params sp;
+    clattn_decoder_state_params_default(&sp, o.B, capacity);
+    sp.half_cache = o.half_cache;
     if (status == CLATTN_OK)
-        status = clattn_decoder_state_create(dec, &st, o.B, capacity);
+        status = clattn_decoder_state_create_with(dec, &st, &sp);
     if (status == CLATTN_OK && (!(memory = random_tensor(ctx, o.B, o.S, o.E, 7)) ||
                                 !(x = random_tensor(ctx, o.B, 1, o.E, 8)) ||
                                 clattn_tensor_create(ctx, &y, 3, (size_t[]){o.B, 1, o.E})))
@@ -204,8 +217,10 @@ int main(int argc, char **argv)
         status = clattn_context_device_info(ctx, &info);
     if (status == CLATTN_OK)
         printf("{\"device\": \"%s\", \"batch\": %zu, \"dim\": %zu, \"heads\": %zu, "
-               "\"layers\": %zu, \"memory\": %zu, \"repeat\": %zu, \"rows\": [",
-               info.name, o.B, o.E, o.H, o.L, o.S, o.R);
+               "\"kv_heads\": %zu, \"half_cache\": %s, \"layers\": %zu, \"memory\": %zu, "
+               "\"repeat\": %zu, \"rows\": [",
+               info.name, o.B, o.E, o.H, o.KV ? o.KV : o.H, o.half_cache ? "true" : "false", o.L,
+               o.S, o.R);
     static const int modes[3] = {CLATTN_SPLIT_KEYS_AUTO, CLATTN_SPLIT_KEYS_ALWAYS,
                                  CLATTN_SPLIT_KEYS_NEVER};
     for (size_t k = 0; status == CLATTN_OK && k < o.n_lengths; k++) {

@@ -13,12 +13,12 @@
  * partial state (d_v + 2 floats) then costs under 1 % of the keys and values it reads. */
 #define SPLIT_MIN_KEYS 64
 
-/* Work-items (CPUs: work-groups of fused_wg = 1) that fill the device: a few per compute unit,
- * for balance. */
+/* Work-items (CPUs: work-groups of fused_wg = 1) that fill the device: several per compute
+ * unit, for balance (a one-query step of 8 heads on 2 cores: 16 work-items, two splits). */
 static size_t device_fill(const clattn_context *ctx)
 {
     size_t units = ctx->info.compute_units ? ctx->info.compute_units : 1;
-    return 4 * units * ctx->tuning.fused_wg;
+    return 8 * units * ctx->tuning.fused_wg;
 }
 
 size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_attention_problem *p,

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""One base encoder layer on libclattn and on the engines users would pick instead: PyTorch 2.x,
+ONNX Runtime, OpenVINO (f32) and tinygrad (OpenCL, on the same device as libclattn), same
+machine, same run, same weights, outputs cross-checked.
+
+usage: python bench/peers.py --encode build/examples/encode [--out bench/results]
+           [--shapes 4x1024,1x4096,32x128,1x16384] [--repeat 5] [--threads 2]
+           [--engines libclattn,pytorch,onnxruntime,openvino,tinygrad]
+
+Run it with a Python that has torch 2.x, onnx, onnxruntime, openvino and tinygrad (a venv:
+`pip install torch onnx onnxruntime openvino tinygrad matplotlib`); an engine that is not
+importable is reported as skipped. Every engine runs in its own process (peak memory is its own:
+/usr/bin/time's maximum resident set size), `--threads` threads each (PoCL:
+POCL_MAX_PTHREAD_COUNT), one warm-up then `--repeat` timed passes; the median, min and max.
+
+The layer: nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True), relu, post-LN, seeded
+random weights, exported once for each engine (a libclattn model file, an ONNX graph, the
+state_dict). The input: seeded N(0, 1) [B, N, 512]. Each engine's output is compared with a
+float64 reference of the same layer (computed in query chunks, so that N = 16384 fits) and the
+largest absolute difference reported. Engines that would materialise the [B, 8, N, N] score
+matrix are skipped where it exceeds --max-scores-gib (the reason is written in the table).
+
+Throughput in multiply-adds per second (the library's convention) per layer:
+B·N·(4·E² + 2·E·F) + 2·B·N²·E; the fraction of peak uses --peak-gmacs, or, by default, the
+best 2048³ SGEMM of PyTorch (MKL) or numpy on --threads threads, measured first.
+
+Writes OUT/peers.json, OUT/peers.md and OUT/peers.png (matplotlib).
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+E, H, F = 512, 8, 2048
+ENGINES = ["libclattn", "pytorch", "onnxruntime", "openvino", "tinygrad"]
+# Engines whose attention materialises the score matrix (skipped above --max-scores-gib).
+MATERIALISE = {"onnxruntime", "openvino", "tinygrad"}
+
+
+def library_version():
+    with open(os.path.join(HERE, "..", "meson.build")) as f:
+        for line in f:
+            if "version:" in line:
+                return line.split("'")[1]
+    return "?"
+
+
+CLATTN_VERSION = library_version()
+
+
+def layer_macs(B, N):
+    return B * N * (4 * E * E + 2 * E * F) + 2 * B * N * N * E
+
+
+def timed(step, repeat):
+    step()  # warm-up (and compilation)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+# ---- the child processes: one engine, one shape ----
+
+def torch_layer(state_path):
+    import torch
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, batch_first=True)
+    layer.load_state_dict(torch.load(state_path))
+    return layer.eval()
+
+
+def run_pytorch(a, x):
+    import torch
+    torch.set_num_threads(a.threads)
+    layer = torch_layer(os.path.join(a.dir, "layer.pt"))
+    xt = torch.from_numpy(x)
+    out = {}
+    with torch.inference_mode():
+        def step():
+            out["y"] = layer(xt)
+        times = timed(step, a.repeat)
+    return times, out["y"].numpy(), "torch " + torch.__version__
+
+
+def run_onnxruntime(a, x):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(os.path.join(a.dir, "layer.onnx"), so,
+                                providers=["CPUExecutionProvider"])
+    out = {}
+
+    def step():
+        out["y"] = sess.run(None, {"x": x})[0]
+    return timed(step, a.repeat), out["y"], "onnxruntime " + ort.__version__
+
+
+def run_openvino(a, x):
+    import openvino as ov
+    core = ov.Core()
+    model = core.read_model(os.path.join(a.dir, "layer.onnx"))
+    # f32 forced: on CPUs with AVX-512 BF16/AMX its default would be bf16 (1e-2 off).
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                 "INFERENCE_NUM_THREADS": str(a.threads)})
+    request = compiled.create_infer_request()
+    out = {}
+
+    def step():
+        request.infer({0: x})
+        out["y"] = request.get_output_tensor(0).data.copy()
+    return timed(step, a.repeat), out["y"], "openvino " + ov.__version__
+
+
+def run_tinygrad(a, x):
+    os.environ.setdefault("DEV", "CL")
+    from tinygrad import Tensor, Device, dtypes
+    import torch
+    state = {k: v.numpy() for k, v in torch.load(os.path.join(a.dir, "layer.pt")).items()}
+    dev = "CL"
+    w = {k: Tensor(v, device=dev).realize() for k, v in state.items()}
+    B, N, _ = x.shape
+    d = E // H
+
+    def forward(xt):
+        qkv = xt.linear(w["self_attn.in_proj_weight"].T, w["self_attn.in_proj_bias"])
+        q, k, v = [qkv[:, :, i * E:(i + 1) * E].reshape(B, N, H, d).transpose(1, 2)
+                   for i in range(3)]
+        att = q.scaled_dot_product_attention(k, v).transpose(1, 2).reshape(B, N, E)
+        att = att.linear(w["self_attn.out_proj.weight"].T, w["self_attn.out_proj.bias"])
+        h = (xt + att).layernorm(eps=1e-5) * w["norm1.weight"] + w["norm1.bias"]
+        ff = h.linear(w["linear1.weight"].T, w["linear1.bias"]).relu()
+        ff = ff.linear(w["linear2.weight"].T, w["linear2.bias"])
+        return (h + ff).layernorm(eps=1e-5) * w["norm2.weight"] + w["norm2.bias"]
+
+    xt = Tensor(x, device=dev).realize()
+    out = {}
+
+    def step():
+        out["y"] = forward(xt).numpy()
+    import tinygrad
+    version = getattr(tinygrad, "__version__", None)
+    if version is None:
+        from importlib.metadata import version as pkg_version
+        version = pkg_version("tinygrad")
+    return (timed(step, a.repeat), out["y"],
+            "tinygrad %s on %s" % (version, Device[dev].__class__.__name__))
+
+
+def child(a):
+    B, N = (int(v) for v in a.shape.split("x"))
+    x = np.load(os.path.join(a.dir, "x_%dx%d.npy" % (B, N)))
+    runner = {"pytorch": run_pytorch, "onnxruntime": run_onnxruntime,
+              "openvino": run_openvino, "tinygrad": run_tinygrad}[a.engine]
+    times, y, version = runner(a, x)
+    np.save(os.path.join(a.dir, "out_%s_%dx%d.npy" % (a.engine, B, N)), y.astype(np.float32))
+    print(json.dumps({"times_ms": times, "version": version}))
+
+
+# ---- the parent: models, inputs, references, the runs, the report ----
+
+def plain_layer_class():
+    import torch
+
+    class PlainLayer(torch.nn.Module):
+        """nn.TransformerEncoderLayer's inference maths (post-LN, relu) in plain operators."""
+
+        def __init__(self, layer):
+            super().__init__()
+            self.sd = {k: v.detach().clone() for k, v in layer.state_dict().items()}
+
+        def forward(self, x):
+            sd = self.sd
+            B, N = x.shape[0], x.shape[1]
+            d = E // H
+            qkv = x @ sd["self_attn.in_proj_weight"].T + sd["self_attn.in_proj_bias"]
+            q = qkv[..., :E].reshape(B, N, H, d).transpose(1, 2)
+            k = qkv[..., E:2 * E].reshape(B, N, H, d).transpose(1, 2)
+            v = qkv[..., 2 * E:].reshape(B, N, H, d).transpose(1, 2)
+            p = torch.softmax((q * (1.0 / math.sqrt(d))) @ k.transpose(-1, -2), dim=-1)
+            att = (p @ v).transpose(1, 2).reshape(B, N, E)
+            att = att @ sd["self_attn.out_proj.weight"].T + sd["self_attn.out_proj.bias"]
+            h = torch.nn.functional.layer_norm(x + att, (E,), sd["norm1.weight"],
+                                               sd["norm1.bias"], 1e-5)
+            ff = torch.relu(h @ sd["linear1.weight"].T + sd["linear1.bias"])
+            ff = ff @ sd["linear2.weight"].T + sd["linear2.bias"]
+            return torch.nn.functional.layer_norm(h + ff, (E,), sd["norm2.weight"],
+                                                  sd["norm2.bias"], 1e-5)
+    return PlainLayer
+
+
+def prepare(a, shapes):
+    import torch
+    sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+    from export_torch import export
+    PlainLayer = plain_layer_class()
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(E, H, F, dropout=0.0, batch_first=True).eval()
+    torch.save(layer.state_dict(), os.path.join(a.dir, "layer.pt"))
+    export(layer, os.path.join(a.dir, "layer.safetensors"))
+    kwargs = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    # The ONNX graph (ONNX Runtime, OpenVINO): the same layer written with plain operators
+    # (nn.TransformerEncoderLayer's fused inference op has no ONNX form).
+    x0 = torch.randn(1, 16, E)
+    with torch.no_grad():
+        torch.onnx.export(PlainLayer(layer), (x0,), os.path.join(a.dir, "layer.onnx"),
+                          input_names=["x"], output_names=["y"], opset_version=17,
+                          dynamic_axes={"x": {0: "batch", 1: "seq"},
+                                        "y": {0: "batch", 1: "seq"}}, **kwargs)
+        assert torch.allclose(PlainLayer(layer)(x0), layer(x0), atol=1e-5)
+    rng = np.random.default_rng(0)
+    refs = {}
+    for B, N in shapes:
+        x = rng.standard_normal((B, N, E)).astype(np.float32)
+        np.save(os.path.join(a.dir, "x_%dx%d.npy" % (B, N)), x)
+        refs[(B, N)] = reference(layer, x)
+    return refs
+
+
+def reference(layer, x):
+    """The layer in float64, attention in chunks of queries (O(N) memory per chunk)."""
+    import torch
+    sd = {k: v.double() for k, v in layer.state_dict().items()}
+    xt = torch.from_numpy(x).double()
+    B, N, _ = x.shape
+    d = E // H
+    with torch.no_grad():
+        qkv = xt @ sd["self_attn.in_proj_weight"].T + sd["self_attn.in_proj_bias"]
+        q, k, v = [qkv[..., i * E:(i + 1) * E].reshape(B, N, H, d).transpose(1, 2)
+                   for i in range(3)]
+        att = torch.empty(B, H, N, d, dtype=torch.float64)
+        step = max(1, (1 << 24) // (B * H * N))
+        for i0 in range(0, N, step):
+            s = q[:, :, i0:i0 + step] @ k.transpose(-1, -2) / math.sqrt(d)
+            att[:, :, i0:i0 + step] = torch.softmax(s, dim=-1) @ v
+        att = att.transpose(1, 2).reshape(B, N, E)
+        att = att @ sd["self_attn.out_proj.weight"].T + sd["self_attn.out_proj.bias"]
+        h = torch.nn.functional.layer_norm(xt + att, (E,), sd["norm1.weight"], sd["norm1.bias"],
+                                           1e-5)
+        ff = torch.relu(h @ sd["linear1.weight"].T + sd["linear1.bias"])
+        ff = ff @ sd["linear2.weight"].T + sd["linear2.bias"]
+        y = torch.nn.functional.layer_norm(h + ff, (E,), sd["norm2.weight"], sd["norm2.bias"],
+                                           1e-5)
+    return y.numpy()
+
+
+def with_peak_memory(cmd, env, timeout):
+    """Runs cmd under /usr/bin/time; (stdout, stderr, returncode, peak MiB)."""
+    try:
+        p = subprocess.run(["/usr/bin/time", "-f", "PEAK_KIB %M"] + cmd, capture_output=True,
+                           text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "", "timed out after %d s" % timeout, 124, None
+    peak = None
+    lines = []
+    for line in p.stderr.splitlines():
+        if line.startswith("PEAK_KIB "):
+            peak = int(line.split()[1]) / 1024.0
+        else:
+            lines.append(line)
+    return p.stdout, "\n".join(lines), p.returncode, peak
+
+
+def run_engine(a, engine, B, N, ref):
+    env = dict(os.environ, POCL_MAX_PTHREAD_COUNT=str(a.threads), OMP_NUM_THREADS=str(a.threads),
+               POCL_DEBUG="0")
+    scores_gib = B * H * N * N * 4 / 2 ** 30
+    if engine in MATERIALISE and scores_gib > a.max_scores_gib:
+        return {"skipped": "its [B, 8, N, N] score matrix would take %.1f GiB" % scores_gib}
+    out_path = os.path.join(a.dir, "out_%s_%dx%d.npy" % (engine, B, N))
+    if engine == "libclattn":
+        cmd = [a.encode, "--model", os.path.join(a.dir, "layer.safetensors"), "--input",
+               os.path.join(a.dir, "x_%dx%d.npy" % (B, N)), "--output", out_path, "--repeat",
+               str(a.repeat), "--json"]
+    else:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--engine", engine,
+               "--shape", "%dx%d" % (B, N), "--dir", a.dir, "--repeat", str(a.repeat),
+               "--threads", str(a.threads)]
+    stdout, stderr, rc, peak = with_peak_memory(cmd, env, a.timeout)
+    if rc != 0:
+        return {"error": (stderr.strip() or stdout.strip())[-400:]}
+    r = json.loads(stdout)
+    device = None
+    if engine == "libclattn":
+        median, times, version = r["forward_ms_median"], None, "libclattn " + CLATTN_VERSION
+        device = r["device"]["name"]
+    else:
+        times, version = r["times_ms"], r["version"]
+        median = statistics.median(times)
+    y = np.load(out_path)
+    os.remove(out_path)
+    macs = layer_macs(B, N)
+    result = {"ms_median": median, "gmacs": macs * 1e-6 / median, "peak_mib": peak,
+              "max_abs_diff": float(np.max(np.abs(y.astype(np.float64) - ref))),
+              "version": version.strip()}
+    if times:
+        result["ms_min"], result["ms_max"] = min(times), max(times)
+    if device:
+        result["device"] = device
+    result["fraction_of_peak"] = result["gmacs"] / a.peak_gmacs
+    return result
+
+
+def measure_peak(threads):
+    """Best of a 2048^3 SGEMM (multiply-adds per second / 1e9) on `threads` threads: PyTorch's
+    (MKL on x86), else numpy's (OpenBLAS): the machine's practical fp32 peak."""
+    code = ("import time\n"
+            "try:\n"
+            "    import torch; torch.set_num_threads(%d)\n"
+            "    a = torch.rand(2048, 2048); mm = torch.mm; name = 'PyTorch %%s torch.mm' %% torch.__version__\n"
+            "except ImportError:\n"
+            "    import numpy as np; a = np.random.rand(2048, 2048).astype(np.float32)\n"
+            "    mm = np.matmul; name = 'numpy matmul'\n"
+            "b = a * 1; mm(a, b)\n"
+            "best = min((lambda t0: (mm(a, b), time.perf_counter() - t0)[1])(time.perf_counter())"
+            " for _ in range(7))\n"
+            "print(2048 ** 3 / best / 1e9, name)\n" % threads)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    value, name = out.stdout.strip().split(" ", 1)
+    return float(value), name
+
+
+def report(a, results, shapes, engines, meta):
+    lines = ["# One base encoder layer: libclattn and its peers (`bench/peers.py`)", "",
+             "nn.TransformerEncoderLayer(512, 8, 2048), relu, post-LN, the same seeded weights "
+             "and inputs for every engine; %d threads each; median (min–max) of %d passes after "
+             "a warm-up; peak = maximum resident set size of the engine's process; error = "
+             "largest absolute difference from a float64 reference. Machine: %s, %d CPUs; "
+             "libclattn and tinygrad on %s. Peak used for the fractions: %.0f G multiply-adds/s "
+             "(%s). Load average at the end: %s." % (
+                 a.threads, a.repeat, meta["cpu"], os.cpu_count(), meta["device"],
+                 a.peak_gmacs, meta["peak_source"], meta["load"]), ""]
+    header = "| engine | " + " | ".join("B%d×N%d" % s for s in shapes) + " |"
+    lines += [header, "|---|" + "---|" * len(shapes)]
+    for engine in engines:
+        cells = []
+        for B, N in shapes:
+            r = results["%dx%d" % (B, N)].get(engine, {})
+            if "ms_median" in r:
+                spread = (" (%.0f–%.0f)" % (r["ms_min"], r["ms_max"])) if "ms_min" in r else ""
+                cells.append("%.0f ms%s<br>%.1f GMAC/s, %.0f %% of peak<br>%.0f MiB, error %.1e"
+                             % (r["ms_median"], spread, r["gmacs"], 100 * r["fraction_of_peak"],
+                                r["peak_mib"] or 0, r["max_abs_diff"]))
+            elif "skipped" in r:
+                cells.append("skipped: " + r["skipped"])
+            else:
+                cells.append("error: " + r.get("error", "not run").replace("\n", " ")[:120])
+        lines.append("| %s | %s |" % (engine, " | ".join(cells)))
+    lines += ["", "Speed of libclattn relative to each engine (their time / ours; > 1: ours "
+              "faster):", "", header, "|---|" + "---|" * len(shapes)]
+    for engine in engines[1:]:
+        cells = []
+        for B, N in shapes:
+            row = results["%dx%d" % (B, N)]
+            o, t = row.get("libclattn", {}), row.get(engine, {})
+            cells.append("%.2f×" % (t["ms_median"] / o["ms_median"])
+                         if "ms_median" in o and "ms_median" in t else "—")
+        lines.append("| %s | %s |" % (engine, " | ".join(cells)))
+    versions = sorted({r["version"] for row in results.values() for r in row.values()
+                       if "version" in r})
+    lines += ["", "Versions: " + "; ".join(versions) + "."]
+    with open(os.path.join(a.out, "peers.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(a.out, "peers.json"), "w") as f:
+        json.dump({"meta": meta, "threads": a.threads, "repeat": a.repeat,
+                   "peak_gmacs": a.peak_gmacs, "results": results}, f, indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(engines)
+    for i, engine in enumerate(engines):
+        values = [results["%dx%d" % s].get(engine, {}).get("gmacs", 0) for s in shapes]
+        ax.bar([j + i * width for j in range(len(shapes))], values, width, label=engine)
+    ax.axhline(a.peak_gmacs, color="gray", linestyle="--", linewidth=1)
+    ax.text(len(shapes) - 0.5, a.peak_gmacs, "peak", va="bottom", ha="right", color="gray")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))])
+    ax.set_xticklabels(["B%d×N%d" % s for s in shapes])
+    ax.set_ylabel("G multiply-adds/s (one encoder layer)")
+    ax.set_title("One base encoder layer, %d threads, %s" % (a.threads, meta["cpu"]),
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "peers.png"), dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--encode", help="build/examples/encode")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--shapes", default="4x1024,1x4096,32x128,1x16384")
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--peak-gmacs", type=float, default=0.0)
+    ap.add_argument("--max-scores-gib", type=float, default=4.0)
+    ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--shape", help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        return child(a)
+    if not a.encode:
+        ap.error("--encode build/examples/encode is required")
+    engines = [e for e in a.engines.split(",") if e]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown or not engines or engines[0] != "libclattn":
+        ap.error("--engines: libclattn first, then any of %s" % ", ".join(ENGINES[1:]))
+    shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
+    peak_source = "given with --peak-gmacs"
+    if a.peak_gmacs <= 0:
+        a.peak_gmacs, name = measure_peak(a.threads)
+        peak_source = "%s 2048³ SGEMM, best of 7, measured in this run" % name
+    os.makedirs(a.out, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="clattn-peers-") as tmp:
+        a.dir = tmp
+        print("preparing the layer, inputs and float64 references ...", flush=True)
+        refs = prepare(a, shapes)
+        results = {}
+        for B, N in shapes:
+            row = results.setdefault("%dx%d" % (B, N), {})
+            for engine in engines:
+                row[engine] = run_engine(a, engine, B, N, refs[(B, N)])
+                r = row[engine]
+                print("B%d×N%d %-12s %s" % (B, N, engine,
+                                            "%.1f ms, %.1f GMAC/s, %.1e error" % (
+                                                r["ms_median"], r["gmacs"], r["max_abs_diff"])
+                                            if "ms_median" in r else r), flush=True)
+    device = next((row["libclattn"]["device"] for row in results.values()
+                   if "device" in row.get("libclattn", {})), "the default OpenCL device")
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    meta = {"cpu": cpu, "device": device, "peak_source": peak_source,
+            "load": " ".join("%.1f" % v for v in os.getloadavg())}
+    report(a, results, shapes, engines, meta)
+    print("wrote %s/peers.md, peers.json, peers.png" % a.out)
+
+
+if __name__ == "__main__":
+    main()
