@@ -211,6 +211,113 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
     }
 }
 
+#if !defined(CLATTN_FUSED_LOCAL) && !defined(CLATTN_FUSED_KV_HALF)
+
+/* ---- the micro-tiled variant (CPUs, float keys and values) ----
+ * The same attention for TQ = CLATTN_TILED_QUERIES queries per work-item, with keys packed
+ * transposed in tiles of 16 (kt[pair_kv, tile, c, t], zero past nk; clattn_pack_keys_tiled):
+ * the scores of a tile are TQ 16-wide vectors, s[r] += q[r][c]·kt[tile][c][:] over c, outer
+ * products with no horizontal sums; the softmax of a tile runs on those vectors; then
+ * acc[r] += p[r][t]·v[t] over the tile's keys. NDRange (ceil(nq / TQ), pairs), any local. */
+#define TQ CLATTN_TILED_QUERIES
+#define TT CLATTN_KEY_TILE
+
+__kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), __global const float *kt,
+                                           ulong kt_off, CLATTN_VIEW_PARAMS(v),
+                                           CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint kv_group,
+                                           uint pairs, uint nq, uint nk, float scale,
+                                           CLATTN_MASK_PARAMS)
+{
+    uint first = get_global_id(0) * TQ, bh = get_global_id(1);
+    if (first >= nq || bh >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
+    uint kv_heads = heads / kv_group, tiles = (nk + TT - 1) / TT;
+    __global const float *ktb =
+        kt + kt_off + ((ulong)b * kv_heads + h / kv_group) * tiles * DK * TT;
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
+
+    float qs[TQ][DK];  /* the queries, pre-scaled; broadcast into the outer products */
+    VV_T acc[TQ][NV];  /* Σ exp(s - m) · v */
+    float m[TQ], l[TQ];
+#pragma unroll
+    for (int r = 0; r < TQ; r++) {
+        __global const float *qi = CLATTN_VIEW_ROW(q, b, h, min(first + r, nq - 1));
+        for (int c = 0; c < DK; c++)
+            qs[r][c] = qi[c] * scale;
+        for (int c = 0; c < NV; c++)
+            acc[r][c] = 0.0f;
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    uint last = min(first + TQ, nq) - 1;
+    uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
+    bool masked = am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
+
+    for (uint j0 = 0; j0 < end; j0 += TT) {
+        __global const float *tile = ktb + (ulong)(j0 / TT) * DK * TT;
+        float16 s[TQ];
+#pragma unroll
+        for (int r = 0; r < TQ; r++)
+            s[r] = 0.0f;
+        for (int c = 0; c < DK; c++) {
+            float16 kc = vload16(c, tile);
+#pragma unroll
+            for (int r = 0; r < TQ; r++)
+                s[r] = fma((float16)(qs[r][c]), kc, s[r]);
+        }
+        /* Lanes past the keys, after a query's causal limit, or masked: element by element, and
+         * only in the tiles that have any. */
+        bool edge = j0 + TT > end || masked || (causal && j0 + TT - 1 > first + causal_shift);
+        float p[TQ][TT];
+#pragma unroll
+        for (int r = 0; r < TQ; r++) {
+            float16 sv = s[r];
+            if (edge) {
+                uint i = min(first + r, nq - 1);
+                vstore16(sv, 0, p[r]);
+                for (int t = 0; t < TT; t++) {
+                    uint j = j0 + t;
+                    p[r][t] = j >= end || (causal && j > i + causal_shift)
+                                  ? -INFINITY
+                                  : (masked ? clattn_masked_score(p[r][t], b, h, i, j,
+                                                                  CLATTN_MASK_ARGS)
+                                            : p[r][t]);
+                }
+                sv = vload16(0, p[r]);
+            }
+            float block_max = clattn_hmax16(sv);
+            if (block_max == -INFINITY) {
+                vstore16((float16)(0.0f), 0, p[r]);
+                continue;
+            }
+            CLATTN_ONLINE_RESCALE(m[r], l[r], acc[r], NV, block_max);
+            float16 e = exp(sv - m[r]);
+            l[r] += clattn_hsum16(e);
+            vstore16(e, 0, p[r]);
+        }
+        uint count = min((uint)TT, end - j0);
+        for (uint t = 0; t < count; t++) {
+            __global const float *vj = vb + (ulong)(j0 + t) * v_sn;
+#pragma unroll
+            for (int c = 0; c < NV; c++) {
+                VV_T vv = CLATTN_VLOAD(CLATTN_FUSED_VV)(c, vj);
+#pragma unroll
+                for (int r = 0; r < TQ; r++)
+                    acc[r][c] = fma((VV_T)(p[r][t]), vv, acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < TQ && first + r < nq; r++) {
+        __global float *out = CLATTN_VIEW_ROW(o, b, h, first + r);
+        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (int c = 0; c < NV; c++)
+            CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[r][c] * inv, c, out);
+    }
+}
+
+#endif /* !CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
+
 /* Merges the splits' partial states of query i of pair bh: with M the largest of their maxima,
  * out = Σ_s exp(m_s - M)·acc_s / Σ_s exp(m_s - M)·l_s (zero when every key was masked). */
 __kernel void clattn_split_combine(__global const float *partial, ulong acc_off,

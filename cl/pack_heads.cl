@@ -15,3 +15,23 @@ __kernel void clattn_pack_heads(CLATTN_VIEW_PARAMS(x), __global float *out, ulon
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
     out[out_off + ((ulong)bh * n + i) * d + c] = CLATTN_VIEW_ROW(x, b, h, i)[c];
 }
+
+/* Copies a per-head view of keys into tiles of CLATTN_KEY_TILE keys stored transposed, the
+ * layout of the fused kernel's micro-tiled variant (one vector load gives one component of 16
+ * keys):
+ *
+ *   out[bh, tile, c, t] = x[b, h, tile·16 + t, c]   (0 past the n keys)
+ *
+ * NDRange: (d, tiles·16, pairs). */
+__kernel void clattn_pack_keys_tiled(CLATTN_VIEW_PARAMS(x), __global float *out, ulong out_off,
+                                     uint heads, uint pairs, uint n, uint d)
+{
+    uint c = get_global_id(0), j = get_global_id(1), bh = get_global_id(2);
+    uint tiles = (n + CLATTN_KEY_TILE - 1) / CLATTN_KEY_TILE;
+    if (c >= d || j >= tiles * CLATTN_KEY_TILE || bh >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
+    uint tile = j / CLATTN_KEY_TILE, t = j % CLATTN_KEY_TILE;
+    ulong at = out_off + (((ulong)bh * tiles + tile) * d + c) * CLATTN_KEY_TILE + t;
+    out[at] = j < n ? CLATTN_VIEW_ROW(x, b, h, j)[c] : 0.0f;
+}

@@ -132,6 +132,61 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
     return clattn__launch(ctx, &pass2, "split_combine", 2, global2, NULL, CLATTN_OP_OTHER, 0);
 }
 
+/* The micro-tiled variant: keys packed transposed in tiles of 16 (and values made contiguous
+ * when strided) into the workspace, then one kernel over (ceil(Nq / 4), pairs). */
+static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog,
+                           const clattn_attention_problem *given)
+{
+    clattn_attention_problem packed = *given;
+    const clattn_attention_problem *p = &packed;
+    size_t kv_heads = given->heads / clattn__kv_group(given), kv_pairs = given->batch * kv_heads;
+    size_t tiles = (given->seq_k + CLATTN_KEY_TILE - 1) / CLATTN_KEY_TILE;
+    size_t k_floats = kv_pairs * tiles * CLATTN_KEY_TILE * given->dk;
+    bool pack_v = given->v.sn != given->dv && given->seq_k >= PACK_MIN_KEYS;
+    size_t v_floats = pack_v ? kv_pairs * given->seq_k * given->dv : 0;
+    cl_mem scratch;
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_PACKED_KV,
+                                                  (k_floats + v_floats) * sizeof(float), &scratch);
+    if (status != CLATTN_OK)
+        return status;
+    cl_ulong out_off = 0;
+    cl_uint heads = (cl_uint)kv_heads, n_pairs = (cl_uint)kv_pairs, n = (cl_uint)given->seq_k;
+    cl_uint width = (cl_uint)given->dk;
+    clattn_kernel_args pack_k = {ctx->kernels.kernel[CLATTN_KERNEL_PACK_KEYS_TILED], 0, CL_SUCCESS};
+    clattn__head_view_args(&pack_k, &given->k);
+    CLATTN_ARG(&pack_k, scratch);
+    CLATTN_ARG(&pack_k, out_off);
+    CLATTN_ARG(&pack_k, heads);
+    CLATTN_ARG(&pack_k, n_pairs);
+    CLATTN_ARG(&pack_k, n);
+    CLATTN_ARG(&pack_k, width);
+    size_t global_k[3] = {given->dk, tiles * CLATTN_KEY_TILE, kv_pairs};
+    if ((status = clattn__launch(ctx, &pack_k, "pack_keys_tiled", 3, global_k, NULL,
+                                 CLATTN_OP_OTHER, 0)) ||
+        (pack_v && (status = pack(ctx, given, given->dv, scratch, k_floats, &packed.v))))
+        return status;
+    cl_ulong kt_off = 0;
+    cl_uint q_heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
+    cl_uint group = (cl_uint)clattn__kv_group(p), nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k;
+    float scale = p->scale;
+    clattn_kernel_args args = {prog->tiled, 0, CL_SUCCESS};
+    clattn__head_view_args(&args, &p->q);
+    CLATTN_ARG(&args, scratch);
+    CLATTN_ARG(&args, kt_off);
+    clattn__head_view_args(&args, &p->v);
+    clattn__head_view_args(&args, &p->out);
+    CLATTN_ARG(&args, q_heads);
+    CLATTN_ARG(&args, group);
+    CLATTN_ARG(&args, pairs);
+    CLATTN_ARG(&args, nq);
+    CLATTN_ARG(&args, nk);
+    CLATTN_ARG(&args, scale);
+    clattn__mask_args(&args, p);
+    size_t global[2] = {(p->seq_q + CLATTN_TILED_QUERIES - 1) / CLATTN_TILED_QUERIES, pairs};
+    size_t local[2] = {prog->wg, 1};
+    return count_and_launch(ctx, p, &args, 2, global, local);
+}
+
 clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attention_problem *given)
 {
     const clattn_fused_program *prog;
@@ -143,6 +198,8 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);
     if (splits > 1) /* each work-item reads its keys once: no packing */
         return split_keys(ctx, prog, given, splits);
+    if (prog->tiled && given->seq_q >= CLATTN_TILED_QUERIES && !ctx->tuning.fused_untiled)
+        return tiled(ctx, prog, given);
     /* Without staging every work-item streams all keys and values of its head: rows strided by a
      * packed projection's width (a page per row at long sequences) are first made contiguous,
      * unless one work-item holds all the queries (then each key row is read once anyway). */

@@ -15,6 +15,7 @@
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \
     X(PACK_HEADS, "clattn_pack_heads")           \
+    X(PACK_KEYS_TILED, "clattn_pack_keys_tiled") \
     X(ROWS_TO_HALF, "clattn_rows_to_half")       \
     X(BIAS_ACT, "clattn_bias_act")               \
     X(LAYERNORM, "clattn_layernorm")             \

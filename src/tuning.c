@@ -43,6 +43,8 @@ static bool tuning_problem(const clattn_device_info *info, const clattn_tuning *
         snprintf(problem, size, "gemm_kernel is %d (0 or 1)", t->gemm_kernel);
     else if (t->split_keys < CLATTN_SPLIT_KEYS_AUTO || t->split_keys > CLATTN_SPLIT_KEYS_NEVER)
         snprintf(problem, size, "split_keys is %d (0, 1 or 2)", t->split_keys);
+    else if (t->fused_untiled != 0 && t->fused_untiled != 1)
+        snprintf(problem, size, "fused_untiled is %d (0 or 1)", t->fused_untiled);
     else
         return false;
     return true;
@@ -151,6 +153,12 @@ static bool entry_tuning(json_t *entry, clattn_tuning *t, clattn_gemm_params *ge
             return false;
         t->split_keys = split > 2 ? 3 : (int)split; /* 3: out of range, refused by the check */
     }
+    size_t untiled;
+    if (json_object_get(entry, "fused_untiled")) { /* absent in older entries */
+        if (!read_size(entry, "fused_untiled", &untiled))
+            return false;
+        t->fused_untiled = untiled > 1 ? 2 : (int)untiled; /* 2: refused by the check */
+    }
     json_t *xgemm = json_object_get(entry, "xgemm");
     gemm->present = json_is_object(xgemm);
     for (int i = 0; gemm->present && i < CLATTN_GEMM_PARAMETER_COUNT; i++)
@@ -217,10 +225,10 @@ static json_t *entry_json(const clattn_device_info *info, const clattn_tuning *t
     json_t *fused = json_pack("{s:i, s:I, s:I, s:I}", "local", t->fused_local, "qpw",
                               (json_int_t)t->fused_qpw, "tk", (json_int_t)t->fused_tk, "wg",
                               (json_int_t)t->fused_wg);
-    json_t *entry = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i}", "device", info->name, "driver",
-                              info->driver_version, "library", CLATTN_VERSION_STRING,
+    json_t *entry = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:i}", "device", info->name,
+                              "driver", info->driver_version, "library", CLATTN_VERSION_STRING,
                               "fused", fused, "gemm_kernel", t->gemm_kernel, "split_keys",
-                              t->split_keys);
+                              t->split_keys, "fused_untiled", t->fused_untiled);
     if (entry && gemm->present) {
         json_t *xgemm = json_object();
         for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
@@ -306,6 +314,8 @@ static bool apply_pair(clattn_tuning *t, const char *key, size_t key_len, const 
         t->gemm_kernel = (int)v;
     else if (KEY("split_keys") && v <= 2)
         t->split_keys = (int)v;
+    else if (KEY("fused_untiled") && v <= 1)
+        t->fused_untiled = (int)v;
     else
         return false;
 #undef KEY
@@ -323,7 +333,7 @@ static void apply_environment(clattn_context *ctx, const clattn_device_info *inf
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "CLATTN_TUNE: ignoring \"%.*s\" (keys: fused_qpw 1-16, fused_tk 1-256, "
                         "fused_wg a power of two, fused_local 0/1, gemm_kernel 0/1, "
-                        "split_keys 0/1/2)",
+                        "split_keys 0/1/2, fused_untiled 0/1)",
                         (int)len, p);
         p = comma ? comma + 1 : p + len;
     }

@@ -91,6 +91,7 @@ static void defaults_follow_the_device(void **state)
     assert_true(t.fused_qpw >= 1 && t.fused_tk >= 1 && t.fused_wg >= 1);
     assert_true(t.fused_wg <= info.max_work_group_size);
     assert_int_equal(t.split_keys, CLATTN_SPLIT_KEYS_AUTO);
+    assert_int_equal(t.fused_untiled, 0);
     clattn_context_destroy(&ctx);
 }
 
@@ -108,6 +109,7 @@ static void cache_round_trip_keeps_other_devices(void **state)
     t.fused_tk = 5;
     t.fused_wg = 2;
     t.split_keys = CLATTN_SPLIT_KEYS_NEVER;
+    t.fused_untiled = 1;
     static const char gemm[] = "GEMMK=0,MWG=64,NWG=64,KWG=32,MDIMC=8,NDIMC=16,MDIMA=8,NDIMB=16,"
                                "KWI=2,VWM=4,VWN=2,STRM=0,STRN=0,SA=1,SB=1,KREG=1";
     assert_int_equal(clattn_tuning_cache_store(ctx, &t, gemm), CLATTN_OK);
@@ -127,6 +129,7 @@ static void cache_round_trip_keeps_other_devices(void **state)
     assert_int_equal(got.fused_tk, 5);
     assert_int_equal(got.fused_wg, 2);
     assert_int_equal(got.split_keys, CLATTN_SPLIT_KEYS_NEVER);
+    assert_int_equal(got.fused_untiled, 1);
     /* Storing again replaces this device's entry rather than adding one. */
     assert_int_equal(clattn_tuning_cache_store(ctx, &got, NULL), CLATTN_OK);
     text = read_file(f->cache);
@@ -236,6 +239,9 @@ static void set_tuning_keeps_results_and_refuses_bad_values(void **state)
     bad = t, bad.fused_local = 2;
     assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
                       "fused_local is 2");
+    bad = t, bad.fused_untiled = 2;
+    assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "fused_untiled is 2 (0 or 1)");
     bad = t, bad.split_keys = 3;
     assert_status_msg(ctx, clattn_context_set_tuning(ctx, &bad), CLATTN_ERROR_INVALID_ARGUMENT,
                       "split_keys is 3 (0, 1 or 2)");

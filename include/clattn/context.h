@@ -173,8 +173,8 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      a stale entry (another library version) is ignored with a warning, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
  *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1),
- *      gemm_kernel (0 or 1), split_keys (0, 1 or 2) — the fields below; anything else is
- *      ignored with a warning.
+ *      gemm_kernel (0 or 1), split_keys (0, 1 or 2), fused_untiled (0 or 1) — the fields
+ *      below; anything else is ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
  * are set with clattn_context_set_gemm_parameters.
@@ -202,7 +202,11 @@ typedef struct clattn_tuning {
                        * merges. CLATTN_SPLIT_KEYS_AUTO (0, the default) when one work-item per
                        * (query, head) would leave the device under-filled, _ALWAYS (1) whenever
                        * there are two keys or more, _NEVER (2) */
-    uint8_t reserved[56]; /* must be zero */
+    int fused_untiled; /* fused_untiled: 0 (the default) runs the unstaged fused kernel's
+                        * micro-tiled variant where it applies (float keys and values, at least 8
+                        * queries, no split): keys packed transposed in tiles of 16, scores as
+                        * outer products; 1 keeps the plain unstaged kernel */
+    uint8_t reserved[52]; /* must be zero */
 } clattn_tuning;
 
 /* The tuning in effect. */
