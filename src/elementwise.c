@@ -69,3 +69,25 @@ clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem
     CLATTN_ARG(&args, count);
     return clattn__launch(ctx, &args, "add", 1, &n, NULL, CLATTN_OP_OTHER, 0);
 }
+
+clattn_status clattn__rows_to_half(clattn_context *ctx, cl_mem src, size_t src_offset,
+                                   size_t src_ld, cl_mem dst, size_t dst_offset, size_t dst_sb,
+                                   size_t dst_ld, size_t cols, size_t rows, size_t batch)
+{
+    cl_ulong src_off = src_offset, src_stride = src_ld, dst_off = dst_offset;
+    cl_ulong dst_seq = dst_sb, dst_stride = dst_ld;
+    cl_uint n_cols = (cl_uint)cols, n_rows = (cl_uint)rows, n_batch = (cl_uint)batch;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, src);
+    CLATTN_ARG(&args, src_off);
+    CLATTN_ARG(&args, src_stride);
+    CLATTN_ARG(&args, dst);
+    CLATTN_ARG(&args, dst_off);
+    CLATTN_ARG(&args, dst_seq);
+    CLATTN_ARG(&args, dst_stride);
+    CLATTN_ARG(&args, n_cols);
+    CLATTN_ARG(&args, n_rows);
+    CLATTN_ARG(&args, n_batch);
+    size_t global[3] = {cols, rows, batch};
+    return clattn__launch(ctx, &args, "rows_to_half", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}

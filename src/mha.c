@@ -500,25 +500,9 @@ static clattn_status append_rows(clattn_context *ctx, cl_mem src, size_t column,
                                  cl_mem dst, size_t capacity, size_t past, size_t batch,
                                  size_t n, size_t width, bool half)
 {
-    if (half) {
-        cl_ulong src_off = column, src_ld = pitch, dst_off = past * width;
-        cl_ulong dst_sb = capacity * width, dst_ld = width;
-        cl_uint cols = (cl_uint)width, rows = (cl_uint)n, seqs = (cl_uint)batch;
-        clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0,
-                                   CL_SUCCESS};
-        CLATTN_ARG(&args, src);
-        CLATTN_ARG(&args, src_off);
-        CLATTN_ARG(&args, src_ld);
-        CLATTN_ARG(&args, dst);
-        CLATTN_ARG(&args, dst_off);
-        CLATTN_ARG(&args, dst_sb);
-        CLATTN_ARG(&args, dst_ld);
-        CLATTN_ARG(&args, cols);
-        CLATTN_ARG(&args, rows);
-        CLATTN_ARG(&args, seqs);
-        size_t global[3] = {width, n, batch};
-        return clattn__launch(ctx, &args, "rows_to_half", 3, global, NULL, CLATTN_OP_OTHER, 0);
-    }
+    if (half)
+        return clattn__rows_to_half(ctx, src, column, pitch, dst, past * width, capacity * width,
+                                    width, width, n, batch);
     const size_t f = sizeof(float);
     size_t src_origin[3] = {column * f, 0, 0}, dst_origin[3] = {0, past, 0};
     size_t region[3] = {width * f, n, batch};

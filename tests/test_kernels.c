@@ -6,7 +6,6 @@
  */
 #include "common/test_util.h"
 #include "attention_internal.h"
-#include "context_internal.h"
 #include "elementwise.h"
 #include "positional.h"
 #include "positional_table.h"
@@ -465,22 +464,8 @@ static void rows_to_half_rounds_to_nearest_even(void **state)
                                 CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
                                 &err);
     assert_int_equal(err, CL_SUCCESS);
-    cl_mem from = clattn_tensor_buffer(tsrc);
-    cl_ulong src_off = 2, src_ld = PITCH, dst_off = PAST * W, dst_sb = CAP * W, dst_ld = W;
-    cl_uint cols = W, rows = N, batch = B;
-    clattn_kernel_args args = {f->ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0, CL_SUCCESS};
-    CLATTN_ARG(&args, from);
-    CLATTN_ARG(&args, src_off);
-    CLATTN_ARG(&args, src_ld);
-    CLATTN_ARG(&args, dst);
-    CLATTN_ARG(&args, dst_off);
-    CLATTN_ARG(&args, dst_sb);
-    CLATTN_ARG(&args, dst_ld);
-    CLATTN_ARG(&args, cols);
-    CLATTN_ARG(&args, rows);
-    CLATTN_ARG(&args, batch);
-    assert_int_equal(clattn__launch(f->ctx, &args, "rows_to_half", 3, (size_t[]){W, N, B}, NULL,
-                                    CLATTN_OP_OTHER, 0),
+    assert_int_equal(clattn__rows_to_half(f->ctx, clattn_tensor_buffer(tsrc), 2, PITCH, dst,
+                                          PAST * W, CAP * W, W, W, N, B),
                      CLATTN_OK);
     uint16_t got[B * CAP * W];
     assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(f->ctx), dst, CL_TRUE, 0,
