@@ -49,3 +49,50 @@
 CLATTN_LAYERNORM_KERNEL(clattn_layernorm, CLATTN_LN_X)
 CLATTN_LAYERNORM_KERNEL(clattn_layernorm_add, CLATTN_LN_X_PLUS_RES)
 CLATTN_LAYERNORM_KERNEL(clattn_layernorm_add_bias, CLATTN_LN_X_PLUS_RES_BIAS)
+
+/* The same, one work-item per row with 16-wide vectors, for CPU devices (whose barriers are
+ * costly and whose lanes a work-group of scalar work-items leaves idle); width a multiple of 16.
+ * NDRange: (rows), local (1). */
+float clattn_ln_sum16(float16 v)
+{
+    float8 a = (float8)(v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7) +
+               (float8)(v.s8, v.s9, v.sa, v.sb, v.sc, v.sd, v.se, v.sf);
+    float4 b = a.lo + a.hi;
+    float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}
+
+#define CLATTN_LAYERNORM_ROWS_KERNEL(name, INPUT16)                                         \
+    __kernel void name(__global const float *x, ulong x_off, __global const float *res,     \
+                       ulong res_off, __global const float *res_bias, __global float *y,    \
+                       ulong y_off, uint rows, uint width, __global const float *weight,    \
+                       __global const float *bias, float eps)                               \
+    {                                                                                       \
+        uint row = get_global_id(0), n16 = width / 16;                                      \
+        if (row >= rows)                                                                    \
+            return;                                                                         \
+        __global const float *xr = x + x_off + (ulong)row * width;                          \
+        __global const float *rr = res + res_off + (ulong)row * width;                      \
+        __global float *yr = y + y_off + (ulong)row * width;                                \
+        float16 sum = 0.0f;                                                                 \
+        for (uint c = 0; c < n16; c++)                                                      \
+            sum += INPUT16(c);                                                              \
+        float mean = clattn_ln_sum16(sum) / (float)width;                                   \
+        float16 squares = 0.0f;                                                             \
+        for (uint c = 0; c < n16; c++) {                                                    \
+            float16 dev = INPUT16(c) - mean;                                                \
+            squares += dev * dev;                                                           \
+        }                                                                                   \
+        float rstd = 1.0f / sqrt(clattn_ln_sum16(squares) / (float)width + eps);            \
+        for (uint c = 0; c < n16; c++)                                                      \
+            vstore16((INPUT16(c) - mean) * rstd * vload16(c, weight) + vload16(c, bias), c,  \
+                     yr);                                                                   \
+    }
+
+#define CLATTN_LN16_X(c) vload16(c, xr)
+#define CLATTN_LN16_X_PLUS_RES(c) (vload16(c, xr) + vload16(c, rr))
+#define CLATTN_LN16_X_PLUS_RES_BIAS(c) (vload16(c, xr) + (vload16(c, rr) + vload16(c, res_bias)))
+
+CLATTN_LAYERNORM_ROWS_KERNEL(clattn_layernorm_rows, CLATTN_LN16_X)
+CLATTN_LAYERNORM_ROWS_KERNEL(clattn_layernorm_rows_add, CLATTN_LN16_X_PLUS_RES)
+CLATTN_LAYERNORM_ROWS_KERNEL(clattn_layernorm_rows_add_bias, CLATTN_LN16_X_PLUS_RES_BIAS)

@@ -31,9 +31,15 @@ clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, 
 {
     cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
     cl_uint r = (cl_uint)rows, w = (cl_uint)width;
+    /* CPUs: one work-item per row with 16-wide vectors (no barriers); else a work-group per row. */
+    bool rows_kernel = ctx->info.local_mem_is_global && width % 16 == 0;
     clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
                           : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
                                       : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
+    if (rows_kernel)
+        id = !res ? CLATTN_KERNEL_LAYERNORM_ROWS
+                  : !res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD
+                              : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS;
     /* The variants without a residual ignore res and res_bias: pass x for both. */
     cl_mem res_arg = res ? res : x, res_bias_arg = res_bias ? res_bias : x;
     clattn_kernel_args args = {ctx->kernels.kernel[id], 0, CL_SUCCESS};
@@ -49,7 +55,7 @@ clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, 
     CLATTN_ARG(&args, weight);
     CLATTN_ARG(&args, bias);
     CLATTN_ARG(&args, eps);
-    size_t wg = ctx->kernels.reduce_wg, global = rows * wg;
+    size_t wg = rows_kernel ? 1 : ctx->kernels.reduce_wg, global = rows * wg;
     return clattn__launch(ctx, &args, "layernorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
 

@@ -21,6 +21,9 @@
     X(LAYERNORM, "clattn_layernorm")             \
     X(LAYERNORM_ADD, "clattn_layernorm_add")     \
     X(LAYERNORM_ADD_BIAS, "clattn_layernorm_add_bias") \
+    X(LAYERNORM_ROWS, "clattn_layernorm_rows")   \
+    X(LAYERNORM_ROWS_ADD, "clattn_layernorm_rows_add") \
+    X(LAYERNORM_ROWS_ADD_BIAS, "clattn_layernorm_rows_add_bias") \
     X(EMBED, "clattn_embed")                     \
     X(ADD_POSITIONAL, "clattn_add_positional")   \
     X(ADD, "clattn_add")                         \

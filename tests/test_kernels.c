@@ -325,6 +325,10 @@ static void layernorm_with_fused_residual(void **state)
     check_layernorm(*state, 5, 16, true, false, true, 72);
     check_layernorm(*state, 4, 129, true, true, true, 73);
     check_layernorm(*state, 2, 512, true, true, false, 74);
+    /* widths of 16s: CPUs' one-row-per-work-item kernels, each variant */
+    check_layernorm(*state, 3, 32, false, false, false, 75);
+    check_layernorm(*state, 7, 48, true, false, false, 76);
+    check_layernorm(*state, 2, 64, true, true, true, 77);
 }
 
 static void residual_add_with_bias(void **state)
