@@ -86,6 +86,9 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
      * there a work-item's register tile is the wrong shape. */
     t->gemm_kernel = info->type == CLATTN_DEVICE_TYPE_CPU &&
                      strstr(info->platform_name, "Portable Computing Language") != NULL;
+    /* The micro-tiled attention variant likewise (on llvmpipe it was 2.8x slower than the plain
+     * kernel: one work-item's 8 x 16 register tile is the wrong shape for SIMD lanes). */
+    t->fused_untiled = !t->gemm_kernel;
     if (info->type == CLATTN_DEVICE_TYPE_CPU &&
         strstr(info->platform_name, "Portable Computing Language")) {
         gemm->present = 1;

@@ -202,10 +202,11 @@ typedef struct clattn_tuning {
                        * merges. CLATTN_SPLIT_KEYS_AUTO (0, the default) when one work-item per
                        * (query, head) would leave the device under-filled, _ALWAYS (1) whenever
                        * there are two keys or more, _NEVER (2) */
-    int fused_untiled; /* fused_untiled: 0 (the default) runs the unstaged fused kernel's
-                        * micro-tiled variant where it applies (float keys and values, at least 8
-                        * queries, no split): keys packed transposed in tiles of 16, scores as
-                        * outer products; 1 keeps the plain unstaged kernel */
+    int fused_untiled; /* fused_untiled: 0 runs the unstaged fused kernel's micro-tiled variant
+                        * where it applies (float keys and values, at least 8 queries, no
+                        * split): keys packed transposed in tiles of 16, scores as outer
+                        * products (the default on PoCL's CPU devices); 1 keeps the plain
+                        * unstaged kernel (the default elsewhere, e.g. Mesa's llvmpipe) */
     uint8_t reserved[52]; /* must be zero */
 } clattn_tuning;
 
