@@ -215,26 +215,25 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
 
 /* ---- the micro-tiled variant (CPUs, float keys and values) ----
  * The same attention for TQ = CLATTN_TILED_QUERIES queries per work-item, with keys packed
- * transposed in tiles of 16 (kt[pair_kv, tile, c, t], zero past nk; clattn_pack_keys_tiled):
+ * transposed in tiles of 16 (kt[pair_kv, tile, c, t], zero past nk; clattn_pack_keys_tiled;
+ * passed as a head view whose rows are tiles):
  * the scores of a tile are TQ 16-wide vectors, s[r] += q[r][c]·kt[tile][c][:] over c, outer
  * products with no horizontal sums; the softmax of a tile runs on those vectors; then
  * acc[r] += p[r][t]·v[t] over the tile's keys. NDRange (ceil(nq / TQ), pairs), any local. */
 #define TQ CLATTN_TILED_QUERIES
 #define TT CLATTN_KEY_TILE
 
-__kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), __global const float *kt,
-                                           ulong kt_off, CLATTN_VIEW_PARAMS(v),
-                                           CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint kv_group,
-                                           uint pairs, uint nq, uint nk, float scale,
-                                           CLATTN_MASK_PARAMS)
+__kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
+                                           CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o),
+                                           uint heads, uint kv_group, uint pairs, uint nq,
+                                           uint nk, float scale, CLATTN_MASK_PARAMS)
 {
     uint first = get_global_id(0) * TQ, bh = get_global_id(1);
     if (first >= nq || bh >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
-    uint kv_heads = heads / kv_group, tiles = (nk + TT - 1) / TT;
-    __global const float *ktb =
-        kt + kt_off + ((ulong)b * kv_heads + h / kv_group) * tiles * DK * TT;
+    /* kt: a head view whose "rows" are tiles (kt_sn = DK·TT floats) */
+    __global const float *ktb = CLATTN_VIEW_ROW(kt, b, h / kv_group, 0);
     __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
 
     float qs[TQ][DK];  /* the queries, pre-scaled; broadcast into the outer products */

@@ -165,24 +165,12 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
                                  CLATTN_OP_OTHER, 0)) ||
         (pack_v && (status = pack(ctx, given, given->dv, scratch, k_floats, &packed.v))))
         return status;
-    cl_ulong kt_off = 0;
-    cl_uint q_heads = (cl_uint)p->heads, pairs = (cl_uint)(p->batch * p->heads);
-    cl_uint group = (cl_uint)clattn__kv_group(p), nq = (cl_uint)p->seq_q, nk = (cl_uint)p->seq_k;
-    float scale = p->scale;
+    size_t tile_floats = given->dk * CLATTN_KEY_TILE, head_floats = tiles * tile_floats;
+    packed.k = (clattn_head_view){scratch, 0, kv_heads * head_floats, head_floats, tile_floats};
     clattn_kernel_args args = {prog->tiled, 0, CL_SUCCESS};
-    clattn__head_view_args(&args, &p->q);
-    CLATTN_ARG(&args, scratch);
-    CLATTN_ARG(&args, kt_off);
-    clattn__head_view_args(&args, &p->v);
-    clattn__head_view_args(&args, &p->out);
-    CLATTN_ARG(&args, q_heads);
-    CLATTN_ARG(&args, group);
-    CLATTN_ARG(&args, pairs);
-    CLATTN_ARG(&args, nq);
-    CLATTN_ARG(&args, nk);
-    CLATTN_ARG(&args, scale);
-    clattn__mask_args(&args, p);
-    size_t global[2] = {(p->seq_q + CLATTN_TILED_QUERIES - 1) / CLATTN_TILED_QUERIES, pairs};
+    common_args(&args, p);
+    size_t global[2] = {(p->seq_q + CLATTN_TILED_QUERIES - 1) / CLATTN_TILED_QUERIES,
+                        p->batch * p->heads};
     size_t local[2] = {prog->wg, 1};
     return count_and_launch(ctx, p, &args, 2, global, local);
 }
