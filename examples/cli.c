@@ -8,14 +8,22 @@
 #include <sys/stat.h>
 
 static const char *program = "clattn";
+static bool usage_quiet;
 
 void cli_set_program(const char *name)
 {
     program = name;
 }
 
+void cli_set_usage_quiet(bool quiet)
+{
+    usage_quiet = quiet;
+}
+
 int usage_error(const char *fmt, ...)
 {
+    if (usage_quiet)
+        return EXIT_USAGE;
     va_list args;
     va_start(args, fmt);
     fprintf(stderr, "%s: ", program);

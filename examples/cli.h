@@ -10,6 +10,9 @@
 
 /* The program's name, put before every message ("encode: ..."). */
 void cli_set_program(const char *name);
+/* Whether usage_error prints (a job's processes other than rank 0 stay quiet: they all see the
+ * same command line). */
+void cli_set_usage_quiet(bool quiet);
 /* Prints "<program>: <message>" and a pointer to --help on stderr; returns EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "<program>: <message>" on stderr; returns EXIT_RUNTIME. */

@@ -9,9 +9,13 @@
 #include <clattn/clattn.h>
 
 #include "cli.h"
+#include "embed_job.h"
+#include "job_comm.h"
+#include "text_lines.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,8 +30,9 @@ typedef struct options {
     const char *device;
     const char *input;  /* NULL: the positional texts */
     const char *output; /* NULL: JSON on stdout */
-    bool json, tokenize, no_normalize;
+    bool json, tokenize, no_normalize, resume, progress;
     size_t max_length, batch_size;
+    uint64_t shard_bytes; /* 0: not given */
     int pooling; /* -1: the model's */
     char **texts;
     size_t text_count;
@@ -39,7 +44,9 @@ static void usage(FILE *out)
             "usage: embed --model DIR [--device SPEC] [--input FILE|-] [--output OUT.npy] "
             "[--json]\n"
             "             [--tokenize] [--max-length N] [--batch-size B] [--pooling mean|cls]\n"
-            "             [--no-normalize] [TEXT ...]\n"
+            "             [--no-normalize] [--shard-size BYTES] [--resume] [--progress]\n"
+            "             [TEXT ...]\n"
+            "       mpirun -np K embed --model DIR --input FILE --output OUT.npy [...]\n"
             "\n"
             "Embeds texts with a sentence-transformers model folder (config.json,\n"
             "model.safetensors, tokenizer.json or vocab.txt, optional sentence_bert_config.json,\n"
@@ -63,17 +70,38 @@ static void usage(FILE *out)
             "  --pooling P        mean or cls (default: the model's 1_Pooling/config.json)\n"
             "  --no-normalize     no L2 normalisation even if the model has a Normalize module\n"
             "\n"
+            "A corpus job: with --input FILE (not -) and --output, the file is embedded in shards\n"
+            "of its bytes, each on its own (so the result does not depend on the number of\n"
+            "processes), into OUT.npy.partial, the finished shards recorded in OUT.npy.progress;\n"
+            "OUT.npy appears only when every shard is done. Under mpirun every rank embeds a\n"
+            "contiguous part of the shards on its own device (--device, else $CLATTN_DEVICE,\n"
+            "else the node's GPUs round-robin by local rank, else the default device) and\n"
+            "writes its rows in place with MPI-IO.\n"
+            "  --shard-size BYTES input bytes per shard (default 1048576); the unit of work and\n"
+            "                     of --resume\n"
+            "  --resume           finish a job that stopped part-way (same input, model and\n"
+            "                     options): the recorded shards are not embedded again\n"
+            "  --progress         a progress line for the whole job on stderr (rank 0), also\n"
+            "                     when stderr is not a terminal\n"
+            "\n"
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
 }
 
 
 
 
+/* A corpus job (embed_job.h): a file in, a .npy out. */
+static bool is_corpus_job(const options *o)
+{
+    return o->input && strcmp(o->input, "-") != 0 && o->output && !o->tokenize;
+}
+
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_MODEL = 256, O_DEVICE, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
-           O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_HELP };
+           O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_SHARD_SIZE, O_RESUME, O_PROGRESS,
+           O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -85,6 +113,9 @@ static int parse_options(int argc, char **argv, options *o)
         {"batch-size", required_argument, NULL, O_BATCH_SIZE},
         {"pooling", required_argument, NULL, O_POOLING},
         {"no-normalize", no_argument, NULL, O_NO_NORMALIZE},
+        {"shard-size", required_argument, NULL, O_SHARD_SIZE},
+        {"resume", no_argument, NULL, O_RESUME},
+        {"progress", no_argument, NULL, O_PROGRESS},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -122,8 +153,20 @@ static int parse_options(int argc, char **argv, options *o)
                 return usage_error("--pooling must be mean or cls, not '%s'", optarg);
             break;
         case O_NO_NORMALIZE: o->no_normalize = true; break;
+        case O_SHARD_SIZE:
+            if (!parse_count(optarg, (unsigned long long)1 << 40, &v) || v == 0)
+                return usage_error("--shard-size needs a positive number of bytes (at most "
+                                   "2^40), not '%s'",
+                                   optarg);
+            o->shard_bytes = v;
+            break;
+        case O_RESUME: o->resume = true; break;
+        case O_PROGRESS: o->progress = true; break;
         case 'h':
-        case O_HELP: usage(stdout); return 0;
+        case O_HELP:
+            if (comm_rank() == 0)
+                usage(stdout);
+            return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -142,6 +185,18 @@ static int parse_options(int argc, char **argv, options *o)
                         o->batch_size || o->device))
         return usage_error("--tokenize only prints token ids: it takes no --output, --json, "
                            "--pooling, --no-normalize, --batch-size or --device");
+    bool job = is_corpus_job(o);
+    if ((o->resume || o->shard_bytes || o->progress) && !job)
+        return usage_error("--resume, --shard-size and --progress are for a corpus job: "
+                           "--input FILE (not -) and --output OUT.npy");
+    if (comm_size() > 1 && !job)
+        return usage_error("under mpirun, embed needs --input FILE (not -) and --output OUT.npy: "
+                           "each of the %d processes embeds a part of the file",
+                           comm_size());
+    int refused = refuse_output_over_inputs(o->output, (const char *const[]){"input"},
+                                            (const char *const[]){o->input}, 1);
+    if (refused >= 0)
+        return refused;
     return -1;
 }
 
@@ -149,7 +204,7 @@ static int parse_options(int argc, char **argv, options *o)
 
 typedef struct text_list {
     char *buffer; /* the whole input (lines are cut into it) */
-    const char **texts;
+    const char **texts; /* [count] */
     size_t *lengths;
     size_t count;
 } text_list;
@@ -216,26 +271,8 @@ static int load_texts(const options *o, text_list *t)
     int rc = read_all(o->input, &t->buffer, &size);
     if (rc)
         return rc;
-    size_t lines = 0;
-    for (size_t i = 0; i < size; i++)
-        lines += t->buffer[i] == '\n';
-    if (size > 0 && t->buffer[size - 1] != '\n')
-        lines++;
-    t->texts = calloc(lines ? lines : 1, sizeof(*t->texts));
-    t->lengths = calloc(lines ? lines : 1, sizeof(*t->lengths));
-    if (!t->texts || !t->lengths)
-        return runtime_error("out of memory for %zu lines", lines);
-    for (size_t start = 0; start < size;) {
-        size_t end = start;
-        while (end < size && t->buffer[end] != '\n')
-            end++;
-        size_t len = end - start;
-        if (end < size && len > 0 && t->buffer[end - 1] == '\r')
-            len--;
-        t->texts[t->count] = t->buffer + start;
-        t->lengths[t->count++] = len;
-        start = end + 1;
-    }
+    if (!split_lines(t->buffer, size, &t->texts, &t->lengths, &t->count))
+        return runtime_error("out of memory for the lines of %zu bytes", size);
     if (t->count == 0)
         return runtime_error("--input: %s holds no text (it is empty)", o->input);
     return 0;
@@ -401,18 +438,44 @@ static int embed(const options *o, const text_list *t)
     return rc;
 }
 
+static int run_corpus_job(const options *o)
+{
+    embed_job_settings settings = {
+        .model = o->model,
+        .device = o->device,
+        .input = o->input,
+        .output = o->output,
+        .max_length = o->max_length,
+        .batch_size = o->batch_size,
+        .pooling = o->pooling,
+        .no_normalize = o->no_normalize,
+        .shard_bytes = o->shard_bytes ? o->shard_bytes : EMBED_JOB_DEFAULT_SHARD_BYTES,
+        .resume = o->resume,
+        .json = o->json,
+        .progress = o->progress,
+    };
+    return embed_job_run(&settings);
+}
+
 int main(int argc, char **argv)
 {
     cli_set_program("embed");
+    char error[512];
+    if (!comm_init(&argc, &argv, error, sizeof(error)))
+        return runtime_error("MPI did not start: %s", error);
+    cli_set_usage_quiet(comm_rank() != 0);
     options o;
     int rc = parse_options(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
-    text_list t;
-    if ((rc = load_texts(&o, &t)) == 0)
-        rc = o.tokenize ? tokenize(&o, &t) : embed(&o, &t);
-    text_list_free(&t);
+    if (rc < 0 && is_corpus_job(&o)) {
+        rc = run_corpus_job(&o);
+    } else if (rc < 0) {
+        text_list t;
+        if ((rc = load_texts(&o, &t)) == 0)
+            rc = o.tokenize ? tokenize(&o, &t) : embed(&o, &t);
+        text_list_free(&t);
+    }
     if (fflush(stdout) != 0 && rc == 0)
         rc = runtime_error("writing to stdout failed: %s", strerror(errno));
+    comm_finalize();
     return rc;
 }

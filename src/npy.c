@@ -674,6 +674,23 @@ static clattn_status write_array(const char *function, const char *path, const v
     return clattn__finish_file(function, path, f, target, temp, ok);
 }
 
+clattn_status clattn_npy_header_f32(char *dst, size_t capacity, int ndim, const size_t *shape,
+                                   size_t *length)
+{
+    static const char *function = "clattn_npy_header_f32";
+    CLATTN_CHECK_ARG(NULL, function, dst && length, "dst or length is NULL");
+    CLATTN_CHECK_ARG(NULL, function, ndim >= 0 && ndim <= CLATTN_NPY_MAX_DIMS,
+                     "ndim is %d; it must be 0 to %d", ndim, CLATTN_NPY_MAX_DIMS);
+    CLATTN_CHECK_ARG(NULL, function, shape || ndim == 0, "shape is NULL but ndim is %d", ndim);
+    char header[512];
+    size_t header_len = build_header(header, sizeof(header), "<f4", ndim, shape);
+    CLATTN_CHECK_ARG(NULL, function, capacity >= header_len,
+                     "capacity is %zu bytes; the header needs %zu", capacity, header_len);
+    memcpy(dst, header, header_len);
+    *length = header_len;
+    return CLATTN_OK;
+}
+
 clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                    const size_t *shape)
 {

@@ -32,6 +32,49 @@ expect 1 "--input: $tmp/missing.txt: cannot open" -- "$embed" --model "$tiny" --
 : >"$tmp/empty.txt"
 expect 1 "holds no text" -- "$embed" --model "$tiny" --input "$tmp/empty.txt"
 
+echo "--- a corpus job in one process (--input FILE --output OUT.npy): shards, failure, resume"
+source "$(dirname "$0")/tiny_corpus.sh"
+make_tiny_embedder "$tmp/tiny" "$golden"
+make_corpus "$tmp/corpus.txt" 160
+job() { "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" "$@"; }
+expect 2 "--resume, --shard-size and --progress are for a corpus job" -- \
+    "$embed" --model "$tmp/tiny" --input - --output "$tmp/x.npy" --resume
+expect 2 "--shard-size needs a positive number of bytes" -- job --output "$tmp/x.npy" --shard-size 0
+expect 2 "is the same file as --input" -- job --output "$tmp/corpus.txt"
+expect 1 "is not a regular file" -- "$embed" --model "$tmp/tiny" --input /dev/null --output "$tmp/x.npy"
+expect 1 "holds no text" -- "$embed" --model "$tmp/tiny" --input "$tmp/empty.txt" --output "$tmp/x.npy"
+# One shard (the default 1 MiB holds the whole corpus): the very bytes of the in-memory path.
+"$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
+expect 0 "" -- job --output "$tmp/one_shard.npy"
+expect 0 "" -- cmp "$tmp/memory.npy" "$tmp/one_shard.npy"
+# Shards of 256 bytes (37 of them), each batched on its own: the same vectors to float rounding.
+expect 0 '"shards": 37, "resumed_shards": 0, "texts": 160' -- job --output "$tmp/ref.npy" --shard-size 256 --json
+expect 0 "" -- "$compare" "$tmp/ref.npy" "$tmp/memory.npy" 1e-5
+if [ -e "$tmp/ref.npy.partial" ] || [ -e "$tmp/ref.npy.progress" ]; then
+    echo "FAIL: a finished job left its .partial or .progress"
+    failures=$((failures + 1))
+fi
+# A failing shard: nothing under the output's name (an older file there stays as it was).
+echo old >"$tmp/out.npy"
+CLATTN_EMBED_FAIL_SHARD=5 expect 1 "failing as CLATTN_EMBED_FAIL_SHARD asks" -- \
+    job --output "$tmp/out.npy" --shard-size 256
+expect 0 "" -- grep -qx old "$tmp/out.npy"
+expect 0 "" -- test -s "$tmp/out.npy.partial" -a -s "$tmp/out.npy.progress"
+expect 1 "add --resume to finish it" -- job --output "$tmp/out.npy" --shard-size 256
+expect 1 "records another job" -- job --output "$tmp/out.npy" --shard-size 256 --batch-size 5 --resume
+# --resume embeds the shards after the failed one only: the same bytes as the job run whole.
+expect 0 '"shards": 37, "resumed_shards": 5,' -- job --output "$tmp/out.npy" --shard-size 256 --resume --json
+expect 0 "" -- cmp "$tmp/out.npy" "$tmp/ref.npy"
+expect 0 "" -- test ! -e "$tmp/out.npy.partial" -a ! -e "$tmp/out.npy.progress"
+# Killed part-way (SIGKILL: no clean-up at all), then resumed.
+CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/killed.npy" --shard-size 256
+expect 0 "" -- test ! -e "$tmp/killed.npy"
+expect 0 '"resumed_shards": 20,' -- job --output "$tmp/killed.npy" --shard-size 256 --resume --json
+expect 0 "" -- cmp "$tmp/killed.npy" "$tmp/ref.npy"
+# --resume with nothing to resume starts afresh.
+expect 0 '"resumed_shards": 0,' -- job --output "$tmp/fresh.npy" --shard-size 256 --resume --json
+expect 0 "" -- cmp "$tmp/fresh.npy" "$tmp/ref.npy"
+
 model_dir=${CLATTN_TEST_MODEL_DIR:-${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2}
 if [ ! -s "$model_dir/tokenizer.json" ]; then
     echo "real model not found at $model_dir: run tools/fetch-model.sh"
@@ -63,6 +106,10 @@ else
     cat "$tmp/stats.json"
     failures=$((failures + 1))
 fi
+# The corpus job on the same lines in two shards: sentence-transformers' rows, in order.
+expect 0 '"count": 48' -- "$embed" --model "$model_dir" --input "$golden/minilm/lines.txt" \
+    --output "$tmp/job.npy" --shard-size 3000 --json
+expect 0 "max abs difference" -- "$compare" "$tmp/job.npy" "$golden/minilm/lines_embeddings.npy" 1e-5
 # Texts as arguments, JSON arrays on stdout: one line per text with 384 numbers.
 out=$("$embed" --model "$model_dir" "A man is eating food." "")
 lines=$(wc -l <<<"$out")

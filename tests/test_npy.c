@@ -124,6 +124,43 @@ static void writes_exactly_what_numpy_writes(void **state)
     }
 }
 
+/* The header alone, as a streaming writer puts it before its rows: numpy's bytes up to the data. */
+static void header_equals_numpys(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        int ndim;
+        size_t shape[CLATTN_NPY_MAX_DIMS];
+        size_t data_bytes;
+    } cases[] = {
+        {"f32_2x3.npy", 2, {2, 3}, 24},
+        {"f32_7.npy", 1, {7}, 28},
+        {"f32_2x1x3x2.npy", 4, {2, 1, 3, 2}, 48},
+        {"f32_empty_pad2.npy", 8, {1, 0, 1000, 1000, 1000, 1000, 1000, 1000}, 0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char header[512];
+        size_t length = 0;
+        assert_int_equal(clattn_npy_header_f32(header, sizeof(header), cases[c].ndim,
+                                               cases[c].shape, &length),
+                         CLATTN_OK);
+        size_t theirs_len;
+        unsigned char *theirs = test_read_file(fixture(cases[c].name), &theirs_len);
+        assert_int_equal(length + cases[c].data_bytes, theirs_len);
+        assert_memory_equal(header, theirs, length);
+        free(theirs);
+    }
+    char small[64];
+    size_t length = 0;
+    assert_status_msg(NULL, clattn_npy_header_f32(small, sizeof(small), 2, (size_t[]){2, 3},
+                                                  &length),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "capacity is 64 bytes; the header needs 128");
+    assert_status_msg(NULL, clattn_npy_header_f32(small, sizeof(small), 9, (size_t[]){2, 3},
+                                                  &length),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "ndim is 9");
+}
+
 static void round_trips_are_bit_exact(void **state)
 {
     (void)state;
@@ -805,6 +842,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(int64_arrays_round_trip),
         cmocka_unit_test(writes_exactly_what_numpy_writes),
+        cmocka_unit_test(header_equals_numpys),
         cmocka_unit_test(round_trips_are_bit_exact),
         cmocka_unit_test(write_failures_are_named_and_leave_no_file),
         cmocka_unit_test(failed_writes_change_nothing),

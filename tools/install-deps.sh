@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs libclattn's build and test dependencies from Debian's packages (Debian 12).
 # Idempotent: when everything is already installed it changes nothing and needs no network.
-# clang-14 and its libFuzzer runtime serve tools/fuzz.sh (the fuzzing step of tools/run-tests.sh).
+# clang-14 and its libFuzzer runtime serve tools/fuzz.sh (the fuzzing step of tools/run-tests.sh);
+# Open MPI lets examples/embed run under mpirun (meson's -Dmpi=auto finds it).
 # Runs apt-get as root (directly, or through sudo when run as another user).
 set -eu
 
@@ -13,6 +14,7 @@ libclblast-dev
 libjansson-dev
 libutf8proc-dev
 libcmocka-dev
+libopenmpi-dev openmpi-bin
 oclgrind
 clang-14 libclang-rt-14-dev
 mesa-opencl-icd libclc-15

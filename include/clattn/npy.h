@@ -124,6 +124,17 @@ CLATTN_API clattn_status clattn_npy_parse_i64(clattn_npy_array **out, const void
 CLATTN_API clattn_status clattn_npy_write_f32(const char *path, const float *data, int ndim,
                                               const size_t *shape);
 
+/*
+ * The bytes clattn_npy_write_f32 writes before the data (magic, version 1.0, header length and
+ * the padded header dictionary) for a C-order float32 array of shape shape[0..ndim-1], for
+ * writers that put the data in place themselves (at byte *length on, in rows of little-endian
+ * floats: pwrite, MPI-IO). Writes them to dst (512 bytes are always enough) and their count to
+ * *length. CLATTN_ERROR_INVALID_ARGUMENT on NULL pointers, an ndim outside 0..8, or a capacity
+ * too small.
+ */
+CLATTN_API clattn_status clattn_npy_header_f32(char *dst, size_t capacity, int ndim,
+                                               const size_t *shape, size_t *length);
+
 /* As clattn_npy_write_f32, for int64 data ('<i8', as np.save writes an int64 array). */
 CLATTN_API clattn_status clattn_npy_write_i64(const char *path, const int64_t *data, int ndim,
                                               const size_t *shape);
