@@ -4,8 +4,10 @@
  * (see clattn_tuning in clattn/context.h).
  *
  * It times candidates inside a real encoder layer (--config PRESET or --model FILE, at
- * --batch x --seq) with OpenCL profiling: the Xgemm parameter sets by the time of the projection
- * and feed-forward GEMMs, then the fused attention variants by the time of the attention kernel.
+ * --batch x --seq) with OpenCL profiling: the GEMM path (the library's CPU GEMM, or CLBlast with
+ * each Xgemm parameter set) by the kernel time of the whole layer, then the fused attention
+ * variants (micro-tiled, plain unstaged, __local-staged) by the time of the attention kernel,
+ * and prints the device's defaults beside what it found.
  */
 #include <clattn/clattn.h>
 
@@ -75,8 +77,10 @@ typedef struct session {
 } session;
 
 /* Runs the layer (one warm-up, then repeat timed passes) and returns the milliseconds per pass
- * spent in kernels whose name starts with `prefix`, or a negative value on error. */
-static double measure(session *s, const char *prefix)
+ * spent in its kernels, or a negative value on error. Every choice is judged by the whole
+ * layer: a variant's own kernel time would leave out what it costs elsewhere (the CPU GEMM
+ * fuses bias and activation; the attention variants pack keys and values differently). */
+static double measure(session *s)
 {
     if (clattn_encoder_forward(s->enc, s->x, s->x, NULL) != CLATTN_OK ||
         clattn_context_finish(s->ctx) != CLATTN_OK || clattn_stats_reset(s->ctx) != CLATTN_OK)
@@ -89,8 +93,7 @@ static double measure(session *s, const char *prefix)
         return -1.0;
     double ms = 0.0;
     for (size_t i = 0; i < stats.kernel_count; i++)
-        if (strncmp(stats.kernels[i].name, prefix, strlen(prefix)) == 0)
-            ms += stats.kernels[i].total_ms;
+        ms += stats.kernels[i].total_ms;
     return ms / s->o->repeat;
 }
 
@@ -103,23 +106,40 @@ static void xgemm_text(const size_t *values, char *text, size_t size)
                                  xgemm_names[i], values[i]);
 }
 
-static int tune_gemm(session *s, char *best, size_t best_size)
+/* The GEMM path: the library's CPU GEMM (gemm_kernel 1), then CLBlast (gemm_kernel 0) with each
+ * Xgemm candidate, by the whole layer's kernel time (the CPU GEMM fuses bias and activation,
+ * which CLBlast leaves to separate kernels). */
+static int tune_gemm(session *s, clattn_tuning *tuning, char *best, size_t best_size)
 {
-    printf("\nCLBlast Xgemm parameters (GEMM time per layer):\n");
+    printf("\nGEMM path (kernel time of the whole layer):\n");
     double best_ms = -1.0;
+    clattn_tuning t = *tuning;
+    t.gemm_kernel = 1;
+    double ms = clattn_context_set_tuning(s->ctx, &t) == CLATTN_OK ? measure(s) : -1.0;
+    if (ms >= 0) {
+        printf("  the library's CPU GEMM: %8.1f ms  <- best so far\n", ms);
+        best_ms = ms;
+        *tuning = t;
+    } else {
+        printf("  the library's CPU GEMM: failed (%s)\n", clattn_last_error(s->ctx));
+    }
+    t.gemm_kernel = 0;
+    if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
+        return fail(s->ctx, "choosing CLBlast");
     size_t count = s->o->quick ? 3 : XGEMM_CANDIDATES;
     for (size_t c = 0; c < count; c++) {
         const size_t *x = xgemm_candidates[c];
         char text[256];
         xgemm_text(x, text, sizeof(text));
-        printf("  MWG %3zu NWG %3zu KWG %2zu MDIMC %2zu NDIMC %2zu VWM %zu VWN %zu SA/SB %zu: ",
+        printf("  CLBlast MWG %3zu NWG %3zu KWG %2zu MDIMC %2zu NDIMC %2zu VWM %zu VWN %zu SA/SB "
+               "%zu: ",
                x[1], x[2], x[3], x[4], x[5], x[9], x[10], x[13]);
         fflush(stdout);
         if (clattn_context_set_gemm_parameters(s->ctx, text) != CLATTN_OK) {
             printf("refused (%s)\n", clattn_last_error(s->ctx));
             continue;
         }
-        double ms = measure(s, "gemm:");
+        ms = measure(s);
         if (ms < 0) {
             printf("failed (%s)\n", clattn_last_error(s->ctx));
             continue;
@@ -127,50 +147,71 @@ static int tune_gemm(session *s, char *best, size_t best_size)
         printf("%8.1f ms%s\n", ms, best_ms < 0 || ms < best_ms ? "  <- best so far" : "");
         if (best_ms < 0 || ms < best_ms) {
             best_ms = ms;
+            *tuning = t;
             snprintf(best, best_size, "%s", text);
         }
     }
     if (best_ms < 0)
         return fail(s->ctx, "no GEMM candidate ran");
-    return clattn_context_set_gemm_parameters(s->ctx, best) == CLATTN_OK
-               ? 0
-               : fail(s->ctx, "applying");
+    if (best[0] && clattn_context_set_gemm_parameters(s->ctx, best) != CLATTN_OK)
+        return fail(s->ctx, "applying");
+    return clattn_context_set_tuning(s->ctx, tuning) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
 }
 
+/* Times one attention variant; keeps it in *best when it is the fastest so far. */
+static void try_attention(session *s, const clattn_tuning *t, clattn_tuning *best, double *best_ms)
+{
+    if (clattn_context_set_tuning(s->ctx, t) != CLATTN_OK)
+        return;
+    double ms = measure(s);
+    if (ms < 0)
+        return;
+    if (!t->fused_local && !t->fused_untiled)
+        printf("  micro-tiled            wg %3zu: ", t->fused_wg);
+    else
+        printf("  local %d qpw %zu tk %2zu wg %3zu: ", t->fused_local, t->fused_qpw, t->fused_tk,
+               t->fused_wg);
+    printf("%8.1f ms%s\n", ms, *best_ms < 0 || ms < *best_ms ? "  <- best so far" : "");
+    if (*best_ms < 0 || ms < *best_ms) {
+        *best_ms = ms;
+        *best = *t;
+    }
+}
+
+/* The fused attention variants: the micro-tiled kernel (fused_untiled 0) by work-group size,
+ * the plain unstaged kernel (fused_untiled 1) by queries per work-item, key block and
+ * work-group size, and where __local memory is on chip the staged kernel. */
 static int tune_attention(session *s, clattn_tuning *best)
 {
-    printf("\nfused attention variants (attention kernel time per layer):\n");
+    printf("\nfused attention variants (kernel time of the whole layer):\n");
     clattn_device_info info;
     clattn_context_device_info(s->ctx, &info);
     static const size_t qpws[] = {1, 2, 4, 8}, tks[] = {4, 8, 16}, wgs[] = {1, 4, 8, 16, 32, 64};
     static const size_t local_tks[] = {16, 32, 64}, local_wgs[] = {32, 64, 128, 256};
     double best_ms = -1.0;
+    const clattn_tuning start = *best;
+    for (size_t c = 0; c < 6; c++) {
+        clattn_tuning t = start;
+        t.fused_local = 0;
+        t.fused_untiled = 0;
+        t.fused_wg = wgs[c];
+        if (t.fused_wg <= info.max_work_group_size && !(s->o->quick && c % 2 == 1))
+            try_attention(s, &t, best, &best_ms);
+    }
     /* Staging through __local memory only costs where it is global memory (CPUs). */
     for (int local = 0; local <= (info.local_mem_is_global ? 0 : 1); local++) {
         size_t nq = local ? 1 : (s->o->quick ? 2 : 4), nt = 3, nw = local ? 4 : 6;
         for (size_t a = 0; a < nq; a++)
             for (size_t b = 0; b < nt; b++)
                 for (size_t c = 0; c < nw; c++) {
-                    clattn_tuning t = *best;
+                    clattn_tuning t = start;
                     t.fused_local = local;
+                    t.fused_untiled = 1;
                     t.fused_qpw = local ? 1 : qpws[s->o->quick ? a + 2 : a];
                     t.fused_tk = local ? local_tks[b] : tks[b];
                     t.fused_wg = local ? local_wgs[c] : wgs[c];
-                    if (t.fused_wg > info.max_work_group_size ||
-                        (s->o->quick && c % 2 == 1))
-                        continue;
-                    if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
-                        continue;
-                    double ms = measure(s, "fused_attention");
-                    if (ms < 0)
-                        continue;
-                    printf("  local %d qpw %zu tk %2zu wg %3zu: %8.1f ms%s\n", local, t.fused_qpw,
-                           t.fused_tk, t.fused_wg, ms,
-                           best_ms < 0 || ms < best_ms ? "  <- best so far" : "");
-                    if (best_ms < 0 || ms < best_ms) {
-                        best_ms = ms;
-                        *best = t;
-                    }
+                    if (t.fused_wg <= info.max_work_group_size && !(s->o->quick && c % 2 == 1))
+                        try_attention(s, &t, best, &best_ms);
                 }
     }
     if (best_ms < 0)
@@ -219,13 +260,23 @@ static int run(const options *o)
     }
     printf("shape [%zu, %zu, %zu], %zu heads, d_ff %zu\n", o->batch, o->seq, cfg.d_model,
            cfg.nhead, cfg.dim_feedforward);
-    clattn_tuning best;
+    clattn_tuning best, defaults;
     clattn_context_get_tuning(s.ctx, &best);
+    defaults = best;
     char best_gemm[256] = "";
-    if ((rc = tune_gemm(&s, best_gemm, sizeof(best_gemm))) || (rc = tune_attention(&s, &best)))
+    double default_ms = measure(&s);
+    if ((rc = tune_gemm(&s, &best, best_gemm, sizeof(best_gemm))) ||
+        (rc = tune_attention(&s, &best)))
         goto done;
-    printf("\nbest: fused local %d qpw %zu tk %zu wg %zu; Xgemm %s\n", best.fused_local,
-           best.fused_qpw, best.fused_tk, best.fused_wg, best_gemm);
+    double best_ms = measure(&s);
+    printf("\ndefaults: gemm_kernel %d, fused untiled %d local %d qpw %zu tk %zu wg %zu: "
+           "%.1f ms per layer\n",
+           defaults.gemm_kernel, defaults.fused_untiled, defaults.fused_local, defaults.fused_qpw,
+           defaults.fused_tk, defaults.fused_wg, default_ms);
+    printf("best:     gemm_kernel %d, fused untiled %d local %d qpw %zu tk %zu wg %zu: "
+           "%.1f ms per layer%s%s\n",
+           best.gemm_kernel, best.fused_untiled, best.fused_local, best.fused_qpw, best.fused_tk,
+           best.fused_wg, best_ms, best_gemm[0] ? "; Xgemm " : "", best_gemm);
     if (o->dry_run) {
         printf("(--dry-run: nothing stored)\n");
     } else if (clattn_tuning_cache_store(s.ctx, &best, best_gemm) != CLATTN_OK) {
@@ -258,8 +309,8 @@ int main(int argc, char **argv)
         if (c == 'b' || c == 'n' || c == 'r') {
             v = strtoull(optarg, &end, 10);
             if (*end || v == 0 || v > (1u << 24) || optarg[0] == '-') {
-                fprintf(stderr, "tune: %s needs a positive integer, not '%s'\n", argv[optind - 1],
-                        optarg);
+                fprintf(stderr, "tune: --%s needs a positive integer, not '%s'\n",
+                        c == 'b' ? "batch" : c == 'n' ? "seq" : "repeat", optarg);
                 return 2;
             }
         }

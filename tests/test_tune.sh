@@ -1,0 +1,50 @@
+#!/bin/bash
+# examples/tune end to end on a small layer: usage errors (exit 2); --quick --dry-run times the
+# GEMM paths and the attention variants, prints the device's defaults and the best, stores
+# nothing; without --dry-run the best lands in the tuning cache, which a new run reads back.
+# usage: test_tune.sh TUNE
+set -u
+tune=$1
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-tune.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/expect.sh"
+export CLATTN_TUNING_CACHE=$tmp/tuning.json
+
+expect 2 "--batch needs a positive integer" -- "$tune" --batch 0
+expect 2 "unexpected argument" -- "$tune" extra
+small=(--config base --batch 1 --seq 24 --repeat 1 --quick)
+expect 0 "the library's CPU GEMM:" -- "$tune" "${small[@]}" --dry-run
+out=$("$tune" "${small[@]}" --dry-run 2>&1)
+if grep -q "micro-tiled *wg" <<<"$out" && grep -q "local 0 qpw [48] tk" <<<"$out" &&
+    grep -q "^defaults: gemm_kernel [01], fused untiled [01]" <<<"$out" &&
+    grep -q "^best: *gemm_kernel [01], fused untiled [01] .* ms per layer" <<<"$out" &&
+    grep -q "nothing stored" <<<"$out" && [ ! -e "$CLATTN_TUNING_CACHE" ]; then
+    echo "ok:   --dry-run: both GEMM paths and attention variants timed, defaults and best printed, no cache"
+else
+    echo "FAIL: --dry-run output:"
+    sed 's/^/    /' <<<"$out" | head -40
+    failures=$((failures + 1))
+fi
+# Storing: the best lands in the cache, and a new run (a new context) starts from it.
+config() { sed -n "s/^$1: *\(gemm_kernel [01], fused untiled [01] local [01] qpw [0-9]* tk [0-9]* wg [0-9]*\).*/\1/p"; }
+out=$("$tune" "${small[@]}" 2>&1)
+best=$(config best <<<"$out")
+if grep -q "stored in $CLATTN_TUNING_CACHE" <<<"$out" && grep -q '"gemm_kernel"' "$CLATTN_TUNING_CACHE" &&
+    grep -q '"fused_untiled"' "$CLATTN_TUNING_CACHE"; then
+    echo "ok:   stored in the cache: $best"
+else
+    echo "FAIL: nothing stored, or the cache lacks gemm_kernel or fused_untiled:"
+    sed 's/^/    /' <<<"$out" | tail -5
+    cat "$CLATTN_TUNING_CACHE"
+    failures=$((failures + 1))
+fi
+again=$(config defaults <<<"$("$tune" "${small[@]}" --dry-run 2>&1)")
+if [ -n "$best" ] && [ "$again" = "$best" ]; then
+    echo "ok:   a new run starts from the stored tuning"
+else
+    echo "FAIL: a new run's defaults '$again' are not the stored best '$best'"
+    failures=$((failures + 1))
+fi
+
+echo "--- $failures failure(s)"
+[ "$failures" -eq 0 ]
