@@ -92,6 +92,10 @@ static void defaults_follow_the_device(void **state)
     assert_true(t.fused_wg <= info.max_work_group_size);
     assert_int_equal(t.split_keys, CLATTN_SPLIT_KEYS_AUTO);
     assert_int_equal(t.fused_untiled, !t.gemm_kernel); /* tiled where the CPU GEMM is: PoCL */
+    /* Groups of one on PoCL's CPUs (it loops over a group's items); SIMD-lane groups on other
+     * CPU implementations (llvmpipe). */
+    if (info.local_mem_is_global)
+        assert_int_equal(t.fused_wg, t.gemm_kernel ? 1 : 32);
     clattn_context_destroy(&ctx);
 }
 
