@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *program = "clattn";
 static bool usage_quiet;
@@ -58,6 +59,13 @@ bool parse_count(const char *text, unsigned long long max, unsigned long long *o
         return false;
     *out = v;
     return true;
+}
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void print_json_string(const char *s)

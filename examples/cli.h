@@ -27,6 +27,8 @@ bool parse_count(const char *text, unsigned long long max, unsigned long long *o
  * usage_error's status. */
 int refuse_output_over_inputs(const char *output, const char *const *names,
                               const char *const *paths, int count);
+/* Seconds on the monotonic clock (for durations). */
+double cli_now_s(void);
 /* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */
 void print_json_string(const char *s);
 

@@ -15,13 +15,12 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 
@@ -336,17 +335,10 @@ typedef struct progress {
     double start;
 } progress;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void show_progress(void *user, size_t done, size_t total)
 {
     progress *p = user;
-    double elapsed = now_s() - p->start;
+    double elapsed = cli_now_s() - p->start;
     int width = 30, filled = total ? (int)((double)width * (double)done / (double)total) : width;
     fprintf(stderr, "\r[%.*s%*s] %zu/%zu texts, %.0f texts/s", filled,
             "==============================", width - filled, "", done, total,
@@ -367,14 +359,14 @@ static int embed(const options *o, const text_list *t)
     clattn_sentence_model *model = NULL;
     clattn_sentence_model_info info;
     int rc = 0;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (clattn_sentence_model_load(ctx, &model, o->model) != CLATTN_OK ||
         clattn_sentence_model_get_info(model, &info) != CLATTN_OK) {
         rc = runtime_error("--model: %s", clattn_last_error(ctx));
         clattn_context_destroy(&ctx);
         return rc;
     }
-    double load_s = now_s() - t0;
+    double load_s = cli_now_s() - t0;
     size_t d = info.hidden_size;
     float *out = NULL;
     if (t->count > (size_t)-1 / sizeof(float) / d || !(out = malloc(t->count * d * sizeof(float))))
@@ -386,17 +378,17 @@ static int embed(const options *o, const text_list *t)
     params.pooling = o->pooling;
     if (o->no_normalize)
         params.normalize = 0;
-    progress bar = {now_s()};
+    progress bar = {cli_now_s()};
     if (isatty(2) && t->count >= 256) {
         params.progress = show_progress;
         params.progress_user_data = &bar;
     }
     size_t tokens = 0;
-    double start = now_s();
+    double start = cli_now_s();
     if (!rc && clattn_sentence_model_embed(model, t->texts, t->lengths, t->count, out, &params,
                                            &tokens) != CLATTN_OK)
         rc = runtime_error("%s", clattn_last_error(ctx));
-    double seconds = now_s() - start;
+    double seconds = cli_now_s() - start;
     if (!rc && o->output &&
         clattn_npy_write_f32(o->output, out, 2, (size_t[]){t->count, d}) != CLATTN_OK)
         rc = runtime_error("--output: %s", clattn_last_error(NULL));

@@ -74,13 +74,6 @@ typedef struct job {
     rank_stats stats;
 } job;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* This process's first error since the last all_succeeded (printed there). */
 static char pending_error[2048];
 
@@ -430,13 +423,13 @@ static int embed_shard(job *j, uint64_t s, float **rows, uint64_t *lines)
     params.pooling = j->s->pooling;
     if (j->s->no_normalize)
         params.normalize = 0;
-    double start = now_s();
+    double start = cli_now_s();
     if (!rc && clattn_sentence_model_embed(j->model, texts, lengths, count, *rows, &params,
                                            &tokens) != CLATTN_OK)
         rc = local_error("lines %" PRIu64 "-%" PRIu64 " (texts[i] is line %" PRIu64 " + i): %s",
                          first_line, first_line + count - 1, first_line,
                          clattn_last_error(j->ctx));
-    j->stats.seconds += now_s() - start;
+    j->stats.seconds += cli_now_s() - start;
     if (!rc)
         j->stats.texts += count, j->stats.tokens += tokens, j->stats.shards++;
     free(bytes), free(texts), free(lengths);
@@ -475,7 +468,7 @@ static int run_rounds(job *j, double *seconds)
             resumed_rows += j->rows_before[s + 1] - j->rows_before[s];
     int rounds = comm_max_int((int)count), failed = 0;
     bool show = comm_rank() == 0 && (j->s->progress || isatty(2));
-    double start = now_s(), shown = start;
+    double start = cli_now_s(), shown = start;
     size_t row_bytes = j->hidden * sizeof(float);
     char error[1024];
     for (int round = 0; round < rounds && !failed; round++) {
@@ -498,14 +491,14 @@ static int run_rounds(job *j, double *seconds)
         free(rows);
         failed = !all_succeeded(rc);
         uint64_t fresh = comm_sum_u64(j->stats.texts);
-        double now = now_s();
+        double now = cli_now_s();
         bool last = round + 1 == rounds;
         if (show && (now - shown >= 1.0 || last || failed)) {
             show_progress(j, resumed_rows + fresh, fresh, now - start, last || failed);
             shown = now;
         }
     }
-    *seconds = comm_max_double(now_s() - start);
+    *seconds = comm_max_double(cli_now_s() - start);
     free(pending);
     return failed;
 }
@@ -587,7 +580,7 @@ int embed_job_run(const embed_job_settings *settings)
     job j = {.s = settings, .fd = -1};
     int rc = 1;
     bool resumed = false;
-    double load_start = now_s(), load_s = 0, seconds = 0;
+    double load_start = cli_now_s(), load_s = 0, seconds = 0;
     if (!all_succeeded(open_input(&j)))
         goto done; /* every process saw the same problem; only rank 0 need say it, but each
                       names its own file (they may differ across nodes) */
@@ -602,7 +595,7 @@ int embed_job_run(const embed_job_settings *settings)
         goto done;
     if (!all_succeeded(open_model(&j)) || plan_shards(&j) != 0)
         goto done;
-    load_s = comm_max_double(now_s() - load_start);
+    load_s = comm_max_double(cli_now_s() - load_start);
     size_t shape[2] = {(size_t)j.rows_before[j.shards], j.hidden};
     if (clattn_npy_header_f32(j.npy_header, sizeof(j.npy_header), 2, shape, &j.header_bytes) !=
         CLATTN_OK) { /* cannot fail with two dimensions and 512 bytes; the same on every process */
