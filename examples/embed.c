@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -192,6 +193,9 @@ static int parse_options(int argc, char **argv, options *o)
         return usage_error("under mpirun, embed needs --input FILE (not -) and --output OUT.npy: "
                            "each of the %d processes embeds a part of the file",
                            comm_size());
+    struct stat out;
+    if (job && stat(o->output, &out) == 0 && S_ISDIR(out.st_mode))
+        return usage_error("--output %s is a directory; give the .npy file's path", o->output);
     int refused = refuse_output_over_inputs(o->output, (const char *const[]){"input"},
                                             (const char *const[]){o->input}, 1);
     if (refused >= 0)

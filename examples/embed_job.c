@@ -550,7 +550,8 @@ static char *with_suffix(const char *path, const char *suffix)
 static int open_input(job *j)
 {
     struct stat st;
-    j->fd = open(j->s->input, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below). */
+    j->fd = open(j->s->input, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (j->fd < 0)
         return local_error("--input: %s: cannot open: %s", j->s->input, strerror(errno));
     if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode))

@@ -43,6 +43,9 @@ expect 2 "--shard-size needs a positive number of bytes" -- job --output "$tmp/x
 expect 2 "is the same file as --input" -- job --output "$tmp/corpus.txt"
 expect 1 "is not a regular file" -- "$embed" --model "$tmp/tiny" --input /dev/null --output "$tmp/x.npy"
 expect 1 "holds no text" -- "$embed" --model "$tmp/tiny" --input "$tmp/empty.txt" --output "$tmp/x.npy"
+mkfifo "$tmp/fifo"
+expect 1 "is not a regular file" -- timeout 60 "$embed" --model "$tmp/tiny" --input "$tmp/fifo" --output "$tmp/x.npy"
+expect 2 "is a directory" -- job --output "$tmp"
 # One shard (the default 1 MiB holds the whole corpus): the very bytes of the in-memory path.
 "$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
 expect 0 "" -- job --output "$tmp/one_shard.npy"
