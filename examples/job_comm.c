@@ -84,30 +84,33 @@ const char *comm_node_name(void) { return node_name; }
 
 /* ---- collectives ---- */
 
+#ifdef CLATTN_HAVE_MPI
+/* One value reduced in place over all ranks. */
+static void allreduce(void *value, MPI_Datatype type, MPI_Op op)
+{
+    if (use_mpi)
+        MPI_Allreduce(MPI_IN_PLACE, value, 1, type, op, MPI_COMM_WORLD);
+}
+#define ALLREDUCE(value, type, op) allreduce(&(value), type, op)
+#else
+#define ALLREDUCE(value, type, op) ((void)0)
+#endif
+
 int comm_max_int(int value)
 {
-#ifdef CLATTN_HAVE_MPI
-    if (use_mpi)
-        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-#endif
+    ALLREDUCE(value, MPI_INT, MPI_MAX);
     return value;
 }
 
 uint64_t comm_sum_u64(uint64_t value)
 {
-#ifdef CLATTN_HAVE_MPI
-    if (use_mpi)
-        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-#endif
+    ALLREDUCE(value, MPI_UINT64_T, MPI_SUM);
     return value;
 }
 
 double comm_max_double(double value)
 {
-#ifdef CLATTN_HAVE_MPI
-    if (use_mpi)
-        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-#endif
+    ALLREDUCE(value, MPI_DOUBLE, MPI_MAX);
     return value;
 }
 

@@ -11,12 +11,13 @@
  */
 #include <clattn/clattn.h>
 
+#include "cli.h"
+
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct options {
     const char *device, *preset, *model;
@@ -78,13 +79,6 @@ typedef struct session {
     clattn_tensor *x;
 } session;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Runs the layer (one warm-up pass, then `repeat` timed ones) and returns the fastest pass's
  * wall-clock milliseconds (launches and waits included), or a negative value on error. Every
  * choice is judged by the whole layer: a variant's own kernel would leave out what it costs
@@ -98,11 +92,11 @@ static double measure(session *s)
         return -1.0;
     double best = -1.0;
     for (unsigned i = 0; i < s->o->repeat; i++) {
-        double start = now_ms();
+        double start = cli_now_s();
         if (clattn_encoder_forward(s->enc, s->x, s->x, NULL) != CLATTN_OK ||
             clattn_context_finish(s->ctx) != CLATTN_OK)
             return -1.0;
-        double ms = now_ms() - start;
+        double ms = (cli_now_s() - start) * 1e3;
         if (best < 0 || ms < best)
             best = ms;
     }
