@@ -2,6 +2,7 @@
 #include "errors.h"
 #include "file_io.h"
 #include "hf_model.h"
+#include "shape.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -172,65 +173,137 @@ static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char
     return t;
 }
 
+/* The encoder's PyTorch names and BERT's. */
+static const struct {
+    const char *ours, *bert;
+} fixed_names[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
+    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
+    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
+};
+static const struct {
+    const char *ours, *bert; /* after "layers.<n>." and "encoder.layer.<n>." */
+} layer_names[] = {
+    {"self_attn.out_proj.weight", "attention.output.dense.weight"},
+    {"self_attn.out_proj.bias", "attention.output.dense.bias"},
+    {"norm1.weight", "attention.output.LayerNorm.weight"},
+    {"norm1.bias", "attention.output.LayerNorm.bias"},
+    {"linear1.weight", "intermediate.dense.weight"},
+    {"linear1.bias", "intermediate.dense.bias"},
+    {"linear2.weight", "output.dense.weight"},
+    {"linear2.bias", "output.dense.bias"},
+    {"norm2.weight", "output.LayerNorm.weight"},
+    {"norm2.bias", "output.LayerNorm.bias"},
+};
+
+/* BERT's names (without the file's prefix) of one of the encoder's tensors: one, or three for
+ * in_proj_weight / in_proj_bias (query, key, value, packed by pack_qkv); 0 for a name BERT has no
+ * tensor for. *packed_layer and *what say which packed tensor. */
+static int bert_names(const char *ours, char bert[3][256], size_t *packed_layer,
+                      const char **what)
+{
+    for (size_t i = 0; i < sizeof(fixed_names) / sizeof(fixed_names[0]); i++)
+        if (strcmp(ours, fixed_names[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "%s", fixed_names[i].bert);
+            return 1;
+        }
+    size_t layer;
+    int used = 0;
+    if (sscanf(ours, "layers.%zu.%n", &layer, &used) != 1 || used == 0)
+        return 0;
+    const char *rest = ours + used;
+    if (strcmp(rest, "self_attn.in_proj_weight") == 0 ||
+        strcmp(rest, "self_attn.in_proj_bias") == 0) {
+        static const char *const parts[3] = {"query", "key", "value"};
+        *packed_layer = layer;
+        *what = strcmp(rest, "self_attn.in_proj_weight") == 0 ? "weight" : "bias";
+        for (int i = 0; i < 3; i++)
+            snprintf(bert[i], sizeof(bert[i]), "encoder.layer.%zu.attention.self.%s.%s", layer,
+                     parts[i], *what);
+        return 3;
+    }
+    for (size_t i = 0; i < sizeof(layer_names) / sizeof(layer_names[0]); i++)
+        if (strcmp(rest, layer_names[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "encoder.layer.%zu.%s", layer, layer_names[i].bert);
+            return 1;
+        }
+    return 0;
+}
+
 /* Maps the encoder's PyTorch names onto BERT's. */
 static const clattn_host_tensor *lookup(void *user, const char *name)
 {
     hf_lookup *l = user;
-    static const struct {
-        const char *ours, *bert;
-    } fixed[] = {
-        {"embedding.weight", "embeddings.word_embeddings.weight"},
-        {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
-        {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
-        {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
-        {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
-    };
-    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-        if (strcmp(name, fixed[i].ours) == 0)
-            return find(l, fixed[i].bert);
-    static const struct {
-        const char *ours, *bert;
-    } per_layer[] = {
-        {"self_attn.out_proj.weight", "attention.output.dense.weight"},
-        {"self_attn.out_proj.bias", "attention.output.dense.bias"},
-        {"norm1.weight", "attention.output.LayerNorm.weight"},
-        {"norm1.bias", "attention.output.LayerNorm.bias"},
-        {"linear1.weight", "intermediate.dense.weight"},
-        {"linear1.bias", "intermediate.dense.bias"},
-        {"linear2.weight", "output.dense.weight"},
-        {"linear2.bias", "output.dense.bias"},
-        {"norm2.weight", "output.LayerNorm.weight"},
-        {"norm2.bias", "output.LayerNorm.bias"},
-    };
-    size_t layer;
-    int used = 0;
-    if (sscanf(name, "layers.%zu.%n", &layer, &used) != 1 || used == 0)
-        return NULL;
-    const char *rest = name + used;
-    if (strcmp(rest, "self_attn.in_proj_weight") == 0)
-        return pack_qkv(l, layer, "weight", 0);
-    if (strcmp(rest, "self_attn.in_proj_bias") == 0)
-        return pack_qkv(l, layer, "bias", 1);
-    for (size_t i = 0; i < sizeof(per_layer) / sizeof(per_layer[0]); i++)
-        if (strcmp(rest, per_layer[i].ours) == 0) {
-            char bert[256];
-            snprintf(bert, sizeof(bert), "encoder.layer.%zu.%s", layer, per_layer[i].bert);
-            return find(l, bert);
-        }
+    char bert[3][256];
+    size_t layer = 0;
+    const char *what = NULL;
+    int count = bert_names(name, bert, &layer, &what);
+    if (count == 3)
+        return pack_qkv(l, layer, what, strcmp(what, "weight") == 0 ? 0 : 1);
+    return count == 1 ? find(l, bert[0]) : NULL;
+}
+
+/* The dtype of a tensor the file holds in a dtype that is not read (left out), or NULL. */
+static const char *left_out_dtype(const clattn_safetensors *st, const char *name)
+{
+    for (size_t i = 0; i < st->left_out_count; i++)
+        if (strcmp(st->left_out[i].name, name) == 0)
+            return st->left_out[i].dtype;
     return NULL;
 }
 
-/* BERT's name of one of our tensors, for messages about a tensor the file lacks. */
-static void bert_name(const char *ours, char *out, size_t size)
+/* What to add to the message about the encoder's tensor `ours` that the lookup did not give: its
+ * name in the file, or, when the file holds it in a dtype that is not read, that dtype. Writes
+ * into message (whole) or extra (appended). */
+static void explain_missing(const hf_lookup *l, const char *ours, char *message, size_t size,
+                            char *extra, size_t extra_size)
 {
-    size_t layer;
-    int used = 0;
-    snprintf(out, size, "%s", ours);
-    if (sscanf(ours, "layers.%zu.%n", &layer, &used) == 1 && used > 0 && strstr(ours, "in_proj"))
-        snprintf(out, size, "encoder.layer.%zu.attention.self.{query,key,value}.%s", layer,
-                 strstr(ours, "weight") ? "weight" : "bias");
-    else if (strcmp(ours, "embedding.weight") == 0)
-        snprintf(out, size, "embeddings.word_embeddings.weight");
+    char bert[3][256];
+    size_t layer = 0;
+    const char *what = NULL;
+    int count = bert_names(ours, bert, &layer, &what);
+    for (int i = 0; i < count; i++) {
+        char full[272];
+        snprintf(full, sizeof(full), "%.8s%.255s", l->prefix, bert[i]);
+        const char *dtype = left_out_dtype(l->st, full);
+        if (dtype) {
+            snprintf(message, size, "tensor %s is %.16s, expected F32 (or F16, BF16)", full,
+                     dtype);
+            return;
+        }
+    }
+    if (count == 3)
+        snprintf(extra, extra_size, " (in this file: %sencoder.layer.%zu.attention.self."
+                 "{query,key,value}.%s)", l->prefix, layer, what);
+    else if (count == 1)
+        snprintf(extra, extra_size, " (in this file: %s%s)", l->prefix, bert[0]);
+}
+
+/* config.json's num_hidden_layers against the layers the file's tensor names hold. */
+static clattn_status check_layer_count(const hf_lookup *l, const char *path, size_t num_layers)
+{
+    const clattn_safetensors *st = l->st;
+    size_t n = st->tensor_count + st->left_out_count, found = 0;
+    size_t *numbers = malloc((n ? n : 1) * sizeof(*numbers));
+    if (!numbers)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%sencoder.layer.", l->prefix);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = i < st->tensor_count ? st->tensors[i].name
+                                                : st->left_out[i - st->tensor_count].name;
+        found += clattn__layer_number(name, prefix, &numbers[found]);
+    }
+    char held[160];
+    bool exact = clattn__layers_are(numbers, found, num_layers, held, sizeof(held));
+    free(numbers);
+    if (exact)
+        return CLATTN_OK;
+    return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                           "config.json's num_hidden_layers is %zu but the file holds %s (%s<n>.*)",
+                           num_layers, held, prefix);
 }
 
 clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir)
@@ -248,15 +321,19 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir)
     if (!clattn_safetensors_find(st, "embeddings.word_embeddings.weight") &&
         clattn_safetensors_find(st, "bert.embeddings.word_embeddings.weight"))
         l.prefix = "bert.";
-    status = clattn_encoder_load_weights(enc, lookup, &l);
-    if (status != CLATTN_OK) {
-        /* Name the file and, for a missing tensor, its name in the file. */
-        char message[1024], name[256], extra[320] = "";
+    clattn_encoder_config cfg;
+    if (!(status = clattn_encoder_get_config(enc, &cfg)) &&
+        !(status = check_layer_count(&l, path, cfg.num_layers)) &&
+        (status = clattn_encoder_load_weights(enc, lookup, &l)) != CLATTN_OK) {
+        /* Name the file and, for a missing tensor, its name in the file or its dtype. */
+        char message[1024], extra[400] = "";
         snprintf(message, sizeof(message), "%s", clattn_last_error(NULL));
         const char *missing = strstr(message, "missing tensor ");
         if (missing) {
-            bert_name(missing + strlen("missing tensor "), name, sizeof(name));
-            snprintf(extra, sizeof(extra), " (in this file: %s%s)", l.prefix, name);
+            char ours[256];
+            snprintf(ours, sizeof(ours), "%s", missing + strlen("missing tensor "));
+            ours[strcspn(ours, " ")] = '\0'; /* the name ends the message or a space does */
+            explain_missing(&l, ours, message, sizeof(message), extra, sizeof(extra));
         }
         status = clattn__fail_in(fn, path, status, "%s%s", message, extra);
     }

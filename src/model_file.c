@@ -1,5 +1,6 @@
 /* Loading an encoder from a safetensors model file (format: clattn/encoder.h). */
 #include "encoder_internal.h"
+#include "shape.h"
 #include "clattn/safetensors.h"
 
 #include <errno.h>
@@ -121,6 +122,26 @@ static clattn_status read_config(model_file *m, clattn_encoder_config *c)
     return CLATTN_OK;
 }
 
+/* The metadata's num_layers against the layers the tensor names hold ("layers.<n>."): a model
+ * with more or fewer layers than it says is another model. */
+static clattn_status check_layer_count(model_file *m, size_t num_layers)
+{
+    size_t n = m->st->tensor_count, found = 0;
+    size_t *numbers = malloc((n ? n : 1) * sizeof(*numbers));
+    if (!numbers)
+        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t i = 0; i < n; i++)
+        found += clattn__layer_number(m->st->tensors[i].name, "layers.", &numbers[found]);
+    char held[160];
+    bool exact = clattn__layers_are(numbers, found, num_layers, held, sizeof(held));
+    free(numbers);
+    if (exact)
+        return CLATTN_OK;
+    return clattn__fail(m->ctx, CLATTN_ERROR_FORMAT,
+                        "%s: %s: metadata num_layers is %zu but the file holds %s", fn, m->path,
+                        num_layers, held);
+}
+
 static const clattn_host_tensor *lookup(void *user, const char *name)
 {
     model_file *m = user;
@@ -178,7 +199,8 @@ clattn_status clattn_encoder_load_file(clattn_context *ctx, clattn_encoder **out
 
     clattn_encoder_config cfg;
     clattn_encoder *enc = NULL;
-    if (!(status = read_config(&m, &cfg)) && !(status = prepare_lookup(&m))) {
+    if (!(status = read_config(&m, &cfg)) && !(status = check_layer_count(&m, cfg.num_layers)) &&
+        !(status = prepare_lookup(&m))) {
         /* These messages name the tensor or setting, not the file: add it. */
         if ((status = clattn_encoder_create(ctx, &enc, &cfg)) ||
             (status = clattn_encoder_load_weights(enc, lookup, &m)))

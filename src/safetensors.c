@@ -134,8 +134,13 @@ void clattn_safetensors_destroy(clattn_safetensors **st)
         free(s->metadata[i].key);
         free(s->metadata[i].value);
     }
+    for (size_t i = 0; s->left_out && i < s->left_out_count; i++) {
+        free(s->left_out[i].name);
+        free(s->left_out[i].dtype);
+    }
     free(s->tensors);
     free(s->metadata);
+    free(s->left_out);
     free(s);
     *st = NULL;
 }
@@ -235,6 +240,7 @@ typedef struct st_entry {
     const char *name; /* the JSON's key */
     size_t position;  /* among the JSON's keys, for a stable order */
     clattn_safetensors_dtype dtype; /* ST_OTHER: checked, then left out */
+    const char *dtype_text;         /* as in the JSON */
     size_t itemsize;
     int ndim;
     size_t shape[CLATTN_SAFETENSORS_MAX_DIMS];
@@ -343,7 +349,8 @@ static clattn_status parse_entry(const st_source *src, const char *name, const j
                            "tensor '%s': \"%s\" is %s, not %s", shown, fields[f],
                            json_kind(values[f]), f == 0 ? "a string" : "an array");
     }
-    clattn_status status = parse_dtype(src, shown, json_string_value(values[0]), &entry->dtype);
+    entry->dtype_text = json_string_value(values[0]);
+    clattn_status status = parse_dtype(src, shown, entry->dtype_text, &entry->dtype);
     if (status == CLATTN_OK)
         status = parse_shape(src, shown, values[1], entry);
     if (status == CLATTN_OK)
@@ -447,6 +454,27 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     size_t kept = 0;
     for (size_t i = 0; i < count; i++)
         kept += entries[i].dtype != ST_OTHER;
+    if (kept < count) { /* the names and dtypes of the tensors left out */
+        st->left_out = calloc(count - kept, sizeof(*st->left_out));
+        if (!st->left_out) {
+            clattn_safetensors_destroy(&st);
+            return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                           "cannot allocate %zu tensors left out", count - kept);
+        }
+        st->left_out_count = count - kept;
+        for (size_t i = 0, slot = 0; i < count; i++) {
+            if (entries[i].dtype != ST_OTHER)
+                continue;
+            clattn_safetensors_left_out *l = &st->left_out[slot++];
+            l->name = copy_string(entries[i].name);
+            l->dtype = copy_string(entries[i].dtype_text);
+            if (!l->name || !l->dtype) {
+                clattn_safetensors_destroy(&st);
+                return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "cannot copy the names of the tensors left out");
+            }
+        }
+    }
     if (kept > 0) {
         st->tensors = calloc(kept, sizeof(*st->tensors));
         if (!st->tensors) {

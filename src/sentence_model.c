@@ -6,10 +6,12 @@
 #include "pooling.h"
 #include "tensor_internal.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char fn_load[] = "clattn_sentence_model_load";
 static const char fn_embed[] = "clattn_sentence_model_embed";
@@ -24,16 +26,16 @@ struct clattn_sentence_model {
 
 /* ---- the folder's small JSON files ---- */
 
-/* Parses dir/name when it exists: *root is NULL (and CLATTN_OK) when the file does not. */
-static clattn_status optional_json(const char *dir, const char *name, json_t **root)
+/* Parses dir/name (its path in path[4096]) when it exists: *root is NULL (and CLATTN_OK) when
+ * nothing has that name. Anything there but a regular file is an error; a FIFO is never waited
+ * on (clattn__read_json opens without blocking). */
+static clattn_status optional_json(const char *dir, const char *name, char *path, json_t **root)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(path, 4096, "%s/%s", dir, name);
     *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    struct stat st;
+    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
         return CLATTN_OK;
-    fclose(f);
     return clattn__read_json(fn_load, path, root);
 }
 
@@ -41,12 +43,13 @@ static clattn_status optional_json(const char *dir, const char *name, json_t **r
 static clattn_status read_max_length(const char *dir, size_t *max_length)
 {
     json_t *root;
-    clattn_status status = optional_json(dir, "sentence_bert_config.json", &root);
+    char path[4096];
+    clattn_status status = optional_json(dir, "sentence_bert_config.json", path, &root);
     if (status != CLATTN_OK || !root)
         return status;
     json_t *v = json_object_get(root, "max_seq_length");
     if (v && (!json_is_integer(v) || json_integer_value(v) < 2))
-        status = clattn__fail_in(fn_load, "sentence_bert_config.json", CLATTN_ERROR_FORMAT,
+        status = clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
                                  "max_seq_length must be an integer of at least 2");
     else if (v)
         *max_length = (size_t)json_integer_value(v);
@@ -58,14 +61,15 @@ static clattn_status read_max_length(const char *dir, size_t *max_length)
 static clattn_status read_modules(const char *dir, int *normalize, char *pooling_dir, size_t size)
 {
     json_t *root;
+    char file[4096];
     *normalize = 0;
     snprintf(pooling_dir, size, "1_Pooling");
-    clattn_status status = optional_json(dir, "modules.json", &root);
+    clattn_status status = optional_json(dir, "modules.json", file, &root);
     if (status != CLATTN_OK || !root)
         return status;
     if (!json_is_array(root)) {
         json_decref(root);
-        return clattn__fail_in(fn_load, "modules.json", CLATTN_ERROR_FORMAT, "not a JSON array");
+        return clattn__fail_in(fn_load, file, CLATTN_ERROR_FORMAT, "not a JSON array");
     }
     size_t i;
     json_t *module;
@@ -81,26 +85,36 @@ static clattn_status read_modules(const char *dir, int *normalize, char *pooling
     return CLATTN_OK;
 }
 
-/* The pooling folder's config.json: mean (the default) or CLS. */
+/* The pooling folder's config.json: mean (the default when there is no such file) or CLS. */
 static clattn_status read_pooling(const char *dir, const char *pooling_dir,
                                   clattn_pooling *pooling)
 {
-    char name[512];
+    char name[512], path[4096];
     snprintf(name, sizeof(name), "%s/config.json", pooling_dir);
     json_t *root;
     *pooling = CLATTN_POOLING_MEAN;
-    clattn_status status = optional_json(dir, name, &root);
+    clattn_status status = optional_json(dir, name, path, &root);
     if (status != CLATTN_OK || !root)
         return status;
     bool cls = json_is_true(json_object_get(root, "pooling_mode_cls_token"));
     bool mean = json_is_true(json_object_get(root, "pooling_mode_mean_tokens"));
-    bool max = json_is_true(json_object_get(root, "pooling_mode_max_tokens"));
-    bool sqrt_len = json_is_true(json_object_get(root, "pooling_mode_mean_sqrt_len_tokens"));
+    bool other = false; /* the modes sentence-transformers has and this library does not */
+    static const char *const others[] = {"pooling_mode_max_tokens",
+                                         "pooling_mode_mean_sqrt_len_tokens",
+                                         "pooling_mode_weightedmean_tokens",
+                                         "pooling_mode_lasttoken"};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        other = other || json_is_true(json_object_get(root, others[i]));
     json_decref(root);
-    if (max || sqrt_len || (cls && mean))
-        return clattn__fail_in(fn_load, name, CLATTN_ERROR_UNSUPPORTED,
+    if (other || (cls && mean))
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_UNSUPPORTED,
                                "only one of pooling_mode_mean_tokens and pooling_mode_cls_token "
-                               "is supported (max and mean_sqrt_len pooling are not)");
+                               "is supported (max, mean_sqrt_len, weightedmean and lasttoken "
+                               "pooling are not)");
+    if (!cls && !mean)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "no pooling mode is true (pooling_mode_mean_tokens or "
+                               "pooling_mode_cls_token is needed)");
     *pooling = cls ? CLATTN_POOLING_CLS : CLATTN_POOLING_MEAN;
     return CLATTN_OK;
 }
@@ -226,7 +240,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
                                                        NULL, 0, &t->n[i]);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: texts[%zu]: %s", fn_embed, i,
+            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                 clattn_last_error(NULL));
         t->start[i] = t->total;
         t->total += t->n[i];
@@ -241,7 +255,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
                                                        t->ids + t->start[i], t->n[i], &got);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: texts[%zu]: %s", fn_embed, i,
+            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                 clattn_last_error(NULL));
     }
     sort_lengths = t->n;
@@ -320,7 +334,7 @@ clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *
                      "params->max_length is 1 (at least [CLS] and [SEP] are needed)");
     for (size_t i = 0; i < count; i++)
         CLATTN_CHECK_ARG(ctx, fn_embed, texts[i] || (lengths && lengths[i] == 0),
-                         "texts[%zu] is NULL", i);
+                         "text %zu (texts[%zu]) is NULL", i + 1, i);
     size_t max_length = m->info.max_length;
     if (params->max_length && params->max_length < max_length)
         max_length = params->max_length;

@@ -2,6 +2,8 @@
 #ifndef CLATTN_SHAPE_H
 #define CLATTN_SHAPE_H
 
+#include <stdbool.h>
+
 #include "errors.h"
 
 /* Writes "[2, 3, 4]" into buf. */
@@ -19,5 +21,14 @@ clattn_status clattn__expect_host_shape(clattn_context *ctx, const char *functio
                                         const char *what, const char *name,
                                         const clattn_host_tensor *t, int ndim, const size_t *want,
                                         int missing_is_format);
+
+/* The layer number of a tensor name "<prefix><n>.<rest>" ("layers." in "layers.3.norm1.weight");
+ * false for any other name (no digits, a sign, or more than 9 digits). */
+bool clattn__layer_number(const char *name, const char *prefix, size_t *number);
+/* Whether the layer numbers found in a file's tensor names (count of them, in any order, repeats
+ * allowed; sorted in place) are exactly 0 to expected - 1. Writes what they are into buf for
+ * messages: "no layers", "layer 0", "layers 0-5", "layers 0-2, 4, 7-9" (cut with "..." when buf
+ * is too small). */
+bool clattn__layers_are(size_t *numbers, size_t count, size_t expected, char *buf, size_t size);
 
 #endif /* CLATTN_SHAPE_H */

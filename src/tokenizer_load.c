@@ -22,10 +22,13 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static bool is_regular_file(const char *path)
+/* Whether something is at path (a dangling symbolic link is nothing). What it is, is left to
+ * clattn__read_file: anything but a regular file (a FIFO, a device, a directory) is refused there,
+ * and a FIFO is never waited on. */
+static bool exists(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
 }
 
 /* Reads and parses a JSON file; errors name the path. */
@@ -458,7 +461,7 @@ static clattn_status folder_integer(const char *dir, const char *file, const cha
         return clattn__fail_in(load_fn, dir, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "cannot allocate a path");
     clattn_status s = CLATTN_OK;
-    if (is_regular_file(path)) {
+    if (exists(path)) {
         json_t *root = NULL;
         s = read_json(path, &root);
         if (!s) {
@@ -486,9 +489,9 @@ static clattn_status load_folder(clattn_tokenizer *tok, const char *dir)
     if (!json || !txt)
         s = clattn__fail_in(load_fn, dir, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                             "cannot allocate a path");
-    else if (is_regular_file(json))
+    else if (exists(json))
         s = load_tokenizer_json(tok, json);
-    else if (is_regular_file(txt))
+    else if (exists(txt))
         s = load_vocab_txt(tok, txt);
     else
         s = clattn__fail_in(load_fn, dir, CLATTN_ERROR_IO,

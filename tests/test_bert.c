@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define BERT_DIR GOLDEN_DIR "/bert"
 
@@ -198,6 +200,181 @@ static void bad_folders_are_named(void **state)
     test_temp_dir_remove(dir);
 }
 
+/* ---- folders that do not fit together ---- */
+
+/* A new temporary folder with gelu's config.json (the text `from` replaced by `to` when given)
+ * and model.safetensors (the bytes `bytes_from` replaced by `bytes_to`, of the same length, when
+ * given: the header is JSON, so a dtype or a name changes in place). */
+static void bert_folder(char *dir, size_t size, const char *from, const char *to,
+                        const char *bytes_from, const char *bytes_to)
+{
+    assert_int_equal(test_temp_dir_create(dir, size, "clattn_bert_"), 0);
+    char src[1100], dst[1100];
+    snprintf(src, sizeof(src), "%s/gelu/config.json", BERT_DIR);
+    snprintf(dst, sizeof(dst), "%s/config.json", dir);
+    size_t n;
+    char *config = (char *)test_read_file(src, &n);
+    char *text = malloc(n + 256);
+    memcpy(text, config, n);
+    text[n] = '\0';
+    if (from) {
+        char *at = strstr(text, from);
+        assert_non_null(at);
+        size_t a = strlen(from), b = strlen(to);
+        memmove(at + b, at + a, strlen(at + a) + 1);
+        memcpy(at, to, b);
+    }
+    test_write_file(dst, text, strlen(text));
+    free(config), free(text);
+    snprintf(src, sizeof(src), "%s/gelu/model.safetensors", BERT_DIR);
+    snprintf(dst, sizeof(dst), "%s/model.safetensors", dir);
+    unsigned char *model = test_read_file(src, &n);
+    if (bytes_from) {
+        size_t a = strlen(bytes_from);
+        assert_int_equal(a, strlen(bytes_to));
+        unsigned char *at = memmem(model, n, bytes_from, a);
+        assert_non_null(at);
+        memcpy(at, bytes_to, a);
+    }
+    test_write_file(dst, model, n);
+    free(model);
+}
+
+/* config.json's num_hidden_layers against the encoder.layer.<n> tensors: fewer layers than the
+ * file holds would be another model (it loaded before), more would miss tensors. */
+static void a_layer_count_unlike_the_file_is_named(void **state)
+{
+    test_fixture *f = *state;
+    static const struct {
+        const char *layers, *needle;
+    } cases[] = {
+        {"\"num_hidden_layers\": 1",
+         "config.json's num_hidden_layers is 1 but the file holds layers 0-1 (encoder.layer.<n>.*)"},
+        {"\"num_hidden_layers\": 3", "config.json's num_hidden_layers is 3 but the file holds "
+                                     "layers 0-1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char dir[1024];
+        bert_folder(dir, sizeof(dir), "\"num_hidden_layers\": 2", cases[i].layers, NULL, NULL);
+        clattn_encoder *enc = (clattn_encoder *)0x1;
+        assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
+                          cases[i].needle);
+        assert_null(enc);
+        assert_non_null(strstr(clattn_last_error(f->ctx), "/model.safetensors"));
+        test_temp_dir_remove(dir);
+    }
+}
+
+/* A weight stored as I32 is named with its dtype, not as missing; a missing tensor is named as
+ * the file names it. */
+static void wrongly_typed_and_missing_tensors_are_named(void **state)
+{
+    test_fixture *f = *state;
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"\"embeddings.LayerNorm.weight\":{\"dtype\":\"F32\"",
+         "\"embeddings.LayerNorm.weight\":{\"dtype\":\"I32\"",
+         "tensor embeddings.LayerNorm.weight is I32, expected F32"},
+        {"\"encoder.layer.1.attention.self.key.weight\":{\"dtype\":\"F32\"",
+         "\"encoder.layer.1.attention.self.key.weight\":{\"dtype\":\"U32\"",
+         "tensor encoder.layer.1.attention.self.key.weight is U32, expected F32"},
+        {"\"encoder.layer.0.output.LayerNorm.bias\"", "\"encoder.layer.0.output.LayerNorm.bia_\"",
+         "missing tensor layers.0.norm2.bias (in this file: "
+         "encoder.layer.0.output.LayerNorm.bias)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char dir[1024];
+        bert_folder(dir, sizeof(dir), NULL, NULL, cases[i].from, cases[i].to);
+        clattn_encoder *enc = (clattn_encoder *)0x1;
+        assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
+                          cases[i].needle);
+        assert_null(enc);
+        test_temp_dir_remove(dir);
+    }
+}
+
+/* A sentence-transformers folder around gelu's model with a small vocab.txt: its files must be
+ * regular files (a FIFO is refused at once, never waited on: alarm() ends a test that would
+ * block), a pooling config must choose a mode, and embedding errors count texts from 1. */
+static void sentence_folder_files_are_checked(void **state)
+{
+    test_fixture *f = *state;
+    alarm(120);
+    char dir[1024], path[1200], pooling[1100];
+    bert_folder(dir, sizeof(dir), NULL, NULL, NULL, NULL);
+    clattn_sentence_model *model = (clattn_sentence_model *)0x1;
+    clattn_tokenizer *tok = NULL;
+    static const char *const fifos[] = {"tokenizer.json", "vocab.txt", "modules.json",
+                                        "sentence_bert_config.json"};
+    for (size_t i = 0; i < sizeof(fifos) / sizeof(fifos[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, fifos[i]);
+        if (i >= 2) { /* the tokenizer is found first */
+            char vocab[1100];
+            snprintf(vocab, sizeof(vocab), "%s/vocab.txt", dir);
+            const char *words = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nfine\nbad\n";
+            test_write_file(vocab, words, strlen(words));
+        }
+        assert_int_equal(mkfifo(path, 0600), 0);
+        char needle[1300];
+        snprintf(needle, sizeof(needle), "%s: not a regular file (a FIFO)", path);
+        if (i < 2)
+            assert_status_msg(NULL, clattn_tokenizer_load(&tok, dir), CLATTN_ERROR_IO, needle);
+        assert_status_msg(f->ctx, clattn_sentence_model_load(f->ctx, &model, dir),
+                          CLATTN_ERROR_IO, needle);
+        assert_null(model);
+        unlink(path);
+    }
+
+    /* Loaded (mean pooling without a pooling config), the texts are counted from 1. */
+    assert_int_equal(clattn_sentence_model_load(f->ctx, &model, dir), CLATTN_OK);
+    clattn_sentence_model_info info;
+    assert_int_equal(clattn_sentence_model_get_info(model, &info), CLATTN_OK);
+    assert_int_equal(info.pooling, CLATTN_POOLING_MEAN);
+    float out[2 * 48];
+    const char *bad[2] = {"fine", "bad \xff"};
+    assert_status_msg(f->ctx, clattn_sentence_model_embed(model, bad, NULL, 2, out, NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text 2: clattn_tokenizer_encode");
+    const char *missing[2] = {"fine", NULL};
+    assert_status_msg(f->ctx,
+                      clattn_sentence_model_embed(model, missing, NULL, 2, out, NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text 2 (texts[1]) is NULL");
+    clattn_sentence_model_destroy(&model);
+
+    /* A pooling config with no mode true is refused, naming it; another mode is unsupported. */
+    snprintf(pooling, sizeof(pooling), "%s/1_Pooling", dir);
+    assert_int_equal(mkdir(pooling, 0700), 0);
+    snprintf(path, sizeof(path), "%s/config.json", pooling);
+    static const struct {
+        const char *json, *needle;
+        clattn_status status;
+    } configs[] = {
+        {"{\"pooling_mode_cls_token\": false, \"pooling_mode_mean_tokens\": false, "
+         "\"pooling_mode_max_tokens\": false, \"pooling_mode_mean_sqrt_len_tokens\": false}",
+         "no pooling mode is true", CLATTN_ERROR_FORMAT},
+        {"{}", "no pooling mode is true", CLATTN_ERROR_FORMAT},
+        {"{\"pooling_mode_lasttoken\": true}", "lasttoken", CLATTN_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
+        test_write_file(path, configs[i].json, strlen(configs[i].json));
+        model = (clattn_sentence_model *)0x1;
+        assert_status_msg(f->ctx, clattn_sentence_model_load(f->ctx, &model, dir),
+                          configs[i].status, configs[i].needle);
+        assert_non_null(strstr(clattn_last_error(f->ctx), path));
+        assert_null(model);
+    }
+    const char *cls = "{\"pooling_mode_cls_token\": true, \"pooling_mode_mean_tokens\": false}";
+    test_write_file(path, cls, strlen(cls));
+    assert_int_equal(clattn_sentence_model_load(f->ctx, &model, dir), CLATTN_OK);
+    assert_int_equal(clattn_sentence_model_get_info(model, &info), CLATTN_OK);
+    assert_int_equal(info.pooling, CLATTN_POOLING_CLS);
+    clattn_sentence_model_destroy(&model);
+    unlink(path);
+    rmdir(pooling);
+    test_temp_dir_remove(dir);
+    alarm(0);
+}
+
 /* Learned positions (Table 3 row E) in the PyTorch format: the same as adding the table's rows
  * offset + n to the input of an encoder without positions. */
 typedef struct host_weights {
@@ -367,7 +544,7 @@ static void real_model_embeddings_match_sentence_transformers(void **state)
     const char *bad[2] = {"fine", "bad \xff byte"};
     memcpy(again, got, d * sizeof(float));
     assert_status_msg(f->ctx, clattn_sentence_model_embed(model, bad, NULL, 2, again, NULL, NULL),
-                      CLATTN_ERROR_INVALID_ARGUMENT, "texts[1]: clattn_tokenizer_encode");
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text 2: clattn_tokenizer_encode");
     assert_memory_equal(again, got, d * sizeof(float));
     free(got), free(again), free(texts), free(lengths);
     clattn_npy_array_destroy(&expect);
@@ -382,6 +559,9 @@ int main(void)
         cmocka_unit_test(small_bert_models_match_transformers),
         cmocka_unit_test(token_types_and_mask_matter),
         cmocka_unit_test(bad_folders_are_named),
+        cmocka_unit_test(a_layer_count_unlike_the_file_is_named),
+        cmocka_unit_test(wrongly_typed_and_missing_tensors_are_named),
+        cmocka_unit_test(sentence_folder_files_are_checked),
         cmocka_unit_test(learned_positions_add_the_table),
         cmocka_unit_test(pool_rejects_bad_arguments),
         cmocka_unit_test(real_model_embeddings_match_sentence_transformers),

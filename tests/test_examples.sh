@@ -96,6 +96,16 @@ else
 fi
 
 echo "--- encode: runtime errors (exit 1)"
+# A model file whose metadata num_layers (3) is changed to 1 in place: another model, refused.
+python3 - "$golden/enc_stack_final_norm/model.safetensors" "$tmp/fewer-layers.safetensors" <<'PY'
+import sys
+data = open(sys.argv[1], 'rb').read()
+old, new = b'"num_layers":"3"', b'"num_layers":"1"'
+assert data.count(old) == 1
+open(sys.argv[2], 'wb').write(data.replace(old, new))
+PY
+expect_once 1 "metadata num_layers is 1 but the file holds layers 0-2" -- "$encode" \
+    --model "$tmp/fewer-layers.safetensors" --input "$golden/enc_stack_final_norm/input.npy"
 expect_once 1 "/no/such/model.safetensors" -- "$encode" --model /no/such/model.safetensors
 expect_once 1 "no OpenCL device matches" -- "$encode" --device no-such-device
 expect 1 "no OpenCL device matches device spec 'no-such-device'" -- "$encode" --device no-such-device

@@ -294,6 +294,40 @@ static void bad_metadata_is_named(void **state)
                       "needs [17, 8]");
 }
 
+/* A num_layers other than the layers the tensors hold is another model, fewer or more. */
+static void a_layer_count_unlike_the_tensors_is_named(void **state)
+{
+    fixture *f = *state;
+    expect_meta_error(f, "num_layers", "1", CLATTN_ERROR_FORMAT,
+                      "metadata num_layers is 1 but the file holds layers 0-1");
+    expect_meta_error(f, "num_layers", "3", CLATTN_ERROR_FORMAT,
+                      "metadata num_layers is 3 but the file holds layers 0-1");
+    /* Layer 0 taken out whole: the file holds layer 1 only. */
+    clattn_encoder_config c;
+    small_config(&c);
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &c, true, 4);
+    static const char *const layer0[] = {
+        "self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
+        "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight",
+        "linear2.bias", "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"};
+    for (size_t i = 0; i < sizeof(layer0) / sizeof(layer0[0]); i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "layers.0.%s", layer0[i]);
+        assert_non_null(bank_find(bank, name));
+        bank_remove(bank, name);
+    }
+    char path[512];
+    snprintf(path, sizeof(path), "%s/layer-1-only.safetensors", f->dir);
+    write_model(path, bank, good_meta);
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    assert_status_msg(f->ctx, clattn_encoder_load_file(f->ctx, &enc, path), CLATTN_ERROR_FORMAT,
+                      "metadata num_layers is 2 but the file holds layer 1");
+    assert_null(enc);
+    bank_free(bank);
+    free(bank);
+}
+
 static void missing_and_misshapen_tensors_are_named(void **state)
 {
     fixture *f = *state;
@@ -391,6 +425,7 @@ int main(void)
         cmocka_unit_test(exported_pytorch_encoders_match_pytorch),
         cmocka_unit_test(a_written_file_loads_the_same_weights),
         cmocka_unit_test(bad_metadata_is_named),
+        cmocka_unit_test(a_layer_count_unlike_the_tensors_is_named),
         cmocka_unit_test(missing_and_misshapen_tensors_are_named),
         cmocka_unit_test(corrupted_files_never_crash),
     };

@@ -878,6 +878,40 @@ static void read_errors_are_named(void **state)
     assert_int_equal(remove(path), 0);
 }
 
+/* read_floats leaves integer tensors out and lists them with their dtype; read lists none. */
+static void read_floats_lists_what_it_leaves_out(void **state)
+{
+    (void)state;
+    static const char header[] =
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        "\"ids\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[16,24]},"
+        "\"mask\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[8,16]}}";
+    unsigned char data[24] = {0};
+    size_t size;
+    unsigned char *bytes = make_st(header, data, sizeof(data), &size);
+    const char *path = temp_file("left_out.safetensors");
+    test_write_file(path, bytes, size);
+    clattn_safetensors *st = NULL;
+    assert_int_equal(clattn_safetensors_read_floats(&st, path), CLATTN_OK);
+    assert_int_equal(st->tensor_count, 1);
+    assert_string_equal(st->tensors[0].name, "w");
+    assert_int_equal(st->left_out_count, 2); /* in data order */
+    assert_string_equal(st->left_out[0].name, "mask");
+    assert_string_equal(st->left_out[0].dtype, "I32");
+    assert_string_equal(st->left_out[1].name, "ids");
+    assert_string_equal(st->left_out[1].dtype, "I64");
+    assert_null(clattn_safetensors_find(st, "ids"));
+    clattn_safetensors_destroy(&st);
+    assert_status_msg(NULL, clattn_safetensors_read(&st, path), CLATTN_ERROR_UNSUPPORTED,
+                      "dtype I64 is not supported");
+    assert_int_equal(clattn_safetensors_read(&st, fixture("f32_torch.safetensors")), CLATTN_OK);
+    assert_int_equal(st->left_out_count, 0);
+    assert_null(st->left_out);
+    clattn_safetensors_destroy(&st);
+    free(bytes);
+    assert_int_equal(remove(path), 0);
+}
+
 /* ---- hostile input ---- */
 
 static const char *fixture_names[] = {"f32_torch.safetensors", "f16_torch.safetensors",
@@ -1144,6 +1178,7 @@ int main(void)
         cmocka_unit_test(rejects_malformed_headers),
         cmocka_unit_test(rejects_bad_header_lengths),
         cmocka_unit_test(read_errors_are_named),
+        cmocka_unit_test(read_floats_lists_what_it_leaves_out),
         cmocka_unit_test(every_truncation_fails),
         cmocka_unit_test(mutated_files_never_crash),
         cmocka_unit_test(invalid_arguments_are_named),

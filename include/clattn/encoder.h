@@ -205,7 +205,9 @@ CLATTN_API clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tenso
  * final_norm and vocab_size follow from the presence of norm.weight and embedding.weight.
  * Errors name the file and what is wrong: CLATTN_ERROR_IO (missing file), CLATTN_ERROR_FORMAT
  * (truncated data, absurd header length, invalid JSON, unknown dtype, missing metadata key or
- * tensor, inconsistent configuration), CLATTN_ERROR_SHAPE_MISMATCH (a tensor of the wrong shape:
+ * tensor, inconsistent configuration, a num_layers other than the number of layers the tensors
+ * hold: "metadata num_layers is 2 but the file holds layers 0-5"),
+ * CLATTN_ERROR_SHAPE_MISMATCH (a tensor of the wrong shape:
  * both shapes), CLATTN_ERROR_UNSUPPORTED (a dtype we do not convert).
  */
 CLATTN_API clattn_status clattn_encoder_load_file(clattn_context *ctx, clattn_encoder **encoder,

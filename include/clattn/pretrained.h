@@ -15,14 +15,17 @@
  *   modules.json                optional: a sentence_transformers.models.Normalize module turns
  *                               L2 normalisation on
  *   1_Pooling/config.json       optional: pooling_mode_mean_tokens / pooling_mode_cls_token
- *                               (masked mean when absent)
+ *                               (masked mean when the file is absent; one must be true)
  *
  * The encoder is the library's encoder (clattn/encoder.h) with BERT's embeddings — word + token
  * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN
  * layers with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
  * approximation) or "relu". Anything else (another model_type, hidden_act, or position embedding
  * type) fails with CLATTN_ERROR_UNSUPPORTED naming the field; a missing or malformed file, a
- * missing tensor or a wrong shape fails with the file's name and what is wrong.
+ * missing tensor or a wrong shape fails with the file's name and what is wrong. A tensor stored
+ * in a dtype that is not read (an integer type, for one) is named with its dtype ("tensor X is
+ * I32, expected F32 (or F16, BF16)"); a num_hidden_layers other than the number of layers
+ * model.safetensors holds (encoder.layer.<n>.*) is CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -73,7 +76,12 @@ typedef struct clattn_sentence_model clattn_sentence_model;
 /*
  * Loads a sentence-transformers folder: the encoder (clattn_encoder_load_hf), the tokenizer, the
  * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings),
- * the pooling and normalisation. On error *model is NULL.
+ * the pooling and normalisation. The pooling comes from the Pooling module's config.json (mean
+ * when the folder has none): pooling_mode_mean_tokens or pooling_mode_cls_token must be true;
+ * none true is CLATTN_ERROR_FORMAT, another mode (max, mean_sqrt_len, weightedmean, lasttoken)
+ * or both CLATTN_ERROR_UNSUPPORTED, naming the file. The folder's small JSON files are read only
+ * when they are regular files (a FIFO or a device is CLATTN_ERROR_IO, never waited on). On error
+ * *model is NULL.
  */
 CLATTN_API clattn_status clattn_sentence_model_load(clattn_context *ctx,
                                                     clattn_sentence_model **model,
@@ -121,8 +129,8 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
  * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length into
  * batches (right padding, a key-padding mask per batch) and run through the encoder, then pooled
  * on the device. *tokens (may be NULL) receives the number of real tokens processed.
- * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it ("texts[i]: ..."; see
- * clattn/tokenizer.h); nothing is written to out then.
+ * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it, counting from 1 ("text 1:
+ * ..." for texts[0]; see clattn/tokenizer.h); nothing is written to out then.
  */
 CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *model,
                                                      const char *const *texts,

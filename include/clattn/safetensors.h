@@ -98,6 +98,12 @@ typedef struct clattn_safetensors_metadata_entry {
     char *value; /* NUL-terminated UTF-8; malloc'd */
 } clattn_safetensors_metadata_entry;
 
+/* A tensor that clattn_safetensors_read_floats checked and left out. */
+typedef struct clattn_safetensors_left_out {
+    char *name;  /* NUL-terminated UTF-8; malloc'd */
+    char *dtype; /* as written in the file ("I64", "I32", "BOOL", ...); malloc'd */
+} clattn_safetensors_left_out;
+
 /*
  * A file's contents. Everything it points to is owned by it: release it with
  * clattn_safetensors_destroy.
@@ -111,6 +117,10 @@ typedef struct clattn_safetensors {
     clattn_safetensors_tensor *tensors;     /* tensor_count entries; NULL when there are none */
     size_t metadata_count;
     clattn_safetensors_metadata_entry *metadata;  /* metadata_count entries; NULL when there are none */
+    /* clattn_safetensors_read_floats: the tensors it left out (in data order), so that a caller
+     * can say why a tensor it needs is not among `tensors`; 0 and NULL for the other readers. */
+    size_t left_out_count;
+    clattn_safetensors_left_out *left_out;
 } clattn_safetensors;
 
 /*
@@ -123,7 +133,8 @@ CLATTN_API clattn_status clattn_safetensors_read(clattn_safetensors **out, const
  * As clattn_safetensors_read, except that tensors of an integer, bool, F8 or F64 dtype are
  * checked (shape, offsets, overlaps) and then left out of the result instead of failing the read:
  * for checkpoints that carry buffers inference does not use, such as the I64
- * embeddings.position_ids of BERT models saved by older transformers.
+ * embeddings.position_ids of BERT models saved by older transformers. Their names and dtypes
+ * are listed in left_out.
  */
 CLATTN_API clattn_status clattn_safetensors_read_floats(clattn_safetensors **out,
                                                         const char *path);
