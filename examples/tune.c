@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct options {
     const char *device, *preset, *model;
@@ -225,8 +226,29 @@ static int tune_attention(session *s, clattn_tuning *best)
     return clattn_context_set_tuning(s->ctx, best) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
 }
 
+/* The cache is only ever replaced when it is a regular file or does not exist yet (the library
+ * refuses anything else): said before the timing rather than after it. */
+static bool cache_replaceable(void)
+{
+    const char *path = clattn_tuning_cache_path();
+    struct stat st;
+    if (!path) {
+        fprintf(stderr, "tune: no tuning cache path: set CLATTN_TUNING_CACHE, XDG_CACHE_HOME or "
+                        "HOME (or use --dry-run)\n");
+        return false;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tune: the tuning cache %s is not a regular file, and is never replaced: "
+                        "set CLATTN_TUNING_CACHE to a file's path (or use --dry-run)\n", path);
+        return false;
+    }
+    return true;
+}
+
 static int run(const options *o)
 {
+    if (!o->dry_run && !cache_replaceable())
+        return 1;
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = o->device;

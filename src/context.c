@@ -47,9 +47,9 @@ static clattn_status apply_gemm(clattn_context *ctx, const clattn_gemm_params *g
 /* Chooses and applies the tuning at creation: CLBlast's refusal is a warning, not an error. */
 static void apply_initial_tuning(clattn_context *ctx)
 {
-    clattn_gemm_params gemm;
+    clattn_gemm_choice gemm;
     clattn__tuning_choose(ctx, &ctx->info, &ctx->tuning, &gemm);
-    const char *refused = clattn__gemm_apply_params(ctx->device, &gemm);
+    const char *refused = clattn__gemm_apply_chosen(ctx->device, &gemm);
     if (refused)
         clattn__log(ctx, CLATTN_LOG_WARNING,
                     "CLBlast refused the tuning's Xgemm parameters (%s); continuing with its own",

@@ -40,9 +40,14 @@ clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m,
 clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_t n, size_t k,
                               cl_mem a, size_t a_offset, size_t lda, cl_mem b, size_t b_offset,
                               size_t ldb, float beta, cl_mem c, size_t c_offset, size_t ldc);
-/* Hands Xgemm parameters to CLBlast for the context's device (process-wide CLBlast state).
- * Returns NULL on success, else the name of CLBlast's refusal. */
+/* Hands Xgemm parameters to CLBlast for the context's device (process-wide CLBlast state): the
+ * caller's own (clattn_context_set_gemm_parameters), used as they are. Returns NULL on success,
+ * else the name of CLBlast's refusal. */
 const char *clattn__gemm_apply_params(cl_device_id device, const clattn_gemm_params *gemm);
+/* The same for the parameters context creation chose: those from a tuning cache are remembered
+ * with their fallback, which clattn__gemm_nt applies (with a warning naming the cache) should
+ * CLBlast fail to build or launch them. */
+const char *clattn__gemm_apply_chosen(cl_device_id device, const clattn_gemm_choice *choice);
 /* Releases CLBlast's compiled programs (after the last context is gone). */
 void clattn__gemm_clear_cache(void);
 /* Releases the context's CPU GEMM program (context destruction). */

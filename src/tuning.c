@@ -3,7 +3,10 @@
 #include "context_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +25,93 @@ static const size_t pocl_cpu_xgemm[CLATTN_GEMM_PARAMETER_COUNT] = {0,  128, 128,
                                                                    16, 16,  4,   8,  8,  0,
                                                                    0,  1,   1,   1};
 
+/* Conservative Xgemm parameters (8 x 8 threads, no local memory, no vectors): the fallback from
+ * cached parameters CLBlast cannot build where its own are the default, since CLBlast cannot be
+ * given its own back once they are overridden. */
+static const size_t conservative_xgemm[CLATTN_GEMM_PARAMETER_COUNT] = {0, 32, 32, 16, 8, 8, 8, 8,
+                                                                       2, 1, 1,  0,  0,  0, 0, 1};
+
 static bool is_pow2(size_t n)
 {
     return n && !(n & (n - 1));
+}
+
+/* ---- CLBlast's Xgemm parameters ---- */
+
+enum { GEMMK, MWG, NWG, KWG, MDIMC, NDIMC, MDIMA, NDIMB, KWI, VWM, VWN, STRM, STRN, SA, SB, KREG };
+
+/* Each parameter's range: tiles and thread counts up to 1024, vector widths OpenCL has, flags. */
+static const struct {
+    size_t min, max;
+    bool pow2;
+} xgemm_ranges[CLATTN_GEMM_PARAMETER_COUNT] = {
+    [GEMMK] = {0, 1, false},   [MWG] = {1, 1024, false},  [NWG] = {1, 1024, false},
+    [KWG] = {1, 1024, false},  [MDIMC] = {1, 1024, false}, [NDIMC] = {1, 1024, false},
+    [MDIMA] = {1, 1024, false}, [NDIMB] = {1, 1024, false}, [KWI] = {1, 1024, false},
+    [VWM] = {1, 16, true},     [VWN] = {1, 16, true},      [STRM] = {0, 1, false},
+    [STRN] = {0, 1, false},    [SA] = {0, 1, false},       [SB] = {0, 1, false},
+    [KREG] = {1, 16, true},
+};
+
+/* "xgemm.X is v, not a multiple of what" when `value` is not a multiple of `of` (0 never is). */
+static bool not_multiple(size_t value, size_t of, int name, const char *what, char *problem,
+                         size_t size)
+{
+    if (of != 0 && value % of == 0)
+        return false;
+    snprintf(problem, size, "xgemm.%s is %zu, not a multiple of %s = %zu",
+             clattn__gemm_parameter_names[name], value, what, of);
+    return true;
+}
+
+bool clattn__gemm_params_problem(const clattn_device_info *info, const clattn_gemm_params *gemm,
+                                 char *problem, size_t size)
+{
+    const size_t *v = gemm->values;
+    for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+        if (v[i] < xgemm_ranges[i].min || v[i] > xgemm_ranges[i].max ||
+            (xgemm_ranges[i].pow2 && !is_pow2(v[i]))) {
+            snprintf(problem, size, "xgemm.%s is %zu (%s%zu to %zu)",
+                     clattn__gemm_parameter_names[i], v[i],
+                     xgemm_ranges[i].pow2 ? "a power of two, " : "", xgemm_ranges[i].min,
+                     xgemm_ranges[i].max);
+            return true;
+        }
+    /* The constraints of CLBlast's tuner: outside them the kernel computes wrong results or
+     * does not build. */
+    size_t threads = v[MDIMC] * v[NDIMC];
+    if (not_multiple(v[KWG], v[KWI], KWG, "KWI", problem, size) ||
+        not_multiple(v[MWG], v[MDIMC] * v[VWM], MWG, "MDIMC x VWM", problem, size) ||
+        not_multiple(v[NWG], v[NDIMC] * v[VWN], NWG, "NDIMC x VWN", problem, size) ||
+        not_multiple(v[MWG], v[MDIMA] * v[VWM], MWG, "MDIMA x VWM", problem, size) ||
+        not_multiple(v[NWG], v[NDIMB] * v[VWN], NWG, "NDIMB x VWN", problem, size))
+        return true;
+    if (v[GEMMK] == 0 &&
+        (not_multiple(v[KWG], threads / v[MDIMA], KWG, "MDIMC x NDIMC / MDIMA", problem, size) ||
+         not_multiple(v[KWG], threads / v[NDIMB], KWG, "MDIMC x NDIMC / NDIMB", problem, size)))
+        return true;
+    if (v[GEMMK] == 1) {
+        if (not_multiple(v[KREG], v[VWN], KREG, "VWN", problem, size))
+            return true;
+        if (v[MDIMA] != v[MDIMC] || v[NDIMB] != v[NDIMC]) {
+            snprintf(problem, size, "xgemm.MDIMA and NDIMB are %zu and %zu, not MDIMC and NDIMC "
+                     "(%zu and %zu) as GEMMK 1 needs", v[MDIMA], v[NDIMB], v[MDIMC], v[NDIMC]);
+            return true;
+        }
+    }
+    if (threads > info->max_work_group_size) {
+        snprintf(problem, size, "xgemm.MDIMC x NDIMC is %zu threads, more than the device's "
+                 "work-group size of %zu", threads, info->max_work_group_size);
+        return true;
+    }
+    uint64_t local_bytes = sizeof(float) * (v[SA] * v[KWG] * v[MWG] + v[SB] * v[KWG] * v[NWG]);
+    if (local_bytes > info->local_mem_bytes) {
+        snprintf(problem, size, "xgemm.SA and SB stage %llu bytes in local memory, more than the "
+                 "device's %llu", (unsigned long long)local_bytes,
+                 (unsigned long long)info->local_mem_bytes);
+        return true;
+    }
+    return false;
 }
 
 /* What is out of range in a tuning, written into problem; false when nothing is. */
@@ -130,67 +217,143 @@ static bool same_device(json_t *entry, const clattn_device_info *info)
            strcmp(driver, info->driver_version) == 0;
 }
 
-static bool read_size(json_t *object, const char *key, size_t *out)
+/* Reads the integer `key` of `object` into *out when it lies in [min, max]; otherwise writes
+ * into `problem` what is wrong with it, naming it `field`. An absent optional key leaves *out. */
+static bool read_field(json_t *object, const char *key, const char *field, json_int_t min,
+                       json_int_t max, bool optional, json_int_t *out, char *problem, size_t size)
 {
     json_t *v = json_object_get(object, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
+    if (!v && optional)
+        return true;
+    if (!json_is_integer(v)) {
+        snprintf(problem, size, "%s is %s", field, v ? "not an integer" : "missing");
         return false;
-    *out = (size_t)json_integer_value(v);
+    }
+    json_int_t n = json_integer_value(v);
+    if (n < min || n > max) {
+        snprintf(problem, size, "%s is %lld (%lld to %lld)", field, (long long)n, (long long)min,
+                 (long long)max);
+        return false;
+    }
+    *out = n;
     return true;
 }
 
-/* Reads an entry into *t and *gemm; false when a field is missing or mistyped. */
-static bool entry_tuning(json_t *entry, clattn_tuning *t, clattn_gemm_params *gemm)
+/* Reads an entry into *t and *gemm; false with what is wrong in `problem` (the field named as in
+ * the file) when a field is missing, mistyped or out of its range. */
+static bool entry_tuning(json_t *entry, const clattn_device_info *info, clattn_tuning *t,
+                         clattn_gemm_params *gemm, char *problem, size_t size)
 {
     json_t *fused = json_object_get(entry, "fused");
-    size_t local;
-    if (!json_is_object(fused) || !read_size(fused, "local", &local) ||
-        !read_size(fused, "qpw", &t->fused_qpw) || !read_size(fused, "tk", &t->fused_tk) ||
-        !read_size(fused, "wg", &t->fused_wg))
+    if (!json_is_object(fused)) {
+        snprintf(problem, size, "\"fused\" is %s", fused ? "not an object" : "missing");
         return false;
-    t->fused_local = local != 0 ? (int)local : 0;
-    size_t kernel;
-    if (json_object_get(entry, "gemm_kernel")) { /* absent in older entries: the default stays */
-        if (!read_size(entry, "gemm_kernel", &kernel))
-            return false;
-        t->gemm_kernel = kernel > 1 ? 2 : (int)kernel; /* 2: out of range, refused by the check */
     }
-    size_t split;
-    if (json_object_get(entry, "split_keys")) { /* absent in older entries: the default stays */
-        if (!read_size(entry, "split_keys", &split))
-            return false;
-        t->split_keys = split > 2 ? 3 : (int)split; /* 3: out of range, refused by the check */
-    }
-    size_t untiled;
-    if (json_object_get(entry, "fused_untiled")) { /* absent in older entries */
-        if (!read_size(entry, "fused_untiled", &untiled))
-            return false;
-        t->fused_untiled = untiled > 1 ? 2 : (int)untiled; /* 2: refused by the check */
-    }
+    json_int_t local = t->fused_local, qpw = 0, tk = 0, wg = 0, kernel = t->gemm_kernel,
+               split = t->split_keys, untiled = t->fused_untiled;
+    json_int_t max_wg = (json_int_t)info->max_work_group_size;
+    /* gemm_kernel, split_keys and fused_untiled are absent in older entries: the defaults stay */
+    if (!read_field(fused, "local", "fused.local", 0, 1, false, &local, problem, size) ||
+        !read_field(fused, "qpw", "fused.qpw", 1, 16, false, &qpw, problem, size) ||
+        !read_field(fused, "tk", "fused.tk", 1, 256, false, &tk, problem, size) ||
+        !read_field(fused, "wg", "fused.wg", 1, max_wg, false, &wg, problem, size) ||
+        !read_field(entry, "gemm_kernel", "gemm_kernel", 0, 1, true, &kernel, problem, size) ||
+        !read_field(entry, "split_keys", "split_keys", 0, 2, true, &split, problem, size) ||
+        !read_field(entry, "fused_untiled", "fused_untiled", 0, 1, true, &untiled, problem,
+                    size))
+        return false;
+    t->fused_local = (int)local;
+    t->fused_qpw = (size_t)qpw;
+    t->fused_tk = (size_t)tk;
+    t->fused_wg = (size_t)wg;
+    t->gemm_kernel = (int)kernel;
+    t->split_keys = (int)split;
+    t->fused_untiled = (int)untiled;
     json_t *xgemm = json_object_get(entry, "xgemm");
-    gemm->present = json_is_object(xgemm);
-    for (int i = 0; gemm->present && i < CLATTN_GEMM_PARAMETER_COUNT; i++)
-        if (!read_size(xgemm, clattn__gemm_parameter_names[i], &gemm->values[i]))
+    if (xgemm && !json_is_object(xgemm)) {
+        snprintf(problem, size, "\"xgemm\" is not an object");
+        return false;
+    }
+    gemm->present = xgemm != NULL;
+    for (int i = 0; gemm->present && i < CLATTN_GEMM_PARAMETER_COUNT; i++) {
+        char field[32];
+        json_int_t value;
+        snprintf(field, sizeof(field), "xgemm.%s", clattn__gemm_parameter_names[i]);
+        if (!read_field(xgemm, clattn__gemm_parameter_names[i], field, 0, LLONG_MAX, false,
+                        &value, problem, size))
             return false;
-    return true;
+        gemm->values[i] = (size_t)value;
+    }
+    return !gemm->present || !clattn__gemm_params_problem(info, gemm, problem, size);
 }
 
-/* Applies this device's cache entry over *t and *gemm, if there is a valid one. */
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "a special file";
+}
+
+typedef enum cache_state { CACHE_ABSENT, CACHE_LOADED, CACHE_UNUSABLE } cache_state;
+
+/* Loads the cache file at `path` (symbolic links followed), only when it is a regular file:
+ * checked before it is opened (opening a device can have effects), opened without blocking (a
+ * FIFO would wait forever for a writer) and checked again once open. CACHE_UNUSABLE with the
+ * reason in `problem`, after the path in a sentence: not a regular file, unreadable, not JSON. */
+static cache_state cache_load(const char *path, json_t **root, char *problem, size_t size)
+{
+    *root = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return CACHE_ABSENT;
+        snprintf(problem, size, "cannot be read (%s)", strerror(errno));
+        return CACHE_UNUSABLE;
+    }
+    int fd = -1;
+    if (S_ISREG(st.st_mode)) {
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+            snprintf(problem, size, "cannot be read (%s)", strerror(errno));
+            return CACHE_UNUSABLE;
+        }
+        if (fstat(fd, &st) != 0)
+            st.st_mode = 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(problem, size, "is %s, not a regular file", file_kind(st.st_mode));
+        if (fd >= 0)
+            close(fd);
+        return CACHE_UNUSABLE;
+    }
+    json_error_t err;
+    *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &err);
+    close(fd);
+    if (!*root) {
+        snprintf(problem, size, "is not valid JSON (%s, line %d)", err.text, err.line);
+        return CACHE_UNUSABLE;
+    }
+    return CACHE_LOADED;
+}
+
+/* Applies this device's cache entry over *t and gemm->params, if there is a valid one. */
 static void apply_cache(clattn_context *ctx, const clattn_device_info *info, clattn_tuning *t,
-                        clattn_gemm_params *gemm)
+                        clattn_gemm_choice *gemm)
 {
     const char *path = clattn_tuning_cache_path();
     if (!path)
         return;
-    json_error_t err;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (!root) {
-        if (access(path, F_OK) == 0)
-            clattn__log(ctx, CLATTN_LOG_WARNING,
-                        "tuning cache %s is not valid JSON (%s, line %d); ignored", path, err.text,
-                        err.line);
+    json_t *root;
+    char problem[256];
+    cache_state state = cache_load(path, &root, problem, sizeof(problem));
+    if (state == CACHE_UNUSABLE)
+        clattn__log(ctx, CLATTN_LOG_WARNING, "tuning cache %s %s; ignored", path, problem);
+    if (state != CACHE_LOADED)
         return;
-    }
     json_t *entries = json_object_get(root, "entries");
     if (!json_is_array(entries)) {
         clattn__log(ctx, CLATTN_LOG_WARNING, "tuning cache %s has no \"entries\" array; ignored",
@@ -200,27 +363,31 @@ static void apply_cache(clattn_context *ctx, const clattn_device_info *info, cla
     }
     size_t i;
     json_t *entry;
-    char problem[128] = "a missing or mistyped field";
     json_array_foreach(entries, i, entry) {
         if (!json_is_object(entry) || !same_device(entry, info))
             continue;
         const char *library = json_string_value(json_object_get(entry, "library"));
         clattn_tuning candidate = *t;
-        clattn_gemm_params candidate_gemm = *gemm;
+        clattn_gemm_params candidate_gemm = gemm->params;
+        snprintf(problem, sizeof(problem), "a missing or mistyped field");
         if (!library || strcmp(library, CLATTN_VERSION_STRING) != 0) {
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "tuning cache %s: the entry for %s was made by libclattn %s, not %s; "
                         "ignored (run examples/tune again)",
                         path, info->name, library ? library : "(unknown)",
                         CLATTN_VERSION_STRING);
-        } else if (!entry_tuning(entry, &candidate, &candidate_gemm) ||
+        } else if (!entry_tuning(entry, info, &candidate, &candidate_gemm, problem,
+                                 sizeof(problem)) ||
                    tuning_problem(info, &candidate, problem, sizeof(problem))) {
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "tuning cache %s: the entry for %s is malformed (%s); ignored", path,
                         info->name, problem);
         } else {
             *t = candidate;
-            *gemm = candidate_gemm;
+            if (candidate_gemm.present) {
+                gemm->params = candidate_gemm;
+                snprintf(gemm->cache_path, sizeof(gemm->cache_path), "%s", path);
+            }
             clattn__log(ctx, CLATTN_LOG_INFO, "tuning from %s applied", path);
         }
     }
@@ -250,7 +417,7 @@ static json_t *entry_json(const clattn_device_info *info, const clattn_tuning *t
 /* mkdir -p of the directory holding `path`. */
 static void make_parent_dirs(const char *path)
 {
-    char dir[1024];
+    char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", path);
     for (char *p = dir + 1; *p; p++)
         if (*p == '/') {
@@ -258,6 +425,94 @@ static void make_parent_dirs(const char *path)
             mkdir(dir, 0755);
             *p = '/';
         }
+}
+
+/* The file to replace for the cache named `path`: `path` itself when it is a regular file or does
+ * not exist yet, the file a symbolic link names when that is a regular file. Anything else (a
+ * device, a FIFO, a directory) is never replaced: false, with the reason in `problem` after the
+ * path in a sentence. */
+static bool write_target(const char *path, char *target, size_t size, char *problem,
+                         size_t problem_size)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT) {
+            snprintf(problem, problem_size, "cannot be examined (%s)", strerror(errno));
+            return false;
+        }
+    } else if (S_ISLNK(st.st_mode)) {
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            snprintf(problem, problem_size, "is a symbolic link to %s, not to a regular file",
+                     errno == ENOENT ? "nothing" : file_kind(st.st_mode));
+            return false;
+        }
+        char *real = realpath(path, NULL);
+        if (!real || strlen(real) >= size) {
+            snprintf(problem, problem_size, "cannot be resolved (%s)",
+                     real ? "path too long" : strerror(errno));
+            free(real);
+            return false;
+        }
+        snprintf(target, size, "%s", real);
+        free(real);
+        return true;
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(problem, problem_size, "is %s, not a regular file", file_kind(st.st_mode));
+        return false;
+    }
+    if (strlen(path) >= size) {
+        snprintf(problem, problem_size, "is too long a path");
+        return false;
+    }
+    snprintf(target, size, "%s", path);
+    return true;
+}
+
+/* Creates a new temporary file beside `target` (its name in `temp`), never opening an existing
+ * one; -1 with errno set on failure. */
+static int create_temp(const char *target, char *temp, size_t size)
+{
+    static atomic_uint counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(temp, size, "%s.%ld.%u.tmp", target, (long)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        int fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* Writes `root` into a temporary file beside `target` and renames it over `target` (a regular
+ * file or none, see write_target): the cache is replaced whole or not at all. */
+static clattn_status replace_file(clattn_context *ctx, json_t *root, const char *target,
+                                  const char *fn)
+{
+    char temp[PATH_MAX + 64];
+    make_parent_dirs(target);
+    int fd = create_temp(target, temp, sizeof(temp));
+    if (fd < 0)
+        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: creating a temporary file beside %s failed: "
+                            "%s", fn, target, strerror(errno));
+    struct stat st;
+    if (stat(target, &st) == 0) /* keep the permissions of the file replaced */
+        fchmod(fd, st.st_mode & 07777);
+    bool written = json_dumpfd(root, fd, JSON_INDENT(2)) == 0 && fsync(fd) == 0;
+    int saved = errno;
+    if (close(fd) != 0 && written) {
+        written = false;
+        saved = errno;
+    }
+    if (written && rename(temp, target) != 0) {
+        written = false;
+        saved = errno;
+    }
+    if (!written) {
+        unlink(temp);
+        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: writing %s failed: %s", fn, target,
+                            strerror(saved));
+    }
+    return CLATTN_OK;
 }
 
 static clattn_status cache_write(clattn_context *ctx, const clattn_device_info *info,
@@ -269,9 +524,12 @@ static clattn_status cache_write(clattn_context *ctx, const clattn_device_info *
         return clattn__fail(ctx, CLATTN_ERROR_IO,
                             "%s: no cache path: set CLATTN_TUNING_CACHE, XDG_CACHE_HOME or HOME",
                             fn);
-    char target[1024], temp[1100];
-    snprintf(target, sizeof(target), "%s", path);
-    json_t *root = json_load_file(target, JSON_REJECT_DUPLICATES, NULL);
+    char target[PATH_MAX], problem[256];
+    if (!write_target(path, target, sizeof(target), problem, sizeof(problem)))
+        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: the tuning cache %s %s; not replaced", fn,
+                            path, problem);
+    json_t *root;
+    cache_load(target, &root, problem, sizeof(problem)); /* unreadable or not JSON: a new one */
     if (!root || !json_is_array(json_object_get(root, "entries"))) {
         json_decref(root);
         root = json_pack("{s:i, s:[]}", "format", 1, "entries");
@@ -287,23 +545,16 @@ static clattn_status cache_write(clattn_context *ctx, const clattn_device_info *
         json_decref(root);
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     }
-    make_parent_dirs(target);
-    snprintf(temp, sizeof(temp), "%s.%ld.tmp", target, (long)getpid());
-    int rc = json_dump_file(root, temp, JSON_INDENT(2));
+    clattn_status status = replace_file(ctx, root, target, fn);
     json_decref(root);
-    if (rc != 0 || rename(temp, target) != 0) {
-        int saved = errno;
-        remove(temp);
-        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: writing %s failed: %s", fn, target,
-                            strerror(saved));
-    }
-    return CLATTN_OK;
+    return status;
 }
 
 /* ---- CLATTN_TUNE ---- */
 
 /* Applies one "key=value"; false when it is not understood. */
-static bool apply_pair(clattn_tuning *t, const char *key, size_t key_len, const char *value)
+static bool apply_pair(clattn_tuning *t, size_t max_wg, const char *key, size_t key_len,
+                       const char *value)
 {
     char *end;
     unsigned long v = strtoul(value, &end, 10);
@@ -314,7 +565,7 @@ static bool apply_pair(clattn_tuning *t, const char *key, size_t key_len, const 
         t->fused_qpw = v;
     else if (KEY("fused_tk") && v >= 1 && v <= 256)
         t->fused_tk = v;
-    else if (KEY("fused_wg") && is_pow2(v) && v <= 1024)
+    else if (KEY("fused_wg") && is_pow2(v) && v <= max_wg)
         t->fused_wg = v;
     else if (KEY("fused_local") && v <= 1)
         t->fused_local = (int)v;
@@ -337,22 +588,30 @@ static void apply_environment(clattn_context *ctx, const clattn_device_info *inf
     for (const char *p = env; p && *p;) {
         const char *eq = strchr(p, '='), *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (!eq || (comma && eq > comma) || !apply_pair(t, p, (size_t)(eq - p), eq + 1))
+        if (!eq || (comma && eq > comma) ||
+            !apply_pair(t, info->max_work_group_size, p, (size_t)(eq - p), eq + 1))
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "CLATTN_TUNE: ignoring \"%.*s\" (keys: fused_qpw 1-16, fused_tk 1-256, "
-                        "fused_wg a power of two, fused_local 0/1, gemm_kernel 0/1, "
+                        "fused_wg a power of two up to %zu, fused_local 0/1, gemm_kernel 0/1, "
                         "split_keys 0/1/2, fused_untiled 0/1)",
-                        (int)len, p);
+                        (int)len, p, info->max_work_group_size);
         p = comma ? comma + 1 : p + len;
     }
-    while (t->fused_wg > info->max_work_group_size && t->fused_wg > 1)
-        t->fused_wg /= 2;
 }
 
 void clattn__tuning_choose(clattn_context *ctx, const clattn_device_info *info,
-                           clattn_tuning *tuning, clattn_gemm_params *gemm)
+                           clattn_tuning *tuning, clattn_gemm_choice *gemm)
 {
-    device_defaults(info, tuning, gemm);
+    memset(gemm, 0, sizeof(*gemm));
+    device_defaults(info, tuning, &gemm->params);
+    gemm->fallback = gemm->params;
+    if (!gemm->fallback.present) {
+        gemm->fallback.present = 1;
+        memcpy(gemm->fallback.values, conservative_xgemm, sizeof(conservative_xgemm));
+    }
+    char problem[256];
+    if (clattn__gemm_params_problem(info, &gemm->fallback, problem, sizeof(problem)))
+        gemm->fallback.present = 0; /* a device too small for them: no fallback */
     apply_cache(ctx, info, tuning, gemm);
     apply_environment(ctx, info, tuning);
 }
@@ -404,9 +663,10 @@ clattn_status clattn_tuning_cache_store(clattn_context *ctx, const clattn_tuning
         return status;
     clattn_gemm_params gemm;
     memset(&gemm, 0, sizeof(gemm));
-    char problem[160];
+    char problem[256];
     if (gemm_parameters && *gemm_parameters &&
-        !clattn__gemm_params_parse(gemm_parameters, &gemm, problem, sizeof(problem)))
+        (!clattn__gemm_params_parse(gemm_parameters, &gemm, problem, sizeof(problem)) ||
+         clattn__gemm_params_problem(&ctx->info, &gemm, problem, sizeof(problem))))
         return clattn__fail_arg(ctx, fn, "gemm_parameters: %s", problem);
     return cache_write(ctx, &ctx->info, tuning, &gemm, fn);
 }

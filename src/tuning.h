@@ -19,10 +19,24 @@ typedef struct clattn_gemm_params {
 /* The parameters' names, in the order of clattn_gemm_params.values. */
 extern const char *const clattn__gemm_parameter_names[CLATTN_GEMM_PARAMETER_COUNT];
 
+/* The Xgemm parameters a context starts with. */
+typedef struct clattn_gemm_choice {
+    clattn_gemm_params params;   /* to apply */
+    clattn_gemm_params fallback; /* for when CLBlast cannot build or run cached `params`: the
+                                  * device's defaults (or, where CLBlast's own are the default,
+                                  * conservative ones: CLBlast cannot be given its own back) */
+    char cache_path[1024];       /* the tuning cache `params` came from; "" for the defaults */
+} clattn_gemm_choice;
+
 /* The tuning for a device: defaults from `info`, then its cache entry, then CLATTN_TUNE.
  * Problems with the cache or the variable are warnings logged on ctx, never errors. */
 void clattn__tuning_choose(clattn_context *ctx, const clattn_device_info *info,
-                           clattn_tuning *tuning, clattn_gemm_params *gemm);
+                           clattn_tuning *tuning, clattn_gemm_choice *gemm);
+/* What makes Xgemm parameters unusable on the device (a value out of its range, one of
+ * CLBlast's constraints between them, the work-group size, the local memory), written into
+ * `problem` naming the parameter; false when nothing does. */
+bool clattn__gemm_params_problem(const clattn_device_info *info, const clattn_gemm_params *gemm,
+                                 char *problem, size_t problem_size);
 /* CLATTN_ERROR_INVALID_ARGUMENT ("<function>: invalid argument: <field> is ...") for a tuning
  * with an out-of-range field. */
 clattn_status clattn__tuning_check(clattn_context *ctx, const clattn_device_info *info,

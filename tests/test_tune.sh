@@ -1,7 +1,8 @@
 #!/bin/bash
 # examples/tune end to end on a small layer: usage errors (exit 2); --quick --dry-run times the
 # GEMM paths and the attention variants, prints the device's defaults and the best, stores
-# nothing; without --dry-run the best lands in the tuning cache, which a new run reads back.
+# nothing; without --dry-run the best lands in the tuning cache, which a new run reads back; a
+# FIFO or a device as the cache is neither read nor replaced.
 # usage: test_tune.sh TUNE
 set -u
 tune=$1
@@ -43,6 +44,32 @@ if [ -n "$best" ] && [ "$again" = "$best" ]; then
     echo "ok:   a new run starts from the stored tuning"
 else
     echo "FAIL: a new run's defaults '$again' are not the stored best '$best'"
+    failures=$((failures + 1))
+fi
+
+# A FIFO or a device as the cache: never opened (a FIFO blocked every context creation forever)
+# nor replaced (a device node was once replaced by a regular file): a warning where it is read,
+# an error (exit 1) naming it where tune would store. Each run under its own timeout, so that
+# without the fix this fails instead of hanging. The nodes live in $tmp, never under /dev.
+fifo=$tmp/fifo.json
+mkfifo "$fifo"
+expect 2 "tuning cache $fifo is a FIFO, not a regular file; ignored" -- \
+    env CLATTN_TUNING_CACHE="$fifo" timeout 120 "$tune" --config no-such-preset --dry-run
+expect 1 "the tuning cache $fifo is not a regular file" -- \
+    env CLATTN_TUNING_CACHE="$fifo" timeout 300 "$tune" "${small[@]}"
+device=$tmp/full.json
+if mknod "$device" c 1 7 2>/dev/null; then # the numbers of /dev/full; root only (CI runs as root)
+    expect 1 "the tuning cache $device is not a regular file" -- \
+        env CLATTN_TUNING_CACHE="$device" timeout 300 "$tune" "${small[@]}"
+else
+    echo "note: mknod not permitted: the character-device case is not run"
+    device=
+fi
+if [ -p "$fifo" ] && { [ -z "$device" ] || [ -c "$device" ]; }; then
+    echo "ok:   the FIFO and the device are still what they were"
+else
+    echo "FAIL: a special file was replaced:"
+    ls -l "$tmp"
     failures=$((failures + 1))
 fi
 

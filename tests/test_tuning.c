@@ -1,14 +1,21 @@
 /*
  * Tuning: device defaults, the per-user cache (round trip, other devices' entries kept, corrupt
- * files and stale or malformed entries ignored with a warning), CLATTN_TUNE over the cache,
- * clattn_context_set_tuning (results unchanged, invalid values refused).
+ * files and stale or malformed entries ignored with a warning naming the field, FIFOs and devices
+ * never opened or replaced), CLATTN_TUNE over the cache, clattn_context_set_tuning (results
+ * unchanged, invalid values refused), cached GEMM parameters CLBlast cannot build.
  */
 #include "common/test_util.h"
 
+#include "context_internal.h"
+#include "gemm.h"
+#include "tuning.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 typedef struct fixture {
@@ -162,9 +169,10 @@ static void expect_ignored(fixture *f, const char *cache_text, const char *needl
     clattn_context *ctx = test_context_create(&log);
     assert_non_null(ctx);
     assert_true(log.count >= 1);
-    if (!strstr(log.last, needle))
-        print_error("log \"%s\" lacks \"%s\"\n", log.last, needle);
+    if (!strstr(log.last, needle) || !strstr(log.last, f->cache))
+        print_error("log \"%s\" lacks \"%s\" or the cache's path\n", log.last, needle);
     assert_non_null(strstr(log.last, needle));
+    assert_non_null(strstr(log.last, f->cache));
     assert_int_equal(log.errors, 0); /* a warning, not an error... */
     assert_string_equal(clattn_last_error(ctx), ""); /* ...and nothing recorded as a failure */
     clattn_tuning got, want = defaults_of();
@@ -200,6 +208,258 @@ static void bad_caches_are_ignored_with_a_warning(void **state)
              "\"fused\": {\"local\": 0, \"qpw\": 2, \"tk\": 2, \"wg\": 1}, \"xgemm\": {\"MWG\": 64}}]}",
              info.name, info.driver_version, CLATTN_VERSION_STRING);
     expect_ignored(f, text, "is malformed");
+}
+
+/* An entry for this device whose fused part is `fused` and whose xgemm part is `xgemm` (NULL:
+ * none). */
+static void entry_text(char *text, size_t size, const clattn_device_info *info, const char *fused,
+                       const char *xgemm)
+{
+    snprintf(text, size,
+             "{\"entries\": [{\"device\": \"%s\", \"driver\": \"%s\", \"library\": \"%s\", "
+             "\"fused\": %s, \"gemm_kernel\": 0%s%s}]}",
+             info->name, info->driver_version, CLATTN_VERSION_STRING, fused,
+             xgemm ? ", \"xgemm\": " : "", xgemm ? xgemm : "");
+}
+
+/* Every numeric field is checked against its range (2^62 once passed as 0), and CLBlast's
+ * parameters against CLBlast's constraints: the warning names the field and the cache. */
+static void out_of_range_fields_are_named(void **state)
+{
+    fixture *f = *state;
+    clattn_context *ctx = test_context_create(NULL);
+    clattn_device_info info;
+    clattn_context_device_info(ctx, &info);
+    clattn_context_destroy(&ctx);
+    static const char fused[] = "{\"local\": 0, \"qpw\": 2, \"tk\": 2, \"wg\": 1}";
+    char text[2048], needle[128], big_wg[128];
+    entry_text(text, sizeof(text), &info,
+               "{\"local\": 4611686018427387904, \"qpw\": 2, \"tk\": 2, \"wg\": 1}", NULL);
+    expect_ignored(f, text, "fused.local is 4611686018427387904 (0 to 1)");
+    entry_text(text, sizeof(text), &info,
+               "{\"local\": 0, \"qpw\": 2, \"tk\": 4611686018427387904, \"wg\": 1}", NULL);
+    expect_ignored(f, text, "fused.tk is 4611686018427387904 (1 to 256)");
+    snprintf(big_wg, sizeof(big_wg), "{\"local\": 0, \"qpw\": 2, \"tk\": 2, \"wg\": %zu}",
+             info.max_work_group_size * 2);
+    entry_text(text, sizeof(text), &info, big_wg, NULL);
+    snprintf(needle, sizeof(needle), "fused.wg is %zu (1 to %zu)", info.max_work_group_size * 2,
+             info.max_work_group_size);
+    expect_ignored(f, text, needle);
+    entry_text(text, sizeof(text), &info, fused, NULL);
+    char *split = strstr(text, "\"gemm_kernel\": 0");
+    memcpy(split, "\"split_keys\": 90", strlen("\"split_keys\": 90")); /* same length */
+    expect_ignored(f, text, "split_keys is 90 (0 to 2)");
+    static const char *const xgemm[][2] = {
+        {"{\"GEMMK\": 0, \"MWG\": 4611686018427387904, \"NWG\": 64, \"KWG\": 32, \"MDIMC\": 8, "
+         "\"NDIMC\": 8, \"MDIMA\": 8, \"NDIMB\": 8, \"KWI\": 2, \"VWM\": 1, \"VWN\": 1, "
+         "\"STRM\": 0, \"STRN\": 0, \"SA\": 0, \"SB\": 0, \"KREG\": 1}",
+         "xgemm.MWG is 4611686018427387904 (1 to 1024)"},
+        /* No 3-wide vectors in OpenCL C: CLBlast's kernel does not build. */
+        {"{\"GEMMK\": 0, \"MWG\": 96, \"NWG\": 64, \"KWG\": 32, \"MDIMC\": 8, "
+         "\"NDIMC\": 8, \"MDIMA\": 8, \"NDIMB\": 8, \"KWI\": 2, \"VWM\": 3, \"VWN\": 1, "
+         "\"STRM\": 0, \"STRN\": 0, \"SA\": 0, \"SB\": 0, \"KREG\": 1}",
+         "xgemm.VWM is 3 (a power of two, 1 to 16)"},
+        /* Builds, and computes wrong results: tiles must split into whole vectors per thread. */
+        {"{\"GEMMK\": 0, \"MWG\": 100, \"NWG\": 64, \"KWG\": 32, \"MDIMC\": 8, "
+         "\"NDIMC\": 8, \"MDIMA\": 8, \"NDIMB\": 8, \"KWI\": 2, \"VWM\": 1, \"VWN\": 1, "
+         "\"STRM\": 0, \"STRN\": 0, \"SA\": 0, \"SB\": 0, \"KREG\": 1}",
+         "xgemm.MWG is 100, not a multiple of MDIMC x VWM = 8"},
+        {"{\"GEMMK\": 0, \"MWG\": 64, \"NWG\": 64, \"KWG\": 32, \"MDIMC\": 8, "
+         "\"NDIMC\": 8, \"MDIMA\": 8, \"NDIMB\": 8, \"KWI\": 2, \"VWM\": 1, \"VWN\": 1, "
+         "\"STRM\": 0, \"STRN\": 0, \"SA\": 0, \"SB\": 0, \"KREG\": -1}",
+         "xgemm.KREG is -1 (0 to"},
+    };
+    for (size_t i = 0; i < sizeof(xgemm) / sizeof(xgemm[0]); i++) {
+        entry_text(text, sizeof(text), &info, fused, xgemm[i][0]);
+        expect_ignored(f, text, xgemm[i][1]);
+    }
+    /* The library's own defaults for PoCL pass the same checks. */
+    clattn_gemm_choice choice;
+    clattn_tuning t;
+    ctx = test_context_create(NULL);
+    clattn__tuning_choose(ctx, &info, &t, &choice);
+    char problem[256] = "";
+    assert_false(choice.params.present &&
+                 clattn__gemm_params_problem(&info, &choice.params, problem, sizeof(problem)));
+    assert_true(choice.fallback.present);
+    assert_false(clattn__gemm_params_problem(&info, &choice.fallback, problem, sizeof(problem)));
+    clattn_context_destroy(&ctx);
+}
+
+/* One limit for fused_wg, the device's work-group size, in CLATTN_TUNE as in the cache. */
+static void tune_variable_takes_work_groups_up_to_the_device_limit(void **state)
+{
+    (void)state;
+    clattn_context *ctx = test_context_create(NULL);
+    clattn_device_info info;
+    clattn_context_device_info(ctx, &info);
+    clattn_context_destroy(&ctx);
+    size_t max_wg = 1;
+    while (max_wg * 2 <= info.max_work_group_size)
+        max_wg *= 2;
+    char tune[64], needle[64];
+    snprintf(tune, sizeof(tune), "fused_wg=%zu", max_wg);
+    setenv("CLATTN_TUNE", tune, 1);
+    test_log log;
+    ctx = test_context_create(&log);
+    clattn_tuning got;
+    assert_int_equal(clattn_context_get_tuning(ctx, &got), CLATTN_OK);
+    assert_int_equal(got.fused_wg, max_wg);
+    assert_int_equal(log.count, 0);
+    clattn_context_destroy(&ctx);
+    snprintf(tune, sizeof(tune), "fused_wg=%zu", max_wg * 2);
+    setenv("CLATTN_TUNE", tune, 1);
+    ctx = test_context_create(&log);
+    unsetenv("CLATTN_TUNE");
+    snprintf(needle, sizeof(needle), "fused_wg a power of two up to %zu",
+             info.max_work_group_size);
+    assert_non_null(strstr(log.last, tune));
+    assert_non_null(strstr(log.last, needle));
+    clattn_context_destroy(&ctx);
+}
+
+/* A FIFO, a device or a directory as the cache: never opened for reading (a FIFO blocked every
+ * context creation forever) nor replaced (a device node was once replaced by a regular file).
+ * alarm(): without the fix the test dies instead of hanging. */
+static void special_files_as_cache_are_ignored_and_never_replaced(void **state)
+{
+    fixture *f = *state;
+    char fifo[400], device[400];
+    snprintf(fifo, sizeof(fifo), "%s/fifo.json", f->dir);
+    snprintf(device, sizeof(device), "%s/full.json", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    /* The numbers of /dev/full; mknod needs root (CI runs as root). */
+    bool have_device = mknod(device, S_IFCHR | 0600, makedev(1, 7)) == 0;
+    if (!have_device)
+        print_message("mknod %s: %s: the character-device case is not run\n", device,
+                      strerror(errno));
+    const char *const paths[] = {fifo, f->dir, have_device ? device : NULL};
+    const char *const kinds[] = {"a FIFO", "a directory", "a character device"};
+    const mode_t types[] = {S_IFIFO, S_IFDIR, S_IFCHR};
+    clattn_tuning want = defaults_of();
+    for (int i = 0; i < 3; i++) {
+        if (!paths[i])
+            continue;
+        setenv("CLATTN_TUNING_CACHE", paths[i], 1);
+        test_log log;
+        alarm(120);
+        clattn_context *ctx = test_context_create(&log);
+        alarm(0);
+        assert_non_null(ctx);
+        print_message("%s\n", log.last);
+        assert_non_null(strstr(log.last, paths[i]));
+        assert_non_null(strstr(log.last, kinds[i]));
+        assert_non_null(strstr(log.last, "not a regular file; ignored"));
+        clattn_tuning got;
+        assert_int_equal(clattn_context_get_tuning(ctx, &got), CLATTN_OK);
+        assert_int_equal(got.fused_qpw, want.fused_qpw);
+        assert_int_equal(got.fused_wg, want.fused_wg);
+        alarm(120);
+        clattn_status status = clattn_tuning_cache_store(ctx, &got, NULL);
+        alarm(0);
+        assert_int_equal(status, CLATTN_ERROR_IO);
+        print_message("%s\n", clattn_last_error(ctx));
+        assert_non_null(strstr(clattn_last_error(ctx), paths[i]));
+        assert_non_null(strstr(clattn_last_error(ctx), "not a regular file; not replaced"));
+        struct stat st;
+        assert_int_equal(lstat(paths[i], &st), 0);
+        assert_int_equal(st.st_mode & S_IFMT, types[i]);
+        clattn_context_destroy(&ctx);
+    }
+    unlink(fifo);
+    unlink(device);
+    setenv("CLATTN_TUNING_CACHE", f->cache, 1);
+}
+
+/* A symbolic link to a regular file: the file it names is replaced, the link kept. */
+static void cache_behind_a_symbolic_link_is_written_through_it(void **state)
+{
+    fixture *f = *state;
+    char link_path[400];
+    snprintf(link_path, sizeof(link_path), "%s/link.json", f->dir);
+    write_file(f->cache, "{\"format\": 1, \"entries\": []}");
+    assert_int_equal(symlink(f->cache, link_path), 0);
+    setenv("CLATTN_TUNING_CACHE", link_path, 1);
+    clattn_context *ctx = test_context_create(NULL);
+    clattn_tuning t;
+    assert_int_equal(clattn_context_get_tuning(ctx, &t), CLATTN_OK);
+    t.fused_qpw = 3;
+    assert_int_equal(clattn_tuning_cache_store(ctx, &t, NULL), CLATTN_OK);
+    clattn_context_destroy(&ctx);
+    struct stat st;
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_non_null(strstr(read_file(f->cache), "\"qpw\": 3"));
+    unlink(link_path);
+    unlink(f->cache);
+    setenv("CLATTN_TUNING_CACHE", f->cache, 1);
+}
+
+/* Cached Xgemm parameters CLBlast cannot build (VWM 3: no 3-wide vectors; the checks of the cache
+ * refuse it, so it is applied here as context creation would apply a cache's): the GEMM falls
+ * back to the defaults with a warning naming the cache, and succeeds. The caller's own parameters
+ * (clattn_context_set_gemm_parameters) get no fallback. */
+static void unbuildable_cached_gemm_parameters_fall_back_to_the_defaults(void **state)
+{
+    fixture *f = *state;
+    test_log log;
+    clattn_context *ctx = test_context_create(&log);
+    clattn_device_info info;
+    clattn_context_device_info(ctx, &info);
+    clattn_gemm_choice choice;
+    clattn_tuning t;
+    clattn__tuning_choose(ctx, &info, &t, &choice);
+    assert_true(choice.fallback.present);
+    static const size_t unbuildable[CLATTN_GEMM_PARAMETER_COUNT] = {0, 96, 64, 32, 8, 8, 8, 8,
+                                                                    2, 3, 1, 0, 0, 0, 0, 1};
+    choice.params.present = 1;
+    memcpy(choice.params.values, unbuildable, sizeof(unbuildable));
+    snprintf(choice.cache_path, sizeof(choice.cache_path), "%s", f->cache);
+    assert_null(clattn__gemm_apply_chosen(ctx->device, &choice));
+
+    /* Large enough for CLBlast's tiled kernel (smaller GEMMs take its direct one). */
+    enum { N = 512 };
+    size_t shape[2] = {N, N};
+    float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N);
+    float *want = calloc(N * N, sizeof(float));
+    test_fill_uniform(a, N * N, 1, -1, 1);
+    test_fill_uniform(b, N * N, 2, -1, 1);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++)
+            for (size_t k = 0; k < N; k++)
+                want[i * N + j] += a[i * N + k] * b[j * N + k];
+    clattn_tensor *ta = test_tensor_from(ctx, 2, shape, a), *tb = test_tensor_from(ctx, 2, shape, b);
+    clattn_tensor *tc = test_tensor_from(ctx, 2, shape, NULL);
+    cl_mem ma = clattn_tensor_buffer(ta), mb = clattn_tensor_buffer(tb), mc = clattn_tensor_buffer(tc);
+    log.count = 0;
+    assert_int_equal(clattn__gemm_nt(ctx, CLATTN_OP_OTHER, N, N, N, ma, 0, N, mb, 0, N, 0.0f, mc,
+                                     0, N),
+                     CLATTN_OK);
+    print_message("%s\n", log.last);
+    assert_int_equal(log.count, 1);
+    assert_non_null(strstr(log.last, f->cache));
+    assert_non_null(strstr(log.last, "CLBlastOpenCLBuildProgramFailure"));
+    assert_non_null(strstr(log.last, "using the defaults"));
+    float *got = test_tensor_to_host(tc);
+    assert_close(got, want, N * N, 1e-3);
+    free(got);
+
+    /* The caller's own unbuildable parameters: CLBlast's error, no fallback, no cache named. */
+    char text[512];
+    size_t used = 0;
+    for (int i = 0; i < CLATTN_GEMM_PARAMETER_COUNT; i++)
+        used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s=%zu", i ? "," : "",
+                                 clattn__gemm_parameter_names[i], unbuildable[i]);
+    assert_int_equal(clattn_context_set_gemm_parameters(ctx, text), CLATTN_OK);
+    assert_status_msg(ctx,
+                      clattn__gemm_nt(ctx, CLATTN_OP_OTHER, N, N, N, ma, 0, N, mb, 0, N, 0.0f, mc,
+                                      0, N),
+                      CLATTN_ERROR_CLBLAST, "CLBlastOpenCLBuildProgramFailure");
+    assert_null(strstr(clattn_last_error(ctx), f->cache));
+    assert_null(clattn__gemm_apply_params(ctx->device, &choice.fallback));
+    clattn_tensor_destroy(&ta), clattn_tensor_destroy(&tb), clattn_tensor_destroy(&tc);
+    free(a), free(b), free(want);
+    clattn_context_destroy(&ctx);
 }
 
 static void set_tuning_keeps_results_and_refuses_bad_values(void **state)
@@ -297,6 +557,11 @@ int main(void)
         cmocka_unit_test(defaults_follow_the_device),
         cmocka_unit_test(cache_round_trip_keeps_other_devices),
         cmocka_unit_test(bad_caches_are_ignored_with_a_warning),
+        cmocka_unit_test(out_of_range_fields_are_named),
+        cmocka_unit_test(tune_variable_takes_work_groups_up_to_the_device_limit),
+        cmocka_unit_test(special_files_as_cache_are_ignored_and_never_replaced),
+        cmocka_unit_test(cache_behind_a_symbolic_link_is_written_through_it),
+        cmocka_unit_test(unbuildable_cached_gemm_parameters_fall_back_to_the_defaults),
         cmocka_unit_test(set_tuning_keeps_results_and_refuses_bad_values),
         cmocka_unit_test(cache_path_follows_the_environment),
     };

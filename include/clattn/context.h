@@ -169,15 +169,19 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      staging, 8 queries per work-item; GPUs: keys and values staged through __local memory);
  *   2. the entry for this device (name and driver version) and this library version in the
  *      tuning cache written by examples/tune: $CLATTN_TUNING_CACHE, else
- *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache or
- *      a stale entry (another library version) is ignored with a warning, never fatal;
+ *      $XDG_CACHE_HOME/clattn/tuning.json, else ~/.cache/clattn/tuning.json. A corrupt cache,
+ *      a stale entry (another library version), an entry with a field out of its range (named
+ *      in the warning) and a cache that is not a regular file (a FIFO, a device: never opened)
+ *      are ignored with a warning naming the cache, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
- *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two), fused_local (0 or 1),
- *      gemm_kernel (0 or 1), split_keys (0, 1 or 2), fused_untiled (0 or 1) — the fields
- *      below; anything else is ignored with a warning.
+ *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two up to the device's maximum
+ *      work-group size), fused_local (0 or 1), gemm_kernel (0 or 1), split_keys (0, 1 or 2),
+ *      fused_untiled (0 or 1) — the fields below; anything else is ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
- * are set with clattn_context_set_gemm_parameters.
+ * are set with clattn_context_set_gemm_parameters. Cached ones are checked against CLBlast's
+ * constraints and the device's limits; should CLBlast still fail to build or launch them, the
+ * GEMM falls back to the defaults with a warning naming the cache.
  */
 enum {
     CLATTN_SPLIT_KEYS_AUTO = 0,
@@ -190,7 +194,8 @@ typedef struct clattn_tuning {
     size_t fused_qpw; /* fused_qpw: queries per work-item (without staging) */
     size_t fused_tk;  /* fused_tk: keys per block (without staging: rounded down to 1, 2, 4, 8
                        * or 16) */
-    size_t fused_wg;  /* fused_wg: work-group size (a power of two) */
+    size_t fused_wg;  /* fused_wg: work-group size (a power of two up to the device's
+                       * max_work_group_size) */
     int gemm_kernel;  /* gemm_kernel: 1 runs the projection and feed-forward GEMMs with the
                        * library's CPU GEMM (register-blocked micro-tiles of the device's native
                        * vector width over weights packed once, bias and activation fused; the
@@ -233,7 +238,10 @@ CLATTN_API clattn_status clattn_context_set_gemm_parameters(clattn_context *ctx,
 /* Stores a tuning, and optionally GEMM parameters (text as for
  * clattn_context_set_gemm_parameters; NULL or "" for none), as the cache entry of the context's
  * device, driver and library version (replacing an older one; other devices' entries are kept).
- * The file is replaced atomically (written to a temporary file, then renamed). */
+ * The file is replaced atomically (written to a new temporary file beside it, then renamed), and
+ * only when it is a regular file (through a symbolic link: the file it names) or does not exist
+ * yet: a FIFO, a device or a directory is CLATTN_ERROR_IO, naming it. GEMM parameters outside
+ * CLBlast's constraints or the device's limits are CLATTN_ERROR_INVALID_ARGUMENT. */
 CLATTN_API clattn_status clattn_tuning_cache_store(clattn_context *ctx,
                                                    const clattn_tuning *tuning,
                                                    const char *gemm_parameters);
