@@ -1,10 +1,11 @@
 /*
  * generate: runs an encoder–decoder Transformer model file (nn.Transformer with embeddings and a
  * generator, clattn/transformer.h) on an OpenCL device: teacher-forced logits with --tgt, else
- * generation by greedy decoding or beam search.
+ * generation by greedy decoding or beam search. A model file without embeddings (nn.Transformer
+ * alone) takes float inputs and runs the teacher-forced forward only.
  *
- * Exit status: 0 on success, 2 on a usage error, 1 on a runtime error; every error names its
- * cause on stderr.
+ * Exit status: 0 on success, 2 on a usage error, 1 on a runtime error, 130 when interrupted
+ * (SIGINT: nothing is written); every error names its cause on stderr.
  */
 #include <clattn/clattn.h>
 
@@ -12,11 +13,15 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+enum { EXIT_INTERRUPTED = 130 }; /* 128 + SIGINT, as a shell reports a process SIGINT ended */
 
 typedef struct options {
     const char *model, *device, *src, *tgt, *src_mask, *output;
@@ -33,28 +38,38 @@ static void usage(FILE *out)
             "                [--max-new N] [--beam K] [--alpha A] [--half-cache] [--json]\n"
             "\n"
             "Runs an encoder-decoder model file (safetensors with nn.Transformer's names, the\n"
-            "source and target embeddings and a generator; see clattn/transformer.h).\n"
+            "source and target embeddings and a generator; see clattn/transformer.h). A file\n"
+            "without embeddings (nn.Transformer alone) takes float inputs: --src float32\n"
+            "[B, S, E] and --tgt float32 [B, T, E] (required), and --output receives the\n"
+            "decoder output [B, T, E] (logits [B, T, V] if the file has a generator).\n"
             "\n"
             "  --model FILE       the model file\n"
             "  --device SPEC      gpu, cpu, P:D, or part of a device name (default: $CLATTN_DEVICE,\n"
             "                     else the first GPU, else the first CPU)\n"
-            "  --src SRC.npy      source token ids, an integer array [B, S]\n"
+            "  --src SRC.npy      source token ids, an integer array [B, S] (float32 [B, S, E]\n"
+            "                     for a model without embeddings)\n"
             "  --src-mask PAD.npy source padding [B, S] (bool or integer; nonzero = padding), used\n"
             "                     as src_key_padding_mask and memory_key_padding_mask\n"
-            "  --tgt TGT.npy      target token ids [B, T]: teacher-forced forward with the causal\n"
-            "                     mask; --output then receives the logits, float32 [B, T, V]\n"
+            "  --tgt TGT.npy      target token ids [B, T] (float32 [B, T, E] for a model without\n"
+            "                     embeddings): teacher-forced forward with the causal mask;\n"
+            "                     --output then receives the logits, float32 [B, T, V]\n"
             "  --output OUT.npy   without --tgt: the generated ids, int64 [B, L] right-padded with\n"
             "                     the model's pad_id (without --output: one JSON array per\n"
             "                     sentence on stdout)\n"
-            "  --max-new N        tokens to generate at most (default: source length + 50)\n"
+            "  --max-new N        tokens to generate at most (default: source length + 50; at\n"
+            "                     most 1048576); a key/value cache larger than the device's\n"
+            "                     memory is refused before generating. On a terminal, stderr\n"
+            "                     shows the progress; Ctrl-C (SIGINT) stops with exit 130\n"
+            "                     and writes nothing\n"
             "  --beam K           1: greedy (default); K > 1: beam search with K hypotheses\n"
             "  --alpha A          the GNMT length penalty's exponent (default 0.6)\n"
             "  --half-cache       keep the decoder's keys and values in half floats (half the\n"
             "                     cache memory; outputs within a few 1e-4 of the float cache's)\n"
-            "  --json             one JSON object on stdout: the ids (unless --output), the time,\n"
-            "                     tokens/s, the device and the model\n"
+            "  --json             one JSON object on stdout: the ids (unless --output), each\n"
+            "                     result's score (its log-probability / the length penalty),\n"
+            "                     the time, tokens/s, the device and the model\n"
             "\n"
-            "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
+            "Exit status: 0 success, 2 usage error, 1 runtime error, 130 interrupted.\n");
 }
 
 /* Returns -1 when the options are good, else the exit status. */
@@ -143,11 +158,73 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- SIGINT: stop generating, write nothing, exit 130 ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int signo)
+{
+    (void)signo;
+    interrupted = 1;
+}
+
+/* Catches SIGINT unless it is ignored (a background job of a non-interactive shell, nohup). */
+static void catch_sigint(void)
+{
+    struct sigaction old, sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART; /* the OpenCL driver's system calls go on; the next step stops */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+}
+
+static int interrupted_exit(const char *when)
+{
+    fprintf(stderr, "generate: interrupted %s: no output written\n", when);
+    return EXIT_INTERRUPTED;
+}
+
+/* The progress line on a terminal, and the SIGINT check after every step. */
+typedef struct progress {
+    bool shown;    /* stderr is a terminal */
+    bool printed;  /* a line is on it */
+    double start, last;
+    size_t step, max_new;
+} progress;
+
+static int on_step(void *user, size_t step, size_t max_new, size_t sequences)
+{
+    progress *p = user;
+    p->step = step, p->max_new = max_new;
+    double now = now_s();
+    if (p->shown && (now - p->last >= 0.5 || step == max_new)) {
+        double elapsed = now - p->start;
+        fprintf(stderr, "\rgenerate: %zu of %zu tokens x %zu sequences, %.1f tokens/s, %.0f s "
+                        "(Ctrl-C stops)   ",
+                step, max_new, sequences, elapsed > 0 ? (double)(step * sequences) / elapsed : 0.0,
+                elapsed);
+        fflush(stderr);
+        p->last = now;
+        p->printed = true;
+    }
+    return interrupted != 0;
+}
+
+static void progress_end(progress *p)
+{
+    if (p->printed)
+        fputc('\n', stderr);
+    p->printed = false;
+}
+
 /* The inputs, read and checked against each other and the model. */
 typedef struct inputs {
     clattn_npy_array *src, *tgt, *mask;
     uint8_t *padding; /* [B, S] or NULL */
     size_t batch, src_len, tgt_len;
+    bool floats;      /* a model of float inputs: src [B, S, E], tgt [B, T, E] in ->f32 */
 } inputs;
 
 static void inputs_free(inputs *in)
@@ -169,6 +246,20 @@ static int read_ids(const char *option, const char *path, clattn_npy_array **out
     return 0;
 }
 
+/* A model of float inputs: a non-empty [B, length, E] array. */
+static int read_floats(const char *option, const char *path, size_t E, clattn_npy_array **out)
+{
+    if (clattn_npy_read_f32(out, path) != CLATTN_OK)
+        return runtime_error("--%s: %s", option, clattn_last_error(NULL));
+    const clattn_npy_array *a = *out;
+    if (a->ndim != 3 || a->shape[0] == 0 || a->shape[1] == 0 || a->shape[2] != E)
+        return runtime_error("--%s: %s must be a non-empty float array [B, length, %zu] (the "
+                             "model has no embeddings: it takes vectors of d_model %zu), not "
+                             "%d-dimensional with %zu elements",
+                             option, path, E, E, a->ndim, a->numel);
+    return 0;
+}
+
 static int check_ids(const char *option, const clattn_npy_array *a, size_t vocab)
 {
     for (size_t i = 0; i < a->numel; i++)
@@ -183,14 +274,18 @@ static int check_ids(const char *option, const clattn_npy_array *a, size_t vocab
 static int read_inputs(const options *o, const clattn_transformer_info *info, inputs *in)
 {
     memset(in, 0, sizeof(*in));
-    int rc = read_ids("src", o->src, &in->src);
+    in->floats = info->src_vocab == 0;
+    int rc = in->floats ? read_floats("src", o->src, info->d_model, &in->src)
+                        : read_ids("src", o->src, &in->src);
     if (rc)
         return rc;
     in->batch = in->src->shape[0], in->src_len = in->src->shape[1];
-    if ((rc = check_ids("src", in->src, info->src_vocab)))
+    if (!in->floats && (rc = check_ids("src", in->src, info->src_vocab)))
         return rc;
     if (o->tgt) {
-        if ((rc = read_ids("tgt", o->tgt, &in->tgt)) || (rc = check_ids("tgt", in->tgt, info->tgt_vocab)))
+        if (in->floats ? (rc = read_floats("tgt", o->tgt, info->d_model, &in->tgt))
+                       : ((rc = read_ids("tgt", o->tgt, &in->tgt)) ||
+                          (rc = check_ids("tgt", in->tgt, info->tgt_vocab))))
             return rc;
         if (in->tgt->shape[0] != in->batch)
             return runtime_error("--tgt has %zu sentences but --src %zu", in->tgt->shape[0],
@@ -220,26 +315,51 @@ static void print_ids(const int64_t *ids, size_t n)
     putchar(']');
 }
 
-/* Teacher-forced logits [B, T, V] into --output. */
+/* A float model's forward: src and tgt uploaded, out [B, T, width]. */
+static clattn_status forward_floats(clattn_context *ctx, clattn_transformer *model,
+                                    const inputs *in, size_t E, clattn_tensor *out)
+{
+    clattn_tensor *src = NULL, *tgt = NULL;
+    size_t src_shape[3] = {in->batch, in->src_len, E}, tgt_shape[3] = {in->batch, in->tgt_len, E};
+    clattn_status status;
+    if (!(status = clattn_tensor_create(ctx, &src, 3, src_shape)) &&
+        !(status = clattn_tensor_create(ctx, &tgt, 3, tgt_shape)) &&
+        !(status = clattn_tensor_write(src, in->src->f32, in->src->numel)) &&
+        !(status = clattn_tensor_write(tgt, in->tgt->f32, in->tgt->numel)))
+        status = clattn_transformer_forward_float(model, src, in->padding, tgt, out);
+    clattn_tensor_destroy(&src);
+    clattn_tensor_destroy(&tgt);
+    return status;
+}
+
+/* Teacher-forced logits [B, T, V] (a float model without generator: the decoder output
+ * [B, T, E]) into --output. */
 static int forward(const options *o, clattn_context *ctx, clattn_transformer *model,
                    const clattn_transformer_info *info, const inputs *in, double *seconds)
 {
-    size_t shape[3] = {in->batch, in->tgt_len, info->tgt_vocab};
+    size_t width = info->tgt_vocab ? info->tgt_vocab : info->d_model;
+    size_t shape[3] = {in->batch, in->tgt_len, width};
     size_t count = shape[0] * shape[1] * shape[2];
     clattn_tensor *logits = NULL;
     float *host = NULL;
     int rc = 0;
     if (clattn_tensor_create(ctx, &logits, 3, shape) != CLATTN_OK)
-        return runtime_error("logits [%zu, %zu, %zu]: %s", shape[0], shape[1], shape[2],
+        return runtime_error("output [%zu, %zu, %zu]: %s", shape[0], shape[1], shape[2],
                              clattn_last_error(ctx));
     double start = now_s();
+    clattn_status status = CLATTN_OK;
     if (!(host = malloc(count * sizeof(float))))
-        rc = runtime_error("out of memory for %zu logits", count);
-    else if (clattn_transformer_forward(model, in->src->i64, in->batch, in->src_len, in->padding,
-                                        in->tgt->i64, in->tgt_len, logits) != CLATTN_OK ||
+        rc = runtime_error("out of memory for %zu outputs", count);
+    else if ((status = in->floats ? forward_floats(ctx, model, in, info->d_model, logits)
+                                  : clattn_transformer_forward(model, in->src->i64, in->batch,
+                                                               in->src_len, in->padding,
+                                                               in->tgt->i64, in->tgt_len,
+                                                               logits)) != CLATTN_OK ||
              clattn_tensor_read(logits, host, count) != CLATTN_OK)
         rc = runtime_error("%s", clattn_last_error(ctx));
     *seconds = now_s() - start;
+    if (!rc && interrupted)
+        rc = interrupted_exit("before writing the output");
     if (!rc && clattn_npy_write_f32(o->output, host, 3, shape) != CLATTN_OK)
         rc = runtime_error("--output: %s", clattn_last_error(NULL));
     free(host);
@@ -247,14 +367,15 @@ static int forward(const options *o, clattn_context *ctx, clattn_transformer *mo
     return rc;
 }
 
-/* The generated ids: [B, width] rows, lengths[b] of them used. */
+/* The generated ids: [B, width] rows, lengths[b] of them used, and each result's score. */
 typedef struct generated {
     int64_t *ids;
     size_t *lengths, width, tokens;
+    double *scores;
 } generated;
 
 /* Generation into g; with --output, the ids [B, L] (L the longest output, at least 1) right-padded
- * with pad_id go to the file. */
+ * with pad_id go to the file. SIGINT stops it: exit 130, nothing written. */
 static int generate(const options *o, clattn_context *ctx, clattn_transformer *model,
                     const inputs *in, double *seconds, generated *g)
 {
@@ -267,15 +388,32 @@ static int generate(const options *o, clattn_context *ctx, clattn_transformer *m
     g->width = params.max_new;
     g->ids = malloc(in->batch * g->width * sizeof(int64_t));
     g->lengths = malloc(in->batch * sizeof(size_t));
-    if (!g->ids || !g->lengths)
+    g->scores = malloc(in->batch * sizeof(double));
+    if (!g->ids || !g->lengths || !g->scores)
         return runtime_error("out of memory for %zu x %zu ids", in->batch, g->width);
+    progress p = {isatty(STDERR_FILENO) != 0, false, now_s(), 0.0, 0, params.max_new};
+    params.scores = g->scores;
+    params.progress = on_step;
+    params.progress_user_data = &p;
+    if (interrupted)
+        return interrupted_exit("before generating");
     double start = now_s();
+    p.start = start;
     clattn_status status = clattn_transformer_generate(model, in->src->i64, in->batch,
                                                        in->src_len, in->padding, &params, g->ids,
                                                        g->lengths);
     *seconds = now_s() - start;
+    progress_end(&p);
+    if (status == CLATTN_ERROR_TOO_LARGE)
+        return runtime_error("%s (a smaller --max-new, --beam or batch fits)",
+                             clattn_last_error(ctx));
     if (status != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(ctx));
+    if (interrupted) {
+        char when[96];
+        snprintf(when, sizeof(when), "after %zu of at most %zu tokens", p.step, p.max_new);
+        return interrupted_exit(when);
+    }
     size_t longest = 1;
     for (size_t b = 0; b < in->batch; b++) {
         g->tokens += g->lengths[b];
@@ -286,6 +424,7 @@ static int generate(const options *o, clattn_context *ctx, clattn_transformer *m
     for (size_t b = 0; b < in->batch; b++)
         memmove(g->ids + b * longest, g->ids + b * g->width, longest * sizeof(int64_t));
     g->width = longest;
+    /* written through a temporary file renamed over --output: never a partial file */
     if (clattn_npy_write_i64(o->output, g->ids, 2, (size_t[]){in->batch, longest}) != CLATTN_OK)
         return runtime_error("--output: %s", clattn_last_error(NULL));
     return 0;
@@ -300,6 +439,18 @@ static void print_all_ids(const generated *g, size_t batch, bool json)
         if (!json)
             putchar('\n');
     }
+}
+
+static void print_scores(const generated *g, size_t batch)
+{
+    printf("\"scores\": [");
+    for (size_t b = 0; b < batch; b++) {
+        if (isfinite(g->scores[b]))
+            printf("%s%.10g", b ? ", " : "", g->scores[b]);
+        else
+            printf("%snull", b ? ", " : "");
+    }
+    printf("], ");
 }
 
 static int run(const options *o)
@@ -319,6 +470,11 @@ static int run(const options *o)
     if (clattn_transformer_load(ctx, &model, o->model) != CLATTN_OK ||
         clattn_transformer_get_info(model, &info) != CLATTN_OK)
         rc = runtime_error("--model: %s", clattn_last_error(ctx));
+    if (!rc && info.src_vocab == 0 && !o->tgt)
+        rc = usage_error("--model %s has no embeddings: it takes float inputs and runs the "
+                         "teacher-forced forward only (nothing to generate from): give --tgt "
+                         "TGT.npy, float32 [B, T, %zu], and --output OUT.npy",
+                         o->model, info.d_model);
     if (!rc)
         rc = read_inputs(o, &info, &in);
     if (!rc)
@@ -333,6 +489,8 @@ static int run(const options *o)
             print_all_ids(&g, in.batch, true);
             printf("], ");
         }
+        if (!o->tgt)
+            print_scores(&g, in.batch);
         clattn_device_info dev;
         clattn_context_device_info(ctx, &dev);
         printf("\"model\": ");
@@ -356,6 +514,7 @@ static int run(const options *o)
     }
     free(g.ids);
     free(g.lengths);
+    free(g.scores);
     inputs_free(&in);
     clattn_transformer_destroy(&model);
     clattn_context_destroy(&ctx);
@@ -365,6 +524,7 @@ static int run(const options *o)
 int main(int argc, char **argv)
 {
     cli_set_program("generate");
+    catch_sigint();
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

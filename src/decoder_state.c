@@ -83,6 +83,17 @@ clattn_status clattn_decoder_state_create_with(clattn_decoder *dec, clattn_decod
         !clattn__mul_size(rows, vw * element, &vb) || capacity > UINT32_MAX)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "%s: a cache of %zu x %zu tokens is too large", fn, batch, capacity);
+    /* All the layers' caches at once, before allocating any: the device's global memory bounds
+     * them even when every buffer is under its maximum allocation. */
+    size_t layer, total;
+    if (!clattn__add_size(kb, vb, &layer) || !clattn__mul_size(layer, c->num_layers, &total) ||
+        total > ctx->info.global_mem_bytes)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
+                            "%s: the key/value cache of %zu sequences x %zu tokens x %zu layers "
+                            "needs %.1f MiB, more than the device's global memory (%.1f MiB)",
+                            fn, batch, capacity, c->num_layers,
+                            ((double)kb + (double)vb) * (double)c->num_layers / 1048576.0,
+                            (double)ctx->info.global_mem_bytes / 1048576.0);
     clattn_decoder_state *st = calloc(1, sizeof(*st));
     if (!st)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);

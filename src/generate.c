@@ -8,19 +8,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- scores ---- */
+
+/* GNMT's length penalty ((5 + |Y|) / 6)^α: scores are divided by it. */
+static double length_penalty(size_t length, double alpha)
+{
+    return pow((5.0 + (double)length) / 6.0, alpha);
+}
+
+/* Log-softmax of one row of logits, in double. */
+static void log_softmax(const float *z, size_t V, double *out)
+{
+    double top = z[0], sum = 0.0;
+    for (size_t v = 1; v < V; v++)
+        top = z[v] > top ? z[v] : top;
+    for (size_t v = 0; v < V; v++)
+        sum += exp((double)z[v] - top);
+    double log_sum = log(sum);
+    for (size_t v = 0; v < V; v++)
+        out[v] = (double)z[v] - top - log_sum;
+}
+
+/* The progress callback after `step` tokens: true to stop. */
+static bool stop_after(const clattn_generate_params *params, size_t step, size_t max_new,
+                       size_t sequences)
+{
+    return params->progress &&
+           params->progress(params->progress_user_data, step, max_new, sequences) != 0;
+}
+
 /* ---- greedy decoding ---- */
 
 static clattn_status greedy(clattn_transformer *m, const char *fn, size_t B, size_t max_new,
-                            clattn_decoder_state *state, int64_t *out, size_t *lengths)
+                            const clattn_generate_params *params, clattn_decoder_state *state,
+                            int64_t *out, size_t *lengths)
 {
     clattn_context *ctx = m->ctx;
     size_t E = m->info.d_model, V = m->info.tgt_vocab;
     int64_t *next = malloc(B * sizeof(int64_t));
-    float *scores = malloc(B * V * sizeof(float));
+    float *logits_host = malloc(B * V * sizeof(float));
     bool *done = calloc(B, sizeof(bool));
+    double *sum = calloc(B, sizeof(double)), *logp = malloc(V * sizeof(double));
     clattn_tensor *x = NULL, *h = NULL, *logits = NULL;
     clattn_status status = CLATTN_OK;
-    if (!next || !scores || !done)
+    if (!next || !logits_host || !done || !sum || !logp)
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     if (status == CLATTN_OK &&
         !(status = clattn_tensor_create(ctx, &x, 3, (size_t[]){B, 1, E})) &&
@@ -37,7 +68,7 @@ static clattn_status greedy(clattn_transformer *m, const char *fn, size_t B, siz
         if ((status = clattn__transformer_embed(m, fn, next, B, 1, t, x)) ||
             (status = clattn_decoder_step(state, x, h)) ||
             (status = clattn__transformer_logits(m, h, B, logits)) ||
-            (status = clattn_tensor_read(logits, scores, B * V)))
+            (status = clattn_tensor_read(logits, logits_host, B * V)))
             break;
         for (size_t b = 0; b < B; b++) {
             if (done[b]) {
@@ -46,29 +77,31 @@ static clattn_status greedy(clattn_transformer *m, const char *fn, size_t B, siz
             }
             size_t best = 0;
             for (size_t v = 1; v < V; v++)
-                if (scores[b * V + v] > scores[b * V + best])
+                if (logits_host[b * V + v] > logits_host[b * V + best])
                     best = v;
             out[b * max_new + t] = (int64_t)best;
             lengths[b] = t + 1;
             next[b] = (int64_t)best;
+            if (params->scores) {
+                log_softmax(logits_host + b * V, V, logp);
+                sum[b] += logp[best];
+            }
             if ((int64_t)best == m->info.eos_id) {
                 done[b] = true;
                 alive--;
             }
         }
+        if (stop_after(params, t + 1, max_new, B))
+            break;
     }
+    for (size_t b = 0; status == CLATTN_OK && params->scores && b < B; b++)
+        params->scores[b] = sum[b] / length_penalty(lengths[b], params->alpha);
     clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
-    free(next), free(scores), free(done);
+    free(next), free(logits_host), free(done), free(sum), free(logp);
     return status;
 }
 
 /* ---- beam search ---- */
-
-/* GNMT's length penalty ((5 + |Y|) / 6)^α: scores are divided by it. */
-static double length_penalty(size_t length, double alpha)
-{
-    return pow((5.0 + (double)length) / 6.0, alpha);
-}
 
 typedef struct candidate {
     double score; /* the sum of log-probabilities */
@@ -86,19 +119,6 @@ static int by_score(const void *a, const void *b)
     return (x->token > y->token) - (x->token < y->token);
 }
 
-/* Log-softmax of one row of logits, in double. */
-static void log_softmax(const float *z, size_t V, double *out)
-{
-    double top = z[0], sum = 0.0;
-    for (size_t v = 1; v < V; v++)
-        top = z[v] > top ? z[v] : top;
-    for (size_t v = 0; v < V; v++)
-        sum += exp((double)z[v] - top);
-    double log_sum = log(sum);
-    for (size_t v = 0; v < V; v++)
-        out[v] = (double)z[v] - top - log_sum;
-}
-
 /*
  * Beam search over the state's B·k sequences (sentence b's hypotheses are rows b·k .. b·k+k-1).
  * Each step t (t + 1 tokens generated after it), per sentence still searching:
@@ -113,9 +133,10 @@ static void log_softmax(const float *z, size_t V, double *out)
  * The result is the best finished hypothesis, eos included.
  */
 static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B, size_t k,
-                                 size_t max_new, double alpha, clattn_decoder_state *state,
-                                 int64_t *out, size_t *lengths)
+                                 size_t max_new, const clattn_generate_params *params,
+                                 clattn_decoder_state *state, int64_t *out, size_t *lengths)
 {
+    double alpha = params->alpha;
     clattn_context *ctx = m->ctx;
     size_t E = m->info.d_model, V = m->info.tgt_vocab, rows = B * k;
     int64_t eos = m->info.eos_id;
@@ -203,9 +224,13 @@ static clattn_status beam_search(clattn_transformer *m, const char *fn, size_t B
         memcpy(score, next_score, rows * sizeof(double));
         int64_t *swap = hist;
         hist = hist_next, hist_next = swap;
+        if (stop_after(params, t + 1, max_new, rows))
+            break;
         if (still_searching > 0)
             status = clattn__decoder_state_reorder(state, parents);
     }
+    for (size_t b = 0; status == CLATTN_OK && params->scores && b < B; b++)
+        params->scores[b] = best_score[b];
     clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
     free(score), free(logp), free(hist), free(hist_next), free(next), free(parents);
     free(next_score), free(logits_host), free(cand), free(best_score), free(searching);
@@ -269,8 +294,8 @@ clattn_status clattn_transformer_generate(clattn_transformer *m, const int64_t *
                                               &mask)) &&
         !(status = clattn_decoder_state_create_with(m->decoder, &state, &state_params)) &&
         !(status = clattn_decoder_state_set_memory(state, memory, mask)))
-        status = k > 1 ? beam_search(m, fn, B, k, max_new, params->alpha, state, out, lengths)
-                       : greedy(m, fn, B, max_new, state, out, lengths);
+        status = k > 1 ? beam_search(m, fn, B, k, max_new, params, state, out, lengths)
+                       : greedy(m, fn, B, max_new, params, state, out, lengths);
     if (k > 1)
         free(src_rows), free(pad_rows);
     clattn_decoder_state_destroy(&state);

@@ -1,4 +1,5 @@
-/* The encoder–decoder Transformer: a model file, teacher-forced logits, greedy generation. */
+/* The encoder–decoder Transformer: a model file (of token ids or of float inputs), the
+ * teacher-forced forward; generation is generate.c's. */
 #include "buffers.h"
 #include "constants.h"
 #include "context_internal.h"
@@ -131,6 +132,61 @@ static clattn_status table(const clattn_safetensors *st, const char *path, const
     return CLATTN_OK;
 }
 
+/* The number of layers the file holds under `prefix` ("decoder.layers."): one more than the
+ * largest i of a tensor named prefix{i}.*, 0 when there is none. */
+static size_t layers_in_file(const clattn_safetensors *st, const char *prefix)
+{
+    size_t count = 0, len = strlen(prefix);
+    for (size_t i = 0; i < st->tensor_count; i++) {
+        const char *name = st->tensors[i].name;
+        if (strncmp(name, prefix, len) != 0 || name[len] < '0' || name[len] > '9')
+            continue;
+        char *end = NULL;
+        unsigned long long index = strtoull(name + len, &end, 10);
+        if (*end == '.' && index < (1ull << 31) && index + 1 > count)
+            count = (size_t)index + 1;
+    }
+    return count;
+}
+
+/* The metadata's layer count `key` must be the number of layers the file holds: a smaller one
+ * would silently run another model, a larger one fail on a missing tensor. */
+static clattn_status check_layer_count(const clattn_safetensors *st, const char *path,
+                                       const char *key, const char *prefix, size_t count)
+{
+    size_t present = layers_in_file(st, prefix);
+    if (present == count)
+        return CLATTN_OK;
+    if (present == 0)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "metadata \"%s\" is %zu but the file has no %s* tensors", key,
+                               count, prefix);
+    return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                           "metadata \"%s\" is %zu but the file holds %zu layers (%s0 to %s%zu)",
+                           key, count, present, prefix, prefix, present - 1);
+}
+
+/* The embeddings: both (a model of token ids) or neither (a model of float inputs, as
+ * nn.Transformer's own state_dict). */
+static clattn_status read_embeddings(const clattn_safetensors *st, const char *path, size_t E,
+                                     const clattn_safetensors_tensor **src_emb,
+                                     const clattn_safetensors_tensor **tgt_emb)
+{
+    static const char src_name[] = "src_embedding.weight", tgt_name[] = "tgt_embedding.weight";
+    bool has_src = clattn_safetensors_find(st, src_name) != NULL;
+    bool has_tgt = clattn_safetensors_find(st, tgt_name) != NULL;
+    *src_emb = *tgt_emb = NULL;
+    if (!has_src && !has_tgt)
+        return CLATTN_OK;
+    if (has_src != has_tgt)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "missing tensor %s: a model has both embeddings (token ids) or "
+                               "neither (float inputs)",
+                               has_src ? tgt_name : src_name);
+    clattn_status status = table(st, path, src_name, E, src_emb);
+    return status ? status : table(st, path, tgt_name, E, tgt_emb);
+}
+
 static clattn_status load_model(clattn_transformer *m, const clattn_safetensors *st,
                                 const char *path)
 {
@@ -147,26 +203,40 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
         (status = meta_size(st, path, "num_encoder_layers", &info->num_encoder_layers)) ||
         (status = meta_size(st, path, "num_decoder_layers", &info->num_decoder_layers)) ||
         (status = meta_size(st, path, "dim_feedforward", &info->dim_feedforward)) ||
+        (status = check_layer_count(st, path, "num_encoder_layers", "encoder.layers.",
+                                    info->num_encoder_layers)) ||
+        (status = check_layer_count(st, path, "num_decoder_layers", "decoder.layers.",
+                                    info->num_decoder_layers)) ||
         (status = read_stack(st, path, &act, &norm_first, &eps)) ||
-        (status = table(st, path, "src_embedding.weight", info->d_model, &src_emb)) ||
-        (status = table(st, path, "tgt_embedding.weight", info->d_model, &tgt_emb)))
-        return status;
-    info->src_vocab = src_emb->shape[0];
-    info->tgt_vocab = tgt_emb->shape[0];
-    if ((status = meta_id(st, path, "bos_id", info->tgt_vocab, &info->bos_id)) ||
-        (status = meta_id(st, path, "eos_id", info->tgt_vocab, &info->eos_id)) ||
-        (status = meta_id(st, path, "pad_id", info->tgt_vocab, &info->pad_id)))
+        (status = read_embeddings(st, path, info->d_model, &src_emb, &tgt_emb)))
         return status;
     const char *tied = clattn_safetensors_metadata(st, "tie_embeddings");
-    bool tie = tied && strcmp(tied, "true") == 0;
+    bool tokens = src_emb != NULL, tie = tokens && tied && strcmp(tied, "true") == 0;
     gen_w = clattn_safetensors_find(st, "generator.weight");
     gen_b = clattn_safetensors_find(st, "generator.bias");
-    if (!tie && (status = table(st, path, "generator.weight", info->d_model, &gen_w)))
+    info->bos_id = info->eos_id = info->pad_id = -1;
+    if (tokens) {
+        info->src_vocab = src_emb->shape[0];
+        info->tgt_vocab = tgt_emb->shape[0];
+        if ((status = meta_id(st, path, "bos_id", info->tgt_vocab, &info->bos_id)) ||
+            (status = meta_id(st, path, "eos_id", info->tgt_vocab, &info->eos_id)) ||
+            (status = meta_id(st, path, "pad_id", info->tgt_vocab, &info->pad_id)))
+            return status;
+    }
+    /* a model of token ids needs its generator (or tied embeddings); a float model's is
+     * optional (its forward then gives logits instead of the decoder output) */
+    if (!tie && (tokens || gen_w) &&
+        (status = table(st, path, "generator.weight", info->d_model, &gen_w)))
         return status;
-    if (!tie && gen_w->shape[0] != info->tgt_vocab)
+    if (!tokens && gen_w)
+        info->tgt_vocab = gen_w->shape[0];
+    if (!tie && gen_w && gen_w->shape[0] != info->tgt_vocab)
         return clattn__fail_in(fn_load, path, CLATTN_ERROR_SHAPE_MISMATCH,
                                "generator.weight has %zu rows but tgt_embedding.weight %zu",
                                gen_w->shape[0], info->tgt_vocab);
+    if (gen_b && !gen_w && !tie)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "generator.bias without generator.weight");
     if (gen_b && (gen_b->ndim != 1 || gen_b->shape[0] != info->tgt_vocab))
         return clattn__fail_in(fn_load, path, CLATTN_ERROR_SHAPE_MISMATCH,
                                "generator.bias must be [%zu]", info->tgt_vocab);
@@ -176,7 +246,7 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
                                   info->dim_feedforward);
     ec.activation = act, ec.norm_first = norm_first, ec.layer_norm_eps = eps;
     ec.final_norm = clattn_safetensors_find(st, "encoder.norm.weight") != NULL;
-    ec.positional = CLATTN_POSITIONAL_SINUSOIDAL;
+    ec.positional = tokens ? CLATTN_POSITIONAL_SINUSOIDAL : CLATTN_POSITIONAL_NONE;
     ec.vocab_size = info->src_vocab;
     clattn_decoder_config dc;
     clattn_decoder_config_default(&dc, info->d_model, info->nhead, info->num_decoder_layers,
@@ -184,22 +254,23 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
     dc.activation = act, dc.norm_first = norm_first, dc.layer_norm_eps = eps;
     dc.num_kv_heads = info->num_kv_heads;
     dc.final_norm = clattn_safetensors_find(st, "decoder.norm.weight") != NULL;
-    prefixed enc_names = {st, "encoder.", "src_embedding.weight", {{0}}, 0};
+    prefixed enc_names = {st, "encoder.", tokens ? "src_embedding.weight" : NULL, {{0}}, 0};
     prefixed dec_names = {st, "decoder.", NULL, {{0}}, 0};
     size_t E = info->d_model, V = info->tgt_vocab;
     if ((status = clattn_encoder_create(ctx, &m->encoder, &ec)) ||
         (status = clattn_encoder_load_weights(m->encoder, prefixed_lookup, &enc_names)) ||
         (status = clattn_decoder_create(ctx, &m->decoder, &dc)) ||
         (status = clattn_decoder_load_weights(m->decoder, prefixed_lookup, &dec_names)) ||
-        (status = clattn__upload(ctx, tgt_emb->data, V * E, "tgt_embedding.weight",
-                                 &m->tgt_embedding)) ||
-        (!tie && (status = clattn__upload(ctx, gen_w->data, V * E, "generator.weight",
-                                          &m->generator_w))) ||
+        (tokens && (status = clattn__upload(ctx, tgt_emb->data, V * E, "tgt_embedding.weight",
+                                            &m->tgt_embedding))) ||
+        (gen_w && !tie && (status = clattn__upload(ctx, gen_w->data, V * E, "generator.weight",
+                                                   &m->generator_w))) ||
         (gen_b && (status = clattn__upload(ctx, gen_b->data, V, "generator.bias",
                                            &m->generator_b))))
         return status;
-    m->generator = (clattn_gemm_weight){tie ? m->tgt_embedding : m->generator_w, 0, V, E, E,
-                                        NULL};
+    if (tie || gen_w)
+        m->generator = (clattn_gemm_weight){tie ? m->tgt_embedding : m->generator_w, 0, V, E, E,
+                                            NULL};
     return CLATTN_OK;
 }
 
@@ -265,26 +336,33 @@ void clattn_generate_params_default(clattn_generate_params *params)
 
 /* ---- running ---- */
 
+/* The source padding [B, S] (nonzero = padding) as a float key-padding mask tensor (new). */
+static clattn_status padding_mask(clattn_transformer *m, const char *fn, const uint8_t *padding,
+                                  size_t B, size_t S, clattn_tensor **mask)
+{
+    clattn_context *ctx = m->ctx;
+    float *pad = malloc(B * S * sizeof(float));
+    if (!pad)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t i = 0; i < B * S; i++)
+        pad[i] = padding[i] ? 1.0f : 0.0f;
+    clattn_status status = clattn_tensor_create(ctx, mask, 2, (size_t[]){B, S});
+    if (status == CLATTN_OK)
+        status = clattn_tensor_write(*mask, pad, B * S);
+    free(pad);
+    return status;
+}
+
 /* The source through the encoder: memory [B, S, E], and the padding as a float mask tensor. */
 clattn_status clattn__transformer_encode(clattn_transformer *m, const char *fn,
                                          const int64_t *src, size_t B, size_t S,
                                          const uint8_t *padding, clattn_tensor **memory,
                                          clattn_tensor **mask)
 {
-    clattn_context *ctx = m->ctx;
     size_t E = m->info.d_model;
-    clattn_status status = clattn_tensor_create(ctx, memory, 3, (size_t[]){B, S, E});
-    if (status == CLATTN_OK && padding) {
-        float *pad = malloc(B * S * sizeof(float));
-        if (!pad)
-            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                                fn);
-        for (size_t i = 0; i < B * S; i++)
-            pad[i] = padding[i] ? 1.0f : 0.0f;
-        if (!(status = clattn_tensor_create(ctx, mask, 2, (size_t[]){B, S})))
-            status = clattn_tensor_write(*mask, pad, B * S);
-        free(pad);
-    }
+    clattn_status status = clattn_tensor_create(m->ctx, memory, 3, (size_t[]){B, S, E});
+    if (status == CLATTN_OK && padding)
+        status = padding_mask(m, fn, padding, B, S, mask);
     if (status != CLATTN_OK)
         return status;
     clattn_encoder_forward_params params;
@@ -345,6 +423,11 @@ clattn_status clattn__transformer_check_src(clattn_transformer *m, const char *f
     CLATTN_CHECK_ARG(m->ctx, fn, src, "src is NULL");
     CLATTN_CHECK_ARG(m->ctx, fn, B > 0 && S > 0, "batch (%zu) and src_len (%zu) must be positive",
                      B, S);
+    if (m->info.src_vocab == 0)
+        return clattn__fail(m->ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: the model has no embeddings: it takes float inputs "
+                            "(clattn_transformer_forward_float), not token ids",
+                            fn);
     return CLATTN_OK;
 }
 
@@ -378,5 +461,56 @@ clattn_status clattn_transformer_forward(clattn_transformer *m, const int64_t *s
     }
     clattn_tensor_destroy(&memory), clattn_tensor_destroy(&mask);
     clattn_tensor_destroy(&x), clattn_tensor_destroy(&h);
+    return status;
+}
+
+clattn_status clattn_transformer_forward_float(clattn_transformer *m, const clattn_tensor *src,
+                                               const uint8_t *src_padding,
+                                               const clattn_tensor *tgt, clattn_tensor *out)
+{
+    static const char fn[] = "clattn_transformer_forward_float";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    clattn_context *ctx = m->ctx;
+    CLATTN_CHECK_ARG(ctx, fn, src && src->ctx == ctx, "src is NULL or of another context");
+    CLATTN_CHECK_ARG(ctx, fn, tgt && tgt->ctx == ctx, "tgt is NULL or of another context");
+    CLATTN_CHECK_ARG(ctx, fn, out && out->ctx == ctx, "out is NULL or of another context");
+    if (m->info.src_vocab != 0)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: the model has embeddings: it takes token ids "
+                            "(clattn_transformer_forward), not float inputs",
+                            fn);
+    size_t E = m->info.d_model, V = m->info.tgt_vocab;
+    clattn_status status;
+    size_t B = src->ndim > 0 ? src->shape[0] : 0, S = src->ndim > 1 ? src->shape[1] : 0;
+    size_t T = tgt->ndim > 1 ? tgt->shape[1] : 0;
+    if ((status = clattn__expect_shape(ctx, fn, "src", src->ndim, src->shape, 3,
+                                       (size_t[]){B, S, E}, "[B, S, d_model]")))
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, B > 0 && S > 0, "src [%zu, %zu, %zu] is empty", B, S, E);
+    if ((status = clattn__expect_shape(ctx, fn, "tgt", tgt->ndim, tgt->shape, 3,
+                                       (size_t[]){B, T, E}, "[B, T, d_model]")))
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, T > 0, "tgt [%zu, 0, %zu] is empty", B, E);
+    if ((status = clattn__expect_shape(ctx, fn, "out", out->ndim, out->shape, 3,
+                                       (size_t[]){B, T, V ? V : E},
+                                       V ? "[B, T, V] (the model has a generator)"
+                                         : "[B, T, d_model]")))
+        return status;
+    clattn_tensor *memory = NULL, *mask = NULL, *h = NULL;
+    clattn_encoder_forward_params enc;
+    clattn_encoder_forward_params_default(&enc);
+    clattn_decoder_forward_params dec;
+    clattn_decoder_forward_params_default(&dec);
+    dec.tgt_is_causal = 1;
+    if (!(status = clattn_tensor_create(ctx, &memory, 3, (size_t[]){B, S, E})) &&
+        (!src_padding || !(status = padding_mask(m, fn, src_padding, B, S, &mask))) &&
+        (!V || !(status = clattn_tensor_create(ctx, &h, 3, (size_t[]){B, T, E})))) {
+        enc.key_padding_mask = mask;
+        dec.memory_key_padding_mask = mask;
+        if (!(status = clattn_encoder_forward(m->encoder, src, memory, &enc)) &&
+            !(status = clattn_decoder_forward(m->decoder, tgt, memory, V ? h : out, &dec)) && V)
+            status = clattn__transformer_logits(m, h, B * T, out);
+    }
+    clattn_tensor_destroy(&memory), clattn_tensor_destroy(&mask), clattn_tensor_destroy(&h);
     return status;
 }

@@ -150,8 +150,11 @@ CLATTN_API clattn_status clattn_decoder_state_create_with(
  * (allocated here, at creation; h_kv = num_kv_heads, nhead without grouped-query attention),
  * the projected memory 4·B·S·h_kv·(d_k + d_v) bytes per layer (allocated by set_memory). For
  * the paper's base decoder (6 layers, 8 heads of 64) that is 24 KiB per cached token and
- * sequence; with 2 kv heads, 6 KiB; with a half cache (clattn_decoder_state_create_with), half. The state belongs to the decoder's context (same thread rule) and
- * must be destroyed before the decoder.
+ * sequence; with 2 kv heads, 6 KiB; with a half cache (clattn_decoder_state_create_with),
+ * half. A cache (all layers together) larger than the device's global memory is
+ * CLATTN_ERROR_TOO_LARGE before anything is allocated, its message giving the size needed and
+ * the device's; one layer's K or V buffer above the device's maximum allocation too. The state
+ * belongs to the decoder's context (same thread rule) and must be destroyed before the decoder.
  */
 CLATTN_API clattn_status clattn_decoder_state_create(clattn_decoder *decoder,
                                                      clattn_decoder_state **state, size_t batch,

@@ -14,7 +14,15 @@
  * norm_first, layer_norm_eps, bos_id, eos_id, pad_id, and optionally num_kv_heads: the
  * decoder's key/value heads (grouped-query attention in its self- and cross-attention, see
  * clattn_decoder_config; its K/V projection rows then num_kv_heads·d_k wide). encoder.norm and
- * decoder.norm are used when present (nn.Transformer always has them).
+ * decoder.norm are used when present (nn.Transformer always has them). The layer counts must
+ * be the number of layers the file holds (encoder.layers.0 .. encoder.layers.{n-1}): a count
+ * that disagrees is CLATTN_ERROR_FORMAT naming both.
+ *
+ * A model of float inputs: a file without src_embedding.weight and tgt_embedding.weight (the
+ * state_dict of nn.Transformer alone; a file with one embedding but not the other is an error).
+ * It runs only clattn_transformer_forward_float (no positional encoding is added, as
+ * nn.Transformer adds none); bos_id, eos_id and pad_id are not read, and generator.weight /
+ * generator.bias are optional (with them, its forward gives logits).
  *
  * Same thread-safety rule as the context.
  */
@@ -31,8 +39,9 @@ typedef struct clattn_transformer clattn_transformer;
 
 typedef struct clattn_transformer_info {
     size_t d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward;
+    /* src_vocab 0: a model of float inputs; tgt_vocab: its generator's rows then (0: none) */
     size_t src_vocab, tgt_vocab;
-    int64_t bos_id, eos_id, pad_id;
+    int64_t bos_id, eos_id, pad_id; /* -1 in a model of float inputs */
     size_t num_kv_heads; /* the decoder's key/value heads (nhead without grouped-query attention) */
     uint8_t reserved[56];
 } clattn_transformer_info;
@@ -59,13 +68,41 @@ CLATTN_API clattn_status clattn_transformer_forward(clattn_transformer *model, c
                                                     const int64_t *tgt, size_t tgt_len,
                                                     clattn_tensor *logits);
 
+/*
+ * A model of float inputs (src_vocab 0): nn.Transformer's forward(src, tgt, tgt_mask = causal,
+ * src_key_padding_mask = memory_key_padding_mask = src_padding), then the generator when the
+ * file has one.
+ *   src: [B, S, d_model], tgt: [B, T, d_model], contiguous float tensors (not modified)
+ *   src_padding: [B, S] on the host, nonzero = padding; NULL: none
+ *   out: [B, T, d_model], the decoder output after decoder.norm; [B, T, V] logits with a
+ *        generator
+ * A model of token ids is CLATTN_ERROR_UNSUPPORTED (and clattn_transformer_forward or _generate
+ * on a model of float inputs).
+ */
+CLATTN_API clattn_status clattn_transformer_forward_float(clattn_transformer *model,
+                                                          const clattn_tensor *src,
+                                                          const uint8_t *src_padding,
+                                                          const clattn_tensor *tgt,
+                                                          clattn_tensor *out);
+
+/* Called by clattn_transformer_generate after each step (step tokens generated of max_new at
+ * most, on `sequences` = batch x beam rows); a nonzero return stops generation there: the
+ * outputs are then what they would be with max_new = step. */
+typedef int (*clattn_generate_progress)(void *user_data, size_t step, size_t max_new,
+                                        size_t sequences);
+
 typedef struct clattn_generate_params {
     size_t max_new; /* tokens to generate at most; 0: source length + 50 (the paper's rule) */
     size_t beam;    /* 1 (or 0): greedy; k > 1: beam search with k hypotheses per sentence */
     float alpha;    /* the GNMT length penalty's exponent: scores / ((5 + |Y|)^α / 6^α); 0.6 */
     int half_cache; /* 1: the decoder's key/value cache in half floats (half the memory; see
                      * clattn_decoder_state_params.half_cache); 0: float (the default) */
-    uint8_t reserved[60]; /* must be zero */
+    /* [B] or NULL: each result's score, the sum of its log-probabilities divided by the length
+     * penalty lp(length) below (beam search's own score; greedy's output is scored alike) */
+    double *scores;
+    clattn_generate_progress progress; /* NULL: none */
+    void *progress_user_data;
+    uint8_t reserved[36]; /* must be zero */
 } clattn_generate_params;
 
 CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
@@ -87,11 +124,20 @@ CLATTN_API void clattn_generate_params_default(clattn_generate_params *params);
  *   3. the sentence stops when its best finished score >= the best alive sum / lp(max_new) (no
  *      alive hypothesis can beat it any more), or after max_new tokens.
  * The result is the best finished hypothesis. tests/golden/TOY.md states the same rule, and
- * tools/train_toy_seq2seq.py implements it in PyTorch for the tests' expected outputs.
+ * tools/train_toy_seq2seq.py implements it in PyTorch for the tests' expected outputs
+ * (tools/gen_beam_golden.py too, in plain Python, on a model where α decides the winner).
+ *
+ * params->progress, when set, is called after every step; SIGINT handling and progress lines
+ * belong to the caller (examples/generate.c).
+ *
+ * Before any step, a key/value cache (sequences x max_new tokens, every decoder layer) larger
+ * than the device's global memory is CLATTN_ERROR_TOO_LARGE with the size needed and the
+ * device's (see clattn_decoder_state_create).
  *
  * Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, alpha negative or not finite, half_cache not 0
  * or 1, reserved bytes),
- * CLATTN_ERROR_OUT_OF_RANGE (an id outside the vocabulary), CLATTN_ERROR_TOO_LARGE, and the
+ * CLATTN_ERROR_OUT_OF_RANGE (an id outside the vocabulary), CLATTN_ERROR_TOO_LARGE,
+ * CLATTN_ERROR_UNSUPPORTED (a model of float inputs: nothing to generate from), and the
  * device's errors.
  */
 CLATTN_API clattn_status clattn_transformer_generate(clattn_transformer *model,
