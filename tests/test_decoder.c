@@ -241,6 +241,54 @@ static void incremental_steps_equal_the_full_forward(void **state)
     }
 }
 
+/* Prompts of 16 to 33 tokens after a cache of 3 to 36: causal attention with a shift (query i
+ * sees keys up to past + i) on the fused kernel's micro-tiled variant (8 queries per work-item,
+ * keys in tiles of 16) that CPUs run for 8 queries or more. Each chunk equals the teacher-forced
+ * causal forward at its positions. */
+static void long_prompts_after_a_cache_equal_the_full_forward(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    enum { B = 1, T = 69, S = 5, E = 16 };
+    static const size_t chunks[] = {3, 16, 17, 33};
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, E, 2, 1, 32);
+    clattn_decoder *dec = NULL;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_decoder_init_random(dec, 77), CLATTN_OK);
+    static float tgt[B * T * E], mem[B * S * E];
+    test_fill_uniform(tgt, B * T * E, 78, -1.0f, 1.0f);
+    test_fill_uniform(mem, B * S * E, 79, -1.0f, 1.0f);
+    clattn_tensor *t_tgt = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, tgt);
+    clattn_tensor *t_mem = test_tensor_from(ctx, 3, (size_t[]){B, S, E}, mem);
+    clattn_tensor *t_full = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, NULL);
+    clattn_decoder_forward_params params;
+    clattn_decoder_forward_params_default(&params);
+    params.tgt_is_causal = 1;
+    assert_int_equal(clattn_decoder_forward(dec, t_tgt, t_mem, t_full, &params), CLATTN_OK);
+    float *full = test_tensor_to_host(t_full);
+    clattn_decoder_state *st = NULL;
+    assert_int_equal(clattn_decoder_state_create(dec, &st, B, T), CLATTN_OK);
+    assert_int_equal(clattn_decoder_state_set_memory(st, t_mem, NULL), CLATTN_OK);
+    size_t t0 = 0;
+    for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+        size_t n = chunks[c];
+        clattn_tensor *x = rows_of(ctx, tgt, B, T, E, t0, n);
+        clattn_tensor *y = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, NULL);
+        assert_int_equal(clattn_decoder_step(st, x, y), CLATTN_OK);
+        float *got = test_tensor_to_host(y);
+        assert_close(got, full + t0 * E, n * E, 1e-5);
+        free(got);
+        clattn_tensor_destroy(&x), clattn_tensor_destroy(&y);
+        t0 += n;
+    }
+    assert_int_equal(t0, T);
+    free(full);
+    clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem), clattn_tensor_destroy(&t_full);
+    clattn_decoder_state_destroy(&st);
+    clattn_decoder_destroy(&dec);
+}
+
 static void state_rejects_bad_arguments(void **state)
 {
     test_fixture *f = *state;
@@ -503,6 +551,7 @@ int main(void)
         cmocka_unit_test(matches_pytorch_golden_files),
         cmocka_unit_test(rejects_bad_arguments),
         cmocka_unit_test(incremental_steps_equal_the_full_forward),
+        cmocka_unit_test(long_prompts_after_a_cache_equal_the_full_forward),
         cmocka_unit_test(state_rejects_bad_arguments),
         cmocka_unit_test(grouped_query_attention_equals_repeated_kv_heads),
     };

@@ -31,6 +31,7 @@ typedef struct sdpa_case {
     clattn_attention_path path;
     float qk_range;    /* q and k uniform in [-qk_range, qk_range]; 0 = 1 */
     float mask_offset; /* added to every additive attn_mask entry (large logits) */
+    float mask_ramp;   /* plus mask_ramp·j / (Nk - 1) for key j: maxima that grow with j */
     double tol;        /* 0 = TOL */
 } sdpa_case;
 
@@ -93,9 +94,13 @@ static void run_case_on(clattn_context *ctx, const sdpa_case *c, uint64_t seed)
         if (c->fully_masked_rows && c->attn.kind == CLATTN_MASK_BOOL)
             for (size_t j = 0; j < c->attn.shape[c->attn.ndim - 1]; j++)
                 am[j] = 1.0f; /* the first query row of the mask: every key ignored */
-        if (c->attn.kind == CLATTN_MASK_ADDITIVE)
+        if (c->attn.kind == CLATTN_MASK_ADDITIVE) {
+            size_t last = c->attn.shape[c->attn.ndim - 1];
             for (size_t i = 0; i < n; i++)
-                am[i] += c->mask_offset;
+                am[i] += c->mask_offset + (last > 1 ? c->mask_ramp * (float)(i % last) /
+                                                          (float)(last - 1)
+                                                    : 0.0f);
+        }
         tam = test_tensor_from(ctx, c->attn.ndim, c->attn.shape, am);
         params.attn_mask = tam;
         params.attn_mask_kind = c->attn.kind;
@@ -225,6 +230,23 @@ static void causal_top_left_also_when_nq_differs_from_nk(void **state)
         c.causal = 1;
         c.weights = 1;
         run_case(f->ctx, &c, 500 + i);
+    }
+}
+
+/* Causal attention with 16 queries or more: on CPUs the micro-tiled kernel (8 queries per
+ * work-item, keys in tiles of 16) masks a tile element by element only where some query of the
+ * work-item must not see some key of the tile; from the second work-item on, that depends on its
+ * first query, not its last. Nk = Nq and Nk > Nq (the keys past Nq all masked). */
+static void causal_over_many_queries(void **state)
+{
+    test_fixture *f = *state;
+    const size_t shapes[][2] = {{16, 16}, {17, 17}, {33, 33}, {16, 40}, {33, 50}, {130, 130},
+                                {130, 147}};
+    size_t count = test_small_mode() ? 4 : sizeof(shapes) / sizeof(shapes[0]);
+    for (size_t i = 0; i < count; i++) {
+        sdpa_case c = shape_case(1, 2, shapes[i][0], shapes[i][1], 8, 5);
+        c.causal = 1;
+        run_case(f->ctx, &c, 520 + i);
     }
 }
 
@@ -474,11 +496,25 @@ static void large_logits_cases(clattn_context *ctx, clattn_attention_path path, 
     run_case_on(ctx, &c, seed + 6);
 }
 
-static clattn_context *context_with_fused_local(int local)
+/* CLATTN_TUNE as this test entry set it (e.g. split_keys=1 in "sdpa-split-keys", fused_untiled=1
+ * in "sdpa-untiled"), saved by main before any test changes it. */
+static char suite_tune[256];
+
+/* A context with the entry's CLATTN_TUNE followed by `tune` (which wins where both set a key). */
+static clattn_context *context_with_tune(const char *tune)
 {
-    setenv("CLATTN_TUNE", local ? "fused_local=1,fused_tk=8,fused_wg=16" : "fused_local=0", 1);
+    char both[512];
+    snprintf(both, sizeof(both), "%s%s%s", suite_tune, suite_tune[0] ? "," : "", tune);
+    setenv("CLATTN_TUNE", both, 1);
     clattn_context *ctx = test_context_create(NULL);
     unsetenv("CLATTN_TUNE");
+    return ctx;
+}
+
+static clattn_context *context_with_fused_local(int local)
+{
+    clattn_context *ctx =
+        context_with_tune(local ? "fused_local=1,fused_tk=8,fused_wg=16" : "fused_local=0");
     assert_non_null(ctx);
     clattn_tuning t;
     assert_int_equal(clattn_context_get_tuning(ctx, &t), CLATTN_OK);
@@ -506,6 +542,30 @@ static void large_logits_unfused_with_weights(void **state)
 {
     test_fixture *f = *state;
     large_logits_cases(f->ctx, CLATTN_PATH_UNFUSED, 1500);
+}
+
+/* Split-key attention (flash-decoding) with logits of 40 to 100 that grow with the key index, so
+ * that each split has its own maximum: the combine step must weight split s by
+ * exp(m_s - max_s m_s) (exp(100) overflows a float). Split keys forced on every test entry. */
+static void split_keys_combine_large_logits(void **state)
+{
+    (void)state;
+    clattn_context *ctx = context_with_tune("split_keys=1");
+    assert_non_null(ctx);
+    const size_t shapes[][2] = {{1, 150}, {3, 150}, {2, 37}};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        size_t nq = shapes[i][0], nk = shapes[i][1];
+        sdpa_case c = shape_case(1, 2, nq, nk, 8, 5);
+        c.path = CLATTN_PATH_FUSED;
+        c.attn = (mask_spec){2, {nq, nk}, CLATTN_MASK_ADDITIVE};
+        c.mask_offset = 40.0f;
+        c.mask_ramp = 60.0f;
+        c.tol = 1e-4; /* float logits near 100: ulp 7.6e-6 */
+        run_case_on(ctx, &c, 1600 + i);
+        c.mask_offset = -100.0f; /* and far below 0 */
+        run_case_on(ctx, &c, 1610 + i);
+    }
+    clattn_context_destroy(&ctx);
 }
 
 static void invalid_arguments(void **state)
@@ -696,6 +756,8 @@ static void grouped_query_attention(void **state)
 int main(void)
 {
     const char *filter = getenv("CLATTN_TEST_FILTER"); /* e.g. "large_logits*" */
+    const char *tune = getenv("CLATTN_TUNE");
+    snprintf(suite_tune, sizeof(suite_tune), "%s", tune ? tune : "");
     if (filter && *filter)
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
@@ -703,6 +765,7 @@ int main(void)
         cmocka_unit_test(every_attention_mask_form),
         cmocka_unit_test(key_padding_masks),
         cmocka_unit_test(causal_top_left_also_when_nq_differs_from_nk),
+        cmocka_unit_test(causal_over_many_queries),
         cmocka_unit_test(combined_masks),
         cmocka_unit_test(fully_masked_rows_give_zeros_not_nan),
         cmocka_unit_test(custom_scale),
@@ -714,6 +777,7 @@ int main(void)
         cmocka_unit_test(large_logits_fused_global_variant),
         cmocka_unit_test(large_logits_fused_local_variant),
         cmocka_unit_test(large_logits_unfused_with_weights),
+        cmocka_unit_test(split_keys_combine_large_logits),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(grouped_query_attention),
         cmocka_unit_test(params_default_tolerates_null),

@@ -253,6 +253,152 @@ static void normalisation_rules(void **state)
     clattn_tokenizer_destroy(&tok);
 }
 
+/* ---- every bound of the normaliser's and pre-tokeniser's code-point ranges ----
+ * Expected values: the rules of Hugging Face tokenizers' BERT normaliser and pre-tokeniser
+ * (BertTokenizerFast; tokenizers/src/normalizers/bert.rs and pre_tokenizers/bert.rs), written down
+ * here from their published tables, not computed by the library:
+ *   punctuation: the ASCII ranges 33-47, 58-64, 91-96, 123-126, or a Unicode P* category;
+ *   CJK ideographs (each its own word): 0x4E00-0x9FFF, 0x3400-0x4DBF, 0x20000-0x2A6DF,
+ *     0x2A700-0x2B73F, 0x2B740-0x2B81F, 0x2B920-0x2CEAF (tokenizers' table; the Python
+ *     BertTokenizer's starts at 0x2B820), 0xF900-0xFAFF, 0x2F800-0x2FA1F;
+ *   cleaning: Cc, Cf, Co, Cs removed (not \t \n \r), White_Space characters become spaces;
+ *   accents: NFD, then nonspacing marks (Mn) removed; Mc and Me stay.
+ * The categories of the code points used are Unicode's (UnicodeData.txt; Python's unicodedata
+ * agrees for all of them). */
+
+/* "a" + cp + "a" as UTF-8 into out (16 bytes). */
+static const char *a_cp_a(uint32_t cp, char *out)
+{
+    size_t n = 0;
+    out[n++] = 'a';
+    if (cp < 0x80) {
+        out[n++] = (char)cp;
+    } else if (cp < 0x800) {
+        out[n++] = (char)(0xC0 | cp >> 6);
+        out[n++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out[n++] = (char)(0xE0 | cp >> 12);
+        out[n++] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[n++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        out[n++] = (char)(0xF0 | cp >> 18);
+        out[n++] = (char)(0x80 | (cp >> 12 & 0x3F));
+        out[n++] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[n++] = (char)(0x80 | (cp & 0x3F));
+    }
+    out[n++] = 'a';
+    out[n] = '\0';
+    return out;
+}
+
+/* How "a" + cp + "a" tokenizes on vocab.txt. */
+enum split_kind {
+    SPLIT_OWN_WORD,   /* cp is split off (punctuation, CJK): a, cp's id or [UNK], a */
+    SPLIT_IN_WORD,    /* one word "a?a", not in the vocabulary: [UNK] */
+    SPLIT_REMOVED,    /* cleaned away: "aa" = a ##a */
+    SPLIT_SPACE,      /* whitespace: a a */
+    SPLIT_LOWER_A,    /* 'A' lower-cased: a ##a ##a */
+    SPLIT_STRIPPED,   /* a nonspacing mark dropped: "aa" = a ##a */
+};
+
+static void expect_split(const clattn_tokenizer *tok, uint32_t cp, enum split_kind kind,
+                         int32_t own_id, int line)
+{
+    char text[16];
+    a_cp_a(cp, text);
+    int32_t want[5] = {CLS};
+    size_t n = 1;
+    switch (kind) {
+    case SPLIT_OWN_WORD: want[n++] = A, want[n++] = own_id, want[n++] = A; break;
+    case SPLIT_IN_WORD: want[n++] = UNK; break;
+    case SPLIT_REMOVED: want[n++] = A, want[n++] = CA; break;
+    case SPLIT_SPACE: want[n++] = A, want[n++] = A; break;
+    case SPLIT_LOWER_A: want[n++] = A, want[n++] = CA, want[n++] = CA; break;
+    case SPLIT_STRIPPED: want[n++] = A, want[n++] = CA; break;
+    }
+    want[n++] = SEP;
+    expect_ids_n(tok, text, strlen(text), 0, want, n, __FILE__, line);
+}
+
+static void range_bounds_of_the_rules(void **state)
+{
+    (void)state;
+    clattn_tokenizer *tok = load(fixture("vocab.txt"));
+    static const struct {
+        uint32_t cp;
+        bool punctuation, chinese;
+    } bounds[] = {
+        /* ASCII punctuation: each bound and its outer neighbour */
+        {32, false, false}, {33, true, false}, {47, true, false}, {48, false, false},
+        {57, false, false}, {58, true, false}, {64, true, false}, {65, false, false},
+        {90, false, false}, {91, true, false}, {96, true, false}, {97, false, false},
+        {122, false, false}, {123, true, false}, {126, true, false}, {127, false, false},
+        /* CJK ranges */
+        {0x4DFF, false, false}, {0x4E00, false, true}, {0x9FFF, false, true},
+        {0xA000, false, false}, {0x33FF, false, false}, {0x3400, false, true},
+        {0x4DBF, false, true}, {0x4DC0, false, false}, {0x1FFFF, false, false},
+        {0x20000, false, true}, {0x2A6DF, false, true}, {0x2A6E0, false, false},
+        {0x2A6FF, false, false}, {0x2A700, false, true}, {0x2B73F, false, true},
+        {0x2B740, false, true}, {0x2B81F, false, true}, {0x2B820, false, false},
+        {0x2B91F, false, false}, {0x2B920, false, true}, {0x2CEAF, false, true},
+        {0x2CEB0, false, false}, {0xF8FF, false, false}, {0xF900, false, true},
+        {0xFAFF, false, true}, {0xFB00, false, false}, {0x2F7FF, false, false},
+        {0x2F800, false, true}, {0x2FA1F, false, true}, {0x2FA20, false, false},
+    };
+    for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+        if (clattn__is_punctuation(bounds[i].cp) != bounds[i].punctuation ||
+            clattn__is_chinese_char(bounds[i].cp) != bounds[i].chinese)
+            print_error("U+%04X: punctuation %d, CJK %d\n", (unsigned)bounds[i].cp,
+                        bounds[i].punctuation, bounds[i].chinese);
+        assert_int_equal(clattn__is_punctuation(bounds[i].cp), bounds[i].punctuation);
+        assert_int_equal(clattn__is_chinese_char(bounds[i].cp), bounds[i].chinese);
+    }
+    /* The same through encoding "a?a". */
+    expect_split(tok, 32, SPLIT_SPACE, 0, __LINE__);
+    expect_split(tok, 33, SPLIT_OWN_WORD, BANG, __LINE__);
+    expect_split(tok, 47, SPLIT_OWN_WORD, UNK, __LINE__);
+    expect_split(tok, 48, SPLIT_IN_WORD, 0, __LINE__);
+    expect_split(tok, 57, SPLIT_IN_WORD, 0, __LINE__);
+    expect_split(tok, 58, SPLIT_OWN_WORD, UNK, __LINE__);
+    expect_split(tok, 64, SPLIT_OWN_WORD, UNK, __LINE__);
+    expect_split(tok, 65, SPLIT_LOWER_A, 0, __LINE__);
+    expect_split(tok, 90, SPLIT_IN_WORD, 0, __LINE__);
+    expect_split(tok, 91, SPLIT_OWN_WORD, LBR, __LINE__);
+    expect_split(tok, 96, SPLIT_OWN_WORD, UNK, __LINE__); /* ` is Sk: punctuation by the ASCII rule */
+    expect_split(tok, 97, SPLIT_LOWER_A, 0, __LINE__);
+    expect_split(tok, 122, SPLIT_IN_WORD, 0, __LINE__);
+    expect_split(tok, 123, SPLIT_OWN_WORD, UNK, __LINE__);
+    expect_split(tok, 126, SPLIT_OWN_WORD, UNK, __LINE__); /* ~ is Sm */
+    expect_split(tok, 127, SPLIT_REMOVED, 0, __LINE__);    /* DEL is Cc */
+    /* CJK: inside a range (assigned or not: unassigned code points are kept) a word of its
+     * own; just outside, part of the word (So, Lo, Ll, unassigned) or removed (Co). */
+    for (size_t i = 16; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+        uint32_t cp = bounds[i].cp;
+        expect_split(tok, cp, bounds[i].chinese ? SPLIT_OWN_WORD : cp == 0xF8FF ? SPLIT_REMOVED : SPLIT_IN_WORD,
+                     UNK, __LINE__);
+    }
+    /* Cleaning: controls next to printable and whitespace bounds. */
+    expect_split(tok, 0x1F, SPLIT_REMOVED, 0, __LINE__);     /* Cc */
+    expect_split(tok, 0x9F, SPLIT_REMOVED, 0, __LINE__);     /* Cc, last C1 control */
+    expect_split(tok, 0xA0, SPLIT_SPACE, 0, __LINE__);       /* Zs */
+    expect_split(tok, 0x1FFF, SPLIT_IN_WORD, 0, __LINE__);   /* unassigned: kept */
+    expect_split(tok, 0x2000, SPLIT_SPACE, 0, __LINE__);     /* first of 0x2000-0x200A */
+    expect_split(tok, 0x200A, SPLIT_SPACE, 0, __LINE__);     /* last of them */
+    expect_split(tok, 0x200B, SPLIT_REMOVED, 0, __LINE__);   /* zero-width space: Cf */
+    expect_split(tok, 0x2029, SPLIT_SPACE, 0, __LINE__);     /* paragraph separator */
+    expect_split(tok, 0x202F, SPLIT_SPACE, 0, __LINE__);     /* narrow no-break space */
+    expect_split(tok, 0x205F, SPLIT_SPACE, 0, __LINE__);
+    expect_split(tok, 0x1680, SPLIT_SPACE, 0, __LINE__);     /* ogham space mark */
+    expect_split(tok, 0x180E, SPLIT_REMOVED, 0, __LINE__);   /* Cf, no longer White_Space */
+    /* Accents: the Mn of the combining block go, Mc and Me stay (in the word). */
+    expect_split(tok, 0x0300, SPLIT_STRIPPED, 0, __LINE__);
+    expect_split(tok, 0x036F, SPLIT_STRIPPED, 0, __LINE__);
+    expect_split(tok, 0x0903, SPLIT_IN_WORD, 0, __LINE__);   /* Mc */
+    expect_split(tok, 0x20DD, SPLIT_IN_WORD, 0, __LINE__);   /* Me */
+    expect_split(tok, 0x02FF, SPLIT_IN_WORD, 0, __LINE__);   /* Sk, just before the block */
+    clattn_tokenizer_destroy(&tok);
+}
+
 static void special_tokens_in_text(void **state)
 {
     (void)state;
@@ -921,6 +1067,7 @@ int main(void)
         cmocka_unit_test(vocab_txt_settings),
         cmocka_unit_test(wordpiece_rules),
         cmocka_unit_test(normalisation_rules),
+        cmocka_unit_test(range_bounds_of_the_rules),
         cmocka_unit_test(special_tokens_in_text),
         cmocka_unit_test(truncation_and_capacity),
         cmocka_unit_test(invalid_utf8_and_arguments),

@@ -9,6 +9,7 @@
 #include "common/test_util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,6 +538,123 @@ static void grouped_query_attention_from_a_model_file(void **state)
     toy_free(&t);
 }
 
+/* PE[pos] of the paper (section 3.5), layer-normalised (mean 0, variance 1, eps 1e-5), in
+ * double: the reference of the position probe below. */
+static void normalised_position(size_t pos, size_t E, double *out)
+{
+    double mean = 0.0, var = 0.0;
+    for (size_t c = 0; c < E; c++) {
+        double angle = (double)pos / pow(10000.0, (double)(c - c % 2) / (double)E);
+        out[c] = c % 2 == 0 ? sin(angle) : cos(angle);
+        mean += out[c] / (double)E;
+    }
+    for (size_t c = 0; c < E; c++)
+        var += (out[c] - mean) * (out[c] - mean) / (double)E;
+    for (size_t c = 0; c < E; c++)
+        out[c] = (out[c] - mean) / sqrt(var + 1e-5);
+}
+
+/* Cached decoding sees each new token at its own position: a probe made from the toy model whose
+ * decoder output is LayerNorm(PE[t]) alone (token embeddings, attention and feed-forward outputs
+ * zero, norms the identity) and whose generator rows are LayerNorm(PE[k]), so that position t's
+ * logits peak at id t (by 3 or more; eos_id is 12). Teacher-forced logits on [bos, 0, ..., 11]
+ * against the double-precision reference at every position; greedy generation, which embeds
+ * step t alone at offset t with the key/value cache, must then emit 0, 1, ..., 12 (eos). */
+static void cached_steps_see_their_positions(void **state)
+{
+    test_fixture *f = *state;
+    enum { E = 64, V = 13, FF = 128, T = 12, N = 29 };
+    static float zeros[E * FF], ones[E], generator[V * E];
+    static char names[N][64];
+    for (size_t c = 0; c < E; c++)
+        ones[c] = 1.0f;
+    static double ref[V][E];
+    for (size_t k = 0; k < V; k++) {
+        normalised_position(k, E, ref[k]);
+        for (size_t c = 0; c < E; c++)
+            generator[k * E + c] = (float)ref[k][c];
+    }
+    clattn_safetensors_tensor t[N];
+    size_t n = 0;
+#define PROBE(shape0, shape1, data, ...)                                                      \
+    do {                                                                                      \
+        snprintf(names[n], sizeof(names[n]), __VA_ARGS__);                                    \
+        t[n] = (clattn_safetensors_tensor){names[n], CLATTN_SAFETENSORS_F32, (shape1) ? 2 : 1, \
+                                           {(shape0), (shape1)}, (shape0) * ((shape1) ? (shape1) : 1), \
+                                           (data)};                                           \
+        n++;                                                                                  \
+    } while (0)
+    for (int layer = 0; layer < 2; layer++) {
+        const char *attn[2] = {"self_attn", "multihead_attn"};
+        for (int a = 0; a < 2; a++) {
+            PROBE(E, E, zeros, "decoder.layers.%d.%s.out_proj.weight", layer, attn[a]);
+            PROBE(E, 0, zeros, "decoder.layers.%d.%s.out_proj.bias", layer, attn[a]);
+        }
+        PROBE(E, FF, zeros, "decoder.layers.%d.linear2.weight", layer);
+        PROBE(E, 0, zeros, "decoder.layers.%d.linear2.bias", layer);
+        for (int norm = 1; norm <= 3; norm++) {
+            PROBE(E, 0, ones, "decoder.layers.%d.norm%d.weight", layer, norm);
+            PROBE(E, 0, zeros, "decoder.layers.%d.norm%d.bias", layer, norm);
+        }
+    }
+    PROBE(E, 0, ones, "decoder.norm.weight");
+    PROBE(E, 0, zeros, "decoder.norm.bias");
+    PROBE(V, E, zeros, "tgt_embedding.weight");
+    PROBE(V, E, generator, "generator.weight");
+    PROBE(V, 0, zeros, "generator.bias");
+#undef PROBE
+    assert_int_equal(n, N);
+    char dir[] = "/tmp/clattn-transformer.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof(path), "%s/probe.safetensors", dir);
+    write_variant(path, NULL, NULL, t, N);
+    toy probe;
+    toy_load(f->ctx, &probe);
+    clattn_transformer_destroy(&probe.model);
+    assert_int_equal(clattn_transformer_load(f->ctx, &probe.model, path), CLATTN_OK);
+
+    /* Teacher-forced: position t's logits are E·corr(PE[t], PE[k]) (LayerNorm is idempotent). */
+    int64_t tgt[T], src[3] = {1, 2, 12};
+    tgt[0] = 11;
+    for (int i = 1; i < T; i++)
+        tgt[i] = i - 1;
+    clattn_tensor *logits = test_tensor_from(f->ctx, 3, (size_t[]){1, T, V}, NULL);
+    assert_int_equal(clattn_transformer_forward(probe.model, src, 1, 3, NULL, tgt, T, logits),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(logits), want[T * V];
+    for (size_t pos = 0; pos < T; pos++)
+        for (size_t k = 0; k < V; k++) {
+            double dot = 0.0;
+            for (size_t c = 0; c < E; c++)
+                dot += ref[pos][c] * ref[k][c];
+            want[pos * V + k] = (float)dot;
+        }
+    assert_close(got, want, T * V, 2e-3);
+    /* Generation: ids 0, 1, ..., 12, each the arg-max of its step's logits. */
+    clattn_generate_params params;
+    clattn_generate_params_default(&params);
+    params.max_new = 20;
+    int64_t out[20];
+    size_t length = 0;
+    for (int beam = 1; beam <= 2; beam++) {
+        params.beam = (size_t)beam;
+        assert_int_equal(clattn_transformer_generate(probe.model, src, 1, 3, NULL, &params, out,
+                                                     &length),
+                         CLATTN_OK);
+        if (length != V)
+            print_error("beam %d: %zu ids, first %lld %lld\n", beam, length, (long long)out[0],
+                        (long long)out[1]);
+        assert_int_equal(length, V);
+        for (size_t i = 0; i < V; i++)
+            assert_int_equal(out[i], (int64_t)i);
+    }
+    free(got);
+    clattn_tensor_destroy(&logits);
+    remove(path), rmdir(dir);
+    toy_free(&probe);
+}
+
 /* The whole-model parameter count: the paper's base model by hand (6 encoder layers of
  * 3152384, 6 decoder layers of 4204032, two final norms of 1024, a 37000 x 512 embedding), and
  * the toy model file's own tensors (its separate embeddings and generator added). */
@@ -574,6 +692,7 @@ int main(void)
         cmocka_unit_test(rejects_bad_arguments),
         cmocka_unit_test(tied_embeddings_equal_an_explicit_copy),
         cmocka_unit_test(grouped_query_attention_from_a_model_file),
+        cmocka_unit_test(cached_steps_see_their_positions),
         cmocka_unit_test(parameter_counts),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
