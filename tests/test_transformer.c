@@ -7,6 +7,7 @@
  * also solve the task. Invalid arguments and bad model files.
  */
 #include "common/test_util.h"
+#include "transformer_internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -560,6 +561,61 @@ static void normalised_position(size_t pos, size_t E, double *out)
  * logits peak at id t (by 3 or more; eos_id is 12). Teacher-forced logits on [bos, 0, ..., 11]
  * against the double-precision reference at every position; greedy generation, which embeds
  * step t alone at offset t with the key/value cache, must then emit 0, 1, ..., 12 (eos). */
+/* The cached steps' logits against the teacher-forced logits at every position: the source
+ * through the encoder, then one target token a step at its position (internal entries, as
+ * generate.c runs them), each step's logits against clattn_transformer_forward's row for that
+ * position. A step that loses its position offset (or any cached state) changes its logits. */
+static void cached_step_logits_equal_teacher_forced_logits(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    toy t;
+    toy_load(ctx, &t);
+    size_t B = t.batch, S = t.src_len, T = 10, E = t.info.d_model, V = t.info.tgt_vocab;
+    int64_t *tgt = malloc(B * T * sizeof(int64_t)), *step_ids = malloc(B * sizeof(int64_t));
+    test_rng rng = {17};
+    for (size_t i = 0; i < B * T; i++)
+        tgt[i] = i % T == 0 ? t.info.bos_id : (int64_t)(test_rng_next(&rng) % 10);
+    clattn_tensor *forced = test_tensor_from(ctx, 3, (size_t[]){B, T, V}, NULL);
+    clattn_status status = clattn_transformer_forward(t.model, t.src->i64, B, S, t.padding, tgt,
+                                                      T, forced);
+    if (status != CLATTN_OK)
+        print_error("forward: %s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    float *want = test_tensor_to_host(forced);
+
+    clattn_tensor *memory = NULL, *mask = NULL;
+    assert_int_equal(clattn__transformer_encode(t.model, "test", t.src->i64, B, S, t.padding,
+                                                &memory, &mask),
+                     CLATTN_OK);
+    clattn_decoder_state *st = NULL;
+    assert_int_equal(clattn_decoder_state_create(t.model->decoder, &st, B, T), CLATTN_OK);
+    assert_int_equal(clattn_decoder_state_set_memory(st, memory, mask), CLATTN_OK);
+    clattn_tensor *x = test_tensor_from(ctx, 3, (size_t[]){B, 1, E}, NULL);
+    clattn_tensor *h = test_tensor_from(ctx, 3, (size_t[]){B, 1, E}, NULL);
+    clattn_tensor *logits = test_tensor_from(ctx, 2, (size_t[]){B, V}, NULL);
+    float *got = malloc(B * V * sizeof(float)), *row = malloc(B * V * sizeof(float));
+    for (size_t i = 0; i < T; i++) {
+        for (size_t b = 0; b < B; b++)
+            step_ids[b] = tgt[b * T + i];
+        assert_int_equal(clattn__transformer_embed(t.model, "test", step_ids, B, 1, i, x),
+                         CLATTN_OK);
+        assert_int_equal(clattn_decoder_step(st, x, h), CLATTN_OK);
+        assert_int_equal(clattn__transformer_logits(t.model, h, B, logits), CLATTN_OK);
+        assert_int_equal(clattn_tensor_read(logits, got, B * V), CLATTN_OK);
+        for (size_t b = 0; b < B; b++)
+            memcpy(row + b * V, want + (b * T + i) * V, V * sizeof(float));
+        print_message("position %zu: max |cached - teacher-forced| = %.3g\n", i,
+                      test_max_abs_diff(got, row, B * V));
+        assert_close(got, row, B * V, 1e-4);
+    }
+    free(got), free(row), free(want), free(tgt), free(step_ids);
+    clattn_tensor_destroy(&x), clattn_tensor_destroy(&h), clattn_tensor_destroy(&logits);
+    clattn_tensor_destroy(&forced), clattn_tensor_destroy(&memory), clattn_tensor_destroy(&mask);
+    clattn_decoder_state_destroy(&st);
+    toy_free(&t);
+}
+
 static void cached_steps_see_their_positions(void **state)
 {
     test_fixture *f = *state;
@@ -693,6 +749,7 @@ int main(void)
         cmocka_unit_test(tied_embeddings_equal_an_explicit_copy),
         cmocka_unit_test(grouped_query_attention_from_a_model_file),
         cmocka_unit_test(cached_steps_see_their_positions),
+        cmocka_unit_test(cached_step_logits_equal_teacher_forced_logits),
         cmocka_unit_test(parameter_counts),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
