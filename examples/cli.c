@@ -45,6 +45,16 @@ int runtime_error(const char *fmt, ...)
     return EXIT_RUNTIME;
 }
 
+void cli_note(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    fprintf(stderr, "%s: note: ", program);
+    vfprintf(stderr, fmt, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+}
+
 bool parse_count(const char *text, unsigned long long max, unsigned long long *out)
 {
     if (!text[0])

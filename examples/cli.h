@@ -17,6 +17,9 @@ void cli_set_usage_quiet(bool quiet);
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "<program>: <message>" on stderr; returns EXIT_RUNTIME. */
 int runtime_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "<program>: note: <message>" on stderr: something the user should know that is not an
+ * error. */
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A decimal count, digits only (strtoull alone would skip leading blanks and accept a sign, so
  * " -1" would wrap to 2^64 - 1), at most max. */
 bool parse_count(const char *text, unsigned long long max, unsigned long long *out);

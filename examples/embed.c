@@ -13,8 +13,10 @@
 #include "job_comm.h"
 #include "text_lines.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,7 +32,7 @@ typedef struct options {
     const char *device;
     const char *input;  /* NULL: the positional texts */
     const char *output; /* NULL: JSON on stdout */
-    bool json, tokenize, no_normalize, resume, progress;
+    bool json, tokenize, no_normalize, resume, progress, allow_non_finite;
     size_t max_length, batch_size;
     uint64_t shard_bytes; /* 0: not given */
     int pooling; /* -1: the model's */
@@ -44,7 +46,8 @@ static void usage(FILE *out)
             "usage: embed --model DIR [--device SPEC] [--input FILE|-] [--output OUT.npy] "
             "[--json]\n"
             "             [--tokenize] [--max-length N] [--batch-size B] [--pooling mean|cls]\n"
-            "             [--no-normalize] [--shard-size BYTES] [--resume] [--progress]\n"
+            "             [--no-normalize] [--allow-non-finite] [--shard-size BYTES] [--resume]\n"
+            "             [--progress]\n"
             "             [TEXT ...]\n"
             "       mpirun -np K embed --model DIR --input FILE --output OUT.npy [...]\n"
             "\n"
@@ -69,18 +72,22 @@ static void usage(FILE *out)
             "                     padded tokens)\n"
             "  --pooling P        mean or cls (default: the model's 1_Pooling/config.json)\n"
             "  --no-normalize     no L2 normalisation even if the model has a Normalize module\n"
+            "  --allow-non-finite keep embeddings holding NaN or infinity (JSON null); without it\n"
+            "                     they are an error (exit 1, no --output written)\n"
             "\n"
             "A corpus job: with --input FILE (not -) and --output, the file is embedded in shards\n"
             "of its bytes, each on its own (so the result does not depend on the number of\n"
-            "processes), into OUT.npy.partial, the finished shards recorded in OUT.npy.progress;\n"
+            "processes), into OUT.npy.partial, the finished shards recorded in OUT.npy.progress\n"
+            "(with checksums);\n"
             "OUT.npy appears only when every shard is done. Under mpirun every rank embeds a\n"
             "contiguous part of the shards on its own device (--device, else $CLATTN_DEVICE,\n"
             "else the node's GPUs round-robin by local rank, else the default device) and\n"
             "writes its rows in place with MPI-IO.\n"
             "  --shard-size BYTES input bytes per shard (default 1048576); the unit of work and\n"
             "                     of --resume\n"
-            "  --resume           finish a job that stopped part-way (same input, model and\n"
-            "                     options): the recorded shards are not embedded again\n"
+            "  --resume           finish a job that stopped part-way (the same input, model and\n"
+            "                     options, by content, whatever their paths): the recorded\n"
+            "                     shards whose rows match their checksums are not embedded again\n"
             "  --progress         a progress line for the whole job on stderr (rank 0), also\n"
             "                     when stderr is not a terminal\n"
             "\n"
@@ -96,12 +103,88 @@ static bool is_corpus_job(const options *o)
     return o->input && strcmp(o->input, "-") != 0 && o->output && !o->tokenize;
 }
 
+/* ---- outputs that would replace what embed reads ---- */
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether a file in dir or its folders (depth levels down at most), links followed, is the file
+ * out; its path goes to found. */
+static bool folder_holds(const char *dir, const struct stat *out, int depth, char *found,
+                         size_t found_size)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool hit = false;
+    for (struct dirent *e; !hit && (e = readdir(d));) {
+        char path[4096];
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) ||
+            stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            hit = depth > 0 && folder_holds(path, out, depth - 1, found, found_size);
+        else if (same_file(&st, out))
+            hit = snprintf(found, found_size, "%s", path) >= 0;
+    }
+    closedir(d);
+    return hit;
+}
+
+/* Refuses a file embed would write (--output and, for a corpus job, OUT.partial and OUT.progress,
+ * which it replaces or removes) that is, by device and inode (so also through a link or another
+ * spelling), a file it reads: --input, standard input (--input -), or a file of the --model
+ * folder. Returns -1 when none is, else usage_error's status. */
+static int refuse_output_over_reads(const options *o, bool job)
+{
+    if (!o->output)
+        return -1;
+    size_t n = strlen(o->output);
+    char partial[4096], progress[4096];
+    if (n + strlen(EMBED_JOB_PROGRESS_SUFFIX) >= sizeof(partial))
+        return usage_error("--output: the path is too long (%zu bytes)", n);
+    snprintf(partial, sizeof(partial), "%s%s", o->output, EMBED_JOB_PARTIAL_SUFFIX);
+    snprintf(progress, sizeof(progress), "%s%s", o->output, EMBED_JOB_PROGRESS_SUFFIX);
+    const char *writes[3] = {o->output, job ? partial : NULL, job ? progress : NULL};
+    for (int i = 0; i < 3; i++) {
+        struct stat out, in;
+        char name[8400], found[4096];
+        if (!writes[i] || stat(writes[i], &out) != 0)
+            continue; /* a new file */
+        if (i == 0)
+            snprintf(name, sizeof(name), "--output %s", o->output);
+        else
+            snprintf(name, sizeof(name), "--output %s: the job's file %s", o->output, writes[i]);
+        bool from_stdin = o->input && strcmp(o->input, "-") == 0;
+        if (o->input && !from_stdin && stat(o->input, &in) == 0 && same_file(&in, &out))
+            return usage_error("%s is the same file as --input %s; refusing to overwrite or "
+                               "remove an input",
+                               name, o->input);
+        if (from_stdin && fstat(0, &in) == 0 && same_file(&in, &out))
+            return usage_error("%s is the same file as standard input (--input -); refusing to "
+                               "overwrite an input",
+                               name);
+        if (stat(o->model, &in) == 0 &&
+            (S_ISDIR(in.st_mode) ? folder_holds(o->model, &out, 3, found, sizeof(found))
+                                 : same_file(&in, &out) &&
+                                       snprintf(found, sizeof(found), "%s", o->model) >= 0))
+            return usage_error("%s is the same file as %s of --model %s; refusing to overwrite "
+                               "or remove the model",
+                               name, found, o->model);
+    }
+    return -1;
+}
+
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_MODEL = 256, O_DEVICE, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
            O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_SHARD_SIZE, O_RESUME, O_PROGRESS,
-           O_HELP };
+           O_ALLOW_NON_FINITE, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -116,6 +199,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"shard-size", required_argument, NULL, O_SHARD_SIZE},
         {"resume", no_argument, NULL, O_RESUME},
         {"progress", no_argument, NULL, O_PROGRESS},
+        {"allow-non-finite", no_argument, NULL, O_ALLOW_NON_FINITE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -162,6 +246,7 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case O_RESUME: o->resume = true; break;
         case O_PROGRESS: o->progress = true; break;
+        case O_ALLOW_NON_FINITE: o->allow_non_finite = true; break;
         case 'h':
         case O_HELP:
             if (comm_rank() == 0)
@@ -182,9 +267,10 @@ static int parse_options(int argc, char **argv, options *o)
     if (!o->input && !o->text_count)
         return usage_error("no texts: give them as arguments or with --input FILE");
     if (o->tokenize && (o->output || o->json || o->pooling >= 0 || o->no_normalize ||
-                        o->batch_size || o->device))
+                        o->batch_size || o->device || o->allow_non_finite))
         return usage_error("--tokenize only prints token ids: it takes no --output, --json, "
-                           "--pooling, --no-normalize, --batch-size or --device");
+                           "--pooling, --no-normalize, --allow-non-finite, --batch-size or "
+                           "--device");
     bool job = is_corpus_job(o);
     if ((o->resume || o->shard_bytes || o->progress) && !job)
         return usage_error("--resume, --shard-size and --progress are for a corpus job: "
@@ -196,11 +282,7 @@ static int parse_options(int argc, char **argv, options *o)
     struct stat out;
     if (job && stat(o->output, &out) == 0 && S_ISDIR(out.st_mode))
         return usage_error("--output %s is a directory; give the .npy file's path", o->output);
-    int refused = refuse_output_over_inputs(o->output, (const char *const[]){"input"},
-                                            (const char *const[]){o->input}, 1);
-    if (refused >= 0)
-        return refused;
-    return -1;
+    return refuse_output_over_reads(o, job);
 }
 
 /* ---- the texts ---- */
@@ -282,6 +364,13 @@ static int load_texts(const options *o, text_list *t)
 }
 
 /* ---- output ---- */
+/* "text N" (an argument) or "line N" (of --input), from 1. */
+static const char *text_name(const options *o, size_t i, char name[64])
+{
+    snprintf(name, 64, "%s %zu", o->input ? "line" : "text", i + 1);
+    return name;
+}
+
 
 static void print_ids(const int32_t *ids, size_t n)
 {
@@ -303,7 +392,8 @@ static int tokenize(const options *o, const text_list *t)
         size_t n = 0;
         if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, NULL, 0,
                                     &n) != CLATTN_OK) {
-            rc = runtime_error("text %zu: %s", i + 1, clattn_last_error(NULL));
+            char name[64];
+            rc = runtime_error("%s: %s", text_name(o, i, name), clattn_last_error(NULL));
             break;
         }
         if (n > capacity) {
@@ -316,23 +406,31 @@ static int tokenize(const options *o, const text_list *t)
             capacity = n;
         }
         if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, ids,
-                                    capacity, &n) != CLATTN_OK)
-            rc = runtime_error("text %zu: %s", i + 1, clattn_last_error(NULL));
-        else
+                                    capacity, &n) != CLATTN_OK) {
+            char name[64];
+            rc = runtime_error("%s: %s", text_name(o, i, name), clattn_last_error(NULL));
+        } else {
             print_ids(ids, n);
+        }
     }
     free(ids);
     clattn_tokenizer_destroy(&tok);
     return rc;
 }
 
+/* A JSON array; a value that is not finite (NaN, infinity) is null, as JSON has no such number. */
 static void print_vector(const float *v, size_t d)
 {
     putchar('[');
-    for (size_t c = 0; c < d; c++)
-        printf("%s%.9g", c ? ", " : "", v[c]);
+    for (size_t c = 0; c < d; c++) {
+        if (isfinite(v[c]))
+            printf("%s%.9g", c ? ", " : "", v[c]);
+        else
+            printf("%snull", c ? ", " : "");
+    }
     putchar(']');
 }
+
 
 /* A progress bar on stderr, when it is a terminal. */
 typedef struct progress {
@@ -371,6 +469,9 @@ static int embed(const options *o, const text_list *t)
         return rc;
     }
     double load_s = cli_now_s() - t0;
+    if (o->max_length > info.max_length)
+        cli_note("--max-length %zu is more than the model's %zu tokens: texts are truncated to %zu",
+                 o->max_length, info.max_length, info.max_length);
     size_t d = info.hidden_size;
     float *out = NULL;
     if (t->count > (size_t)-1 / sizeof(float) / d || !(out = malloc(t->count * d * sizeof(float))))
@@ -390,9 +491,30 @@ static int embed(const options *o, const text_list *t)
     size_t tokens = 0;
     double start = cli_now_s();
     if (!rc && clattn_sentence_model_embed(model, t->texts, t->lengths, t->count, out, &params,
-                                           &tokens) != CLATTN_OK)
-        rc = runtime_error("%s", clattn_last_error(ctx));
+                                           &tokens) != CLATTN_OK) {
+        /* The library names a text by its place in the array; the user's count starts at 1. */
+        char message[1024], name[64];
+        snprintf(message, sizeof(message), "%s", clattn_last_error(ctx));
+        size_t bad = embed_first_untokenizable(model, t->texts, t->lengths, t->count,
+                                               o->max_length);
+        if (bad < t->count)
+            rc = runtime_error("%s: %s", text_name(o, bad, name), clattn_last_error(NULL));
+        else
+            rc = runtime_error("%s", message);
+    }
     double seconds = cli_now_s() - start;
+    size_t first_bad = 0, non_finite = rc ? 0 : embed_non_finite_rows(out, t->count, d, &first_bad);
+    if (non_finite && !o->allow_non_finite) {
+        char name[64];
+        rc = runtime_error("%zu of %zu embeddings are not finite (NaN or infinity; the first: "
+                           "%s): the model's weights hold such values or its computation "
+                           "overflowed; nothing written (--allow-non-finite keeps them)",
+                           non_finite, t->count, text_name(o, first_bad, name));
+    } else if (non_finite) {
+        cli_note("%zu of %zu embeddings are not finite (NaN or infinity); kept as "
+                 "--allow-non-finite asks",
+                 non_finite, t->count);
+    }
     if (!rc && o->output &&
         clattn_npy_write_f32(o->output, out, 2, (size_t[]){t->count, d}) != CLATTN_OK)
         rc = runtime_error("--output: %s", clattn_last_error(NULL));
@@ -449,6 +571,7 @@ static int run_corpus_job(const options *o)
         .resume = o->resume,
         .json = o->json,
         .progress = o->progress,
+        .allow_non_finite = o->allow_non_finite,
     };
     return embed_job_run(&settings);
 }

@@ -7,22 +7,30 @@
  * of processes, and each shard is embedded alone (its texts batched among themselves), so the
  * file is the same, byte for byte, whatever the number of processes. Process r takes the
  * contiguous shards [r J / K, (r + 1) J / K) of J, finds where they start by reading a few bytes
- * around each cut, and counts their lines; an all-gather of the counts gives every shard's first
- * row.
+ * around each cut, and counts their lines and checksums their bytes; an all-gather gives every
+ * shard's first row and checksum.
  *
  * Files. OUTPUT.partial is the .npy being written (its header by rank 0, rows by all with
- * collective writes), OUTPUT.progress records the finished shards (a 128-byte header naming the
- * job, then one byte per shard, '1' once its rows reached the storage). When every shard is done,
- * rank 0 renames OUTPUT.partial to OUTPUT and removes OUTPUT.progress; until then OUTPUT does not
- * exist. After a failure both are kept: --resume skips the finished shards.
+ * collective writes), OUTPUT.progress records the finished shards: a 128-byte header naming the
+ * job, then one record of RECORD_BYTES per shard, "1 <rows' checksum> <record's checksum>" once
+ * its rows reached the storage (written after their fsync). The job is named by content, not by
+ * paths: the input's size and its shards' checksums, the model's config.json and tokenizer file
+ * bytes, its weights file's size, modification time and header, what the model loaded, and the
+ * options that change the rows. When every shard is done, rank 0 renames OUTPUT.partial to
+ * OUTPUT and removes OUTPUT.progress; until then OUTPUT does not exist. After a failure both are
+ * kept: --resume skips the recorded shards whose record and rows (read back from OUTPUT.partial)
+ * match their checksums, and embeds the others again.
  *
  * Rounds. Process r embeds its i-th unfinished shard in round i; every process joins every
  * round's collective write and sync (with no rows when it has none left) and then all learn
  * whether any failed. A failure stops the job after that round; the failing process names its
  * rank and the shard's lines.
  *
- * Test hooks: CLATTN_EMBED_FAIL_SHARD=J makes shard J fail (an error, as a bad line would);
- * CLATTN_EMBED_KILL_SHARD=J kills the process that reaches shard J (SIGKILL, as a crash would).
+ * Test hooks: CLATTN_EMBED_FAIL_SHARD=J makes shard J (from 0) fail (an error, as a bad line
+ * would); CLATTN_EMBED_KILL_SHARD=J kills the process that reaches shard J (SIGKILL, as a crash
+ * would); CLATTN_EMBED_STOP_SHARD=J stops it there (SIGSTOP, until a SIGCONT: a test can change
+ * the input meanwhile); CLATTN_JOB_IO_TRACE (job_comm.h) logs the writes and syncs of the job's
+ * files.
  */
 #include "embed_job.h"
 
@@ -35,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,11 +54,17 @@
 #include <unistd.h>
 
 #define PROGRESS_HEADER_BYTES 128
+/* A shard's record: "1 " 16 hex digits (the rows' checksum), " ", 16 hex digits (the record's
+ * checksum), "\n"; a shard to do is "0", spaces and "\n". */
+#define RECORD_BYTES 36
 #define READ_CHUNK ((size_t)1 << 20)
+/* The most bytes of the weights file's header that name the model (a safetensors header is a
+ * few kB to a few MB). */
+#define WEIGHTS_HEADER_MAX ((uint64_t)64 << 20)
 
 typedef struct rank_stats {
     double seconds; /* in clattn_sentence_model_embed */
-    uint64_t texts, tokens, shards, resumed_shards;
+    uint64_t texts, tokens, shards, resumed_shards, non_finite_rows;
     char device[CLATTN_DEVICE_STRING_SIZE];
     char node[64];
 } rank_stats;
@@ -58,13 +73,16 @@ typedef struct job {
     const embed_job_settings *s;
     int fd;             /* the input */
     uint64_t file_size; /* bytes */
-    struct timespec mtime;
     uint64_t shards;      /* J */
     uint64_t first, end;  /* this process's shards [first, end) */
     uint64_t *starts;     /* [end - first + 1]: byte where shard first + i starts */
     uint64_t *rows_before; /* [J + 1]: rows of the shards before shard j */
+    uint64_t *input_sums; /* [J]: checksum of shard j's input bytes */
+    uint64_t *row_sums;   /* [J]: checksum of shard j's rows, when done */
     char *done;           /* [J]: '1' when shard j is finished */
+    uint64_t job_sum;     /* the job's identity, as the progress header names it */
     size_t hidden;
+    size_t model_max_length; /* the model's truncation length */
     char npy_header[512]; /* the .npy's bytes before the rows */
     size_t header_bytes;
     char *partial_path, *progress_path;
@@ -74,8 +92,13 @@ typedef struct job {
     rank_stats stats;
 } job;
 
-/* This process's first error since the last all_succeeded (printed there). */
+/* Why the job stopped, from the least to the most specific advice (the largest over all
+ * processes is given). */
+enum { STOP_OTHER, STOP_NON_FINITE, STOP_BAD_LINE, STOP_INPUT_CHANGED };
+
+/* This process's first error since the last all_succeeded (printed there), and why. */
 static char pending_error[2048];
+static int stop_reason = STOP_OTHER;
 
 /* Keeps this process's error message for all_succeeded; returns 1. */
 static int local_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -118,21 +141,58 @@ static int shared_status(int status)
     return status;
 }
 
+/* ---- checksums (FNV-1a, 64 bits: accidents, not adversaries) ---- */
+
+#define SUM_START 0xcbf29ce484222325ull
+
+static uint64_t sum_bytes(uint64_t sum, const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < bytes; i++)
+        sum = (sum ^ p[i]) * 0x100000001b3ull;
+    return sum;
+}
+
+static uint64_t sum_u64(uint64_t sum, uint64_t value)
+{
+    unsigned char bytes[8];
+    for (int i = 0; i < 8; i++)
+        bytes[i] = (unsigned char)(value >> (8 * i));
+    return sum_bytes(sum, bytes, sizeof(bytes));
+}
+
+static uint64_t sum_text(uint64_t sum, const char *text)
+{
+    return sum_bytes(sum, text, strlen(text) + 1);
+}
+
 /* ---- the input ---- */
 
-static int read_fully(const job *j, uint64_t offset, char *buffer, size_t bytes)
+/* pread until `bytes` are read; 0, else errno (EIO when the file ends first). */
+static int read_at(int fd, uint64_t offset, char *buffer, size_t bytes)
 {
     size_t got = 0;
     while (got < bytes) {
-        ssize_t n = pread(j->fd, buffer + got, bytes - got, (off_t)(offset + got));
+        ssize_t n = pread(fd, buffer + got, bytes - got, (off_t)(offset + got));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return local_error("--input: %s: %s at byte %" PRIu64, j->s->input,
-                               n < 0 ? strerror(errno) : "the file got shorter while reading",
-                               offset + got);
+            return n < 0 ? errno : EIO;
         got += (size_t)n;
     }
+    return 0;
+}
+
+static int read_fully(const job *j, uint64_t offset, char *buffer, size_t bytes)
+{
+    int code = read_at(j->fd, offset, buffer, bytes);
+    if (code == EIO && bytes) {
+        stop_reason = STOP_INPUT_CHANGED;
+        return local_error("--input: %s: the file got shorter while reading", j->s->input);
+    }
+    if (code)
+        return local_error("--input: %s: %s at byte %" PRIu64, j->s->input, strerror(code),
+                           offset);
     return 0;
 }
 
@@ -159,11 +219,13 @@ static int line_start_at(const job *j, uint64_t pos, char *chunk, uint64_t *star
     return 0;
 }
 
-/* The lines of bytes [from, to) of the input (to is a line start or the end). */
-static int count_range_lines(const job *j, uint64_t from, uint64_t to, char *chunk,
-                             uint64_t *lines)
+/* The lines of bytes [from, to) of the input (to is a line start or the end) and their
+ * checksum. */
+static int scan_range(const job *j, uint64_t from, uint64_t to, char *chunk, uint64_t *lines,
+                      uint64_t *sum)
 {
     *lines = 0;
+    *sum = SUM_START;
     for (uint64_t at = from; at < to;) {
         size_t n = (size_t)(to - at < READ_CHUNK ? to - at : READ_CHUNK);
         int rc = read_fully(j, at, chunk, n);
@@ -171,27 +233,30 @@ static int count_range_lines(const job *j, uint64_t from, uint64_t to, char *chu
             return rc;
         at += n;
         *lines += count_lines(chunk, n, at == j->file_size);
+        *sum = sum_bytes(*sum, chunk, n);
     }
     return 0;
 }
 
-/* Where this process's shards start and how many lines each shard has (all of them, from every
- * process). */
+/* Where this process's shards start, and every shard's line count and checksum (each process
+ * scans its own, an all-gather shares them). */
 static int plan_shards(job *j)
 {
     uint64_t count = j->end - j->first;
     char *chunk = malloc(READ_CHUNK);
-    uint64_t *mine = calloc(count ? count : 1, sizeof(uint64_t));
+    uint64_t *mine = calloc(count ? 2 * count : 1, sizeof(uint64_t)), *my_sums = mine + count;
     uint64_t *lines = calloc(j->shards, sizeof(uint64_t));
     j->starts = calloc(count + 1, sizeof(uint64_t));
     j->rows_before = calloc(j->shards + 1, sizeof(uint64_t));
-    int rc = chunk && mine && lines && j->starts && j->rows_before
+    j->input_sums = calloc(j->shards, sizeof(uint64_t));
+    j->row_sums = calloc(j->shards, sizeof(uint64_t));
+    int rc = chunk && mine && lines && j->starts && j->rows_before && j->input_sums && j->row_sums
                  ? 0
                  : local_error("out of memory planning %" PRIu64 " shards", j->shards);
     for (uint64_t i = 0; i <= count && !rc; i++)
         rc = line_start_at(j, (j->first + i) * j->s->shard_bytes, chunk, &j->starts[i]);
     for (uint64_t i = 0; i < count && !rc; i++)
-        rc = count_range_lines(j, j->starts[i], j->starts[i + 1], chunk, &mine[i]);
+        rc = scan_range(j, j->starts[i], j->starts[i + 1], chunk, &mine[i], &my_sums[i]);
     if (all_succeeded(rc)) {
         int size = comm_size();
         int *counts = calloc((size_t)size, sizeof(int));
@@ -201,6 +266,7 @@ static int plan_shards(job *j)
             counts[r] = (int)((uint64_t)(r + 1) * j->shards / (uint64_t)size -
                               (uint64_t)r * j->shards / (uint64_t)size);
         comm_allgather_u64(mine, counts, lines);
+        comm_allgather_u64(my_sums, counts, j->input_sums);
         free(counts);
         for (uint64_t s = 0; s < j->shards; s++)
             j->rows_before[s + 1] = j->rows_before[s] + lines[s];
@@ -246,6 +312,7 @@ static int open_model(job *j)
         clattn_sentence_model_get_info(j->model, &info) != CLATTN_OK)
         return local_error("--model: %s", clattn_last_error(j->ctx));
     j->hidden = info.hidden_size;
+    j->model_max_length = info.max_length;
     clattn_device_info dev;
     clattn_context_device_info(j->ctx, &dev);
     snprintf(j->stats.device, sizeof(j->stats.device), "%s", dev.name);
@@ -253,34 +320,170 @@ static int open_model(job *j)
     return 0;
 }
 
-/* ---- the output and progress files ---- */
+/* ---- the job's identity ---- */
 
-/* FNV-1a: the job's identity in the progress file. */
-static uint64_t fnv1a(const char *text)
+/* Adds the whole file dir/name to *sum; *found is false (and *sum unchanged) when it does not
+ * exist. */
+static int sum_model_file(const char *dir, const char *name, uint64_t *sum, bool *found)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
-        h = (h ^ *c) * 0x100000001b3ull;
-    return h;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    *found = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : runtime_error("--model: %s: %s", path, strerror(errno));
+    char *chunk = malloc(READ_CHUNK);
+    uint64_t h = sum_text(*sum, name);
+    ssize_t n = 0;
+    while (chunk && (n = read(fd, chunk, READ_CHUNK)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        h = sum_bytes(h, chunk, (size_t)n);
+    }
+    int saved = errno;
+    free(chunk);
+    close(fd);
+    if (!chunk || n < 0)
+        return runtime_error("--model: %s: %s", path,
+                             chunk ? strerror(saved) : "out of memory reading it");
+    *sum = h;
+    *found = true;
+    return 0;
 }
 
-/* The progress file's header: the job (input, its size and time, model, options, shape). */
-static void progress_header(const job *j, char header[PROGRESS_HEADER_BYTES])
+/* Adds the weights file's size, modification time and header (its first 8 bytes give the
+ * header's length) to *sum: hashing all the weights on every run would take seconds. */
+static int sum_weights(const char *dir, uint64_t *sum)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int rc = runtime_error("--model: %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    unsigned char length[8] = {0};
+    uint64_t size = (uint64_t)st.st_size, header = 0;
+    int code = read_at(fd, 0, (char *)length, size < 8 ? (size_t)size : 8);
+    for (int i = 0; i < 8; i++)
+        header |= (uint64_t)length[i] << (8 * i);
+    if (size < 8 || header > size - 8)
+        header = size < 8 ? 0 : size - 8; /* not a safetensors file: the loader said so */
+    if (header > WEIGHTS_HEADER_MAX)
+        header = WEIGHTS_HEADER_MAX;
+    char *bytes = malloc(header ? (size_t)header : 1);
+    if (!code && bytes)
+        code = read_at(fd, 8, bytes, (size_t)header);
+    close(fd);
+    if (!bytes || code) {
+        free(bytes);
+        return runtime_error("--model: %s: %s", path,
+                             bytes ? strerror(code) : "out of memory reading its header");
+    }
+    uint64_t h = sum_text(*sum, "model.safetensors");
+    h = sum_u64(h, size);
+    h = sum_u64(h, (uint64_t)st.st_mtim.tv_sec);
+    h = sum_u64(h, (uint64_t)st.st_mtim.tv_nsec);
+    *sum = sum_bytes(h, bytes, (size_t)header);
+    free(bytes);
+    return 0;
+}
+
+/* Rank 0: the job's identity, by content (never by a path: the same job resumes however its
+ * files are spelled, and a model or input that changed behind the same path is another job). */
+static int job_identity(const job *j, uint64_t *sum)
 {
     const embed_job_settings *s = j->s;
-    char key[8192];
-    snprintf(key, sizeof(key),
-             "input=%s size=%" PRIu64 " mtime=%lld.%09ld model=%s max_length=%zu batch_size=%zu "
-             "pooling=%d normalize=%d shard_bytes=%" PRIu64,
-             s->input, j->file_size, (long long)j->mtime.tv_sec, j->mtime.tv_nsec, s->model,
-             s->max_length, s->batch_size, s->pooling, !s->no_normalize, s->shard_bytes);
+    uint64_t h = sum_text(SUM_START, "clattn-embed job 2");
+    /* The input: its size and every shard's checksum. */
+    h = sum_u64(h, j->file_size);
+    h = sum_u64(h, s->shard_bytes);
+    for (uint64_t i = 0; i < j->shards; i++)
+        h = sum_u64(h, j->input_sums[i]);
+    /* The model: the files it is read from, the tokenizer as the library picks it. */
+    bool found = false;
+    int rc = sum_model_file(s->model, "config.json", &h, &found);
+    if (!rc)
+        rc = sum_model_file(s->model, "tokenizer.json", &h, &found);
+    if (!rc && !found)
+        rc = sum_model_file(s->model, "vocab.txt", &h, &found);
+    if (!rc)
+        rc = sum_weights(s->model, &h);
+    if (rc)
+        return rc;
+    /* What the model loaded (sentence_bert_config.json, modules.json, the pooling folder). */
+    clattn_sentence_model_info info;
+    clattn_sentence_model_get_info(j->model, &info);
+    h = sum_u64(h, info.hidden_size);
+    h = sum_u64(h, info.max_length);
+    h = sum_u64(h, info.num_layers);
+    h = sum_u64(h, info.vocab_size);
+    h = sum_u64(h, (uint64_t)info.pooling);
+    h = sum_u64(h, (uint64_t)info.normalize);
+    /* The options that change the rows. */
+    h = sum_u64(h, s->max_length);
+    h = sum_u64(h, s->batch_size);
+    h = sum_u64(h, (uint64_t)(int64_t)s->pooling);
+    h = sum_u64(h, s->no_normalize);
+    *sum = h;
+    return 0;
+}
+
+/* ---- the output and progress files ---- */
+
+/* The progress file's header: the job's shape and identity. */
+static void progress_header(const job *j, char header[PROGRESS_HEADER_BYTES])
+{
     memset(header, ' ', PROGRESS_HEADER_BYTES);
     int n = snprintf(header, PROGRESS_HEADER_BYTES,
-                     "clattn-embed progress 1 shards=%" PRIu64 " rows=%" PRIu64
+                     "clattn-embed progress 2 shards=%" PRIu64 " rows=%" PRIu64
                      " hidden=%zu job=%016" PRIx64,
-                     j->shards, j->rows_before[j->shards], j->hidden, fnv1a(key));
+                     j->shards, j->rows_before[j->shards], j->hidden, j->job_sum);
     header[n] = ' ';
     header[PROGRESS_HEADER_BYTES - 1] = '\n';
+}
+
+/* The record of shard s: done (with its rows' checksum) or to do. */
+static void make_record(const job *j, uint64_t s, bool done, uint64_t row_sum,
+                        char record[RECORD_BYTES + 1])
+{
+    if (!done) {
+        memset(record, ' ', RECORD_BYTES);
+        record[0] = '0';
+    } else {
+        uint64_t check = sum_u64(sum_u64(sum_u64(SUM_START, j->job_sum), s), row_sum);
+        snprintf(record, RECORD_BYTES + 1, "1 %016" PRIx64 " %016" PRIx64, row_sum, check);
+    }
+    record[RECORD_BYTES - 1] = '\n';
+    record[RECORD_BYTES] = '\0';
+}
+
+static bool parse_hex(const char *text, uint64_t *value)
+{
+    *value = 0;
+    for (int i = 0; i < 16; i++) {
+        int c = text[i], digit = c >= '0' && c <= '9'   ? c - '0'
+                                 : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                        : -1;
+        if (digit < 0)
+            return false;
+        *value = *value << 4 | (uint64_t)digit;
+    }
+    return true;
+}
+
+/* Whether record is shard s's, done: then *row_sum is its rows' checksum. */
+static bool record_done(const job *j, uint64_t s, const char *record, uint64_t *row_sum)
+{
+    char expected[RECORD_BYTES + 1];
+    return parse_hex(record + 2, row_sum) &&
+           (make_record(j, s, true, *row_sum, expected),
+            memcmp(record, expected, RECORD_BYTES) == 0);
 }
 
 static uint64_t data_bytes(const job *j)
@@ -288,11 +491,20 @@ static uint64_t data_bytes(const job *j)
     return j->header_bytes + j->rows_before[j->shards] * j->hidden * sizeof(float);
 }
 
+/* "lines A-B" of shard s (its lines from 1). */
+static const char *shard_lines(const job *j, uint64_t s, char text[64])
+{
+    snprintf(text, 64, "lines %" PRIu64 "-%" PRIu64, j->rows_before[s] + 1, j->rows_before[s + 1]);
+    return text;
+}
+
 /* Rank 0, --resume: the finished shards from the progress file, when it is this job's. Returns
- * 0 (done filled, all '0' when there is nothing to resume: *found false), else 1. */
+ * 0 (done and row_sums filled, all '0' when there is nothing to resume: *found false), else 1.
+ * A damaged record is a shard to embed again. */
 static int read_progress(job *j, const char *header, bool *found)
 {
     *found = false;
+    memset(j->done, '0', j->shards);
     int fd = open(j->progress_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno == ENOENT ? 0
@@ -300,19 +512,40 @@ static int read_progress(job *j, const char *header, bool *found)
                                                strerror(errno));
     char theirs[PROGRESS_HEADER_BYTES];
     struct stat partial;
-    bool ok = pread(fd, theirs, sizeof(theirs), 0) == (ssize_t)sizeof(theirs) &&
-              pread(fd, j->done, j->shards, PROGRESS_HEADER_BYTES) == (ssize_t)j->shards;
+    size_t record_bytes = (size_t)j->shards * RECORD_BYTES;
+    char *records = malloc(record_bytes);
+    bool ok = records && read_at(fd, 0, theirs, sizeof(theirs)) == 0 &&
+              memcmp(theirs, header, PROGRESS_HEADER_BYTES) == 0;
+    bool complete = ok && read_at(fd, PROGRESS_HEADER_BYTES, records, record_bytes) == 0;
     close(fd);
-    if (!ok || memcmp(theirs, header, PROGRESS_HEADER_BYTES) != 0)
-        return runtime_error("--resume: %s records another job (a different input, model, "
-                             "option or --shard-size) or is damaged; remove it and %s to start "
-                             "over",
-                             j->progress_path, j->partial_path);
-    for (uint64_t s = 0; s < j->shards; s++)
-        if (j->done[s] != '0' && j->done[s] != '1')
-            return runtime_error("--resume: %s is damaged (shard %" PRIu64 "'s record is "
-                                 "neither 0 nor 1); remove it and %s to start over",
-                                 j->progress_path, s, j->partial_path);
+    if (!ok || !complete) {
+        free(records);
+        return runtime_error("--resume: %s %s; remove it and %s to start over (or choose another "
+                             "--output)",
+                             j->progress_path,
+                             !ok ? "records another job (a different input, model, option or "
+                                   "--shard-size) or is damaged"
+                                 : "is damaged (it is shorter than its records)",
+                             j->partial_path);
+    }
+    uint64_t damaged = 0, first_damaged = 0;
+    for (uint64_t s = 0; s < j->shards; s++) {
+        const char *record = records + s * RECORD_BYTES;
+        char to_do[RECORD_BYTES + 1];
+        make_record(j, s, false, 0, to_do);
+        if (record_done(j, s, record, &j->row_sums[s]))
+            j->done[s] = '1';
+        else if (memcmp(record, to_do, RECORD_BYTES) != 0 && damaged++ == 0)
+            first_damaged = s;
+    }
+    free(records);
+    if (damaged) {
+        char lines[64];
+        cli_note("%s: the records of %" PRIu64 " shard%s are damaged (the first: %s); they are "
+                 "embedded again",
+                 j->progress_path, damaged, damaged > 1 ? "s" : "",
+                 shard_lines(j, first_damaged, lines));
+    }
     if (stat(j->partial_path, &partial) != 0 || (uint64_t)partial.st_size != data_bytes(j))
         return runtime_error("--resume: %s is missing or not %" PRIu64 " bytes; remove %s to "
                              "start over",
@@ -332,10 +565,21 @@ static int create_progress(job *j, const char *header)
     if (fd < 0)
         return runtime_error("%s: cannot create: %s", j->progress_path, strerror(errno));
     memset(j->done, '0', j->shards);
-    bool ok = pwrite(fd, header, PROGRESS_HEADER_BYTES, 0) == PROGRESS_HEADER_BYTES &&
-              pwrite(fd, j->done, j->shards, PROGRESS_HEADER_BYTES) == (ssize_t)j->shards &&
-              fsync(fd) == 0;
-    int saved = errno;
+    char record[RECORD_BYTES + 1];
+    make_record(j, 0, false, 0, record);
+    char *records = malloc(READ_CHUNK / RECORD_BYTES * RECORD_BYTES);
+    size_t per_chunk = READ_CHUNK / RECORD_BYTES;
+    bool ok = records && pwrite(fd, header, PROGRESS_HEADER_BYTES, 0) == PROGRESS_HEADER_BYTES;
+    for (size_t i = 0; ok && i < per_chunk; i++)
+        memcpy(records + i * RECORD_BYTES, record, RECORD_BYTES);
+    for (uint64_t s = 0; ok && s < j->shards; s += per_chunk) {
+        size_t n = (size_t)(j->shards - s < per_chunk ? j->shards - s : per_chunk) * RECORD_BYTES;
+        ok = pwrite(fd, records, n, (off_t)(PROGRESS_HEADER_BYTES + s * RECORD_BYTES)) ==
+             (ssize_t)n;
+    }
+    ok = ok && fsync(fd) == 0;
+    int saved = records ? errno : ENOMEM;
+    free(records);
     close(fd);
     if (!ok) {
         unlink(j->progress_path);
@@ -346,28 +590,83 @@ static int create_progress(job *j, const char *header)
     return 0;
 }
 
+/* Every process, on --resume: reads its recorded shards' rows back from OUTPUT.partial and
+ * keeps those whose checksum is their record's; the others are embedded again. */
+static int verify_resumed(job *j)
+{
+    uint64_t mismatched = 0, first_mismatched = 0;
+    int fd = -1;
+    char *chunk = NULL;
+    for (uint64_t s = j->first; s < j->end; s++) {
+        if (j->done[s] != '1')
+            continue;
+        if (fd < 0 && (fd = open(j->partial_path, O_RDONLY | O_CLOEXEC)) < 0)
+            return local_error("--resume: %s: %s", j->partial_path, strerror(errno));
+        if (!chunk && !(chunk = malloc(READ_CHUNK))) {
+            close(fd);
+            return local_error("out of memory");
+        }
+        size_t row_bytes = j->hidden * sizeof(float);
+        uint64_t at = j->header_bytes + j->rows_before[s] * row_bytes;
+        uint64_t end = j->header_bytes + j->rows_before[s + 1] * row_bytes, sum = SUM_START;
+        int code = 0;
+        for (; at < end && !code; at += READ_CHUNK) {
+            size_t n = (size_t)(end - at < READ_CHUNK ? end - at : READ_CHUNK);
+            if (!(code = read_at(fd, at, chunk, n)))
+                sum = sum_bytes(sum, chunk, n);
+        }
+        if (code) {
+            close(fd);
+            free(chunk);
+            return local_error("--resume: %s: %s", j->partial_path, strerror(code));
+        }
+        if (sum != j->row_sums[s]) {
+            j->done[s] = '0';
+            if (mismatched++ == 0)
+                first_mismatched = s;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(chunk);
+    if (mismatched) {
+        char lines[64], rank[64] = "";
+        if (comm_size() > 1)
+            snprintf(rank, sizeof(rank), "rank %d of %d: ", comm_rank(), comm_size());
+        cli_note("%s%s: the rows of %" PRIu64 " recorded shard%s differ from their records (the "
+                 "first: %s); they are embedded again",
+                 rank, j->partial_path, mismatched, mismatched > 1 ? "s" : "",
+                 shard_lines(j, first_mismatched, lines));
+    }
+    return 0;
+}
+
 /* Opens (and on a new job sizes and heads) OUTPUT.partial and OUTPUT.progress on every process.
  * Sets *resumed to whether an earlier run's shards are kept. */
 static int open_files(job *j, bool *resumed)
 {
     char header[PROGRESS_HEADER_BYTES], error[1024];
-    progress_header(j, header);
     int rc = 0;
     *resumed = false;
     if (comm_rank() == 0) {
-        rc = j->s->resume ? read_progress(j, header, resumed) : 0;
+        rc = job_identity(j, &j->job_sum);
+        progress_header(j, header);
+        if (!rc && j->s->resume)
+            rc = read_progress(j, header, resumed);
         if (!rc && !*resumed)
             rc = create_progress(j, header);
     }
     if (shared_status(rc))
         return 1;
     comm_broadcast(resumed, sizeof(*resumed));
+    comm_broadcast(&j->job_sum, sizeof(j->job_sum));
     comm_broadcast(j->done, j->shards);
+    comm_broadcast(j->row_sums, j->shards * sizeof(uint64_t));
     if (comm_file_open(&j->progress, j->progress_path, false, error, sizeof(error)) ||
         comm_file_open(&j->data, j->partial_path, !*resumed, error, sizeof(error)))
         return comm_rank() == 0 ? runtime_error("%s", error) : 1;
     if (*resumed)
-        return 0;
+        return all_succeeded(verify_resumed(j)) ? 0 : 1;
     if (comm_file_set_size(j->data, data_bytes(j), error, sizeof(error)))
         return comm_rank() == 0 ? runtime_error("%s: %s", j->partial_path, error) : 1;
     rc = comm_rank() == 0 ? comm_file_write_at(j->data, 0, j->npy_header, j->header_bytes, error,
@@ -388,34 +687,70 @@ static long long hook(const char *name)
     return v && v[0] ? atoll(v) : -1;
 }
 
-/* Embeds shard s into *rows (allocated, [lines, hidden]). */
-static int embed_shard(job *j, uint64_t s, float **rows, uint64_t *lines)
+size_t embed_first_untokenizable(const clattn_sentence_model *model, const char *const *texts,
+                                 const size_t *lengths, size_t count, size_t max_length)
+{
+    const clattn_tokenizer *tok = clattn_sentence_model_tokenizer(model);
+    clattn_sentence_model_info info;
+    if (!tok || clattn_sentence_model_get_info(model, &info) != CLATTN_OK)
+        return count;
+    if (max_length == 0 || max_length > info.max_length)
+        max_length = info.max_length;
+    for (size_t i = 0; i < count; i++) {
+        size_t ids = 0;
+        if (clattn_tokenizer_encode(tok, texts[i], lengths ? lengths[i] : strlen(texts[i]),
+                                    max_length, NULL, 0, &ids) != CLATTN_OK)
+            return i;
+    }
+    return count;
+}
+
+size_t embed_non_finite_rows(const float *rows, size_t count, size_t hidden, size_t *first)
+{
+    size_t found = 0;
+    *first = count;
+    for (size_t i = 0; i < count; i++) {
+        const float *row = rows + i * hidden;
+        size_t c = 0;
+        while (c < hidden && isfinite(row[c]))
+            c++;
+        if (c < hidden && found++ == 0)
+            *first = i;
+    }
+    return found;
+}
+
+/* Embeds shard s into *rows (allocated, [lines, hidden]); *row_sum receives their checksum. */
+static int embed_shard(job *j, uint64_t s, float **rows, uint64_t *lines, uint64_t *row_sum)
 {
     uint64_t from = j->starts[s - j->first], to = j->starts[s - j->first + 1];
     uint64_t first_line = j->rows_before[s] + 1, count = j->rows_before[s + 1] - j->rows_before[s];
+    char where[64];
+    shard_lines(j, s, where);
     *lines = count;
     *rows = NULL;
+    *row_sum = SUM_START;
     if (count == 0)
         return 0;
     if (hook("CLATTN_EMBED_KILL_SHARD") == (long long)s)
         raise(SIGKILL);
+    if (hook("CLATTN_EMBED_STOP_SHARD") == (long long)s)
+        raise(SIGSTOP);
     if (hook("CLATTN_EMBED_FAIL_SHARD") == (long long)s)
-        return local_error("lines %" PRIu64 "-%" PRIu64 ": failing as CLATTN_EMBED_FAIL_SHARD "
-                           "asks",
-                           first_line, first_line + count - 1);
+        return local_error("%s: failing as CLATTN_EMBED_FAIL_SHARD asks", where);
     char *bytes = malloc(to - from ? (size_t)(to - from) : 1);
     *rows = malloc((size_t)count * j->hidden * sizeof(float));
     const char **texts = NULL;
     size_t *lengths = NULL, found = 0, tokens = 0;
     int rc = bytes && *rows ? read_fully(j, from, bytes, (size_t)(to - from))
-                            : local_error("lines %" PRIu64 "-%" PRIu64 ": out of memory",
-                                          first_line, first_line + count - 1);
+                            : local_error("%s: out of memory", where);
     if (!rc && !split_lines(bytes, (size_t)(to - from), &texts, &lengths, &found))
         rc = local_error("out of memory splitting %" PRIu64 " lines", count);
-    if (!rc && found != count)
-        rc = local_error("--input: %s changed while embedding it (lines %" PRIu64 "-%" PRIu64
-                         ")",
-                         j->s->input, first_line, first_line + count - 1);
+    if (!rc && (found != count ||
+                sum_bytes(SUM_START, bytes, (size_t)(to - from)) != j->input_sums[s])) {
+        stop_reason = STOP_INPUT_CHANGED;
+        rc = local_error("--input: %s changed while the job ran (%s)", j->s->input, where);
+    }
     clattn_embed_params params;
     clattn_embed_params_default(&params);
     params.max_length = j->s->max_length;
@@ -425,13 +760,31 @@ static int embed_shard(job *j, uint64_t s, float **rows, uint64_t *lines)
         params.normalize = 0;
     double start = cli_now_s();
     if (!rc && clattn_sentence_model_embed(j->model, texts, lengths, count, *rows, &params,
-                                           &tokens) != CLATTN_OK)
-        rc = local_error("lines %" PRIu64 "-%" PRIu64 " (texts[i] is line %" PRIu64 " + i): %s",
-                         first_line, first_line + count - 1, first_line,
-                         clattn_last_error(j->ctx));
+                                           &tokens) != CLATTN_OK) {
+        char message[1024];
+        snprintf(message, sizeof(message), "%s", clattn_last_error(j->ctx));
+        size_t bad = embed_first_untokenizable(j->model, texts, lengths, count, j->s->max_length);
+        if (bad < count) {
+            stop_reason = STOP_BAD_LINE;
+            rc = local_error("line %" PRIu64 ": %s", first_line + bad, clattn_last_error(NULL));
+        } else
+            rc = local_error("%s: %s", where, message);
+    }
     j->stats.seconds += cli_now_s() - start;
-    if (!rc)
+    size_t first_bad = 0;
+    size_t non_finite = rc ? 0 : embed_non_finite_rows(*rows, count, j->hidden, &first_bad);
+    if (non_finite && !j->s->allow_non_finite) {
+        stop_reason = STOP_NON_FINITE;
+        rc = local_error("%s: %zu of %" PRIu64 " embeddings are not finite (NaN or infinity; "
+                         "the first: line %" PRIu64 "): the model's weights hold such values or "
+                         "its computation overflowed (--allow-non-finite keeps them)",
+                         where, non_finite, count, first_line + first_bad);
+    }
+    if (!rc) {
         j->stats.texts += count, j->stats.tokens += tokens, j->stats.shards++;
+        j->stats.non_finite_rows += non_finite;
+        *row_sum = sum_bytes(SUM_START, *rows, (size_t)count * j->hidden * sizeof(float));
+    }
     free(bytes), free(texts), free(lengths);
     return rc;
 }
@@ -448,7 +801,8 @@ static void show_progress(const job *j, uint64_t done, uint64_t fresh, double el
     fflush(stderr);
 }
 
-/* The rounds; returns 0 when every shard is done. */
+/* The rounds; returns 0 when every shard is done. A shard's record is written only after its
+ * rows' sync: a record never names rows that may not have reached the storage. */
 static int run_rounds(job *j, double *seconds)
 {
     uint64_t *pending = calloc(j->end - j->first + 1, sizeof(uint64_t)), count = 0;
@@ -462,19 +816,20 @@ static int run_rounds(job *j, double *seconds)
         else
             pending[count++] = s;
     }
-    uint64_t resumed_rows = 0;
-    for (uint64_t s = 0; s < j->shards; s++)
+    uint64_t resumed_rows = 0; /* each process knows its own shards' (verify_resumed) */
+    for (uint64_t s = j->first; s < j->end; s++)
         if (j->done[s] == '1')
             resumed_rows += j->rows_before[s + 1] - j->rows_before[s];
+    resumed_rows = comm_sum_u64(resumed_rows);
     int rounds = comm_max_int((int)count), failed = 0;
     bool show = comm_rank() == 0 && (j->s->progress || isatty(2));
     double start = cli_now_s(), shown = start;
     size_t row_bytes = j->hidden * sizeof(float);
-    char error[1024];
+    char error[1024], record[RECORD_BYTES + 1];
     for (int round = 0; round < rounds && !failed; round++) {
-        uint64_t s = (uint64_t)round < count ? pending[round] : j->shards, lines = 0;
+        uint64_t s = (uint64_t)round < count ? pending[round] : j->shards, lines = 0, row_sum = 0;
         float *rows = NULL;
-        int rc = s < j->shards ? embed_shard(j, s, &rows, &lines) : 0;
+        int rc = s < j->shards ? embed_shard(j, s, &rows, &lines, &row_sum) : 0;
         uint64_t at = j->header_bytes + (s < j->shards ? j->rows_before[s] : 0) * row_bytes;
         int wrote = comm_file_write_at_all(j->data, at, rows, row_bytes, rc ? 0 : lines, error,
                                            sizeof(error));
@@ -482,10 +837,12 @@ static int run_rounds(job *j, double *seconds)
             rc = local_error("%s: %s", j->partial_path, error);
         if (comm_file_sync(j->data, error, sizeof(error)) && !rc)
             rc = local_error("%s: %s", j->partial_path, error);
-        if (!rc && s < j->shards &&
-            comm_file_write_at(j->progress, PROGRESS_HEADER_BYTES + s, "1", 1, error,
-                               sizeof(error)))
-            rc = local_error("%s: %s", j->progress_path, error);
+        if (!rc && s < j->shards) {
+            make_record(j, s, true, row_sum, record);
+            if (comm_file_write_at(j->progress, PROGRESS_HEADER_BYTES + s * RECORD_BYTES, record,
+                                   RECORD_BYTES, error, sizeof(error)))
+                rc = local_error("%s: %s", j->progress_path, error);
+        }
         if (comm_file_sync(j->progress, error, sizeof(error)) && !rc)
             rc = local_error("%s: %s", j->progress_path, error);
         free(rows);
@@ -502,7 +859,6 @@ static int run_rounds(job *j, double *seconds)
     free(pending);
     return failed;
 }
-
 /* ---- statistics ---- */
 
 static void print_json(const job *j, const rank_stats *all, double load_s, double seconds)
@@ -561,7 +917,6 @@ static int open_input(job *j)
     if (st.st_size == 0)
         return local_error("--input: %s holds no text (it is empty)", j->s->input);
     j->file_size = (uint64_t)st.st_size;
-    j->mtime = st.st_mtim;
     return 0;
 }
 
@@ -589,13 +944,16 @@ int embed_job_run(const embed_job_settings *settings)
     j.first = (uint64_t)comm_rank() * j.shards / (uint64_t)comm_size();
     j.end = (uint64_t)(comm_rank() + 1) * j.shards / (uint64_t)comm_size();
     j.done = calloc(j.shards, 1);
-    j.partial_path = with_suffix(settings->output, ".partial");
-    j.progress_path = with_suffix(settings->output, ".progress");
+    j.partial_path = with_suffix(settings->output, EMBED_JOB_PARTIAL_SUFFIX);
+    j.progress_path = with_suffix(settings->output, EMBED_JOB_PROGRESS_SUFFIX);
     if (!all_succeeded(j.done && j.partial_path && j.progress_path ? 0
                                                                     : local_error("out of memory")))
         goto done;
     if (!all_succeeded(open_model(&j)) || plan_shards(&j) != 0)
         goto done;
+    if (comm_rank() == 0 && settings->max_length > j.model_max_length)
+        cli_note("--max-length %zu is more than the model's %zu tokens: texts are truncated to %zu",
+                 settings->max_length, j.model_max_length, j.model_max_length);
     load_s = comm_max_double(cli_now_s() - load_start);
     size_t shape[2] = {(size_t)j.rows_before[j.shards], j.hidden};
     if (clattn_npy_header_f32(j.npy_header, sizeof(j.npy_header), 2, shape, &j.header_bytes) !=
@@ -609,13 +967,35 @@ int embed_job_run(const embed_job_settings *settings)
     int failed = run_rounds(&j, &seconds);
     comm_file_close(&j.data);
     comm_file_close(&j.progress);
+    int reason = comm_max_int(stop_reason);
     if (failed) {
-        if (comm_rank() == 0)
+        if (comm_rank() == 0 && reason == STOP_INPUT_CHANGED)
+            runtime_error("the job stopped: --input %s changed while it ran, so the shards "
+                          "finished before are of the old input and --resume would refuse them: "
+                          "remove %s and %s and run again (or choose another --output)",
+                          settings->input, j.partial_path, j.progress_path);
+        else if (comm_rank() == 0 && reason == STOP_BAD_LINE)
+            runtime_error("the job stopped at a line it cannot embed: mend --input %s (the "
+                          "mended file is another input, whose job --resume would refuse), then "
+                          "remove %s and %s and run again",
+                          settings->input, j.partial_path, j.progress_path);
+        else if (comm_rank() == 0 && reason == STOP_NON_FINITE)
+            runtime_error("the job stopped; the finished shards are kept in %s (recorded in "
+                          "%s): run again with --resume --allow-non-finite to keep the "
+                          "non-finite embeddings, or, after mending the model, remove %s and %s "
+                          "and run again (a changed model is another job)",
+                          j.partial_path, j.progress_path, j.partial_path, j.progress_path);
+        else if (comm_rank() == 0)
             runtime_error("the job stopped; the finished shards are kept in %s (recorded in "
                           "%s): run again with --resume to finish it",
                           j.partial_path, j.progress_path);
         goto done;
     }
+    uint64_t non_finite = comm_sum_u64(j.stats.non_finite_rows);
+    if (comm_rank() == 0 && non_finite)
+        cli_note("%" PRIu64 " of %" PRIu64 " embeddings are not finite (NaN or infinity); kept as "
+                 "--allow-non-finite asks",
+                 non_finite, j.rows_before[j.shards]);
     if (shared_status(comm_rank() == 0 ? finish(&j) : 0))
         goto done;
     rank_stats *all = comm_rank() == 0 ? calloc((size_t)comm_size(), sizeof(rank_stats)) : NULL;
@@ -632,6 +1012,7 @@ done:
     clattn_context_destroy(&j.ctx);
     if (j.fd >= 0)
         close(j.fd);
-    free(j.starts), free(j.rows_before), free(j.done), free(j.partial_path), free(j.progress_path);
+    free(j.starts), free(j.rows_before), free(j.input_sums), free(j.row_sums), free(j.done);
+    free(j.partial_path), free(j.progress_path);
     return rc;
 }

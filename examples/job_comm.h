@@ -37,7 +37,9 @@ void comm_gather_bytes(const void *mine, size_t size, void *all_at_root);
 /* Rank 0's `size` bytes to every process. */
 void comm_broadcast(void *data, size_t size);
 
-/* A file every process writes into. */
+/* A file every process writes into. Test hook: with CLATTN_JOB_IO_TRACE=FILE, every write
+ * ("PID write PATH OFFSET BYTES") and sync ("PID sync PATH") that succeeded appends a line to
+ * FILE, after the system call (tests check that data is synced before it is recorded). */
 typedef struct comm_file comm_file;
 
 /* Collective: opens path for writing (create: make it if absent). Returns 0, else an errno-like

@@ -78,6 +78,202 @@ expect 0 "" -- cmp "$tmp/killed.npy" "$tmp/ref.npy"
 expect 0 '"resumed_shards": 0,' -- job --output "$tmp/fresh.npy" --shard-size 256 --resume --json
 expect 0 "" -- cmp "$tmp/fresh.npy" "$tmp/ref.npy"
 
+echo "--- outputs that are files embed reads (by inode, whatever the spelling): refused"
+make_tiny_embedder "$tmp/guard" "$golden"
+mkdir "$tmp/guard/extra" && echo notes >"$tmp/guard/extra/notes.txt"
+ln "$tmp/guard/model.safetensors" "$tmp/weights.link"
+cp -r "$tmp/guard" "$tmp/guard.orig"
+for file in model.safetensors config.json vocab.txt extra/notes.txt; do
+    expect 2 "of --model $tmp/guard; refusing to overwrite" -- \
+        "$embed" --model "$tmp/guard" --output "$tmp/guard/$file" hello
+    expect 2 "of --model $tmp/guard; refusing to overwrite" -- \
+        "$embed" --model "$tmp/guard" --input "$tmp/corpus.txt" --output "$tmp/guard/$file"
+done
+expect 2 "of --model $tmp/guard/; refusing to overwrite" -- \
+    "$embed" --model "$tmp/guard/" --output "$tmp/weights.link" hello
+expect 2 "of --model" -- "$embed" --model "$tmp/guard" --output "$tmp/guard/./vocab.txt" hello
+expect 0 "" -- diff -r "$tmp/guard" "$tmp/guard.orig"
+# The corpus job's own files (OUT.partial, OUT.progress) are never the input.
+cp "$tmp/corpus.txt" "$tmp/in.npy.partial"
+cp "$tmp/corpus.txt" "$tmp/in.npy.progress"
+expect 2 "the job's file $tmp/in.npy.partial is the same file as --input" -- \
+    "$embed" --model "$tmp/tiny" --input "$tmp/in.npy.partial" --output "$tmp/in.npy"
+expect 2 "the job's file $tmp/in.npy.progress is the same file as --input" -- \
+    "$embed" --model "$tmp/tiny" --input "$tmp/in.npy.progress" --output "$tmp/in.npy" --resume
+expect 0 "" -- cmp "$tmp/in.npy.partial" "$tmp/corpus.txt"
+expect 0 "" -- cmp "$tmp/in.npy.progress" "$tmp/corpus.txt"
+expect 0 "" -- test ! -e "$tmp/in.npy"
+# Standard input is compared too: --input - --output F <F would replace F.
+cp "$tmp/corpus.txt" "$tmp/stdin.txt"
+expect 2 "is the same file as standard input" -- \
+    bash -c '"$1" --model "$2" --input - --output "$3" <"$3"' _ \
+    "$embed" "$tmp/tiny" "$tmp/stdin.txt"
+expect 0 "" -- cmp "$tmp/stdin.txt" "$tmp/corpus.txt"
+
+echo "--- the job is named by content: resumed under other spellings, refused for another model"
+CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/spelled.npy" --shard-size 256
+embed_path=$(cd "$(dirname "$embed")" && pwd)/$(basename "$embed")
+expect 0 '"resumed_shards": 20,' -- bash -c 'cd "$1" && "$2" --model ./tiny/ --input ./corpus.txt \
+    --output spelled.npy --shard-size 256 --resume --json' _ "$tmp" "$embed_path"
+expect 0 "" -- cmp "$tmp/spelled.npy" "$tmp/ref.npy"
+# The same --model path (a link) moved to another model: its config differs (same weights file
+# size, time and header), then its weights (same size and header; another time).
+make_tiny_embedder "$tmp/relu" "$golden"
+sed -i 's/"hidden_act": "gelu"/"hidden_act": "relu"/' "$tmp/relu/config.json"
+touch -r "$tmp/tiny/model.safetensors" "$tmp/relu/model.safetensors"
+make_tiny_embedder "$tmp/reweighted" "$golden"
+python3 - "$tmp/reweighted/model.safetensors" <<'EOF'
+import json, struct, sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    begin = json.loads(f.read(n))["encoder.layer.1.output.dense.bias"]["data_offsets"][0]
+    f.seek(8 + n + begin)
+    f.write(struct.pack("<f", 0.75))
+EOF
+touch -d '2001-01-01 00:00:00' "$tmp/reweighted/model.safetensors"
+for other in relu reweighted; do
+    ln -sfn "$tmp/tiny" "$tmp/model.link"
+    CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- "$embed" --model "$tmp/model.link" \
+        --input "$tmp/corpus.txt" --output "$tmp/moved.npy" --shard-size 256
+    ln -sfn "$tmp/$other" "$tmp/model.link"
+    expect 1 "records another job" -- "$embed" --model "$tmp/model.link" \
+        --input "$tmp/corpus.txt" --output "$tmp/moved.npy" --shard-size 256 --resume
+    rm -f "$tmp/moved.npy.partial" "$tmp/moved.npy.progress"
+done
+
+echo "--- --resume trusts no record and no row without its checksum"
+# Every record corrupted towards "done" (each 0 made a 1): embedded again, not taken as zeros.
+CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/records.npy" --shard-size 256
+{ head -c 128 "$tmp/records.npy.progress"; tail -c +129 "$tmp/records.npy.progress" | tr 0 1; } \
+    >"$tmp/progress.corrupt" && cp "$tmp/progress.corrupt" "$tmp/records.npy.progress"
+expect 0 "are damaged" -- job --output "$tmp/records.npy" --shard-size 256 --resume
+expect 0 "" -- cmp "$tmp/records.npy" "$tmp/ref.npy"
+# Rows of a recorded shard zeroed in the .partial: read back, found wrong, embedded again.
+CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/rows.npy" --shard-size 256
+dd if=/dev/zero of="$tmp/rows.npy.partial" bs=1 seek=200 count=64 conv=notrunc status=none
+expect 0 "differ from their records" -- job --output "$tmp/rows.npy" --shard-size 256 --resume
+expect 0 "" -- cmp "$tmp/rows.npy" "$tmp/ref.npy"
+
+echo "--- the data is synced before its shard is recorded"
+# CLATTN_JOB_IO_TRACE logs each write and sync after the system call: between a shard's rows
+# written to the .partial and its record in the .progress there must be a sync of the .partial.
+synced_before_recorded() { # TRACE: "PID write PATH OFFSET BYTES" / "PID sync PATH" lines
+    awk '$2 == "write" && $3 ~ /\.partial$/ { dirty[$1] = 1 }
+         $2 == "sync" && $3 ~ /\.partial$/ { dirty[$1] = 0 }
+         $2 == "write" && $3 ~ /\.progress$/ && $4 >= 128 { marks++; if (dirty[$1]) early++ }
+         END { printf "%d records, %d before their data was synced\n", marks, early
+               exit !(marks >= 37 && early == 0) }' "$1"
+}
+CLATTN_JOB_IO_TRACE="$tmp/io.log" expect 0 "" -- job --output "$tmp/traced.npy" --shard-size 256
+expect 0 "37 records, 0 before their data was synced" -- synced_before_recorded "$tmp/io.log"
+expect 0 "" -- cmp "$tmp/traced.npy" "$tmp/ref.npy"
+
+echo "--- non-finite embeddings: an error unless --allow-non-finite; JSON stays JSON"
+# The word embedding of "z" (id 30 of the tiny vocabulary) made NaN: texts with a word starting
+# with z embed to NaN, the others do not.
+make_tiny_embedder "$tmp/nan" "$golden"
+python3 - "$tmp/nan/model.safetensors" <<'EOF'
+import json, struct, sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    begin = json.loads(f.read(n))["embeddings.word_embeddings.weight"]["data_offsets"][0]
+    f.seek(8 + n + begin + 30 * 48 * 4)
+    f.write(struct.pack("<f", float("nan")))
+EOF
+strict_json() { # each line of stdin must be strict JSON (no NaN or Infinity)
+    python3 -c 'import json, sys
+def bad(c): raise ValueError("not JSON: " + c)
+for line in sys.stdin: json.loads(line, parse_constant=bad)
+print("valid JSON")'
+}
+expect 1 "1 of 3 embeddings are not finite (NaN or infinity; the first: text 2)" -- \
+    "$embed" --model "$tmp/nan" "the cat" "zoo" "dog"
+expect 1 "1 of 3 embeddings are not finite" -- \
+    "$embed" --model "$tmp/nan" --output "$tmp/nan.npy" "the cat" "zoo" "dog"
+expect 0 "" -- test ! -e "$tmp/nan.npy"
+"$embed" --model "$tmp/nan" --allow-non-finite "the cat" "zoo" "dog" \
+    >"$tmp/nan.jsonl" 2>"$tmp/nan.err"
+expect 0 "" -- test $? -eq 0
+expect 0 "valid JSON" -- strict_json <"$tmp/nan.jsonl"
+expect 0 "" -- grep -q '^\[null, null' <(sed -n 2p "$tmp/nan.jsonl")
+expect 0 "" -- grep -qv null <(sed -n 1p "$tmp/nan.jsonl")
+expect 0 "note: 1 of 3 embeddings are not finite" -- cat "$tmp/nan.err"
+"$embed" --model "$tmp/nan" --allow-non-finite --json zoo dog >"$tmp/nan.json" 2>/dev/null
+expect 0 "" -- test $? -eq 0
+expect 0 "valid JSON" -- strict_json <"$tmp/nan.json"
+expect 0 "" -- "$embed" --model "$tmp/nan" --allow-non-finite --output "$tmp/nan.npy" zoo dog
+expect 0 "" -- test -s "$tmp/nan.npy"
+# The corpus job: the shard stops the job, no output; --resume --allow-non-finite finishes it.
+expect 1 "embeddings are not finite" -- "$embed" --model "$tmp/nan" --input "$tmp/corpus.txt" \
+    --output "$tmp/nanjob.npy" --shard-size 256
+expect 0 "" -- test ! -e "$tmp/nanjob.npy"
+expect 1 "run again with --resume --allow-non-finite" -- "$embed" --model "$tmp/nan" \
+    --input "$tmp/corpus.txt" --output "$tmp/nanjob.npy" --shard-size 256 --resume
+expect 0 "embeddings are not finite (NaN or infinity); kept" -- "$embed" --model "$tmp/nan" \
+    --input "$tmp/corpus.txt" --output "$tmp/nanjob.npy" --shard-size 256 --resume \
+    --allow-non-finite
+expect 0 "" -- test -s "$tmp/nanjob.npy"
+
+echo "--- messages: texts and lines count from 1; --max-length above the model's is said once"
+printf 'fine\nalso fine\nbad \xff\nfine\n' >"$tmp/bad.txt"
+expect_not_texts_index() { # STATUS NEEDLE -- COMMAND: as expect, and no "texts[" in the output
+    local out
+    expect "$@"
+    shift 3
+    out=$("$@" 2>&1)
+    if grep -qF 'texts[' <<<"$out"; then
+        echo "FAIL: $* names a text by its array index: $out"
+        failures=$((failures + 1))
+    fi
+}
+expect_not_texts_index 1 "text 2: " -- "$embed" --model "$tmp/tiny" fine $'bad \xff'
+expect_not_texts_index 1 "line 3: " -- "$embed" --model "$tmp/tiny" --input "$tmp/bad.txt"
+expect_not_texts_index 1 "line 3: " -- "$embed" --model "$tmp/tiny" --input - <"$tmp/bad.txt"
+expect_not_texts_index 1 "line 3: " -- "$embed" --model "$tmp/tiny" --input "$tmp/bad.txt" \
+    --output "$tmp/bad.npy"
+rm -f "$tmp/bad.npy.partial" "$tmp/bad.npy.progress"
+expect 1 "mend --input $tmp/bad.txt" -- "$embed" --model "$tmp/tiny" --input "$tmp/bad.txt" \
+    --output "$tmp/bad.npy"
+rm -f "$tmp/bad.npy.partial" "$tmp/bad.npy.progress"
+expect_not_texts_index 1 "line 3: " -- \
+    "$embed" --model "$tmp/tiny" --tokenize --input "$tmp/bad.txt"
+note_once() { # COMMAND...: exit 0 and the --max-length note exactly once
+    local out
+    out=$("$@" 2>&1 >/dev/null) || return 1
+    [ "$(grep -c "note: --max-length 100000 is more than the model's 64 tokens" <<<"$out")" -eq 1 ]
+}
+expect 0 "" -- note_once "$embed" --model "$tmp/tiny" --max-length 100000 "a text" "another"
+expect 0 "" -- note_once job --output "$tmp/long.npy" --shard-size 256 --max-length 100000
+# The input changed while the job ran (a letter, in place: the same lines, size and file): the
+# advice is to start over, which then works (--resume would refuse the old input's shards).
+cp "$tmp/corpus.txt" "$tmp/changing.txt"
+CLATTN_EMBED_STOP_SHARD=5 "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
+    --output "$tmp/changing.npy" --shard-size 256 >"$tmp/changing.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+    [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && break
+    sleep 0.1
+done
+at=3000
+until [[ "$(dd if="$tmp/changing.txt" bs=1 skip=$at count=1 status=none)" == [a-w] ]]; do
+    at=$((at + 1))
+done
+printf 'z' | dd of="$tmp/changing.txt" bs=1 seek=$at conv=notrunc status=none
+kill -CONT "$pid"
+wait "$pid"
+expect 1 "" -- test $? -eq 0
+expect 0 "changed while the job ran" -- cat "$tmp/changing.log"
+expect 0 "remove $tmp/changing.npy.partial and $tmp/changing.npy.progress and run again" -- \
+    cat "$tmp/changing.log"
+expect 1 "" -- grep -q "run again with --resume" "$tmp/changing.log"
+expect 1 "records another job" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
+    --output "$tmp/changing.npy" --shard-size 256 --resume
+rm "$tmp/changing.npy.partial" "$tmp/changing.npy.progress"
+expect 0 "" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
+    --output "$tmp/changing.npy" --shard-size 256
+
 model_dir=${CLATTN_TEST_MODEL_DIR:-${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2}
 if [ ! -s "$model_dir/tokenizer.json" ]; then
     echo "real model not found at $model_dir: run tools/fetch-model.sh"
@@ -133,7 +329,7 @@ else
     echo "FAIL: lengths $n1 and $n2"
     failures=$((failures + 1))
 fi
-expect 1 "texts[1]: clattn_tokenizer_encode: invalid argument: the text is not valid UTF-8 at byte 4" -- "$embed" --model "$model_dir" fine $'bad \xff'
+expect 1 "text 2: clattn_tokenizer_encode: invalid argument: the text is not valid UTF-8 at byte 4" -- "$embed" --model "$model_dir" fine $'bad \xff'
 
 echo "--- $failures failure(s)"
 [ "$failures" -eq 0 ]

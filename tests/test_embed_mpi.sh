@@ -52,6 +52,23 @@ fi
 expect 0 "" -- test ! -e "$tmp/two.npy.partial" -a ! -e "$tmp/two.npy.progress"
 rm -f "$tmp/two.npy"
 
+echo "--- each rank syncs its rows before it records their shard"
+# CLATTN_JOB_IO_TRACE: every rank logs its writes and syncs ("PID write PATH OFFSET BYTES",
+# "PID sync PATH") after the calls; a record (.progress past its 128-byte header) must follow a
+# sync of the .partial with no write of that rank's rows in between.
+mpi_extra=(-x CLATTN_JOB_IO_TRACE="$tmp/io.log")
+expect 0 "" -- two
+mpi_extra=()
+expect 0 "43 records by 2 ranks, 0 before their data was synced" -- \
+    awk '$2 == "write" && $3 ~ /\.partial$/ { dirty[$1] = 1 }
+         $2 == "sync" && $3 ~ /\.partial$/ { dirty[$1] = 0 }
+         $2 == "write" && $3 ~ /\.progress$/ && $4 >= 128 {
+             marks++; if (!($1 in ranks)) { ranks[$1] = 1; n++ } if (dirty[$1]) early++ }
+         END { printf "%d records by %d ranks, %d before their data was synced\n", marks, n, early
+               exit !(marks == 43 && n == 2 && early == 0) }' "$tmp/io.log"
+expect 0 "" -- cmp "$tmp/one.npy" "$tmp/two.npy"
+rm -f "$tmp/two.npy"
+
 echo "--- usage errors are printed once"
 out=$("$mpirun" "${mpi_flags[@]}" -np 2 "$embed" --model "$tmp/tiny" --input - --output "$tmp/x.npy" 2>&1)
 if [ "$(grep -c 'under mpirun, embed needs --input FILE' <<<"$out")" -eq 1 ]; then
