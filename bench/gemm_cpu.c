@@ -1,5 +1,5 @@
 /*
- * The CPU GEMM (src/gemm_cpu.c, cl/gemm_cpu.cl): correctness against a double-precision reference
+ * The CPU GEMM (src/runtime/gemm_cpu.c, cl/gemm_cpu.cl): correctness against a double-precision reference
  * on odd shapes and every epilogue, then throughput on the encoder's projection shapes next to
  * CLBlast (the library's default path) and, when libopenblas.so.0 loads, OpenBLAS's cblas_sgemm.
  *
@@ -13,7 +13,7 @@
  * Throughput is in G multiply-adds/s (best of R runs after one warm-up) and % of --peak (default
  * 160 = the 2-core AVX-512 Xeon's fp32 peak). $CLATTN_GEMM_CPU overrides the kernel's parameters.
  */
-#include "gemm_cpu.h"
+#include "runtime/gemm_cpu.h"
 
 #include <clblast_c.h>
 #include <dlfcn.h>
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 
     if (use_clblast && strstr(pname, "Portable Computing Language")) {
         /* The library's default path on PoCL's CPU device overrides CLBlast's Xgemm parameters
-         * with these (src/tuning.c, pocl_cpu_xgemm): the same here for a fair comparison. */
+         * with these (src/runtime/tuning.c, pocl_cpu_xgemm): the same here for a fair comparison. */
         static const char *const xnames[] = {"GEMMK", "MWG", "NWG",  "KWG", "MDIMC", "NDIMC",
                                              "MDIMA", "NDIMB", "KWI", "VWM", "VWN",   "STRM",
                                              "STRN",  "SA",  "SB",   "KREG"};

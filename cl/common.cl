@@ -1,4 +1,4 @@
-/* Definitions shared by the kernels (embedded after src/constants.h, before every other source):
+/* Definitions shared by the kernels (embedded after src/base/constants.h, before every other source):
  * the work-group reduction, per-head views, the mask arguments. */
 
 /* Work-group size of the row-reduction kernels (softmax, LayerNorm): a power of two chosen per

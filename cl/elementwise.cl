@@ -6,7 +6,7 @@
  *
  * y: [rows, cols] with leading dimension ld, from y_off. bias: [cols] from b_off, or NULL.
  * act: CLATTN_ACT_NONE, CLATTN_ACT_RELU, CLATTN_ACT_GELU (with erf, PyTorch's default gelu) or
- * CLATTN_ACT_GELU_TANH (the tanh approximation; src/constants.h). NDRange: (cols, rows). */
+ * CLATTN_ACT_GELU_TANH (the tanh approximation; src/base/constants.h). NDRange: (cols, rows). */
 __kernel void clattn_bias_act(__global float *y, ulong y_off, ulong ld, uint rows, uint cols,
                               __global const float *bias, ulong b_off, int act)
 {

@@ -20,7 +20,7 @@
  * partial sums then go through C between blocks (beta applied with the first block, bias and
  * activation with the last).
  *
- * Parameters (-D, chosen by src/gemm_cpu.c from device facts):
+ * Parameters (-D, chosen by src/runtime/gemm_cpu.c from device facts):
  *   GEMM_VW  vector width in floats: 16 (AVX-512), 8 (AVX/AVX2), 4 (SSE/NEON)
  *   GEMM_NV  vectors per micro-tile row (panel width GEMM_NR = GEMM_VW · GEMM_NV)
  *   GEMM_MR  rows per micro-tile

@@ -1,6 +1,6 @@
 /* Status names, OpenCL error names, last-error bookkeeping, logging and version. */
 #include "common/test_util.h"
-#include "errors.h"
+#include "base/errors.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,13 +1,13 @@
 /*
- * The CPU GEMM (src/gemm_cpu.c, cl/gemm_cpu.cl) against a double-precision reference: odd shapes
+ * The CPU GEMM (src/runtime/gemm_cpu.c, cl/gemm_cpu.cl) against a double-precision reference: odd shapes
  * (edges in M, N and K), offsets and strides, every epilogue (bias, beta, relu, gelu), kernel
  * shapes other than the device's default (K blocking, float4/float8 panels, packed A), and the argument
  * checks.
  */
 #include "common/test_util.h"
 
-#include "gemm_cpu.h"
-#include "context_internal.h"
+#include "runtime/gemm_cpu.h"
+#include "runtime/context_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

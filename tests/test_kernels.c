@@ -5,11 +5,11 @@
  * most 33 terms against double).
  */
 #include "common/test_util.h"
-#include "attention_internal.h"
-#include "elementwise.h"
-#include "positional.h"
-#include "positional_table.h"
-#include "tensor_internal.h"
+#include "ops/attention_problem.h"
+#include "ops/elementwise.h"
+#include "ops/positional.h"
+#include "runtime/positional_table.h"
+#include "runtime/tensor_internal.h"
 #include "ref/ref_attention.h"
 #include "ref/ref_encoder.h"
 

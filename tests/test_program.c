@@ -1,6 +1,6 @@
 /* Kernel compilation: embedded sources, -D specialisation, and the build-failure path. */
 #include "common/test_util.h"
-#include "context_internal.h"
+#include "runtime/context_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static void embedded_sources_are_present(void **state)
     size_t with_kernels = 0;
     for (size_t i = 0; i < clattn__cl_source_count; i++) {
         const clattn_embedded_source *s = &clattn__cl_sources[i];
-        /* Kernel sources, and src/constants.h which the host code shares. */
+        /* Kernel sources, and src/base/constants.h which the host code shares. */
         assert_true(strstr(s->name, ".cl") != NULL || strcmp(s->name, "constants.h") == 0);
         assert_true(s->size > 0);
         assert_int_equal(s->data[s->size], '\0');

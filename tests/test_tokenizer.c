@@ -3,7 +3,7 @@
  * fast tokenizer (golden files from tools/gen_tokenizer_golden.py). */
 #include "common/test_util.h"
 #include "clattn/tokenizer.h"
-#include "tokenizer_internal.h"
+#include "text/tokenizer_internal.h"
 
 #include <jansson.h>
 #include <stdbool.h>

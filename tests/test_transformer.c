@@ -7,7 +7,7 @@
  * also solve the task. Invalid arguments and bad model files.
  */
 #include "common/test_util.h"
-#include "transformer_internal.h"
+#include "models/transformer_internal.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -6,9 +6,9 @@
  */
 #include "common/test_util.h"
 
-#include "context_internal.h"
-#include "gemm.h"
-#include "tuning.h"
+#include "runtime/context_internal.h"
+#include "runtime/gemm.h"
+#include "runtime/tuning.h"
 
 #include <errno.h>
 #include <stdio.h>

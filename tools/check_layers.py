@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Checks that src/ obeys the module layers of docs/ARCHITECTURE.md.
+"""Checks that src/ obeys the layers of docs/ARCHITECTURE.md, which are its folders.
 
-A file depends on another when it calls a function defined there or includes its header. Every
-src/ file belongs to one layer (LAYERS below, lowest first); a source file may depend on files of
-its own layer or lower ones, never on a higher layer (a header may include the types it needs from
-any layer), and the dependency graph between files must have no cycle. Prints each violation and exits 1; prints a summary and exits 0 when there is none.
+src/ holds one folder per layer; src/meson.build lists them lowest first (`clattn_layers`), and
+that list is the order of the layers. A file depends on another when it calls a function defined
+there or includes its header ("runtime/tuning.h" from src/, or "tuning.h" beside it). A file may
+depend on files of its own folder or of lower ones, never of a higher one; the dependency graph
+between files must have no cycle; every .c/.h under src/ must lie in a layer folder; and no
+library file includes the umbrella header clattn/clattn.h (each includes the public headers it
+uses). Prints each violation and exits 1; prints a summary and exits 0 when there is none.
 
 usage: check_layers.py SRC_DIR [--graph]
 """
@@ -12,37 +15,23 @@ import os
 import re
 import sys
 
-# Lowest first. Files of one layer may call each other but must not form a cycle.
-LAYERS = [
-    ("leaf", ["sizes.h", "constants.h"]),
-    # The context's state: one struct whose parts each module owns (their types come from the
-    # modules' headers); any file may read the fields of the part it owns.
-    ("state", ["context_internal.h", "tensor_internal.h"]),
-    ("diagnostics", ["errors.h", "error.c", "log.c"]),
-    ("device", ["device.h", "device.c", "shape.h", "shape.c", "file_io.h", "file_io.c",
-                "kernels.h", "program.c", "tuning.h", "tuning.c"]),
-    ("runtime", ["buffers.h", "buffers.c", "launch.h", "launch.c", "stats.c",
-                 "gemm_cpu.h", "gemm_cpu.c", "gemm.h", "gemm.c", "fused_cache.h", "fused_cache.c", "positional_table.h",
-                 "positional_table.c", "context.c"]),
-    ("tensors", ["tensor.c"]),
-    ("operations", ["elementwise.h", "elementwise.c", "positional.h", "positional.c",
-                    "attention_internal.h", "attention_args.c", "attention.c", "attention_views.c",
-                    "attention_unfused.c", "fused_attention.c", "pooling.h", "pooling.c", "linear.h", "linear.c"]),
-    ("layers", ["sdpa.c", "mha_internal.h", "mha.c", "mha_weights.c", "layer_weights.h",
-                "layer_weights.c", "decoder_internal.h", "decoder.c", "decoder_state.c", "decoder_weights.c", "encoder_internal.h",
-                "encoder.c", "encoder_weights.c", "counts.c", "presets.c"]),
-    ("files", ["npy.c", "safetensors.c", "model_file.c"]),
-    ("text", ["tokenizer_internal.h", "tokenizer.c", "tokenizer_load.c", "tokenizer_vocab.c",
-              "tokenizer_normalize.c", "tokenizer_added.c", "tokenizer_wordpiece.c",
-              "tokenizer_utf8.c"]),
-    ("models", ["hf_model.h", "hf_model.c", "sentence_model.c", "transformer_internal.h",
-                "transformer.c", "generate.c"]),
-]
+LAYER_LIST = re.compile(r"^clattn_layers\s*=\s*\[([^\]]*)\]", re.M)
+
+
+def layer_order(src):
+    """The layer folders, lowest first, as src/meson.build lists them."""
+    with open(os.path.join(src, "meson.build"), encoding="utf-8") as fh:
+        m = LAYER_LIST.search(fh.read())
+    if not m:
+        sys.exit(f"check_layers: {src}/meson.build has no clattn_layers = [...] list")
+    return re.findall(r"'([^']+)'", m.group(1))
+
 
 DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^;{}()]|\([^;{}()]*\))*\)\s*\{")
 KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do"}
 CALL = re.compile(r"\b(clattn_\w+)\s*\(")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+UMBRELLA = "clattn/clattn.h"
 
 
 def strip(text):
@@ -87,13 +76,21 @@ def main():
         print(__doc__)
         return 2
     src = sys.argv[1]
-    layer_of = {}
-    for rank, (name, files) in enumerate(LAYERS):
-        for f in files:
-            layer_of[f] = (rank, name)
-    files = sorted(f for f in os.listdir(src) if f.endswith((".c", ".h")))
-    problems = [f"{f}: not assigned to a layer in tools/check_layers.py" for f in files
-                if f not in layer_of]
+    layers = layer_order(src)
+    rank_of = {name: rank for rank, name in enumerate(layers)}
+    files, problems = [], []
+    for dirpath, dirnames, names in os.walk(src):
+        dirnames.sort()
+        for n in sorted(names):
+            if n.endswith((".c", ".h")):
+                rel = os.path.relpath(os.path.join(dirpath, n), src).replace(os.sep, "/")
+                folder = rel.split("/")[0] if "/" in rel else ""
+                if folder not in rank_of:
+                    problems.append(f"{rel}: not in a layer folder (src/meson.build's "
+                                    f"clattn_layers: {', '.join(layers)})")
+                else:
+                    files.append(rel)
+    layer_of = {f: (rank_of[f.split("/")[0]], f.split("/")[0]) for f in files}
     texts = {}
     for f in files:
         with open(os.path.join(src, f), encoding="utf-8") as fh:
@@ -107,10 +104,15 @@ def main():
     edges = {f: {} for f in files}
     for f in files:
         raw, code = texts[f]
+        folder = f.split("/")[0]
         for m in INCLUDE.finditer(raw):
-            target = os.path.basename(m.group(1))
+            name = m.group(1)
+            if name == UMBRELLA:
+                problems.append(f"{f} includes {UMBRELLA}: include the public headers it uses")
+                continue
+            target = name if name in edges else f"{folder}/{name}"
             if target in edges and target != f:
-                edges[f].setdefault(target, f"includes {target}")
+                edges[f].setdefault(target, f"includes {name}")
         for body in bodies(code):
             for m in CALL.finditer(body):
                 target = defined.get(m.group(1))
@@ -118,9 +120,7 @@ def main():
                     edges[f].setdefault(target, f"calls {m.group(1)}")
     for f in files:
         for target, why in sorted(edges[f].items()):
-            if f.endswith(".h") and why.startswith("includes"):
-                continue  # a header includes the types it needs; only cycles count there
-            if f in layer_of and target in layer_of and layer_of[target][0] > layer_of[f][0]:
+            if layer_of[target][0] > layer_of[f][0]:
                 problems.append(f"{f} ({layer_of[f][1]}) {why} from {target} "
                                 f"({layer_of[target][1]}): a lower layer depends on a higher one")
     # Cycles: Tarjan's strongly connected components.
@@ -164,8 +164,8 @@ def main():
         print(f"check_layers: {len(problems)} problem(s)")
         return 1
     count = sum(len(e) for e in edges.values())
-    print(f"check_layers: {len(files)} files, {count} dependencies, no cycle, every dependency "
-          f"points down")
+    print(f"check_layers: {len(files)} files in {len(layers)} layers ({' < '.join(layers)}), "
+          f"{count} dependencies, no cycle, every dependency points down")
     return 0
 
 

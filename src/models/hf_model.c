@@ -1,0 +1,363 @@
+/* Loading a Hugging Face BERT folder (config.json + model.safetensors) into an encoder. */
+#include "clattn/safetensors.h"
+#include "base/errors.h"
+#include "formats/file_io.h"
+#include "hf_model.h"
+#include "runtime/shape.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char fn[] = "clattn_encoder_load_hf";
+
+/* ---- config.json ---- */
+
+static clattn_status config_size(const char *path, json_t *root, const char *key, size_t *out)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT, "the field \"%s\" is missing", key);
+    if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+        json_integer_value(v) > (json_int_t)1 << 31)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "the field \"%s\" must be a positive integer below 2^31", key);
+    *out = (size_t)json_integer_value(v);
+    return CLATTN_OK;
+}
+
+static clattn_status config_activation(const char *path, json_t *root, clattn_activation *act)
+{
+    const char *name = json_string_value(json_object_get(root, "hidden_act"));
+    if (!name)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "the field \"hidden_act\" is missing or not a string");
+    if (strcmp(name, "gelu") == 0)
+        *act = CLATTN_ACTIVATION_GELU;
+    else if (strcmp(name, "gelu_new") == 0 || strcmp(name, "gelu_pytorch_tanh") == 0)
+        *act = CLATTN_ACTIVATION_GELU_TANH;
+    else if (strcmp(name, "relu") == 0)
+        *act = CLATTN_ACTIVATION_RELU;
+    else
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "hidden_act \"%.64s\" is not supported (gelu, gelu_new, "
+                               "gelu_pytorch_tanh, relu)",
+                               name);
+    return CLATTN_OK;
+}
+
+clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    json_t *root;
+    clattn_status status = clattn__read_json(fn, path, &root);
+    if (status != CLATTN_OK)
+        return status;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT, "not a JSON object");
+    }
+    const char *model_type = json_string_value(json_object_get(root, "model_type"));
+    const char *position_type =
+        json_string_value(json_object_get(root, "position_embedding_type"));
+    json_t *eps = json_object_get(root, "layer_norm_eps");
+    size_t hidden = 0, heads = 0, layers = 0, inter = 0, positions = 0, types = 0, vocab = 0;
+    clattn_activation act = CLATTN_ACTIVATION_GELU;
+    if (!model_type || strcmp(model_type, "bert") != 0)
+        status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                 "model_type \"%.64s\" is not supported (only \"bert\")",
+                                 model_type ? model_type : "(missing)");
+    else if (position_type && strcmp(position_type, "absolute") != 0)
+        status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                 "position_embedding_type \"%.64s\" is not supported (only "
+                                 "\"absolute\")",
+                                 position_type);
+    else if (eps && (!json_is_number(eps) || !(json_number_value(eps) > 0.0) ||
+                     !isfinite(json_number_value(eps))))
+        status = clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                                 "the field \"layer_norm_eps\" must be a positive number");
+    if (status == CLATTN_OK &&
+        !(status = config_size(path, root, "hidden_size", &hidden)) &&
+        !(status = config_size(path, root, "num_attention_heads", &heads)) &&
+        !(status = config_size(path, root, "num_hidden_layers", &layers)) &&
+        !(status = config_size(path, root, "intermediate_size", &inter)) &&
+        !(status = config_size(path, root, "max_position_embeddings", &positions)) &&
+        !(status = config_size(path, root, "type_vocab_size", &types)) &&
+        !(status = config_size(path, root, "vocab_size", &vocab)))
+        status = config_activation(path, root, &act);
+    if (status == CLATTN_OK && hidden % heads != 0)
+        status = clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                                 "hidden_size %zu is not divisible by num_attention_heads %zu",
+                                 hidden, heads);
+    if (status == CLATTN_OK) {
+        clattn_encoder_config_default(cfg, hidden, heads, layers, inter);
+        cfg->activation = act;
+        cfg->layer_norm_eps = eps ? (float)json_number_value(eps) : 1e-12f;
+        cfg->positional = CLATTN_POSITIONAL_LEARNED;
+        cfg->max_positions = positions;
+        cfg->type_vocab_size = types;
+        cfg->vocab_size = vocab;
+        cfg->embedding_norm = 1;
+        cfg->embedding_scale = 1.0f;
+    }
+    json_decref(root);
+    return status;
+}
+
+/* ---- model.safetensors under the encoder's names ---- */
+
+/* The lookup's state: the file, its name prefix, and the packed q/k/v tensors it builds. */
+typedef struct hf_lookup {
+    const clattn_safetensors *st;
+    const char *prefix; /* "" or "bert." */
+    clattn_host_tensor packed[2]; /* in_proj_weight, in_proj_bias of the layer asked last */
+    float *packed_data[2];
+    clattn_host_tensor views[4];  /* the last tensors handed out (the encoder copies each) */
+    size_t next_view;
+} hf_lookup;
+
+static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
+{
+    char name[256];
+    snprintf(name, sizeof(name), "%s%s", l->prefix, hf_name);
+    const clattn_safetensors_tensor *t = clattn_safetensors_find(l->st, name);
+    if (!t)
+        return NULL;
+    /* The file's tensor seen as a host tensor (the encoder copies it before asking again; a rank
+     * above CLATTN_MAX_DIMS keeps its ndim and fails the shape check). */
+    clattn_host_tensor *view = &l->views[l->next_view++ % 4];
+    memset(view, 0, sizeof(*view));
+    view->data = t->data;
+    view->ndim = t->ndim;
+    for (int d = 0; d < t->ndim && d < CLATTN_MAX_DIMS; d++)
+        view->shape[d] = t->shape[d];
+    return view;
+}
+
+/* Concatenates query, key and value (weights [E, E] each, or biases [E]) into one packed tensor
+ * [3E, E] / [3E], as the attention layer's in_proj_weight / in_proj_bias. */
+static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char *what, int slot)
+{
+    const clattn_safetensors_tensor *parts[3];
+    static const char *const names[3] = {"query", "key", "value"};
+    for (int i = 0; i < 3; i++) {
+        char name[256];
+        snprintf(name, sizeof(name), "%sencoder.layer.%zu.attention.self.%s.%s", l->prefix, layer,
+                 names[i], what);
+        parts[i] = clattn_safetensors_find(l->st, name);
+        if (!parts[i])
+            return NULL; /* reported as the packed tensor missing; the message names it */
+    }
+    for (int i = 1; i < 3; i++)
+        if (parts[i]->ndim != parts[0]->ndim || parts[i]->numel != parts[0]->numel ||
+            (parts[0]->ndim >= 1 && parts[i]->shape[0] != parts[0]->shape[0]))
+            return NULL;
+    if (parts[0]->ndim < 1 || parts[0]->ndim > 2)
+        return NULL;
+    size_t n = parts[0]->numel;
+    free(l->packed_data[slot]);
+    l->packed_data[slot] = malloc(3 * n * sizeof(float) + 1);
+    if (!l->packed_data[slot])
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        memcpy(l->packed_data[slot] + (size_t)i * n, parts[i]->data, n * sizeof(float));
+    clattn_host_tensor *t = &l->packed[slot];
+    memset(t, 0, sizeof(*t));
+    t->data = l->packed_data[slot];
+    t->ndim = parts[0]->ndim;
+    t->shape[0] = 3 * parts[0]->shape[0];
+    if (t->ndim == 2)
+        t->shape[1] = parts[0]->shape[1];
+    return t;
+}
+
+/* The encoder's PyTorch names and BERT's. */
+static const struct {
+    const char *ours, *bert;
+} fixed_names[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
+    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
+    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
+};
+static const struct {
+    const char *ours, *bert; /* after "layers.<n>." and "encoder.layer.<n>." */
+} layer_names[] = {
+    {"self_attn.out_proj.weight", "attention.output.dense.weight"},
+    {"self_attn.out_proj.bias", "attention.output.dense.bias"},
+    {"norm1.weight", "attention.output.LayerNorm.weight"},
+    {"norm1.bias", "attention.output.LayerNorm.bias"},
+    {"linear1.weight", "intermediate.dense.weight"},
+    {"linear1.bias", "intermediate.dense.bias"},
+    {"linear2.weight", "output.dense.weight"},
+    {"linear2.bias", "output.dense.bias"},
+    {"norm2.weight", "output.LayerNorm.weight"},
+    {"norm2.bias", "output.LayerNorm.bias"},
+};
+
+/* BERT's names (without the file's prefix) of one of the encoder's tensors: one, or three for
+ * in_proj_weight / in_proj_bias (query, key, value, packed by pack_qkv); 0 for a name BERT has no
+ * tensor for. *packed_layer and *what say which packed tensor. */
+static int bert_names(const char *ours, char bert[3][256], size_t *packed_layer,
+                      const char **what)
+{
+    for (size_t i = 0; i < sizeof(fixed_names) / sizeof(fixed_names[0]); i++)
+        if (strcmp(ours, fixed_names[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "%s", fixed_names[i].bert);
+            return 1;
+        }
+    size_t layer;
+    int used = 0;
+    if (sscanf(ours, "layers.%zu.%n", &layer, &used) != 1 || used == 0)
+        return 0;
+    const char *rest = ours + used;
+    if (strcmp(rest, "self_attn.in_proj_weight") == 0 ||
+        strcmp(rest, "self_attn.in_proj_bias") == 0) {
+        static const char *const parts[3] = {"query", "key", "value"};
+        *packed_layer = layer;
+        *what = strcmp(rest, "self_attn.in_proj_weight") == 0 ? "weight" : "bias";
+        for (int i = 0; i < 3; i++)
+            snprintf(bert[i], sizeof(bert[i]), "encoder.layer.%zu.attention.self.%s.%s", layer,
+                     parts[i], *what);
+        return 3;
+    }
+    for (size_t i = 0; i < sizeof(layer_names) / sizeof(layer_names[0]); i++)
+        if (strcmp(rest, layer_names[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "encoder.layer.%zu.%s", layer, layer_names[i].bert);
+            return 1;
+        }
+    return 0;
+}
+
+/* Maps the encoder's PyTorch names onto BERT's. */
+static const clattn_host_tensor *lookup(void *user, const char *name)
+{
+    hf_lookup *l = user;
+    char bert[3][256];
+    size_t layer = 0;
+    const char *what = NULL;
+    int count = bert_names(name, bert, &layer, &what);
+    if (count == 3)
+        return pack_qkv(l, layer, what, strcmp(what, "weight") == 0 ? 0 : 1);
+    return count == 1 ? find(l, bert[0]) : NULL;
+}
+
+/* The dtype of a tensor the file holds in a dtype that is not read (left out), or NULL. */
+static const char *left_out_dtype(const clattn_safetensors *st, const char *name)
+{
+    for (size_t i = 0; i < st->left_out_count; i++)
+        if (strcmp(st->left_out[i].name, name) == 0)
+            return st->left_out[i].dtype;
+    return NULL;
+}
+
+/* What to add to the message about the encoder's tensor `ours` that the lookup did not give: its
+ * name in the file, or, when the file holds it in a dtype that is not read, that dtype. Writes
+ * into message (whole) or extra (appended). */
+static void explain_missing(const hf_lookup *l, const char *ours, char *message, size_t size,
+                            char *extra, size_t extra_size)
+{
+    char bert[3][256];
+    size_t layer = 0;
+    const char *what = NULL;
+    int count = bert_names(ours, bert, &layer, &what);
+    for (int i = 0; i < count; i++) {
+        char full[272];
+        snprintf(full, sizeof(full), "%.8s%.255s", l->prefix, bert[i]);
+        const char *dtype = left_out_dtype(l->st, full);
+        if (dtype) {
+            snprintf(message, size, "tensor %s is %.16s, expected F32 (or F16, BF16)", full,
+                     dtype);
+            return;
+        }
+    }
+    if (count == 3)
+        snprintf(extra, extra_size, " (in this file: %sencoder.layer.%zu.attention.self."
+                 "{query,key,value}.%s)", l->prefix, layer, what);
+    else if (count == 1)
+        snprintf(extra, extra_size, " (in this file: %s%s)", l->prefix, bert[0]);
+}
+
+/* config.json's num_hidden_layers against the layers the file's tensor names hold. */
+static clattn_status check_layer_count(const hf_lookup *l, const char *path, size_t num_layers)
+{
+    const clattn_safetensors *st = l->st;
+    size_t n = st->tensor_count + st->left_out_count, found = 0;
+    size_t *numbers = malloc((n ? n : 1) * sizeof(*numbers));
+    if (!numbers)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%sencoder.layer.", l->prefix);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = i < st->tensor_count ? st->tensors[i].name
+                                                : st->left_out[i - st->tensor_count].name;
+        found += clattn__layer_number(name, prefix, &numbers[found]);
+    }
+    char held[160];
+    bool exact = clattn__layers_are(numbers, found, num_layers, held, sizeof(held));
+    free(numbers);
+    if (exact)
+        return CLATTN_OK;
+    return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                           "config.json's num_hidden_layers is %zu but the file holds %s (%s<n>.*)",
+                           num_layers, held, prefix);
+}
+
+clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    clattn_safetensors *st = NULL;
+    clattn_status status = clattn_safetensors_read_floats(&st, path);
+    if (status != CLATTN_OK)
+        return status;
+    hf_lookup l;
+    memset(&l, 0, sizeof(l));
+    l.st = st;
+    l.prefix = "";
+    if (!clattn_safetensors_find(st, "embeddings.word_embeddings.weight") &&
+        clattn_safetensors_find(st, "bert.embeddings.word_embeddings.weight"))
+        l.prefix = "bert.";
+    clattn_encoder_config cfg;
+    if (!(status = clattn_encoder_get_config(enc, &cfg)) &&
+        !(status = check_layer_count(&l, path, cfg.num_layers)) &&
+        (status = clattn_encoder_load_weights(enc, lookup, &l)) != CLATTN_OK) {
+        /* Name the file and, for a missing tensor, its name in the file or its dtype. */
+        char message[1024], extra[400] = "";
+        snprintf(message, sizeof(message), "%s", clattn_last_error(NULL));
+        const char *missing = strstr(message, "missing tensor ");
+        if (missing) {
+            char ours[256];
+            snprintf(ours, sizeof(ours), "%s", missing + strlen("missing tensor "));
+            ours[strcspn(ours, " ")] = '\0'; /* the name ends the message or a space does */
+            explain_missing(&l, ours, message, sizeof(message), extra, sizeof(extra));
+        }
+        status = clattn__fail_in(fn, path, status, "%s%s", message, extra);
+    }
+    free(l.packed_data[0]);
+    free(l.packed_data[1]);
+    clattn_safetensors_destroy(&st);
+    return status;
+}
+
+clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **out, const char *dir)
+{
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, out, "encoder is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(ctx, fn, dir, "dir is NULL");
+    clattn_encoder_config cfg;
+    clattn_encoder *enc = NULL;
+    clattn_status status = clattn__hf_read_config(dir, &cfg);
+    if (status == CLATTN_OK && (status = clattn_encoder_create(ctx, &enc, &cfg)) == CLATTN_OK &&
+        (status = clattn__hf_load_weights(enc, dir)) != CLATTN_OK)
+        clattn_encoder_destroy(&enc);
+    if (status != CLATTN_OK) /* the file errors were recorded for the thread: the context too */
+        return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
+    *out = enc;
+    return status;
+}

@@ -1,0 +1,369 @@
+/* Sentence embeddings: a sentence-transformers folder (encoder, tokenizer, pooling) and batched
+ * embedding of texts. */
+#include "base/errors.h"
+#include "formats/file_io.h"
+#include "hf_model.h"
+#include "ops/pooling.h"
+#include "runtime/tensor_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char fn_load[] = "clattn_sentence_model_load";
+static const char fn_embed[] = "clattn_sentence_model_embed";
+
+struct clattn_sentence_model {
+    clattn_context *ctx;
+    clattn_encoder *encoder;
+    clattn_tokenizer *tokenizer;
+    clattn_sentence_model_info info;
+    int32_t pad_id;
+};
+
+/* ---- the folder's small JSON files ---- */
+
+/* Parses dir/name (its path in path[4096]) when it exists: *root is NULL (and CLATTN_OK) when
+ * nothing has that name. Anything there but a regular file is an error; a FIFO is never waited
+ * on (clattn__read_json opens without blocking). */
+static clattn_status optional_json(const char *dir, const char *name, char *path, json_t **root)
+{
+    snprintf(path, 4096, "%s/%s", dir, name);
+    *root = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
+        return CLATTN_OK;
+    return clattn__read_json(fn_load, path, root);
+}
+
+/* sentence_bert_config.json's max_seq_length, when present. */
+static clattn_status read_max_length(const char *dir, size_t *max_length)
+{
+    json_t *root;
+    char path[4096];
+    clattn_status status = optional_json(dir, "sentence_bert_config.json", path, &root);
+    if (status != CLATTN_OK || !root)
+        return status;
+    json_t *v = json_object_get(root, "max_seq_length");
+    if (v && (!json_is_integer(v) || json_integer_value(v) < 2))
+        status = clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                                 "max_seq_length must be an integer of at least 2");
+    else if (v)
+        *max_length = (size_t)json_integer_value(v);
+    json_decref(root);
+    return status;
+}
+
+/* modules.json: a Normalize module turns normalisation on; the pooling module's folder. */
+static clattn_status read_modules(const char *dir, int *normalize, char *pooling_dir, size_t size)
+{
+    json_t *root;
+    char file[4096];
+    *normalize = 0;
+    snprintf(pooling_dir, size, "1_Pooling");
+    clattn_status status = optional_json(dir, "modules.json", file, &root);
+    if (status != CLATTN_OK || !root)
+        return status;
+    if (!json_is_array(root)) {
+        json_decref(root);
+        return clattn__fail_in(fn_load, file, CLATTN_ERROR_FORMAT, "not a JSON array");
+    }
+    size_t i;
+    json_t *module;
+    json_array_foreach(root, i, module) {
+        const char *type = json_string_value(json_object_get(module, "type"));
+        const char *path = json_string_value(json_object_get(module, "path"));
+        if (type && strstr(type, "Normalize"))
+            *normalize = 1;
+        if (type && strstr(type, "Pooling") && path && *path)
+            snprintf(pooling_dir, size, "%s", path);
+    }
+    json_decref(root);
+    return CLATTN_OK;
+}
+
+/* The pooling folder's config.json: mean (the default when there is no such file) or CLS. */
+static clattn_status read_pooling(const char *dir, const char *pooling_dir,
+                                  clattn_pooling *pooling)
+{
+    char name[512], path[4096];
+    snprintf(name, sizeof(name), "%s/config.json", pooling_dir);
+    json_t *root;
+    *pooling = CLATTN_POOLING_MEAN;
+    clattn_status status = optional_json(dir, name, path, &root);
+    if (status != CLATTN_OK || !root)
+        return status;
+    bool cls = json_is_true(json_object_get(root, "pooling_mode_cls_token"));
+    bool mean = json_is_true(json_object_get(root, "pooling_mode_mean_tokens"));
+    bool other = false; /* the modes sentence-transformers has and this library does not */
+    static const char *const others[] = {"pooling_mode_max_tokens",
+                                         "pooling_mode_mean_sqrt_len_tokens",
+                                         "pooling_mode_weightedmean_tokens",
+                                         "pooling_mode_lasttoken"};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        other = other || json_is_true(json_object_get(root, others[i]));
+    json_decref(root);
+    if (other || (cls && mean))
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_UNSUPPORTED,
+                               "only one of pooling_mode_mean_tokens and pooling_mode_cls_token "
+                               "is supported (max, mean_sqrt_len, weightedmean and lasttoken "
+                               "pooling are not)");
+    if (!cls && !mean)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "no pooling mode is true (pooling_mode_mean_tokens or "
+                               "pooling_mode_cls_token is needed)");
+    *pooling = cls ? CLATTN_POOLING_CLS : CLATTN_POOLING_MEAN;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_sentence_model_load(clattn_context *ctx, clattn_sentence_model **out,
+                                         const char *dir)
+{
+    CLATTN_CHECK_ARG(NULL, fn_load, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn_load, out, "model is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(ctx, fn_load, dir, "dir is NULL");
+    clattn_sentence_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                            fn_load);
+    m->ctx = ctx;
+    clattn_encoder_config cfg;
+    char pooling_dir[256];
+    size_t max_length = 0;
+    clattn_status status;
+    if ((status = clattn_encoder_load_hf(ctx, &m->encoder, dir)) ||
+        (status = clattn_encoder_get_config(m->encoder, &cfg)) ||
+        (status = clattn_tokenizer_load(&m->tokenizer, dir)) ||
+        (status = read_max_length(dir, &max_length)) ||
+        (status = read_modules(dir, &m->info.normalize, pooling_dir, sizeof(pooling_dir))) ||
+        (status = read_pooling(dir, pooling_dir, &m->info.pooling))) {
+        clattn_sentence_model_destroy(&m);
+        /* the file errors were recorded for the thread: the context too */
+        return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
+    }
+    if (max_length == 0 || max_length > cfg.max_positions)
+        max_length = cfg.max_positions;
+    m->info.hidden_size = cfg.d_model;
+    m->info.max_length = max_length;
+    m->info.num_layers = cfg.num_layers;
+    m->info.vocab_size = cfg.vocab_size;
+    clattn_tokenizer_special special = clattn_tokenizer_special_ids(m->tokenizer);
+    m->pad_id = special.pad >= 0 ? special.pad : 0;
+    if (clattn_tokenizer_vocab_size(m->tokenizer) > cfg.vocab_size) {
+        status = clattn__fail_in(fn_load, dir, CLATTN_ERROR_FORMAT,
+                                 "the tokenizer has %zu ids but the model's vocabulary only %zu",
+                                 clattn_tokenizer_vocab_size(m->tokenizer), cfg.vocab_size);
+        clattn_sentence_model_destroy(&m);
+        return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
+    }
+    *out = m;
+    return CLATTN_OK;
+}
+
+void clattn_sentence_model_destroy(clattn_sentence_model **pm)
+{
+    if (!pm || !*pm)
+        return;
+    clattn_encoder_destroy(&(*pm)->encoder);
+    clattn_tokenizer_destroy(&(*pm)->tokenizer);
+    free(*pm);
+    *pm = NULL;
+}
+
+clattn_status clattn_sentence_model_get_info(const clattn_sentence_model *m,
+                                             clattn_sentence_model_info *info)
+{
+    static const char fn[] = "clattn_sentence_model_get_info";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    CLATTN_CHECK_ARG(m->ctx, fn, info, "info is NULL");
+    *info = m->info;
+    return CLATTN_OK;
+}
+
+const clattn_tokenizer *clattn_sentence_model_tokenizer(const clattn_sentence_model *m)
+{
+    return m ? m->tokenizer : NULL;
+}
+
+void clattn_embed_params_default(clattn_embed_params *params)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof(*params));
+    params->pooling = -1;
+    params->normalize = -1;
+}
+
+/* ---- embedding ---- */
+
+/* Every text's ids, one after another. */
+typedef struct tokenized {
+    int32_t *ids;       /* all texts' ids */
+    size_t *start, *n;  /* text i: ids[start[i] .. start[i] + n[i]) */
+    size_t *order;      /* texts sorted by length (stable) */
+    size_t total;
+} tokenized;
+
+static void tokenized_free(tokenized *t)
+{
+    free(t->ids), free(t->start), free(t->n), free(t->order);
+    memset(t, 0, sizeof(*t));
+}
+
+static _Thread_local const size_t *sort_lengths; /* qsort has no context argument */
+
+static int by_length(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    if (sort_lengths[i] != sort_lengths[j])
+        return sort_lengths[i] < sort_lengths[j] ? -1 : 1;
+    return i < j ? -1 : i > j; /* stable: input order among equal lengths */
+}
+
+static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
+                                  const size_t *lengths, size_t count, size_t max_length,
+                                  tokenized *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->start = calloc(count ? count : 1, sizeof(size_t));
+    t->n = calloc(count ? count : 1, sizeof(size_t));
+    t->order = calloc(count ? count : 1, sizeof(size_t));
+    if (!t->start || !t->n || !t->order)
+        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                            fn_embed);
+    for (size_t i = 0; i < count; i++) { /* first the counts */
+        size_t len = lengths ? lengths[i] : strlen(texts[i]);
+        clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
+                                                       NULL, 0, &t->n[i]);
+        if (status != CLATTN_OK)
+            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
+                                clattn_last_error(NULL));
+        t->start[i] = t->total;
+        t->total += t->n[i];
+        t->order[i] = i;
+    }
+    t->ids = malloc((t->total ? t->total : 1) * sizeof(int32_t));
+    if (!t->ids)
+        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                            fn_embed);
+    for (size_t i = 0; i < count; i++) {
+        size_t len = lengths ? lengths[i] : strlen(texts[i]), got;
+        clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
+                                                       t->ids + t->start[i], t->n[i], &got);
+        if (status != CLATTN_OK)
+            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
+                                clattn_last_error(NULL));
+    }
+    sort_lengths = t->n;
+    qsort(t->order, count, sizeof(size_t), by_length);
+    sort_lengths = NULL;
+    return CLATTN_OK;
+}
+
+/* One batch: texts order[first .. first + count) (their longest is `len` ids). */
+static clattn_status embed_batch(clattn_sentence_model *m, const tokenized *t, size_t first,
+                                 size_t count, size_t len, clattn_pooling pooling, int normalize,
+                                 float *out)
+{
+    clattn_context *ctx = m->ctx;
+    size_t d = m->info.hidden_size, cells = count * len;
+    int64_t *ids = malloc(cells * sizeof(int64_t));
+    float *pad = malloc(cells * sizeof(float)), *pooled = malloc(count * d * sizeof(float));
+    clattn_tensor *mask = NULL, *states = NULL, *vectors = NULL;
+    clattn_status status = CLATTN_OK;
+    if (!ids || !pad || !pooled)
+        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                              fn_embed);
+    for (size_t b = 0; status == CLATTN_OK && b < count; b++) {
+        size_t text = t->order[first + b];
+        for (size_t j = 0; j < len; j++) { /* right padding */
+            bool real = j < t->n[text];
+            ids[b * len + j] = real ? t->ids[t->start[text] + j] : m->pad_id;
+            pad[b * len + j] = real ? 0.0f : 1.0f;
+        }
+    }
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    if (status == CLATTN_OK &&
+        !(status = clattn_tensor_create(ctx, &mask, 2, (size_t[]){count, len})) &&
+        !(status = clattn_tensor_write(mask, pad, cells)) &&
+        !(status = clattn_tensor_create(ctx, &states, 3, (size_t[]){count, len, d})) &&
+        !(status = clattn_tensor_create(ctx, &vectors, 2, (size_t[]){count, d}))) {
+        params.key_padding_mask = mask;
+        params.key_padding_mask_kind = CLATTN_MASK_BOOL;
+        if (!(status = clattn_encoder_forward_tokens(m->encoder, ids, count, len, states,
+                                                     &params)) &&
+            !(status = clattn__pool(ctx, states->mem, states->offset, mask->mem, mask->offset,
+                                    count, len, d, pooling, normalize, vectors->mem,
+                                    vectors->offset)))
+            status = clattn_tensor_read(vectors, pooled, count * d);
+    }
+    for (size_t b = 0; status == CLATTN_OK && b < count; b++)
+        memcpy(out + t->order[first + b] * d, pooled + b * d, d * sizeof(float));
+    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&states), clattn_tensor_destroy(&vectors);
+    free(ids), free(pad), free(pooled);
+    return status;
+}
+
+clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *const *texts,
+                                          const size_t *lengths, size_t count, float *out,
+                                          const clattn_embed_params *params, size_t *tokens)
+{
+    CLATTN_CHECK_ARG(NULL, fn_embed, m, "model is NULL");
+    clattn_context *ctx = m->ctx;
+    clattn_embed_params defaults;
+    if (!params) {
+        clattn_embed_params_default(&defaults);
+        params = &defaults;
+    }
+    CLATTN_CHECK_ARG(ctx, fn_embed, texts || count == 0, "texts is NULL");
+    CLATTN_CHECK_ARG(ctx, fn_embed, out || count == 0, "out is NULL");
+    CLATTN_CHECK_ARG(ctx, fn_embed,
+                     clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_embed_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn_embed, params->pooling >= -1 && params->pooling <= CLATTN_POOLING_CLS,
+                     "params->pooling is %d", params->pooling);
+    CLATTN_CHECK_ARG(ctx, fn_embed, params->normalize >= -1 && params->normalize <= 1,
+                     "params->normalize is %d", params->normalize);
+    CLATTN_CHECK_ARG(ctx, fn_embed, params->max_length != 1,
+                     "params->max_length is 1 (at least [CLS] and [SEP] are needed)");
+    for (size_t i = 0; i < count; i++)
+        CLATTN_CHECK_ARG(ctx, fn_embed, texts[i] || (lengths && lengths[i] == 0),
+                         "text %zu (texts[%zu]) is NULL", i + 1, i);
+    size_t max_length = m->info.max_length;
+    if (params->max_length && params->max_length < max_length)
+        max_length = params->max_length;
+    size_t batch_size = params->batch_size ? params->batch_size : 32;
+    size_t batch_tokens = params->max_batch_tokens ? params->max_batch_tokens : 16384;
+    clattn_pooling pooling = params->pooling >= 0 ? (clattn_pooling)params->pooling
+                                                  : m->info.pooling;
+    int normalize = params->normalize >= 0 ? params->normalize : m->info.normalize;
+
+    tokenized t;
+    clattn_status status = tokenize_all(m, texts, lengths, count, max_length, &t);
+    /* Batches of texts of similar length, in sorted order; results land in input order. */
+    for (size_t first = 0; status == CLATTN_OK && first < count;) {
+        size_t n = 0, longest = 0;
+        while (first + n < count && n < batch_size) {
+            size_t len = t.n[t.order[first + n]];
+            size_t widest = len > longest ? len : longest;
+            if (n > 0 && (n + 1) * widest > batch_tokens)
+                break;
+            longest = widest;
+            n++;
+        }
+        status = embed_batch(m, &t, first, n, longest, pooling, normalize, out);
+        first += n;
+        if (status == CLATTN_OK && params->progress)
+            params->progress(params->progress_user_data, first, count);
+    }
+    if (status == CLATTN_OK && tokens)
+        *tokens = t.total;
+    tokenized_free(&t);
+    return status;
+}

@@ -1,0 +1,469 @@
+/* The Transformer encoder: configuration, life cycle and the forward pass. */
+#include "clattn/encoder.h"
+#include "encoder_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/context_internal.h"
+#include "ops/elementwise.h"
+#include "ops/linear.h"
+#include "mha_internal.h"
+#include "ops/positional.h"
+#include "runtime/positional_table.h"
+#include "runtime/shape.h"
+#include "runtime/tensor_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char fn_forward[] = "clattn_encoder_forward";
+
+static int activation_kind(clattn_activation a)
+{
+    return a == CLATTN_ACTIVATION_GELU        ? CLATTN_ACT_GELU
+           : a == CLATTN_ACTIVATION_GELU_TANH ? CLATTN_ACT_GELU_TANH
+                                               : CLATTN_ACT_RELU;
+}
+
+void clattn_encoder_config_default(clattn_encoder_config *config, size_t d_model, size_t nhead,
+                                   size_t num_layers, size_t dim_feedforward)
+{
+    if (!config)
+        return;
+    memset(config, 0, sizeof(*config));
+    config->d_model = d_model;
+    config->nhead = nhead;
+    config->num_layers = num_layers;
+    config->dim_feedforward = dim_feedforward;
+    config->activation = CLATTN_ACTIVATION_RELU;
+    config->layer_norm_eps = 1e-5f;
+    config->positional = CLATTN_POSITIONAL_NONE;
+}
+
+void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof(*params));
+    params->key_padding_mask_kind = CLATTN_MASK_BOOL;
+    params->path = CLATTN_PATH_AUTO;
+}
+
+clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
+                                           const clattn_encoder_config *in,
+                                           clattn_encoder_config *out)
+{
+    *out = *in;
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(in->reserved, sizeof(in->reserved)),
+                     "config->reserved is not zero (initialise config with "
+                     "clattn_encoder_config_default)");
+    CLATTN_CHECK_ARG(ctx, fn, in->d_model > 0 && in->nhead > 0 && in->num_layers > 0 &&
+                              in->dim_feedforward > 0,
+                     "d_model (%zu), nhead (%zu), num_layers (%zu) and dim_feedforward (%zu) must "
+                     "all be positive",
+                     in->d_model, in->nhead, in->num_layers, in->dim_feedforward);
+    bool derived = in->head_dim_qk == 0 || in->head_dim_v == 0;
+    CLATTN_CHECK_ARG(ctx, fn, !derived || in->d_model % in->nhead == 0,
+                     "d_model %zu is not divisible by nhead %zu",
+                     in->d_model, in->nhead);
+    if (!out->head_dim_qk)
+        out->head_dim_qk = in->d_model / in->nhead;
+    if (!out->head_dim_v)
+        out->head_dim_v = in->d_model / in->nhead;
+    CLATTN_CHECK_ARG(ctx, fn, in->activation == CLATTN_ACTIVATION_RELU ||
+                              in->activation == CLATTN_ACTIVATION_GELU ||
+                              in->activation == CLATTN_ACTIVATION_GELU_TANH,
+                     "activation is %d", (int)in->activation);
+    CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
+                              in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
+                              in->positional == CLATTN_POSITIONAL_LEARNED,
+                     "positional is %d", (int)in->positional);
+    CLATTN_CHECK_ARG(ctx, fn, in->positional != CLATTN_POSITIONAL_LEARNED || in->max_positions > 0,
+                     "learned positions need max_positions > 0");
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->embedding_scale) && in->embedding_scale >= 0.0f,
+                     "embedding_scale must be finite and not negative (0 selects sqrt(d_model))");
+    if (out->embedding_scale == 0.0f)
+        out->embedding_scale = (float)sqrt((double)in->d_model);
+    out->embedding_norm = in->embedding_norm != 0;
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->layer_norm_eps) && in->layer_norm_eps > 0.0f,
+                     "layer_norm_eps must be positive and finite");
+    bool sane = in->d_model < (1u << 24) && in->dim_feedforward < (1u << 28) &&
+                in->num_layers < (1u << 16) && in->vocab_size < (1u << 31) &&
+                in->max_positions < (1u << 31) && in->type_vocab_size < (1u << 31) &&
+                in->nhead < (1u << 20) && out->head_dim_qk < (1u << 24) &&
+                out->head_dim_v < (1u << 24) && out->head_dim_qk * in->nhead < (1u << 28) &&
+                out->head_dim_v * in->nhead < (1u << 28);
+    if (!sane)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: the configuration's sizes are too large",
+                            fn);
+    out->norm_first = in->norm_first != 0;
+    out->final_norm = in->final_norm != 0;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
+                                    const clattn_encoder_config *config)
+{
+    CLATTN_CHECK_ARG(NULL, "clattn_encoder_create", ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, "clattn_encoder_create", out, "encoder is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(ctx, "clattn_encoder_create", config, "config is NULL");
+    clattn_encoder_config cfg;
+    clattn_status status = clattn__resolve_layer_config(ctx, "clattn_encoder_create", config, &cfg);
+    if (status != CLATTN_OK)
+        return status;
+    clattn_encoder *enc = calloc(1, sizeof(*enc));
+    if (!enc)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "clattn_encoder_create: out of host memory");
+    enc->ctx = ctx;
+    enc->cfg = cfg;
+    *out = enc;
+    return CLATTN_OK;
+}
+
+void clattn_encoder_destroy(clattn_encoder **penc)
+{
+    if (!penc || !*penc)
+        return;
+    clattn_encoder *enc = *penc;
+    clattn__encoder_weights_release(&enc->weights, enc->cfg.num_layers);
+    free(enc);
+    *penc = NULL;
+}
+
+clattn_status clattn_encoder_get_config(const clattn_encoder *enc, clattn_encoder_config *config)
+{
+    CLATTN_CHECK_ARG(NULL, "clattn_encoder_get_config", enc, "encoder is NULL");
+    CLATTN_CHECK_ARG(enc->ctx, "clattn_encoder_get_config", config, "config is NULL");
+    *config = enc->cfg;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_positional positional)
+{
+    static const char fn[] = "clattn_encoder_set_positional";
+    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
+    CLATTN_CHECK_ARG(enc->ctx, fn, positional == CLATTN_POSITIONAL_NONE ||
+                                   positional == CLATTN_POSITIONAL_SINUSOIDAL ||
+                                   positional == CLATTN_POSITIONAL_LEARNED,
+                     "positional is %d", (int)positional);
+    CLATTN_CHECK_ARG(enc->ctx, fn,
+                     positional != CLATTN_POSITIONAL_LEARNED || enc->weights.pos_embedding,
+                     "the encoder has no learned position table (pos_embedding.weight)");
+    enc->cfg.positional = positional;
+    return CLATTN_OK;
+}
+
+/* ---- forward ---- */
+
+/* One forward pass: sizes, the workspace buffers it borrows, the attention call's template. */
+typedef struct pass {
+    clattn_encoder *enc;
+    size_t batch, seq, tokens;
+    cl_mem x;      /* [T, d_model] the activations */
+    cl_mem sub;    /* [T, d_model] a sub-layer's output */
+    cl_mem normed; /* [T, d_model] pre-LN's normalised activations */
+    cl_mem hidden; /* [T, d_ff] */
+    clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
+} pass;
+
+static clattn_status self_attention(pass *p, clattn_encoder_layer *l, cl_mem input)
+{
+    clattn_mha_io io = p->attn;
+    io.query = input;
+    io.out = p->sub;
+    return clattn__mha_run(l->attn, &io);
+}
+
+/* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
+ * step, fused into LayerNorm or the add). */
+static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    return clattn__ffn_forward(p->enc->ctx, &l->ffn, p->tokens, c->d_model, c->dim_feedforward,
+                               activation_kind(c->activation), input, p->hidden, p->sub);
+}
+
+static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
+{
+    clattn_context *ctx = p->enc->ctx;
+    const clattn_encoder_config *c = &p->enc->cfg;
+    size_t T = p->tokens, d = c->d_model;
+    float eps = c->layer_norm_eps;
+    clattn_status status;
+    if ((status = self_attention(p, l, p->x)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1.weight,
+                                    l->norm1.bias, eps)) ||
+        (status = feed_forward(p, l, p->x)))
+        return status;
+    /* x = LN2(x + (H·W2ᵀ + b2)) */
+    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, p->x, 0, T, d, l->norm2.weight,
+                             l->norm2.bias, eps);
+}
+
+static clattn_status layer_pre_ln(pass *p, clattn_encoder_layer *l)
+{
+    clattn_context *ctx = p->enc->ctx;
+    const clattn_encoder_config *c = &p->enc->cfg;
+    size_t T = p->tokens, d = c->d_model;
+    float eps = c->layer_norm_eps;
+    clattn_status status;
+    if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1.weight,
+                                    l->norm1.bias, eps)) ||
+        (status = self_attention(p, l, p->normed)) ||
+        (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2.weight,
+                                    l->norm2.bias, eps)) ||
+        (status = feed_forward(p, l, p->normed)))
+        return status;
+    /* x = x + (H·W2ᵀ + b2) */
+    return clattn__add(ctx, p->x, 0, p->sub, 0, l->ffn.b2, T, d);
+}
+
+/* Runs the layers and the final norm on p->x (already holding the embedded input) into out. */
+static clattn_status run_layers(pass *p, clattn_tensor *out)
+{
+    clattn_encoder *enc = p->enc;
+    const clattn_encoder_config *c = &enc->cfg;
+    clattn_status status = CLATTN_OK;
+    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
+        status = c->norm_first ? layer_pre_ln(p, &enc->weights.layers[i])
+                               : layer_post_ln(p, &enc->weights.layers[i]);
+    if (status != CLATTN_OK)
+        return status;
+    size_t d = c->d_model;
+    if (c->final_norm)
+        return clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, out->mem, out->offset,
+                                 p->tokens, d, enc->weights.norm.weight, enc->weights.norm.bias,
+                                 c->layer_norm_eps);
+    cl_int err = clEnqueueCopyBuffer(enc->ctx->queue, p->x, out->mem, 0,
+                                     out->offset * sizeof(float), p->tokens * d * sizeof(float), 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(enc->ctx, err, "%s: copying the result", fn_forward);
+    return CLATTN_OK;
+}
+
+/* Borrows the workspace slots a pass of `tokens` rows needs. */
+static clattn_status borrow_workspace(pass *p)
+{
+    clattn_context *ctx = p->enc->ctx;
+    const clattn_encoder_config *c = &p->enc->cfg;
+    size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
+    clattn_status status;
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, p->tokens * hidden_row,
+                                         &p->hidden)))
+        return status;
+    if (c->norm_first)
+        return clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_NORMED, p->tokens * row, &p->normed);
+    return CLATTN_OK;
+}
+
+/* Checks what both forward functions share and prepares the pass. */
+static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batch, size_t seq,
+                                const clattn_tensor *out, const clattn_encoder_forward_params *params,
+                                pass *p)
+{
+    clattn_context *ctx = enc->ctx;
+    const clattn_encoder_config *c = &enc->cfg;
+    CLATTN_CHECK_ARG(ctx, fn, enc->loaded,
+                     "the encoder has no weights (load them, or call "
+                     "clattn_encoder_init_random)");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_encoder_forward_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, out, "out is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, out->ctx == ctx, "out belongs to another context");
+    clattn_status status = clattn__expect_shape(ctx, fn, "out", out->ndim, out->shape, 3,
+                                                (size_t[]){batch, seq, c->d_model},
+                                                "[B, N, d_model]");
+    if (status != CLATTN_OK)
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, clattn_tensor_is_contiguous(out),
+                     "out must be contiguous");
+    size_t tokens;
+    if (!clattn__mul_size(batch, seq, &tokens) || tokens > UINT32_MAX ||
+        params->position_offset > UINT32_MAX)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: %zu x %zu tokens are too many", fn,
+                            batch, seq);
+    memset(p, 0, sizeof(*p));
+    p->enc = enc;
+    p->batch = batch;
+    p->seq = seq;
+    p->tokens = tokens;
+    p->attn.batch = batch;
+    p->attn.seq_q = seq;
+    p->attn.seq_k = seq;
+    p->attn.causal = params->causal;
+    p->attn.path = params->path;
+    /* The mask is checked once, before any work is enqueued, for every layer. */
+    if ((status = clattn__key_padding_view(ctx, fn, params->key_padding_mask,
+                                           params->key_padding_mask_kind, batch, seq,
+                                           &p->attn.key_padding_mask)))
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
+                     "params->path is %d", (int)params->path);
+    if (c->positional == CLATTN_POSITIONAL_LEARNED &&
+        (params->position_offset > c->max_positions ||
+         seq > c->max_positions - params->position_offset))
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                            "%s: positions %zu to %zu are beyond the learned position table's %zu "
+                            "rows (max_position_embeddings)",
+                            fn, params->position_offset, params->position_offset + seq - 1,
+                            c->max_positions);
+    return borrow_workspace(p);
+}
+
+/* The positional table added before the first layer, or NULL. */
+static clattn_status positions_table(pass *p, size_t offset, cl_mem *table)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    *table = NULL;
+    if (c->positional == CLATTN_POSITIONAL_LEARNED)
+        *table = p->enc->weights.pos_embedding;
+    else if (c->positional == CLATTN_POSITIONAL_SINUSOIDAL)
+        return clattn__positional_table(p->enc->ctx, offset + p->seq, c->d_model, table);
+    return CLATTN_OK;
+}
+
+/* The embedding LayerNorm (BERT's embeddings.LayerNorm), when the model has one. */
+static clattn_status embedding_norm(pass *p)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    if (!c->embedding_norm)
+        return CLATTN_OK;
+    return clattn__layernorm(p->enc->ctx, p->x, 0, NULL, 0, NULL, p->x, 0, p->tokens, c->d_model,
+                             p->enc->weights.embedding_norm.weight,
+                             p->enc->weights.embedding_norm.bias,
+                             c->layer_norm_eps);
+}
+
+/* Checks host ids against [0, limit) and uploads them as int32 into a workspace slot. */
+static clattn_status upload_ids(pass *p, const char *fn, const char *what, const int64_t *ids,
+                                size_t limit, clattn_slot slot, cl_mem *mem)
+{
+    clattn_context *ctx = p->enc->ctx;
+    cl_int *ids32 = malloc(p->tokens * sizeof(cl_int));
+    if (!ids32)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t t = 0; t < p->tokens; t++) {
+        if (ids[t] < 0 || (uint64_t)ids[t] >= limit) {
+            free(ids32);
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                "%s: %s %lld at [%zu, %zu] is outside the vocabulary [0, %zu)", fn,
+                                what, (long long)ids[t], t / p->seq, t % p->seq, limit);
+        }
+        ids32[t] = (cl_int)ids[t];
+    }
+    clattn_status status = clattn__workspace_slot(ctx, slot, p->tokens * sizeof(cl_int), mem);
+    if (status == CLATTN_OK) {
+        cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, p->tokens * sizeof(cl_int),
+                                          ids32, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: writing the %ss", fn, what);
+    }
+    free(ids32);
+    return status;
+}
+
+clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *input,
+                                     clattn_tensor *out,
+                                     const clattn_encoder_forward_params *params)
+{
+    CLATTN_CHECK_ARG(NULL, fn_forward, enc, "encoder is NULL");
+    clattn_context *ctx = enc->ctx;
+    clattn_encoder_forward_params defaults;
+    if (!params) {
+        clattn_encoder_forward_params_default(&defaults);
+        params = &defaults;
+    }
+    CLATTN_CHECK_ARG(ctx, fn_forward, input, "input is NULL");
+    CLATTN_CHECK_ARG(ctx, fn_forward, input->ctx == ctx,
+                     "input belongs to another context");
+    size_t d = enc->cfg.d_model;
+    if (input->ndim != 3 || input->shape[2] != d) {
+        char got[96];
+        clattn__format_shape(got, sizeof(got), input->ndim, input->shape);
+        return clattn__fail(ctx, CLATTN_ERROR_SHAPE_MISMATCH,
+                            "%s: input has shape %s but must be [B, N, d_model] with d_model = %zu",
+                            fn_forward, got, d);
+    }
+    CLATTN_CHECK_ARG(ctx, fn_forward, clattn_tensor_is_contiguous(input),
+                     "input must be contiguous");
+    pass p;
+    clattn_status status =
+        begin_pass(enc, fn_forward, input->shape[0], input->shape[1], out, params, &p);
+    if (status != CLATTN_OK)
+        return status;
+    cl_mem table;
+    if ((status = positions_table(&p, params->position_offset, &table)))
+        return status;
+    if (table) {
+        status = clattn__add_positional(ctx, table, input->mem, input->offset, p.x, 0, p.tokens,
+                                        p.seq, d, params->position_offset);
+    } else {
+        cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, p.x,
+                                         input->offset * sizeof(float), 0,
+                                         p.tokens * d * sizeof(float), 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: copying the input", fn_forward);
+    }
+    if (status != CLATTN_OK || (status = embedding_norm(&p)))
+        return status;
+    return run_layers(&p, out);
+}
+
+clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *ids, size_t batch,
+                                            size_t seq, clattn_tensor *out,
+                                            const clattn_encoder_forward_params *params)
+{
+    static const char fn[] = "clattn_encoder_forward_tokens";
+    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
+    clattn_context *ctx = enc->ctx;
+    const clattn_encoder_config *c = &enc->cfg;
+    clattn_encoder_forward_params defaults;
+    if (!params) {
+        clattn_encoder_forward_params_default(&defaults);
+        params = &defaults;
+    }
+    CLATTN_CHECK_ARG(ctx, fn, c->vocab_size > 0,
+                     "the encoder has no token embedding (vocab_size 0)");
+    CLATTN_CHECK_ARG(ctx, fn, ids, "ids is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, batch > 0 && seq > 0,
+                     "batch (%zu) and seq (%zu) must be positive", batch,
+                     seq);
+    pass p;
+    clattn_status status = begin_pass(enc, fn, batch, seq, out, params, &p);
+    if (status != CLATTN_OK)
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, !params->token_type_ids || c->type_vocab_size > 0,
+                     "params->token_type_ids given but the encoder has no token type embedding");
+    clattn_embed_args e = {NULL, enc->weights.embedding, c->embedding_scale, NULL,
+                           params->position_offset, NULL, enc->weights.type_embedding};
+    if ((status = upload_ids(&p, fn, "token id", ids, c->vocab_size, CLATTN_SLOT_TOKEN_IDS,
+                             &e.ids)) ||
+        (status = positions_table(&p, params->position_offset, &e.positions)))
+        return status;
+    if (e.type_table) { /* type 0 for every token unless given */
+        if (params->token_type_ids)
+            status = upload_ids(&p, fn, "token type id", params->token_type_ids,
+                                c->type_vocab_size, CLATTN_SLOT_TOKEN_TYPES, &e.types);
+        else if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_TYPES,
+                                                  p.tokens * sizeof(cl_int), &e.types)) ==
+                 CLATTN_OK) {
+            const cl_int zero = 0;
+            cl_int err = clEnqueueFillBuffer(ctx->queue, e.types, &zero, sizeof(zero), 0,
+                                             p.tokens * sizeof(cl_int), 0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                status = clattn__fail_cl(ctx, err, "%s: zeroing the token types", fn);
+        }
+        if (status != CLATTN_OK)
+            return status;
+    }
+    if ((status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x)) ||
+        (status = embedding_norm(&p)))
+        return status;
+    return run_layers(&p, out);
+}

@@ -1,0 +1,265 @@
+/* Loading a layer's weights by PyTorch name, seeded random weights, the feed-forward block. */
+#include "layer_weights.h"
+#include "runtime/buffers.h"
+#include "base/constants.h"
+#include "ops/linear.h"
+#include "runtime/shape.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The tensor `name` with exactly the shape `want`, or a named error. */
+static clattn_status fetch(const clattn_weight_loader *l, const char *name, int ndim,
+                           const size_t *want, const clattn_host_tensor **out)
+{
+    *out = l->provide(l->user, name, ndim, want);
+    char what[160];
+    snprintf(what, sizeof(what), "tensor %s", name);
+    return clattn__expect_host_shape(l->ctx, l->function, what, name, *out, ndim, want, 1);
+}
+
+clattn_status clattn__load_tensor(const clattn_weight_loader *l, const char *name, int ndim,
+                                  const size_t *shape, cl_mem *mem)
+{
+    const clattn_host_tensor *t;
+    clattn_status status = fetch(l, name, ndim, shape, &t);
+    if (status != CLATTN_OK)
+        return status;
+    size_t count = 1;
+    for (int d = 0; d < ndim; d++)
+        count *= shape[d];
+    return clattn__upload(l->ctx, t->data, count, name, mem);
+}
+
+clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
+                                clattn_norm *norm)
+{
+    char w[160], b[160];
+    snprintf(w, sizeof(w), "%s.weight", name);
+    snprintf(b, sizeof(b), "%s.bias", name);
+    clattn_status status = clattn__load_tensor(l, w, 1, &d, &norm->weight);
+    if (status == CLATTN_OK)
+        status = clattn__load_tensor(l, b, 1, &d, &norm->bias);
+    return status;
+}
+
+void clattn__norm_release(clattn_norm *norm)
+{
+    clattn__release_mem(&norm->weight), clattn__release_mem(&norm->bias);
+}
+
+clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix, size_t d,
+                               size_t ff, clattn_ffn *ffn)
+{
+    struct {
+        const char *suffix;
+        int ndim;
+        size_t shape[2];
+        cl_mem *mem;
+    } parts[] = {
+        {"linear1.weight", 2, {ff, d}, &ffn->w1},
+        {"linear1.bias", 1, {ff, 0}, &ffn->b1},
+        {"linear2.weight", 2, {d, ff}, &ffn->w2},
+        {"linear2.bias", 1, {d, 0}, &ffn->b2},
+    };
+    for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+        char name[160];
+        snprintf(name, sizeof(name), "%s%s", prefix, parts[p].suffix);
+        clattn_status status = clattn__load_tensor(l, name, parts[p].ndim, parts[p].shape,
+                                                   parts[p].mem);
+        if (status != CLATTN_OK)
+            return status;
+    }
+    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, ff, d, d, NULL};
+    ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL};
+    return CLATTN_OK;
+}
+
+void clattn__ffn_release(clattn_ffn *ffn)
+{
+    clattn__gemm_weight_release(&ffn->lin1), clattn__gemm_weight_release(&ffn->lin2);
+    clattn__release_mem(&ffn->w1), clattn__release_mem(&ffn->b1);
+    clattn__release_mem(&ffn->w2), clattn__release_mem(&ffn->b2);
+}
+
+clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
+                                     size_t nhead, size_t kv_heads, size_t dk, size_t dv,
+                                     clattn_mha **attn)
+{
+    size_t qk = nhead * dk, kw = kv_heads * dk, vw = kv_heads * dv, P = qk + kw + vw;
+    char name[3][192];
+    clattn_mha_weights w;
+    memset(&w, 0, sizeof(w));
+    clattn_status status;
+
+    snprintf(name[0], sizeof(name[0]), "%s.in_proj_weight", prefix);
+    const clattn_host_tensor *t = l->provide(l->user, name[0], 2, (size_t[]){P, E});
+    if (t && t->data) {
+        if ((status = fetch(l, name[0], 2, (size_t[]){P, E}, &t)))
+            return status;
+        w.in_proj_weight = *t;
+    } else {
+        static const char *const parts[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+        for (int i = 0; i < 3; i++)
+            snprintf(name[i], sizeof(name[i]), "%s.%s", prefix, parts[i]);
+        t = l->provide(l->user, name[0], 2, (size_t[]){qk, E});
+        if (!t || !t->data)
+            return clattn__fail(l->ctx, CLATTN_ERROR_FORMAT,
+                                "%s: missing tensor %s.in_proj_weight (or q_proj_weight, "
+                                "k_proj_weight and v_proj_weight)",
+                                l->function, prefix);
+        if ((status = fetch(l, name[0], 2, (size_t[]){qk, E}, &t)))
+            return status;
+        w.q_proj_weight = *t;
+        if ((status = fetch(l, name[1], 2, (size_t[]){kw, E}, &t)))
+            return status;
+        w.k_proj_weight = *t;
+        if ((status = fetch(l, name[2], 2, (size_t[]){vw, E}, &t)))
+            return status;
+        w.v_proj_weight = *t;
+    }
+    snprintf(name[0], sizeof(name[0]), "%s.in_proj_bias", prefix);
+    if ((status = fetch(l, name[0], 1, &P, &t)))
+        return status;
+    w.in_proj_bias = *t;
+    snprintf(name[0], sizeof(name[0]), "%s.out_proj.weight", prefix);
+    if ((status = fetch(l, name[0], 2, (size_t[]){E, nhead * dv}, &t)))
+        return status;
+    w.out_proj_weight = *t;
+    snprintf(name[0], sizeof(name[0]), "%s.out_proj.bias", prefix);
+    if ((status = fetch(l, name[0], 1, &E, &t)))
+        return status;
+    w.out_proj_bias = *t;
+
+    clattn_mha_config mc;
+    clattn_mha_config_default(&mc, E, nhead);
+    mc.head_dim_qk = dk;
+    mc.head_dim_v = dv;
+    mc.num_kv_heads = kv_heads;
+    if ((status = clattn_mha_create(l->ctx, attn, &mc)))
+        return status;
+    return clattn_mha_load_weights(*attn, &w);
+}
+
+clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
+                                  size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out)
+{
+    clattn_status status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, input, 0, d,
+                                          &ffn->lin1, ffn->b1, 0, act, hidden, 0, ff);
+    if (status != CLATTN_OK)
+        return status;
+    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, hidden, 0, ff, &ffn->lin2, NULL, 0,
+                          CLATTN_ACT_NONE, out, 0, d);
+}
+
+/* ---- seeded random weights ---- */
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *state)
+{
+    return (double)(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* PyTorch's initialisation for each kind of weight, drawn from a stream seeded by the name. */
+static void fill_random(const char *name, int ndim, const size_t *shape, uint64_t seed, float *x,
+                        size_t n)
+{
+    uint64_t state = seed;
+    for (const char *p = name; *p; p++) /* FNV-1a of the name */
+        state = (state ^ (unsigned char)*p) * 0x100000001b3ull;
+    size_t fan_in = ndim == 2 ? shape[1] : shape[0], fan_out = shape[0];
+    if (ends_with(name, "norm1.weight") || ends_with(name, "norm2.weight") ||
+        ends_with(name, "norm3.weight") ||
+        strcmp(name, "norm.weight") == 0 || strcmp(name, "embedding_norm.weight") == 0) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = 1.0f;
+    } else if (ends_with(name, "norm1.bias") || ends_with(name, "norm2.bias") ||
+               ends_with(name, "norm3.bias") ||
+               strcmp(name, "norm.bias") == 0 || strcmp(name, "embedding_norm.bias") == 0 ||
+               ends_with(name, "in_proj_bias") ||
+               ends_with(name, "out_proj.bias")) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = 0.0f;
+    } else if (ends_with(name, "embedding.weight")) { /* token, position, type tables */
+        for (size_t i = 0; i < n; i++) { /* Box-Muller: N(0, 1) */
+            double u = uniform01(&state), v = uniform01(&state);
+            x[i] = (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));
+        }
+    } else {
+        /* xavier-uniform for the attention projections, else kaiming-uniform(a=√5) for
+         * weights and 1/sqrt(fan_in) for biases: both uniform(±1/sqrt(fan_in)). */
+        bool xavier = ends_with(name, "proj_weight");
+        double bound = xavier ? sqrt(6.0 / (double)(fan_in + fan_out)) : 1.0 / sqrt((double)fan_in);
+        if (ndim == 1) /* a bias: its layer's fan-in is not known here, its width is */
+            bound = 1.0 / sqrt((double)shape[0]);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((2.0 * uniform01(&state) - 1.0) * bound);
+    }
+}
+
+const clattn_host_tensor *clattn__random_weight(void *user, const char *name, int ndim,
+                                                const size_t *shape)
+{
+    clattn_random_weights *r = user;
+    if (ends_with(name, "in_proj_weight") != r->packed && ends_with(name, "proj_weight") &&
+        !ends_with(name, "out_proj.weight"))
+        return NULL; /* the other form of the attention projections */
+    if (r->count == r->capacity) {
+        size_t cap = r->capacity ? 2 * r->capacity : 64;
+        clattn_host_tensor *grown = realloc(r->made, cap * sizeof(*grown));
+        if (!grown) {
+            r->out_of_memory = true;
+            return NULL;
+        }
+        r->made = grown;
+        r->capacity = cap;
+    }
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    float *data = malloc(n * sizeof(float) + 1);
+    if (!data) {
+        r->out_of_memory = true;
+        return NULL;
+    }
+    fill_random(name, ndim, shape, r->seed, data, n);
+    clattn_host_tensor *t = &r->made[r->count++];
+    memset(t, 0, sizeof(*t));
+    t->data = data;
+    t->ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        t->shape[d] = shape[d];
+    return t;
+}
+
+void clattn__random_weights_free(clattn_random_weights *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        free((void *)r->made[i].data);
+    free(r->made);
+    r->made = NULL;
+    r->count = r->capacity = 0;
+}
+
+const clattn_host_tensor *clattn__lookup_weight(void *user, const char *name, int ndim,
+                                                const size_t *shape)
+{
+    (void)ndim, (void)shape;
+    clattn_lookup_adapter *a = user;
+    return a->lookup(a->user, name);
+}

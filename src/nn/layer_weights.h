@@ -1,0 +1,84 @@
+/*
+ * Loading a layer's weights by PyTorch name (layer_weights.c), shared by the encoder and the
+ * decoder: the attention blocks, the feed-forward block, LayerNorms; seeded random weights; and
+ * the feed-forward block's forward pass.
+ */
+#ifndef CLATTN_LAYER_WEIGHTS_H
+#define CLATTN_LAYER_WEIGHTS_H
+
+#include <stdbool.h>
+
+#include "clattn/encoder.h"
+#include "clattn/attention.h"
+#include "base/errors.h"
+#include "runtime/gemm.h"
+
+/* Where weights come from: the tensor `name` (its expected shape given), or NULL. */
+typedef const clattn_host_tensor *(*clattn_weight_provider)(void *user, const char *name,
+                                                            int ndim, const size_t *shape);
+
+typedef struct clattn_weight_loader {
+    clattn_context *ctx;
+    const char *function; /* the public function, for messages */
+    clattn_weight_provider provide;
+    void *user;
+} clattn_weight_loader;
+
+/* A feed-forward block: linear1 [d_ff, d] + b1, linear2 [d, d_ff] + b2. */
+typedef struct clattn_ffn {
+    cl_mem w1, b1, w2, b2;
+    clattn_gemm_weight lin1, lin2; /* w1 and w2 as the GEMMs read them */
+} clattn_ffn;
+
+/* A LayerNorm's weight and bias [d]. */
+typedef struct clattn_norm {
+    cl_mem weight, bias;
+} clattn_norm;
+
+/* The tensor `name` with exactly `shape`, uploaded into a new buffer; a missing tensor is
+ * CLATTN_ERROR_FORMAT, a wrong shape CLATTN_ERROR_SHAPE_MISMATCH, both naming it. */
+clattn_status clattn__load_tensor(const clattn_weight_loader *l, const char *name, int ndim,
+                                  const size_t *shape, cl_mem *mem);
+/* "<name>.weight" and "<name>.bias" [d]. */
+clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
+                                clattn_norm *norm);
+void clattn__norm_release(clattn_norm *norm);
+/* "<prefix>linear1.weight", ".bias", "<prefix>linear2.weight", ".bias". */
+clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix, size_t d,
+                               size_t ff, clattn_ffn *ffn);
+void clattn__ffn_release(clattn_ffn *ffn);
+/* An attention block of nn.MultiheadAttention's names under `prefix` ("layers.0.self_attn"):
+ * in_proj_weight (or q/k/v_proj_weight), in_proj_bias, out_proj.weight, out_proj.bias; nhead
+ * query heads, kv_heads key/value heads (grouped-query attention when fewer). */
+clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
+                                     size_t nhead, size_t kv_heads, size_t dk, size_t dv,
+                                     clattn_mha **attn);
+
+/* out [T, d] = act(input [T, d]·W1ᵀ + b1)·W2ᵀ through hidden [T, d_ff] (linear2's bias is left
+ * to the caller's residual step); the block's GEMM weights keep their packed forms. */
+clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
+                                  size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out);
+
+/* Seeded random weights in PyTorch's initialisation ranges, made on request by name. */
+typedef struct clattn_random_weights {
+    uint64_t seed;
+    bool packed; /* in_proj_weight rather than q/k/v_proj_weight */
+    clattn_host_tensor *made;
+    size_t count, capacity;
+    bool out_of_memory;
+} clattn_random_weights;
+
+const clattn_host_tensor *clattn__random_weight(void *user, const char *name, int ndim,
+                                                const size_t *shape);
+void clattn__random_weights_free(clattn_random_weights *r);
+
+/* A public clattn_weight_lookup seen as a provider. */
+typedef struct clattn_lookup_adapter {
+    clattn_weight_lookup lookup;
+    void *user;
+} clattn_lookup_adapter;
+
+const clattn_host_tensor *clattn__lookup_weight(void *user, const char *name, int ndim,
+                                                const size_t *shape);
+
+#endif /* CLATTN_LAYER_WEIGHTS_H */

@@ -1,0 +1,58 @@
+/*
+ * The attention layer's internal entry, on raw buffer views and sizes: no tensors and no
+ * validation. clattn_mha_forward validates its tensors and calls it; the encoder (and the layers
+ * built later) call it once per layer with buffers of their own.
+ */
+#ifndef CLATTN_MHA_INTERNAL_H
+#define CLATTN_MHA_INTERNAL_H
+
+#include "ops/attention_problem.h"
+
+/* One call of the layer. Sequences are contiguous [B, N, width] blocks from their offsets (in
+ * floats). Masks are already checked and mapped (attention_views.c). */
+typedef struct clattn_mha_io {
+    size_t batch, seq_q, seq_k;
+    cl_mem query;                 /* [B, Nq, E] */
+    size_t query_offset;
+    cl_mem key, value;            /* [B, Nk, kdim], [B, Nk, vdim]; NULL for self-attention */
+    size_t key_offset, value_offset;
+    cl_mem out;                   /* [B, Nq, E]; must not overlap the inputs */
+    size_t out_offset;
+    clattn_mask_view attn_mask, key_padding_mask;
+    int causal;
+    clattn_attention_path path;
+    clattn_weights_layout weights_layout; /* NONE, or where `weights` is [B, (h,) Nq, Nk] */
+    cl_mem weights;
+    size_t weights_offset;
+} clattn_mha_io;
+
+/* Runs the layer: projections, attention, output projection. Borrows the workspace slots
+ * CLATTN_SLOT_PROJECTIONS and CLATTN_SLOT_HEADS (and attention's own). */
+clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io);
+
+/* A key/value cache of one self-attention layer: rows [B, capacity, h·d_k] and [B, capacity,
+ * h·d_v] (the projection's own layout, so that a step appends rows by a rectangle copy). */
+typedef struct clattn_kv_cache {
+    cl_mem k, v;  /* [B, capacity, h_kv·d_k], [B, capacity, h_kv·d_v] */
+    size_t capacity;
+    bool half;    /* elements are IEEE half floats (vstore_half), else float */
+} clattn_kv_cache;
+
+/* Incremental self-attention: the io->seq_q new tokens of io->query are projected, their keys
+ * and values appended to the cache at rows past .., and the queries attend to the cache's
+ * past + seq_q keys (causally when io->causal: query i sees keys up to past + i). The caller
+ * checks that past + seq_q <= capacity. */
+clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
+                                     const clattn_kv_cache *cache, size_t past);
+
+/* Projects a memory x [B, S, kdim] once into keys k [B·S, h·d_k] and values v [B·S, h·d_v]
+ * (cross-attention's keys and values for every decoding step). */
+clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset, size_t batch,
+                                     size_t seq, cl_mem k, cl_mem v);
+
+/* Attention of io->query over keys and values projected by clattn__mha_project_kv (io->seq_k of
+ * them per sequence); masks from io. */
+clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io, cl_mem k,
+                                        cl_mem v);
+
+#endif /* CLATTN_MHA_INTERNAL_H */

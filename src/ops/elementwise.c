@@ -1,0 +1,99 @@
+/* Element-wise and row-wise kernels around the GEMMs: bias and activation, LayerNorm, add. */
+#include "elementwise.h"
+#include "runtime/context_internal.h"
+#include "runtime/launch.h"
+
+clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
+                               size_t rows, size_t cols, cl_mem bias, size_t bias_offset,
+                               int act)
+{
+    if (!bias && act == CLATTN_ACT_NONE)
+        return CLATTN_OK;
+    cl_ulong off = y_offset, ldu = ld, b_off = bias_offset;
+    cl_uint r = (cl_uint)rows, c = (cl_uint)cols;
+    cl_int a = act;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_BIAS_ACT], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, off);
+    CLATTN_ARG(&args, ldu);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, c);
+    clattn__arg_mem(&args, bias);
+    CLATTN_ARG(&args, b_off);
+    CLATTN_ARG(&args, a);
+    size_t global[2] = {cols, rows};
+    return clattn__launch(ctx, &args, "bias_act", 2, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)
+{
+    cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
+    cl_uint r = (cl_uint)rows, w = (cl_uint)width;
+    /* CPUs: one work-item per row with 16-wide vectors (no barriers); else a work-group per row. */
+    bool rows_kernel = ctx->info.local_mem_is_global && width % 16 == 0;
+    clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
+                          : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
+                                      : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
+    if (rows_kernel)
+        id = !res ? CLATTN_KERNEL_LAYERNORM_ROWS
+                  : !res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD
+                              : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS;
+    /* The variants without a residual ignore res and res_bias: pass x for both. */
+    cl_mem res_arg = res ? res : x, res_bias_arg = res_bias ? res_bias : x;
+    clattn_kernel_args args = {ctx->kernels.kernel[id], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    CLATTN_ARG(&args, res_arg);
+    CLATTN_ARG(&args, res_off);
+    CLATTN_ARG(&args, res_bias_arg);
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, y_off);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, weight);
+    CLATTN_ARG(&args, bias);
+    CLATTN_ARG(&args, eps);
+    size_t wg = rows_kernel ? 1 : ctx->kernels.reduce_wg, global = rows * wg;
+    return clattn__launch(ctx, &args, "layernorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
+                          size_t x_offset, cl_mem bias, size_t rows, size_t width)
+{
+    size_t n = rows * width;
+    cl_ulong y_off = y_offset, x_off = x_offset, count = n;
+    cl_uint w = (cl_uint)width;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, y_off);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    clattn__arg_mem(&args, bias);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, count);
+    return clattn__launch(ctx, &args, "add", 1, &n, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__rows_to_half(clattn_context *ctx, cl_mem src, size_t src_offset,
+                                   size_t src_ld, cl_mem dst, size_t dst_offset, size_t dst_sb,
+                                   size_t dst_ld, size_t cols, size_t rows, size_t batch)
+{
+    cl_ulong src_off = src_offset, src_stride = src_ld, dst_off = dst_offset;
+    cl_ulong dst_seq = dst_sb, dst_stride = dst_ld;
+    cl_uint n_cols = (cl_uint)cols, n_rows = (cl_uint)rows, n_batch = (cl_uint)batch;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, src);
+    CLATTN_ARG(&args, src_off);
+    CLATTN_ARG(&args, src_stride);
+    CLATTN_ARG(&args, dst);
+    CLATTN_ARG(&args, dst_off);
+    CLATTN_ARG(&args, dst_seq);
+    CLATTN_ARG(&args, dst_stride);
+    CLATTN_ARG(&args, n_cols);
+    CLATTN_ARG(&args, n_rows);
+    CLATTN_ARG(&args, n_batch);
+    size_t global[3] = {cols, rows, batch};
+    return clattn__launch(ctx, &args, "rows_to_half", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}

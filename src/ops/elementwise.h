@@ -1,0 +1,32 @@
+/* Element-wise and row-wise kernels around the GEMMs (elementwise.c): bias and activation,
+ * LayerNorm with a fused residual add, the residual add of pre-LN layers, rows stored as half
+ * floats. Offsets in elements. */
+#ifndef CLATTN_ELEMENTWISE_H
+#define CLATTN_ELEMENTWISE_H
+
+#include "base/constants.h"
+#include "base/errors.h"
+
+/* y[r, c] = act(y[r, c] + bias[bias_offset + c]) on y[rows, cols] (leading dimension ld);
+ * bias NULL adds nothing; act is CLATTN_ACT_*. */
+clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
+                               size_t rows, size_t cols, cl_mem bias, size_t bias_offset, int act);
+
+/* y = LayerNorm(x + (res + res_bias)) row by row on [rows, width] contiguous blocks; res and
+ * res_bias may be NULL; y may be x. */
+clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps);
+
+/* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
+clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
+                          size_t x_offset, cl_mem bias, size_t rows, size_t width);
+
+/* Rows of floats stored as IEEE half floats (a half-precision key/value cache): for b < batch,
+ * t < rows, c < cols: dst[dst_offset + b·dst_sb + t·dst_ld + c] =
+ * half(src[src_offset + (b·rows + t)·src_ld + c]), rounded to nearest even. */
+clattn_status clattn__rows_to_half(clattn_context *ctx, cl_mem src, size_t src_offset,
+                                   size_t src_ld, cl_mem dst, size_t dst_offset, size_t dst_sb,
+                                   size_t dst_ld, size_t cols, size_t rows, size_t batch);
+
+#endif /* CLATTN_ELEMENTWISE_H */

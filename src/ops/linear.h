@@ -1,0 +1,14 @@
+/* A linear layer on the device's best GEMM (linear.c): y = act(x·Wᵀ + bias). */
+#ifndef CLATTN_LINEAR_H
+#define CLATTN_LINEAR_H
+
+#include "runtime/gemm.h"
+
+/* y[m, w->n] = act(x[m, w->k]·Wᵀ + bias[bias_offset ..]) (bias may be NULL, act CLATTN_ACT_*),
+ * rows of x and y with leading dimensions ldx and ldy; offsets in floats. The GEMM fuses what
+ * it can (the CPU GEMM: bias, relu, gelu); an element-wise kernel does the rest. */
+clattn_status clattn__linear(clattn_context *ctx, clattn_op op, size_t m, cl_mem x,
+                             size_t x_offset, size_t ldx, clattn_gemm_weight *w, cl_mem bias,
+                             size_t bias_offset, int act, cl_mem y, size_t y_offset, size_t ldy);
+
+#endif /* CLATTN_LINEAR_H */

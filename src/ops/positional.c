@@ -1,0 +1,71 @@
+/* Adding the positional table, and the token embedding (kernels in cl/embedding.cl). */
+#include "clattn/encoder.h"
+#include "positional.h"
+#include "runtime/context_internal.h"
+#include "runtime/launch.h"
+#include "runtime/positional_table.h"
+#include "runtime/tensor_internal.h"
+
+clattn_status clattn__add_positional(clattn_context *ctx, cl_mem pe, cl_mem in, size_t in_offset,
+                                     cl_mem out, size_t out_offset, size_t tokens, size_t seq,
+                                     size_t d, size_t offset)
+{
+    cl_ulong in_off = in_offset, out_off = out_offset, first = offset;
+    cl_uint n = (cl_uint)seq, width = (cl_uint)d, count = (cl_uint)tokens;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD_POSITIONAL], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, in);
+    CLATTN_ARG(&args, in_off);
+    CLATTN_ARG(&args, pe);
+    CLATTN_ARG(&args, first);
+    CLATTN_ARG(&args, n);
+    CLATTN_ARG(&args, width);
+    CLATTN_ARG(&args, count);
+    CLATTN_ARG(&args, out);
+    CLATTN_ARG(&args, out_off);
+    size_t global[2] = {d, tokens};
+    return clattn__launch(ctx, &args, "add_positional", 2, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *e, size_t tokens,
+                            size_t seq, size_t d, cl_mem x)
+{
+    cl_ulong first = e->position_offset;
+    cl_uint n = (cl_uint)seq, width = (cl_uint)d, count = (cl_uint)tokens;
+    float scale = e->scale;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_EMBED], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, e->ids);
+    CLATTN_ARG(&args, e->table);
+    CLATTN_ARG(&args, scale);
+    clattn__arg_mem(&args, e->positions);
+    CLATTN_ARG(&args, first);
+    CLATTN_ARG(&args, n);
+    CLATTN_ARG(&args, width);
+    CLATTN_ARG(&args, count);
+    clattn__arg_mem(&args, e->type_table ? e->types : NULL);
+    clattn__arg_mem(&args, e->type_table);
+    CLATTN_ARG(&args, x);
+    size_t global[2] = {d, tokens};
+    return clattn__launch(ctx, &args, "embed", 2, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tensor *x, size_t offset)
+{
+    static const char fn[] = "clattn_add_sinusoidal";
+    CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, x, "x is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, x->ctx == ctx, "x belongs to another context");
+    CLATTN_CHECK_ARG(ctx, fn, x->ndim == 3 || x->ndim == 2,
+                     "x must be [B, N, d] or [N, d], not %d-D", x->ndim);
+    CLATTN_CHECK_ARG(ctx, fn, clattn_tensor_is_contiguous(x),
+                     "x must be contiguous");
+    size_t d = x->shape[x->ndim - 1], seq = x->shape[x->ndim - 2];
+    size_t tokens = clattn_tensor_numel(x) / d;
+    CLATTN_CHECK_ARG(ctx, fn, offset <= SIZE_MAX / 2 && seq <= UINT32_MAX && tokens <= UINT32_MAX,
+                     "offset %zu or the sequence is too large", offset);
+    cl_mem pe;
+    clattn_status status = clattn__positional_table(ctx, offset + seq, d, &pe);
+    if (status != CLATTN_OK)
+        return status;
+    return clattn__add_positional(ctx, pe, x->mem, x->offset, x->mem, x->offset, tokens, seq, d,
+                                  offset);
+}

@@ -1,0 +1,30 @@
+/* Positional encoding and token embedding kernels (positional.c). */
+#ifndef CLATTN_POSITIONAL_H
+#define CLATTN_POSITIONAL_H
+
+#include <stdbool.h>
+
+#include "base/errors.h"
+
+/* out[t] = in[t] + pe[offset + t % seq] for tokens = batch·seq rows of width d (out may be in);
+ * pe: a positional table [positions, d] (the sinusoidal one or a learned one). */
+clattn_status clattn__add_positional(clattn_context *ctx, cl_mem pe, cl_mem in, size_t in_offset,
+                                     cl_mem out, size_t out_offset, size_t tokens, size_t seq,
+                                     size_t d, size_t offset);
+
+/* What the token embedding reads. */
+typedef struct clattn_embed_args {
+    cl_mem ids;             /* int32 [tokens], each below the table's rows */
+    cl_mem table;           /* [vocab, d] */
+    float scale;            /* the table's rows are multiplied by it */
+    cl_mem positions;       /* a positional table [positions, d], or NULL */
+    size_t position_offset; /* token t reads row position_offset + t % seq */
+    cl_mem types;           /* int32 [tokens] token types, with type_table; else NULL */
+    cl_mem type_table;      /* [type_vocab, d], or NULL */
+} clattn_embed_args;
+
+/* x[t] = table[ids[t]]·scale + type_table[types[t]] + positions[offset + t % seq]. */
+clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *args, size_t tokens,
+                            size_t seq, size_t d, cl_mem x);
+
+#endif /* CLATTN_POSITIONAL_H */

@@ -1,0 +1,54 @@
+/*
+ * Kernel launches and the work they count (launch.c, stats.c): setting arguments, enqueueing,
+ * adding multiply-adds to the context's counters and, with profiling on, timing each launch.
+ */
+#ifndef CLATTN_LAUNCH_H
+#define CLATTN_LAUNCH_H
+
+#include "base/errors.h"
+
+/* A profiling event waiting to be read, and the stats.kernels slot it adds to. With `start`, the
+ * time runs from the end of `start` (a marker enqueued before a multi-kernel CLBlast routine,
+ * whose own event covers only its last kernel) to the end of `event`. */
+typedef struct clattn_pending_event {
+    cl_event event;
+    cl_event start;
+    size_t slot;
+} clattn_pending_event;
+
+/* The counters and the events not yet read: part of the context, owned by stats.c. */
+typedef struct clattn_stats_state {
+    clattn_stats stats;
+    clattn_pending_event *pending;
+    size_t pending_count, pending_capacity;
+} clattn_stats_state;
+
+/* Sets a kernel's arguments one after another, keeping the first error. */
+typedef struct clattn_kernel_args {
+    cl_kernel kernel;
+    cl_uint next;
+    cl_int err;
+} clattn_kernel_args;
+
+void clattn__arg(clattn_kernel_args *args, size_t size, const void *value);
+#define CLATTN_ARG(args, value) clattn__arg((args), sizeof(value), &(value))
+/* A __global pointer argument that may be absent (NULL). */
+void clattn__arg_mem(clattn_kernel_args *args, cl_mem mem);
+
+/* Enqueues `kernel` over `global` work-items (rounded up to multiples of `local` when given) and
+ * adds `macs` multiply-adds to the counter of `op`. `name` labels the profile entry. */
+clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
+                             cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
+                             uint64_t macs);
+
+/* Records `macs` for `op` and, when profiling, queues `event` (which it takes over) for timing;
+ * with `start` (also taken over) the time runs from the end of that marker. */
+clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
+                              cl_event start, cl_event event);
+/* Adds `macs` more multiply-adds under `op` for a launch already accounted (a kernel that does
+ * the work of two operations). */
+void clattn__count_macs(clattn_context *ctx, clattn_op op, uint64_t macs);
+/* Releases the pending events (context destruction). */
+void clattn__stats_release(clattn_stats_state *state);
+
+#endif /* CLATTN_LAUNCH_H */

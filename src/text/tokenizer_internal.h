@@ -1,0 +1,152 @@
+/* Internal declarations of the WordPiece tokenizer (tokenizer*.c). */
+#ifndef CLATTN_TOKENIZER_INTERNAL_H
+#define CLATTN_TOKENIZER_INTERNAL_H
+
+#include "base/errors.h"
+#include "formats/file_io.h"
+#include "clattn/tokenizer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- vocabulary: token string <-> id (tokenizer_vocab.c) ---- */
+
+/* An open-addressing hash table from token bytes to ids, and the id -> token array. */
+typedef struct clattn__vocab {
+    char **tokens;    /* [count]: NUL-terminated, malloc'd; the token of id i */
+    size_t *lengths;  /* [count]: strlen(tokens[i]) */
+    size_t count;
+    size_t longest;   /* the longest token's length in bytes */
+    int32_t *slots;   /* [mask + 1]: an id, or -1 for an empty slot */
+    size_t mask;
+} clattn__vocab;
+
+/* Prepares an empty vocabulary for `count` ids (0..count-1), all unset. */
+clattn_status clattn__vocab_init(clattn__vocab *v, size_t count, const char *function,
+                                 const char *where);
+/* Sets id's token (a copy of the `length` bytes at token). Fails with CLATTN_ERROR_FORMAT
+ * for an id out of range or already set, an empty token, a token that is not UTF-8 or holds a
+ * NUL, or a token already in the vocabulary. */
+clattn_status clattn__vocab_set(clattn__vocab *v, int32_t id, const char *token, size_t length,
+                                const char *function, const char *where);
+/* Fails with CLATTN_ERROR_FORMAT when an id has no token. */
+clattn_status clattn__vocab_check_complete(const clattn__vocab *v, const char *function,
+                                           const char *where);
+/* The id of the `length` bytes at token, or -1. */
+int32_t clattn__vocab_find(const clattn__vocab *v, const char *token, size_t length);
+void clattn__vocab_free(clattn__vocab *v);
+
+/* True when the `length` bytes at s are UTF-8 without NUL; *bad_at gets the offset of the first
+ * bad byte otherwise (may be NULL). */
+bool clattn__utf8_valid(const char *s, size_t length, size_t *bad_at);
+/* Decodes one UTF-8 character at s (at most `length` bytes); returns its byte length, or 0 when
+ * the bytes there are not UTF-8. */
+size_t clattn__utf8_decode(const unsigned char *s, size_t length, uint32_t *cp);
+/* Encodes cp as UTF-8 into out (4 bytes of room); returns the byte count. */
+size_t clattn__utf8_encode(uint32_t cp, char *out);
+
+/* ---- normalisation and pre-tokenisation (tokenizer_normalize.c) ---- */
+
+typedef struct clattn__normalizer {
+    bool enabled;        /* false: the text is used as it is (tokenizer.json's null) */
+    bool clean_text;
+    bool handle_chinese_chars;
+    bool strip_accents;  /* already resolved: strip_accents, else lowercase */
+    bool lowercase;
+} clattn__normalizer;
+
+/* A growable array of code points. */
+typedef struct clattn__cps {
+    uint32_t *data;
+    size_t count, capacity;
+} clattn__cps;
+
+bool clattn__cps_push(clattn__cps *a, uint32_t cp);
+void clattn__cps_free(clattn__cps *a);
+
+/* Appends the normalised form of in[0..n-1] to *out (BertNormalizer: clean, CJK, accents,
+ * lower case, each as configured). False when out of memory. */
+bool clattn__normalize(const clattn__normalizer *norm, const uint32_t *in, size_t n,
+                       clattn__cps *out);
+
+/* Unicode White_Space (Rust's char::is_whitespace; the regex \s). */
+bool clattn__is_whitespace(uint32_t cp);
+/* BERT punctuation: ASCII punctuation or a P* category. */
+bool clattn__is_punctuation(uint32_t cp);
+/* A word character for single_word (the regex \w: letters, marks, Nd, Nl, Pc, ZWNJ/ZWJ). */
+bool clattn__is_word_char(uint32_t cp);
+/* BertNormalizer's CJK ideograph ranges. */
+bool clattn__is_chinese_char(uint32_t cp);
+
+/* Calls `word(user, start, end)` for each word of cps[0..n-1]: split at whitespace (removed),
+ * each punctuation character a word of its own. Stops at the first false return. */
+bool clattn__pre_tokenize(const uint32_t *cps, size_t n,
+                          bool (*word)(void *user, size_t start, size_t end), void *user);
+
+/* ---- WordPiece (tokenizer_wordpiece.c) ---- */
+
+typedef struct clattn__wordpiece {
+    char *prefix;        /* continuing_subword_prefix ("##") */
+    size_t prefix_length;
+    size_t max_input_chars_per_word;
+    int32_t unk;
+} clattn__wordpiece;
+
+/* A growable array of ids. */
+typedef struct clattn__ids {
+    int32_t *data;
+    size_t count, capacity;
+} clattn__ids;
+
+bool clattn__ids_push(clattn__ids *a, int32_t id);
+
+/* Appends the ids of one word (code points) to *out; `scratch` is at least
+ * prefix_length + 8 * n bytes. False when out of memory. */
+bool clattn__wordpiece_word(const clattn__wordpiece *wp, const clattn__vocab *vocab,
+                            const uint32_t *word, size_t n, char *scratch, clattn__ids *out);
+
+/* ---- added tokens (tokenizer_added.c) ---- */
+
+typedef struct clattn__added_token {
+    char *text;          /* the content as UTF-8, NUL-terminated */
+    uint32_t *content;   /* code points */
+    size_t length;       /* in code points */
+    uint32_t *normalized_content; /* for normalized tokens: the content normalised */
+    size_t normalized_length;
+    int32_t id;
+    bool single_word, lstrip, rstrip, normalized, special;
+} clattn__added_token;
+
+/* One match: code points [start, end) of the piece are the added token `id`. */
+typedef struct clattn__added_match {
+    size_t start, end;
+    int32_t id;
+} clattn__added_match;
+
+/* Finds the added tokens (those with normalized == `normalized`) in cps[0..n-1] as the
+ * tokenizers crate does (leftmost-longest, then single_word, lstrip, rstrip); appends the
+ * matches in order, non-overlapping, to *matches (grown with realloc; *count and *capacity
+ * updated). False when out of memory. */
+bool clattn__added_find(const clattn__added_token *tokens, size_t token_count, bool normalized,
+                        const uint32_t *cps, size_t n, clattn__added_match **matches,
+                        size_t *count, size_t *capacity);
+
+/* ---- the tokenizer (tokenizer.c, tokenizer_load.c) ---- */
+
+struct clattn_tokenizer {
+    clattn__vocab vocab;
+    clattn__normalizer norm;
+    clattn__wordpiece wp;
+    clattn__added_token *added;
+    size_t added_count;
+    bool has_normalized_added;
+    clattn_tokenizer_special special;
+    size_t vocab_size;   /* with the added tokens */
+    size_t max_length;   /* SIZE_MAX: unlimited */
+};
+
+/* Frees tok->added and everything its entries own. */
+void clattn__tokenizer_free_added(clattn_tokenizer *tok);
+
+#endif /* CLATTN_TOKENIZER_INTERNAL_H */
