@@ -204,16 +204,43 @@ typedef struct clattn_tuning {
     int split_keys;   /* split_keys: split-key attention (flash-decoding) for few queries
                        * against many keys, e.g. a decoding step against its cache: the keys are
                        * split across work-items whose partial softmax states a second kernel
-                       * merges. CLATTN_SPLIT_KEYS_AUTO (0, the default) when one work-item per
-                       * (query, head) would leave the device under-filled, _ALWAYS (1) whenever
-                       * there are two keys or more, _NEVER (2) */
+                       * merges. CLATTN_SPLIT_KEYS_AUTO (0, the default) for a single query
+                       * (a decoding step of one token) against 128 keys or more, in as many
+                       * splits of at least 64 keys as fill the device: a count that depends on
+                       * the key count and the device only, never on the batch (see "Batch
+                       * invariance" below); _ALWAYS (1) whenever there are two keys or more
+                       * (a setting for tests: not batch-invariant), _NEVER (2) */
     int fused_untiled; /* fused_untiled: 0 runs the unstaged fused kernel's micro-tiled variant
-                        * where it applies (float keys and values, at least 8 queries, no
-                        * split): keys packed transposed in tiles of 16, scores as outer
-                        * products (the default on PoCL's CPU devices); 1 keeps the plain
-                        * unstaged kernel (the default elsewhere, e.g. Mesa's llvmpipe) */
+                        * where it applies (float keys and values, no split; every query count):
+                        * keys packed transposed in tiles of 16, scores as outer products (the
+                        * default on PoCL's CPU devices); 1 keeps the plain unstaged kernel (the
+                        * default elsewhere, e.g. Mesa's llvmpipe) */
     uint8_t reserved[52]; /* must be zero */
 } clattn_tuning;
+
+/*
+ * Batch invariance. A row's results — a sequence's outputs, a text's embedding — are the same
+ * bytes whatever batch computes them: alone or among other rows, at any row, padded to any
+ * length with a key-padding mask. This holds for clattn_sdpa, clattn_mha_forward, the encoder
+ * (clattn_encoder_forward, _forward_tokens), clattn_decoder_step (a sentence alone or inside a
+ * beam batch), clattn_pool and clattn_sentence_model_embed (whatever the batch size, the order
+ * of the texts or what they are batched with), and so for examples/encode and examples/embed
+ * (its in-memory path and its corpus job, on any number of processes), for the same input,
+ * device, driver, library version and tuning. Every reduction of a row runs in an order fixed by
+ * the row alone: the GEMMs sum each output over K in one order whatever M is (the library's CPU
+ * GEMM; CLBlast is kept on its one main kernel for every size); the attention visits a row's
+ * keys in the same blocks from key 0 with the same kernel variant for every query count and
+ * padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
+ * real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
+ * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, the
+ * library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
+ * Not guaranteed: the same bytes on another device, driver, library version or tuning (another
+ * kernel variant or GEMM tiling sums in another order: results then agree to float32 rounding,
+ * not bit for bit); split_keys = CLATTN_SPLIT_KEYS_ALWAYS (its splits follow the batch); a
+ * single query against 128 keys or more (split-key attention) compared with the same query
+ * computed together with others (clattn_sdpa with several queries): pad such rows to the same
+ * query count.
+ */
 
 /* The tuning in effect. */
 CLATTN_API clattn_status clattn_context_get_tuning(const clattn_context *ctx,

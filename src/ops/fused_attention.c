@@ -21,17 +21,31 @@ static size_t device_fill(const clattn_context *ctx)
     return 8 * units * ctx->tuning.fused_wg;
 }
 
+/* Batch invariance (clattn/context.h): how a row's keys are summed must not depend on the batch
+ * it is in or on its padding. The automatic choice therefore splits only single queries (a
+ * decoding step of one token, alone or inside a beam batch; never an encoder's self-attention,
+ * whose query count is its padded length) and derives the split count from the key length and
+ * the device alone: enough splits for one head's work-items to fill the device, at least
+ * SPLIT_MIN_KEYS keys each. */
 size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_attention_problem *p,
                                     size_t queries_per_item)
 {
     int mode = ctx->tuning.split_keys;
     if (mode == CLATTN_SPLIT_KEYS_NEVER || p->seq_k < 2)
         return 1;
-    size_t items = p->batch * p->heads * ((p->seq_q + queries_per_item - 1) / queries_per_item);
-    size_t wanted = (device_fill(ctx) + items - 1) / items, most = p->seq_k / SPLIT_MIN_KEYS;
-    size_t splits = wanted < most ? wanted : most;
-    if (mode == CLATTN_SPLIT_KEYS_ALWAYS && splits < 4) /* at least 2, uneven when it can be */
-        splits = p->seq_k < 4 ? p->seq_k : 4;
+    size_t splits;
+    if (mode == CLATTN_SPLIT_KEYS_ALWAYS) { /* at least 2, uneven when it can be */
+        size_t items = p->batch * p->heads * ((p->seq_q + queries_per_item - 1) / queries_per_item);
+        size_t wanted = (device_fill(ctx) + items - 1) / items, most = p->seq_k / SPLIT_MIN_KEYS;
+        splits = wanted < most ? wanted : most;
+        if (splits < 4)
+            splits = p->seq_k < 4 ? p->seq_k : 4;
+    } else {
+        if (p->seq_q > 1)
+            return 1;
+        size_t wanted = device_fill(ctx), most = p->seq_k / SPLIT_MIN_KEYS;
+        splits = wanted < most ? wanted : most;
+    }
     if (splits < 2)
         return 1;
     size_t chunk = (p->seq_k + splits - 1) / splits;
@@ -186,7 +200,9 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);
     if (splits > 1) /* each work-item reads its keys once: no packing */
         return split_keys(ctx, prog, given, splits);
-    if (prog->tiled && given->seq_q >= CLATTN_TILED_QUERIES && !ctx->tuning.fused_untiled)
+    /* The micro-tiled variant for every query count, so that a row takes the same kernel
+     * whatever its padded length (batch invariance). */
+    if (prog->tiled && !ctx->tuning.fused_untiled)
         return tiled(ctx, prog, given);
     /* Without staging every work-item streams all keys and values of its head: rows strided by a
      * packed projection's width (a page per row at long sequences) are first made contiguous,
