@@ -50,9 +50,22 @@ expect 2 "is a directory" -- job --output "$tmp"
 "$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
 expect 0 "" -- job --output "$tmp/one_shard.npy"
 expect 0 "" -- cmp "$tmp/memory.npy" "$tmp/one_shard.npy"
-# Shards of 256 bytes (37 of them), each batched on its own: the same vectors to float rounding.
+# Shards of 256 bytes (37 of them), each batched on its own, and the in-memory path in batches of
+# 1, 7 and 64: batch invariance (clattn/context.h) gives every text the same bytes.
 expect 0 '"shards": 37, "resumed_shards": 0, "texts": 160' -- job --output "$tmp/ref.npy" --shard-size 256 --json
-expect 0 "" -- "$compare" "$tmp/ref.npy" "$tmp/memory.npy" 1e-5
+expect 0 "" -- cmp "$tmp/ref.npy" "$tmp/memory.npy"
+for batch in 1 7 64; do
+    "$embed" --model "$tmp/tiny" --input - --batch-size "$batch" --output "$tmp/batch$batch.npy" \
+        <"$tmp/corpus.txt"
+    expect 0 "" -- cmp "$tmp/batch$batch.npy" "$tmp/memory.npy"
+done
+# The corpus shuffled: each text's row the same bytes as in the corpus's order.
+awk 'BEGIN { srand(11) } { sub(/\r$/, ""); print rand() "\t" NR "\t" $0 }' "$tmp/corpus.txt" | sort -k1,1 |
+    cut -f2 >"$tmp/order.txt"
+awk -F'\t' 'NR == FNR { line[FNR] = $0; next } { print line[$1] }' \
+    <(sed 's/\r$//' "$tmp/corpus.txt"; echo) "$tmp/order.txt" >"$tmp/shuffled.txt"
+"$embed" --model "$tmp/tiny" --input - --output "$tmp/shuffled.npy" <"$tmp/shuffled.txt"
+expect 0 "" -- "$compare" --rows "$tmp/order.txt" "$tmp/shuffled.npy" "$tmp/memory.npy" 0
 if [ -e "$tmp/ref.npy.partial" ] || [ -e "$tmp/ref.npy.progress" ]; then
     echo "FAIL: a finished job left its .partial or .progress"
     failures=$((failures + 1))

@@ -42,6 +42,10 @@ else
     echo "FAIL: the two ranks' file differs from one process's"
     failures=$((failures + 1))
 fi
+# Batch invariance: the in-memory path (one sort of all 3000 texts, other batches, other padded
+# lengths) gives the same bytes as the sharded job on two ranks.
+"$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
+expect 0 "" -- cmp "$tmp/memory.npy" "$tmp/two.npy"
 if grep -q '"processes": 2, .*"per_process": \[{"rank": 0, .*"texts_per_s": [0-9].*{"rank": 1, ' <<<"$out" &&
     [ "$(grep -c 'texts/s over 2 processes' <<<"$out")" -ge 1 ]; then
     echo "ok:   --json reports each rank's throughput; one progress line for the job"

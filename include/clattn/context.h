@@ -228,7 +228,8 @@ typedef struct clattn_tuning {
  * (its in-memory path and its corpus job, on any number of processes), for the same input,
  * device, driver, library version and tuning. Every reduction of a row runs in an order fixed by
  * the row alone: the GEMMs sum each output over K in one order whatever M is (the library's CPU
- * GEMM; CLBlast is kept on its one main kernel for every size); the attention visits a row's
+ * GEMM; on GPUs CLBlast is kept on its main kernel for every size, while on CPU devices its
+ * direct and main kernels were measured to agree bit for bit); the attention visits a row's
  * keys in the same blocks from key 0 with the same kernel variant for every query count and
  * padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
  * real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte

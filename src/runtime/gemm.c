@@ -121,9 +121,31 @@ static const char *override_params(cl_device_id device, const clattn_gemm_params
     return code == CLBlastSuccess ? NULL : clblast_status_name(code);
 }
 
+/* Batch invariance (clattn/context.h): below XGEMM_MIN_INDIRECT_SIZE³ multiply-adds CLBlast runs
+ * its single-kernel "direct" GEMM, above it its main tiled kernel; the two have their own tile
+ * parameters, so how a row's sum over K is grouped could change with the number of rows. On GPUs
+ * a minimum of 0 keeps every size on the main kernel (small matrices are padded by its pre- and
+ * post-processing kernels). On CPU devices both kernels give every row the same bytes whatever M
+ * is (measured on PoCL and llvmpipe, M 1 to 4096, K 384), and the direct kernel is kept for the
+ * small GEMMs it serves faster. */
+static const char *one_gemm_routine(cl_device_id device)
+{
+    cl_device_type type = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, NULL) != CL_SUCCESS ||
+        (type & CL_DEVICE_TYPE_CPU))
+        return NULL;
+    const char *names[1] = {"XGEMM_MIN_INDIRECT_SIZE"};
+    size_t values[1] = {0};
+    CLBlastStatusCode code = CLBlastOverrideParameters(device, "GemmRoutine", CLBlastPrecisionSingle,
+                                                       1, names, values);
+    return code == CLBlastSuccess ? NULL : clblast_status_name(code);
+}
+
 const char *clattn__gemm_apply_chosen(cl_device_id device, const clattn_gemm_choice *choice)
 {
-    const char *refused = choice->params.present ? override_params(device, &choice->params) : NULL;
+    const char *refused = one_gemm_routine(device);
+    if (!refused && choice->params.present)
+        refused = override_params(device, &choice->params);
     pthread_mutex_lock(&cached_lock);
     cached_xgemm *slot = cached_slot(device, choice->cache_path[0] && !refused);
     if (slot && choice->cache_path[0] && !refused) {

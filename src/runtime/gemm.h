@@ -44,7 +44,8 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
  * caller's own (clattn_context_set_gemm_parameters), used as they are. Returns NULL on success,
  * else the name of CLBlast's refusal. */
 const char *clattn__gemm_apply_params(cl_device_id device, const clattn_gemm_params *gemm);
-/* The same for the parameters context creation chose: those from a tuning cache are remembered
+/* The same for the parameters context creation chose (and, on GPUs, CLBlast kept on its main GEMM
+ * kernel for every size: batch invariance): those from a tuning cache are remembered
  * with their fallback, which clattn__gemm_nt applies (with a warning naming the cache) should
  * CLBlast fail to build or launch them. */
 const char *clattn__gemm_apply_chosen(cl_device_id device, const clattn_gemm_choice *choice);
