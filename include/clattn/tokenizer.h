@@ -103,7 +103,9 @@
  *                                  small for the encoding (see clattn_tokenizer_encode);
  *   CLATTN_ERROR_IO                a file or folder cannot be opened or read (the system's
  *                                  reason is in the message), a folder holds neither
- *                                  tokenizer.json nor vocab.txt;
+ *                                  tokenizer.json nor vocab.txt, or one of them (or the
+ *                                  folder's config.json) is not a regular file (a FIFO, a
+ *                                  device: "not a regular file (a FIFO)", never waited on);
  *   CLATTN_ERROR_FORMAT            invalid JSON (jansson's message with line and column), a
  *                                  duplicate key, a top level that is not an object; a
  *                                  tokenizer.json without "model" or "model"."vocab", a wrongly
