@@ -257,8 +257,10 @@ CLATTN_API clattn_status clattn_context_set_tuning(clattn_context *ctx,
  * "GEMMK=0,MWG=64,..." with all 16 of CLBlast's Xgemm parameter names (CLBlast's documentation
  * lists them and their constraints). Text keeps CLBlast's parameter set out of libclattn's ABI.
  * CLBlast applies them process-wide for that device (every context on it, and any other CLBlast
- * user in the process). A malformed text is CLATTN_ERROR_INVALID_ARGUMENT; parameters CLBlast
- * refuses are CLATTN_ERROR_CLBLAST.
+ * user in the process). A malformed text, a value out of its range, or parameters that break
+ * one of CLBlast's constraints between them or the device's work-group and local-memory limits
+ * (which may build and then compute wrong results) are CLATTN_ERROR_INVALID_ARGUMENT naming the
+ * parameter; parameters CLBlast refuses are CLATTN_ERROR_CLBLAST.
  */
 CLATTN_API clattn_status clattn_context_set_gemm_parameters(clattn_context *ctx,
                                                             const char *parameters);

@@ -299,8 +299,11 @@ clattn_status clattn_context_set_gemm_parameters(clattn_context *ctx, const char
     CLATTN_CHECK_ARG(NULL, fn, ctx, "ctx is NULL");
     CLATTN_CHECK_ARG(ctx, fn, parameters, "parameters is NULL");
     clattn_gemm_params gemm;
-    char problem[160];
-    if (!clattn__gemm_params_parse(parameters, &gemm, problem, sizeof(problem)))
+    char problem[256];
+    /* Parameters that break CLBlast's constraints may build and then compute wrong results:
+     * refused like the cache's. */
+    if (!clattn__gemm_params_parse(parameters, &gemm, problem, sizeof(problem)) ||
+        clattn__gemm_params_problem(&ctx->info, &gemm, problem, sizeof(problem)))
         return clattn__fail_arg(ctx, fn, "%s", problem);
     return apply_gemm(ctx, &gemm, fn);
 }
