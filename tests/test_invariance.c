@@ -48,6 +48,31 @@ static size_t other_length(test_rng *rng, size_t N)
     return 1 + (size_t)(test_rng_next(rng) % N);
 }
 
+/* A [B, N] key-padding mask (nonzero = padding): row `row` has L real tokens, the others
+ * seeded lengths of 1..N. */
+static float *padding_mask(size_t B, size_t N, size_t row, size_t L, uint64_t seed)
+{
+    float *kpm = calloc(B * N, sizeof(float));
+    test_rng rng = {seed};
+    for (size_t b = 0; b < B; b++) {
+        size_t len = b == row ? L : other_length(&rng, N);
+        for (size_t j = len; j < N; j++)
+            kpm[b * N + j] = 1.0f;
+    }
+    return kpm;
+}
+
+/* A batch [B, N, width] of seeded values in [lo, hi) whose row `row` starts with the target's
+ * L rows x [L, width]. */
+static float *batch_around(const float *x, size_t L, size_t width, size_t B, size_t N, size_t row,
+                           uint64_t seed, float lo, float hi)
+{
+    float *bx = malloc(B * N * width * sizeof(float));
+    test_fill_uniform(bx, B * N * width, seed, lo, hi);
+    memcpy(bx + row * N * width, x, L * width * sizeof(float));
+    return bx;
+}
+
 /* ---- SDPA: q, k, v [B, H, N, d] with a [B, N] key-padding mask ---- */
 
 static float *sdpa_run(clattn_context *ctx, const float *q, const float *k, const float *v,
@@ -87,16 +112,10 @@ static void sdpa_rows_are_batch_invariant(void **state)
             size_t B = shapes[s].B, N = L + shapes[s].extra, row = shapes[s].row;
             size_t all = B * H * N * d;
             float *bq = malloc(all * sizeof(float)), *bk = malloc(all * sizeof(float));
-            float *bv = malloc(all * sizeof(float)), *kpm = calloc(B * N, sizeof(float));
+            float *bv = malloc(all * sizeof(float)), *kpm = padding_mask(B, N, row, L, 700 + s);
             test_fill_uniform(bq, all, 400 + s, -2, 2);
             test_fill_uniform(bk, all, 500 + s, -2, 2);
             test_fill_uniform(bv, all, 600 + s, -1, 1);
-            test_rng rng = {700 + s};
-            for (size_t b = 0; b < B; b++) {
-                size_t len = b == row ? L : other_length(&rng, N);
-                for (size_t j = len; j < N; j++)
-                    kpm[b * N + j] = 1.0f;
-            }
             for (size_t h = 0; h < H; h++) /* the target's heads, its first L positions */
                 for (size_t i = 0; i < L; i++) {
                     size_t at = ((row * H + h) * N + i) * d, from = (h * L + i) * d;
@@ -161,15 +180,8 @@ static void mha_rows_are_batch_invariant(void **state)
         float *alone = mha_run(ctx, mha, x, NULL, 1, L, E);
         for (size_t s = 0; s < N_SHAPES; s++) {
             size_t B = shapes[s].B, N = L + shapes[s].extra, row = shapes[s].row;
-            float *bx = malloc(B * N * E * sizeof(float)), *kpm = calloc(B * N, sizeof(float));
-            test_fill_uniform(bx, B * N * E, 5200 + s, -1, 1);
-            test_rng rng = {5300 + s};
-            for (size_t b = 0; b < B; b++) {
-                size_t len = b == row ? L : other_length(&rng, N);
-                for (size_t j = len; j < N; j++)
-                    kpm[b * N + j] = 1.0f;
-            }
-            memcpy(bx + row * N * E, x, L * E * sizeof(float));
+            float *bx = batch_around(x, L, E, B, N, row, 5200 + s, -1, 1);
+            float *kpm = padding_mask(B, N, row, L, 5300 + s);
             float *out = mha_run(ctx, mha, bx, kpm, B, N, E);
             assert_same_bytes(alone, out + row * N * E, L * E, "mha", L, B, N);
             free(out), free(bx), free(kpm);
@@ -222,18 +234,12 @@ static void encoder_case(clattn_context *ctx, const encoder_run *r, size_t vocab
         float *alone = encoder_forward(ctx, r, x, ids, NULL, 1, L);
         for (size_t s = 0; s < N_SHAPES; s++) {
             size_t B = shapes[s].B, N = L + shapes[s].extra, row = shapes[s].row;
-            float *bx = malloc(B * N * d * sizeof(float)), *kpm = calloc(B * N, sizeof(float));
+            float *bx = batch_around(x, L, d, B, N, row, 1200 + s, -1, 1);
+            float *kpm = padding_mask(B, N, row, L, 1400 + s);
             int64_t *bids = malloc(B * N * sizeof(int64_t));
-            test_fill_uniform(bx, B * N * d, 1200 + s, -1, 1);
             test_rng rng = {1300 + s};
             for (size_t i = 0; i < B * N; i++)
                 bids[i] = (int64_t)(test_rng_next(&rng) % vocab);
-            for (size_t b = 0; b < B; b++) {
-                size_t len = b == row ? L : other_length(&rng, N);
-                for (size_t j = len; j < N; j++)
-                    kpm[b * N + j] = 1.0f;
-            }
-            memcpy(bx + row * N * d, x, L * d * sizeof(float));
             memcpy(bids + row * N, ids, L * sizeof(int64_t));
             float *out = encoder_forward(ctx, r, bx, bids, kpm, B, N);
             assert_same_bytes(alone, out + row * N * d, L * d,
@@ -302,15 +308,8 @@ static void pooling_is_batch_invariant(void **state)
             float *alone = pool_run(ctx, x, NULL, 1, L, d, (clattn_pooling)pooling);
             for (size_t s = 0; s < N_SHAPES; s++) {
                 size_t B = shapes[s].B, N = L + shapes[s].extra, row = shapes[s].row;
-                float *bx = malloc(B * N * d * sizeof(float)), *kpm = calloc(B * N, sizeof(float));
-                test_fill_uniform(bx, B * N * d, 2100 + s, -3, 3);
-                test_rng rng = {2200 + s};
-                for (size_t b = 0; b < B; b++) {
-                    size_t len = b == row ? L : other_length(&rng, N);
-                    for (size_t j = len; j < N; j++)
-                        kpm[b * N + j] = 1.0f;
-                }
-                memcpy(bx + row * N * d, x, L * d * sizeof(float));
+                float *bx = batch_around(x, L, d, B, N, row, 2100 + s, -3, 3);
+                float *kpm = padding_mask(B, N, row, L, 2200 + s);
                 float *out = pool_run(ctx, bx, kpm, B, N, d, (clattn_pooling)pooling);
                 assert_same_bytes(alone, out + row * d, d, "pool", L, B, N);
                 free(out), free(bx), free(kpm);
