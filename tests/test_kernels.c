@@ -624,8 +624,14 @@ static void split_key_choice(void **state)
                          modes[m] == CLATTN_SPLIT_KEYS_AUTO ? 1 : 4);
         clattn_attention_problem busy = p; /* far more work-items than the device runs */
         busy.batch = 1 << 20;
+        /* Batch invariance: the automatic choice depends on the key count and the device only,
+         * so a huge batch splits as one sequence does; forced splits still follow the batch. */
         assert_int_equal(clattn__attention_key_splits(f->ctx, &busy, 1),
-                         modes[m] == CLATTN_SPLIT_KEYS_AUTO ? 1 : 4);
+                         modes[m] == CLATTN_SPLIT_KEYS_AUTO ? splits : 4);
+        clattn_attention_problem two_queries = p; /* automatic splits serve single queries */
+        two_queries.seq_q = 2;
+        if (modes[m] == CLATTN_SPLIT_KEYS_AUTO)
+            assert_int_equal(clattn__attention_key_splits(f->ctx, &two_queries, 1), 1);
         clattn_attention_problem one_key = p;
         one_key.seq_k = 1;
         assert_int_equal(clattn__attention_key_splits(f->ctx, &one_key, 1), 1);
