@@ -138,6 +138,28 @@ CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *mode
                                                      float *out, const clattn_embed_params *params,
                                                      size_t *tokens);
 
+/*
+ * The same as clattn_sentence_model_embed for texts already tokenized, as clattn_tokenizer_encode
+ * gives them with the model's tokenizer: ids[i][0 .. lengths[i]) is text i's ids, [CLS] ... [SEP]
+ * included, truncated as the caller wants. The texts are batched, padded, run, pooled and
+ * normalised exactly as clattn_sentence_model_embed does (the same batching rules: sorted by
+ * length, at most params->batch_size texts and params->max_batch_tokens padded tokens per batch),
+ * so row i is the same bytes as clattn_sentence_model_embed gives for a text with these ids.
+ * params->max_length must be 0 (the texts are already truncated); the other fields as there.
+ * *tokens (may be NULL) receives the total of lengths. Nothing is written to out on error:
+ *   CLATTN_ERROR_INVALID_ARGUMENT  ids or lengths NULL (count > 0), ids[i] NULL, lengths[i] 0
+ *                                  ("text N: ..." counting from 1), or params->max_length not 0
+ *   CLATTN_ERROR_OUT_OF_RANGE      lengths[i] above the model's max_length, or an id that is
+ *                                  negative or not below its vocab_size (naming text N and the id)
+ * The ids are not checked for [CLS] and [SEP]: other ids run as they are.
+ */
+CLATTN_API clattn_status clattn_sentence_model_embed_ids(clattn_sentence_model *model,
+                                                         const int32_t *const *ids,
+                                                         const size_t *lengths, size_t count,
+                                                         float *out,
+                                                         const clattn_embed_params *params,
+                                                         size_t *tokens);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #include "runtime/tensor_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,18 +201,37 @@ void clattn_embed_params_default(clattn_embed_params *params)
 
 /* ---- embedding ---- */
 
-/* Every text's ids, one after another. */
+/* Every text's ids: tokenized here (clattn_sentence_model_embed) or given by the caller
+ * (clattn_sentence_model_embed_ids). Both run through embed_tokenized. */
 typedef struct tokenized {
-    int32_t *ids;       /* all texts' ids */
-    size_t *start, *n;  /* text i: ids[start[i] .. start[i] + n[i]) */
-    size_t *order;      /* texts sorted by length (stable) */
-    size_t total;
+    const int32_t **ids; /* text i: ids[i][0 .. n[i]) */
+    size_t *n;
+    size_t *order;       /* texts sorted by length (stable) */
+    size_t total;        /* real tokens of all texts */
+    int32_t *storage;    /* the ids tokenize_all wrote, one text after another (NULL otherwise) */
 } tokenized;
 
 static void tokenized_free(tokenized *t)
 {
-    free(t->ids), free(t->start), free(t->n), free(t->order);
+    free((void *)t->ids), free(t->n), free(t->order), free(t->storage);
     memset(t, 0, sizeof(*t));
+}
+
+/* The per-text arrays for `count` texts (at least one element each, for count 0). */
+static clattn_status tokenized_alloc(clattn_sentence_model *m, const char *fn, size_t count,
+                                     tokenized *t)
+{
+    memset(t, 0, sizeof(*t));
+    size_t slots = count ? count : 1;
+    t->ids = calloc(slots, sizeof(*t->ids));
+    t->n = calloc(slots, sizeof(size_t));
+    t->order = calloc(slots, sizeof(size_t));
+    if (!t->ids || !t->n || !t->order)
+        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                            fn);
+    for (size_t i = 0; i < count; i++)
+        t->order[i] = i;
+    return CLATTN_OK;
 }
 
 static _Thread_local const size_t *sort_lengths; /* qsort has no context argument */
@@ -228,46 +248,43 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
                                   const size_t *lengths, size_t count, size_t max_length,
                                   tokenized *t)
 {
-    memset(t, 0, sizeof(*t));
-    t->start = calloc(count ? count : 1, sizeof(size_t));
-    t->n = calloc(count ? count : 1, sizeof(size_t));
-    t->order = calloc(count ? count : 1, sizeof(size_t));
-    if (!t->start || !t->n || !t->order)
+    clattn_status status = tokenized_alloc(m, fn_embed, count, t);
+    if (status != CLATTN_OK)
+        return status;
+    size_t *start = calloc(count ? count : 1, sizeof(size_t));
+    if (!start)
         return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                             fn_embed);
-    for (size_t i = 0; i < count; i++) { /* first the counts */
+    for (size_t i = 0; status == CLATTN_OK && i < count; i++) { /* first the counts */
         size_t len = lengths ? lengths[i] : strlen(texts[i]);
-        clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
-                                                       NULL, 0, &t->n[i]);
+        status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length, NULL, 0,
+                                         &t->n[i]);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
-                                clattn_last_error(NULL));
-        t->start[i] = t->total;
+            status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
+                                  clattn_last_error(NULL));
+        start[i] = t->total;
         t->total += t->n[i];
-        t->order[i] = i;
     }
-    t->ids = malloc((t->total ? t->total : 1) * sizeof(int32_t));
-    if (!t->ids)
-        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                            fn_embed);
-    for (size_t i = 0; i < count; i++) {
+    if (status == CLATTN_OK && !(t->storage = malloc((t->total ? t->total : 1) * sizeof(int32_t))))
+        status = clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                              fn_embed);
+    for (size_t i = 0; status == CLATTN_OK && i < count; i++) {
         size_t len = lengths ? lengths[i] : strlen(texts[i]), got;
-        clattn_status status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
-                                                       t->ids + t->start[i], t->n[i], &got);
+        t->ids[i] = t->storage + start[i];
+        status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
+                                         t->storage + start[i], t->n[i], &got);
         if (status != CLATTN_OK)
-            return clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
-                                clattn_last_error(NULL));
+            status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
+                                  clattn_last_error(NULL));
     }
-    sort_lengths = t->n;
-    qsort(t->order, count, sizeof(size_t), by_length);
-    sort_lengths = NULL;
-    return CLATTN_OK;
+    free(start);
+    return status;
 }
 
 /* One batch: texts order[first .. first + count) (their longest is `len` ids). */
-static clattn_status embed_batch(clattn_sentence_model *m, const tokenized *t, size_t first,
-                                 size_t count, size_t len, clattn_pooling pooling, int normalize,
-                                 float *out)
+static clattn_status embed_batch(clattn_sentence_model *m, const char *fn, const tokenized *t,
+                                 size_t first, size_t count, size_t len, clattn_pooling pooling,
+                                 int normalize, float *out)
 {
     clattn_context *ctx = m->ctx;
     size_t d = m->info.hidden_size, cells = count * len;
@@ -277,12 +294,12 @@ static clattn_status embed_batch(clattn_sentence_model *m, const tokenized *t, s
     clattn_status status = CLATTN_OK;
     if (!ids || !pad || !pooled)
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                              fn_embed);
+                              fn);
     for (size_t b = 0; status == CLATTN_OK && b < count; b++) {
         size_t text = t->order[first + b];
         for (size_t j = 0; j < len; j++) { /* right padding */
             bool real = j < t->n[text];
-            ids[b * len + j] = real ? t->ids[t->start[text] + j] : m->pad_id;
+            ids[b * len + j] = real ? t->ids[text][j] : m->pad_id;
             pad[b * len + j] = real ? 0.0f : 1.0f;
         }
     }
@@ -309,6 +326,60 @@ static clattn_status embed_batch(clattn_sentence_model *m, const tokenized *t, s
     return status;
 }
 
+/* The checks both entries make on their common arguments. */
+static clattn_status check_embed_args(clattn_sentence_model *m, const char *fn, size_t count,
+                                      const float *out, const clattn_embed_params *params)
+{
+    clattn_context *ctx = m->ctx;
+    CLATTN_CHECK_ARG(ctx, fn, out || count == 0, "out is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
+                     "params->reserved is not zero (initialise params with "
+                     "clattn_embed_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, params->pooling >= -1 && params->pooling <= CLATTN_POOLING_CLS,
+                     "params->pooling is %d", params->pooling);
+    CLATTN_CHECK_ARG(ctx, fn, params->normalize >= -1 && params->normalize <= 1,
+                     "params->normalize is %d", params->normalize);
+    return CLATTN_OK;
+}
+
+/* Sorts the texts by length, runs them in batches of similar length (at most params->batch_size
+ * texts and params->max_batch_tokens padded tokens each) and writes row i of out for text i.
+ * Takes ownership of t. */
+static clattn_status embed_tokenized(clattn_sentence_model *m, const char *fn, tokenized *t,
+                                     size_t count, float *out, const clattn_embed_params *params,
+                                     size_t *tokens)
+{
+    size_t batch_size = params->batch_size ? params->batch_size : 32;
+    size_t batch_tokens = params->max_batch_tokens ? params->max_batch_tokens : 16384;
+    clattn_pooling pooling = params->pooling >= 0 ? (clattn_pooling)params->pooling
+                                                  : m->info.pooling;
+    int normalize = params->normalize >= 0 ? params->normalize : m->info.normalize;
+    sort_lengths = t->n;
+    qsort(t->order, count, sizeof(size_t), by_length);
+    sort_lengths = NULL;
+    clattn_status status = CLATTN_OK;
+    /* Batches of texts of similar length, in sorted order; results land in input order. */
+    for (size_t first = 0; status == CLATTN_OK && first < count;) {
+        size_t n = 0, longest = 0;
+        while (first + n < count && n < batch_size) {
+            size_t len = t->n[t->order[first + n]];
+            size_t widest = len > longest ? len : longest;
+            if (n > 0 && (n + 1) * widest > batch_tokens)
+                break;
+            longest = widest;
+            n++;
+        }
+        status = embed_batch(m, fn, t, first, n, longest, pooling, normalize, out);
+        first += n;
+        if (status == CLATTN_OK && params->progress)
+            params->progress(params->progress_user_data, first, count);
+    }
+    if (status == CLATTN_OK && tokens)
+        *tokens = t->total;
+    tokenized_free(t);
+    return status;
+}
+
 clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *const *texts,
                                           const size_t *lengths, size_t count, float *out,
                                           const clattn_embed_params *params, size_t *tokens)
@@ -321,15 +392,9 @@ clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *
         params = &defaults;
     }
     CLATTN_CHECK_ARG(ctx, fn_embed, texts || count == 0, "texts is NULL");
-    CLATTN_CHECK_ARG(ctx, fn_embed, out || count == 0, "out is NULL");
-    CLATTN_CHECK_ARG(ctx, fn_embed,
-                     clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
-                     "params->reserved is not zero (initialise params with "
-                     "clattn_embed_params_default)");
-    CLATTN_CHECK_ARG(ctx, fn_embed, params->pooling >= -1 && params->pooling <= CLATTN_POOLING_CLS,
-                     "params->pooling is %d", params->pooling);
-    CLATTN_CHECK_ARG(ctx, fn_embed, params->normalize >= -1 && params->normalize <= 1,
-                     "params->normalize is %d", params->normalize);
+    clattn_status status = check_embed_args(m, fn_embed, count, out, params);
+    if (status != CLATTN_OK)
+        return status;
     CLATTN_CHECK_ARG(ctx, fn_embed, params->max_length != 1,
                      "params->max_length is 1 (at least [CLS] and [SEP] are needed)");
     for (size_t i = 0; i < count; i++)
@@ -338,32 +403,60 @@ clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *
     size_t max_length = m->info.max_length;
     if (params->max_length && params->max_length < max_length)
         max_length = params->max_length;
-    size_t batch_size = params->batch_size ? params->batch_size : 32;
-    size_t batch_tokens = params->max_batch_tokens ? params->max_batch_tokens : 16384;
-    clattn_pooling pooling = params->pooling >= 0 ? (clattn_pooling)params->pooling
-                                                  : m->info.pooling;
-    int normalize = params->normalize >= 0 ? params->normalize : m->info.normalize;
-
     tokenized t;
-    clattn_status status = tokenize_all(m, texts, lengths, count, max_length, &t);
-    /* Batches of texts of similar length, in sorted order; results land in input order. */
-    for (size_t first = 0; status == CLATTN_OK && first < count;) {
-        size_t n = 0, longest = 0;
-        while (first + n < count && n < batch_size) {
-            size_t len = t.n[t.order[first + n]];
-            size_t widest = len > longest ? len : longest;
-            if (n > 0 && (n + 1) * widest > batch_tokens)
-                break;
-            longest = widest;
-            n++;
-        }
-        status = embed_batch(m, &t, first, n, longest, pooling, normalize, out);
-        first += n;
-        if (status == CLATTN_OK && params->progress)
-            params->progress(params->progress_user_data, first, count);
+    status = tokenize_all(m, texts, lengths, count, max_length, &t);
+    if (status != CLATTN_OK) {
+        tokenized_free(&t);
+        return status;
     }
-    if (status == CLATTN_OK && tokens)
-        *tokens = t.total;
-    tokenized_free(&t);
-    return status;
+    return embed_tokenized(m, fn_embed, &t, count, out, params, tokens);
+}
+
+clattn_status clattn_sentence_model_embed_ids(clattn_sentence_model *m, const int32_t *const *ids,
+                                              const size_t *lengths, size_t count, float *out,
+                                              const clattn_embed_params *params, size_t *tokens)
+{
+    static const char fn[] = "clattn_sentence_model_embed_ids";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    clattn_context *ctx = m->ctx;
+    clattn_embed_params defaults;
+    if (!params) {
+        clattn_embed_params_default(&defaults);
+        params = &defaults;
+    }
+    CLATTN_CHECK_ARG(ctx, fn, ids || count == 0, "ids is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, lengths || count == 0, "lengths is NULL");
+    clattn_status status = check_embed_args(m, fn, count, out, params);
+    if (status != CLATTN_OK)
+        return status;
+    CLATTN_CHECK_ARG(ctx, fn, params->max_length == 0,
+                     "params->max_length is %zu (must be 0: the texts are already tokenized and "
+                     "truncated)", params->max_length);
+    /* Every text is checked before anything runs, so that nothing is written to out on error. */
+    for (size_t i = 0; i < count; i++) {
+        CLATTN_CHECK_ARG(ctx, fn, ids[i], "text %zu (ids[%zu]) is NULL", i + 1, i);
+        CLATTN_CHECK_ARG(ctx, fn, lengths[i] > 0, "text %zu (lengths[%zu]) has no ids", i + 1, i);
+        if (lengths[i] > m->info.max_length)
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                "%s: text %zu has %zu ids, more than the model's max_length %zu",
+                                fn, i + 1, lengths[i], m->info.max_length);
+        for (size_t j = 0; j < lengths[i]; j++)
+            if (ids[i][j] < 0 || (size_t)ids[i][j] >= m->info.vocab_size)
+                return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                    "%s: text %zu: id %" PRId32 " (ids[%zu][%zu]) is outside "
+                                    "the vocabulary (0 to %zu)", fn, i + 1, ids[i][j], i, j,
+                                    m->info.vocab_size - 1);
+    }
+    tokenized t;
+    status = tokenized_alloc(m, fn, count, &t);
+    if (status != CLATTN_OK) {
+        tokenized_free(&t);
+        return status;
+    }
+    for (size_t i = 0; i < count; i++) {
+        t.ids[i] = ids[i];
+        t.n[i] = lengths[i];
+        t.total += lengths[i];
+    }
+    return embed_tokenized(m, fn, &t, count, out, params, tokens);
 }
