@@ -3,6 +3,9 @@
 # Idempotent: when everything is already installed it changes nothing and needs no network.
 # clang-14 and its libFuzzer runtime serve tools/fuzz.sh (the fuzzing step of tools/run-tests.sh);
 # Open MPI lets examples/embed run under mpirun (meson's -Dmpi=auto finds it).
+# libmicrohttpd serves HTTP in examples/serve (clattn-serve); curl and python3-venv are for its
+# tests (tests/test_serve.sh drives it with curl; tests/serve_client.py makes a venv for the
+# official openai client from PyPI).
 # Runs apt-get as root (directly, or through sudo when run as another user).
 set -eu
 
@@ -12,6 +15,7 @@ meson ninja-build
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 libclblast-dev
 libjansson-dev
+libmicrohttpd-dev curl python3-venv
 libutf8proc-dev
 libcmocka-dev
 libopenmpi-dev openmpi-bin

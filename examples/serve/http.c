@@ -1,0 +1,672 @@
+/*
+ * clattn-serve's libmicrohttpd glue (http.h): the listening socket, the request life cycle
+ * (headers, body, answer, completion), the routes and the log line.
+ */
+#include "http.h"
+
+#include <microhttpd.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+enum server_state { STATE_LOADING, STATE_READY, STATE_STOPPING };
+
+struct serve_http {
+    serve_http_config config;
+    struct MHD_Daemon *daemon;
+    int listen_fd; /* ours after MHD_quiesce_daemon, else the daemon's */
+    bool quiesced;
+    char address[128];
+    serve_backend backend;  /* valid once state is READY */
+    atomic_int state;
+    pthread_mutex_t lock;   /* guards active */
+    pthread_cond_t idle;    /* signalled when active drops to 0 */
+    size_t active;          /* requests between their headers and their completion */
+};
+
+/* ---- routes ---- */
+
+typedef enum route_id {
+    ROUTE_OPENAI_EMBEDDINGS,
+    ROUTE_EMBED,
+    ROUTE_TOKENIZE,
+    ROUTE_HEALTH,
+    ROUTE_INFO,
+    ROUTE_MODELS,
+    ROUTE_METRICS,
+    ROUTE_UNKNOWN,
+} route_id;
+
+typedef struct route {
+    const char *path;
+    bool post;       /* POST, else GET (and HEAD) */
+    serve_api api;   /* whose error bodies */
+} route;
+
+static const route routes[] = {
+    [ROUTE_OPENAI_EMBEDDINGS] = {"/v1/embeddings", true, SERVE_API_OPENAI},
+    [ROUTE_EMBED] = {"/embed", true, SERVE_API_TEI},
+    [ROUTE_TOKENIZE] = {"/tokenize", true, SERVE_API_TEI},
+    [ROUTE_HEALTH] = {"/health", false, SERVE_API_TEI},
+    [ROUTE_INFO] = {"/info", false, SERVE_API_TEI},
+    [ROUTE_MODELS] = {"/v1/models", false, SERVE_API_OPENAI},
+    [ROUTE_METRICS] = {"/metrics", false, SERVE_API_TEI},
+};
+
+static route_id find_route(const char *url)
+{
+    for (int i = 0; i < ROUTE_UNKNOWN; i++)
+        if (strcmp(url, routes[i].path) == 0)
+            return (route_id)i;
+    return ROUTE_UNKNOWN;
+}
+
+/* ---- one request ---- */
+
+typedef struct request {
+    route_id route;
+    serve_api api;
+    double start_s, deadline_s;
+    char method[16];
+    char log_path[72];  /* the route, or the unknown path made printable */
+    char *body;
+    size_t length, capacity;
+    bool too_large;     /* the body went past the payload limit: dropped */
+    int status;         /* the status queued; 0: none yet */
+    bool deadline_closed;
+    size_t texts, tokens;
+    double queue_ms, inference_ms;
+} request;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void printable(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    for (; src[n] && n + 1 < size; n++)
+        dst[n] = src[n] > 0x20 && src[n] < 0x7f ? src[n] : '?';
+    dst[n] = '\0';
+}
+
+/* Queues `body` (malloc'd, taken over; NULL: out of memory, answered 500). */
+static enum MHD_Result respond(serve_http *h, struct MHD_Connection *c, request *r, int status,
+                               char *body, size_t length, const char *content_type)
+{
+    struct MHD_Response *resp;
+    if (!body) {
+        static const char oom[] = "{\"error\":\"out of memory\",\"error_type\":\"Backend\"}";
+        status = 500;
+        content_type = "application/json";
+        resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
+                                               MHD_RESPMEM_PERSISTENT);
+    } else {
+        resp = MHD_create_response_from_buffer(length, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(body);
+    }
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == 405)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                routes[r->route].post ? "POST" : "GET, HEAD");
+    if (status == 429 || status == 503)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    /* While draining, clients should not reuse the connection. */
+    if (atomic_load(&h->state) == STATE_STOPPING)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        r->status = status;
+    return ret;
+}
+
+static enum MHD_Result respond_error(serve_http *h, struct MHD_Connection *c, request *r,
+                                     const serve_error *e)
+{
+    size_t length = 0;
+    char *body = serve_format_error(r->api, e, &length);
+    return respond(h, c, r, e->status, body, length, "application/json");
+}
+
+static enum MHD_Result fail(serve_http *h, struct MHD_Connection *c, request *r,
+                            serve_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static enum MHD_Result fail(serve_http *h, struct MHD_Connection *c, request *r,
+                            serve_error_kind kind, const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    serve_error e;
+    serve_error_set(&e, r->api, kind, NULL, "%s", message);
+    return respond_error(h, c, r, &e);
+}
+
+static enum MHD_Result unavailable(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    return fail(h, c, r, SERVE_ERROR_UNAVAILABLE,
+                atomic_load(&h->state) == STATE_LOADING
+                    ? "the model is loading (its warm-up pass has not finished): retry later"
+                    : "the server is shutting down");
+}
+
+/* "Authorization: Bearer KEY", compared in time independent of where the keys differ. */
+static bool authorized(const serve_http *h, struct MHD_Connection *c)
+{
+    const char *key = h->config.api_key;
+    if (!key)
+        return true;
+    const char *header = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!header || strncmp(header, "Bearer ", 7) != 0)
+        return false;
+    const char *given = header + 7;
+    size_t n = strlen(key), m = strlen(given);
+    unsigned char diff = n != m;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(key[i] ^ given[i < m ? i : 0]);
+    return diff == 0;
+}
+
+/* ---- the routes' answers ---- */
+
+static enum MHD_Result answer_get(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    int state = atomic_load_explicit(&h->state, memory_order_acquire);
+    size_t length = 0;
+    char *body = NULL;
+    switch (r->route) {
+    case ROUTE_HEALTH:
+        if (state != STATE_READY)
+            return unavailable(h, c, r);
+        body = strdup("{\"status\":\"ok\"}");
+        return respond(h, c, r, 200, body, body ? strlen(body) : 0, "application/json");
+    case ROUTE_METRICS:
+        body = h->config.metrics
+                   ? serve_metrics_render(h->config.metrics,
+                                          state == STATE_READY
+                                              ? serve_scheduler_pending(h->backend.scheduler)
+                                              : 0)
+                   : strdup("");
+        return respond(h, c, r, 200, body, body ? strlen(body) : 0,
+                       "text/plain; version=0.0.4; charset=utf-8");
+    case ROUTE_INFO:
+    case ROUTE_MODELS:
+        if (state == STATE_LOADING)
+            return unavailable(h, c, r);
+        body = r->route == ROUTE_INFO ? serve_format_info(&h->backend.description, &length)
+                                      : serve_format_models(&h->backend.description, &length);
+        return respond(h, c, r, 200, body, length, "application/json");
+    default:
+        return MHD_NO; /* not a GET route: find_route and the method check exclude it */
+    }
+}
+
+static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    const serve_backend *b = &h->backend;
+    serve_embed_request req;
+    serve_error err;
+    bool ok = r->route == ROUTE_OPENAI_EMBEDDINGS
+                  ? serve_parse_openai_embeddings(r->body, r->length, b->tokenizer, &b->limits,
+                                                  &req, &err)
+                  : serve_parse_tei_embed(r->body, r->length, b->tokenizer, &b->limits, &req,
+                                          &err);
+    free(r->body);
+    r->body = NULL;
+    if (!ok)
+        return respond_error(h, c, r, &err);
+    r->texts = req.texts.count;
+    r->tokens = req.texts.tokens;
+    size_t hidden = b->limits.hidden_size;
+    float *rows = malloc(req.texts.count * hidden * sizeof(float));
+    if (!rows) {
+        serve_texts_free(&req.texts);
+        return fail(h, c, r, SERVE_ERROR_BACKEND, "out of memory for %zu embeddings",
+                    req.texts.count);
+    }
+    /* OpenAI's route gives the model's own output; TEI's normalize is asked of the device, so
+     * that a normalising model's rows are the bytes `embed` writes. */
+    serve_job job = {
+        .count = req.texts.count,
+        .ids = (const int32_t *const *)req.texts.ids,
+        .lengths = req.texts.lengths,
+        .normalize = req.normalize,
+        .out = rows,
+    };
+    serve_result result = serve_scheduler_submit(b->scheduler, &job, r->deadline_s * 1000.0);
+    serve_texts_free(&req.texts);
+    r->queue_ms = job.queue_ms;
+    r->inference_ms = job.inference_ms;
+    if (result != SERVE_DONE) {
+        free(rows);
+        switch (result) {
+        case SERVE_OVERLOADED:
+            return fail(h, c, r, SERVE_ERROR_OVERLOADED,
+                        "Model is overloaded: %zu requests are queued (--max-concurrent-requests)",
+                        h->config.max_concurrent_requests);
+        case SERVE_STOPPED: return unavailable(h, c, r);
+        case SERVE_TIMED_OUT:
+            return fail(h, c, r, SERVE_ERROR_TIMEOUT,
+                        "the request's deadline (--request-timeout %g s) passed before its texts "
+                        "could be run",
+                        h->config.request_timeout_s);
+        default:
+            job.error[sizeof(job.error) - 1] = '\0';
+            return fail(h, c, r, SERVE_ERROR_BACKEND, "%s",
+                        job.error[0] ? job.error : "the model failed");
+        }
+    }
+    bool normalized = req.normalize < 0 ? b->model_normalizes : req.normalize == 1;
+    size_t dims = req.dimensions ? req.dimensions : hidden;
+    serve_finish_rows(rows, job.count, hidden, dims, normalized && dims < hidden);
+    size_t bad = serve_first_non_finite_row(rows, job.count, dims);
+    if (bad < job.count) {
+        free(rows);
+        return fail(h, c, r, SERVE_ERROR_BACKEND,
+                    "the embedding of input %zu holds NaN or infinity (the model's weights "
+                    "hold such values or its computation overflowed)",
+                    bad);
+    }
+    size_t length = 0;
+    char *body = r->route == ROUTE_OPENAI_EMBEDDINGS
+                     ? serve_format_openai_embeddings(rows, job.count, dims, req.base64,
+                                                      b->description.served_name, r->tokens,
+                                                      &length)
+                     : serve_format_tei_embeddings(rows, job.count, dims, &length);
+    free(rows);
+    return respond(h, c, r, 200, body, length, "application/json");
+}
+
+static enum MHD_Result answer_tokenize(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    const serve_backend *b = &h->backend;
+    serve_tokenize_request req;
+    serve_error err;
+    bool ok = serve_parse_tei_tokenize(r->body, r->length, b->tokenizer, &b->limits, &req, &err);
+    free(r->body);
+    r->body = NULL;
+    if (!ok)
+        return respond_error(h, c, r, &err);
+    r->texts = req.texts.count;
+    r->tokens = req.texts.tokens;
+    size_t length = 0;
+    char *body = serve_format_tei_tokens(&req, b->tokenizer, &length);
+    serve_texts_free(&req.texts);
+    return respond(h, c, r, 200, body, length, "application/json");
+}
+
+/* The body is complete: answer it. */
+static enum MHD_Result answer_post(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    if (r->too_large)
+        return fail(h, c, r, SERVE_ERROR_TOO_LARGE,
+                    "the body is larger than this server's limit of %zu bytes (--payload-limit)",
+                    h->config.payload_limit);
+    if (atomic_load_explicit(&h->state, memory_order_acquire) != STATE_READY)
+        return unavailable(h, c, r);
+    return r->route == ROUTE_TOKENIZE ? answer_tokenize(h, c, r) : answer_embeddings(h, c, r);
+}
+
+/* ---- the request's life cycle ---- */
+
+/* The headers are in: refuse what can be refused before the body is read. MHD_YES without a
+ * response: read the body. */
+static enum MHD_Result first_call(serve_http *h, struct MHD_Connection *c, request *r,
+                                  const char *method)
+{
+    if (r->route != ROUTE_HEALTH && !authorized(h, c))
+        return fail(h, c, r, SERVE_ERROR_UNAUTHORIZED,
+                    h->config.api_key && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                                     "Authorization")
+                        ? "Incorrect API key provided (Authorization: Bearer KEY)"
+                        : "You didn't provide an API key: this server needs the header "
+                          "'Authorization: Bearer KEY'");
+    if (r->route == ROUTE_UNKNOWN)
+        return fail(h, c, r, SERVE_ERROR_NOT_FOUND,
+                    "Invalid URL (%s %s): the routes are POST /v1/embeddings, POST /embed, "
+                    "POST /tokenize, GET /health, GET /info, GET /v1/models, GET /metrics",
+                    r->method, r->log_path);
+    const route *rt = &routes[r->route];
+    bool method_ok = rt->post ? strcmp(method, MHD_HTTP_METHOD_POST) == 0
+                              : strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+                                    strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    if (!method_ok)
+        return fail(h, c, r, SERVE_ERROR_METHOD, "Method %s is not allowed on %s: use %s",
+                    r->method, rt->path, rt->post ? "POST" : "GET");
+    if (!rt->post)
+        return MHD_YES; /* answered on the next call: a response queued now closes the
+                         * connection (libmicrohttpd takes the request as not fully read) */
+    if (atomic_load(&h->state) != STATE_READY)
+        return unavailable(h, c, r);
+    pthread_mutex_lock(&h->lock);
+    size_t active = h->active;
+    pthread_mutex_unlock(&h->lock);
+    if (active > h->config.max_concurrent_requests)
+        return fail(h, c, r, SERVE_ERROR_OVERLOADED,
+                    "Model is overloaded: more than %zu requests at once "
+                    "(--max-concurrent-requests)",
+                    h->config.max_concurrent_requests);
+    const char *declared = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (declared) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long n = strtoull(declared, &end, 10);
+        if (errno == 0 && end != declared && n > h->config.payload_limit)
+            return fail(h, c, r, SERVE_ERROR_TOO_LARGE,
+                        "the body (%llu bytes) is larger than this server's limit of %zu bytes "
+                        "(--payload-limit)",
+                        n, h->config.payload_limit);
+    }
+    return MHD_YES;
+}
+
+/* A part of the body: kept while within the payload limit, dropped after. */
+static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, request *r,
+                                 const char *data, size_t size)
+{
+    double left = r->deadline_s - now_s();
+    if (left <= 0) {
+        /* A response cannot be queued while the body comes in: the client is cut off. */
+        r->deadline_closed = true;
+        return MHD_NO;
+    }
+    /* A client that goes silent now is cut off at the deadline, not an idle timeout later. */
+    unsigned timeout = (unsigned)ceil(left);
+    if (timeout < h->config.idle_timeout_s)
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
+    if (r->too_large)
+        return MHD_YES;
+    if (size > h->config.payload_limit - r->length) {
+        r->too_large = true;
+        free(r->body);
+        r->body = NULL;
+        r->length = r->capacity = 0;
+        return MHD_YES;
+    }
+    if (r->length + size > r->capacity) {
+        size_t want = r->capacity ? r->capacity : 4096;
+        while (want < r->length + size)
+            want *= 2;
+        if (want > h->config.payload_limit)
+            want = h->config.payload_limit;
+        char *p = realloc(r->body, want);
+        if (!p)
+            return MHD_NO;
+        r->body = p;
+        r->capacity = want;
+    }
+    memcpy(r->body + r->length, data, size);
+    r->length += size;
+    return MHD_YES;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    serve_http *h = cls;
+    request *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        r->start_s = now_s();
+        r->deadline_s = r->start_s + h->config.request_timeout_s;
+        r->route = find_route(url);
+        r->api = r->route != ROUTE_UNKNOWN       ? routes[r->route].api
+                 : strncmp(url, "/v1/", 4) == 0 ? SERVE_API_OPENAI
+                                                 : SERVE_API_TEI;
+        printable(r->method, sizeof(r->method), method);
+        printable(r->log_path, sizeof(r->log_path),
+                  r->route != ROUTE_UNKNOWN ? routes[r->route].path : url);
+        if (r->route == ROUTE_UNKNOWN && strlen(url) >= 64)
+            strcpy(r->log_path + 60, "...");
+        pthread_mutex_lock(&h->lock);
+        h->active++;
+        pthread_mutex_unlock(&h->lock);
+        return first_call(h, c, r, method);
+    }
+    if (*upload_data_size) {
+        enum MHD_Result ret = take_body(h, c, r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return ret;
+    }
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->config.idle_timeout_s);
+    return routes[r->route].post ? answer_post(h, c, r) : answer_get(h, c, r);
+}
+
+static const char *metrics_route(const request *r)
+{
+    return r->route == ROUTE_UNKNOWN ? "other" : routes[r->route].path;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    serve_http *h = cls;
+    request *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    double ms = (now_s() - r->start_s) * 1000.0;
+    /* No response: cut off for slowness (408), or the client left first (499, nginx's "client
+     * closed request"). */
+    bool too_slow = r->deadline_closed ||
+                    (!r->status && toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED);
+    int status = too_slow ? 408 : r->status ? r->status : 499;
+    const char *note = too_slow ? " (closed: the client was too slow for the request's deadline)"
+                       : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " (client gone)"
+                                                                     : "";
+    fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu ms=%.1f%s\n", r->method,
+            r->log_path, status, r->texts, r->tokens, ms, note);
+    if (h->config.metrics)
+        serve_metrics_request(h->config.metrics, metrics_route(r), status, r->texts, r->tokens,
+                              r->queue_ms, r->inference_ms, ms);
+    free(r->body);
+    free(r);
+    pthread_mutex_lock(&h->lock);
+    if (--h->active == 0)
+        pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char message[512];
+    vsnprintf(message, sizeof(message), fmt, ap);
+    size_t n = strlen(message);
+    while (n && (message[n - 1] == '\n' || message[n - 1] == '\r'))
+        message[--n] = '\0';
+    fprintf(stderr, "clattn-serve: libmicrohttpd: %s\n", message);
+}
+
+/* ---- the server ---- */
+
+/* A listening socket on host:port; -1 with the cause in error. */
+static int open_listener(const serve_http_config *config, char *address, size_t address_size,
+                         char *error, size_t error_size)
+{
+    char port[16];
+    snprintf(port, sizeof(port), "%u", config->port);
+    struct addrinfo hints = {0}, *found = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(config->host, port, &hints, &found);
+    if (rc != 0) {
+        snprintf(error, error_size, "--host %s: %s", config->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved = 0;
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (a->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(found);
+    if (fd < 0) {
+        if (saved == EADDRINUSE)
+            snprintf(error, error_size, "cannot listen on %s port %u: the port is in use (%s)",
+                     config->host, config->port, strerror(saved));
+        else
+            snprintf(error, error_size, "cannot listen on %s port %u: %s", config->host,
+                     config->port, strerror(saved));
+        return -1;
+    }
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof(bound);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned bound_port = config->port;
+    if (getsockname(fd, (struct sockaddr *)&bound, &len) == 0) {
+        if (bound.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&bound;
+            inet_ntop(AF_INET6, &a6->sin6_addr, host, sizeof(host));
+            bound_port = ntohs(a6->sin6_port);
+        } else {
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&bound;
+            inet_ntop(AF_INET, &a4->sin_addr, host, sizeof(host));
+            bound_port = ntohs(a4->sin_port);
+        }
+    }
+    snprintf(address, address_size, bound.ss_family == AF_INET6 ? "http://[%s]:%u" : "http://%s:%u",
+             host, bound_port);
+    return fd;
+}
+
+int serve_http_start(serve_http **out, const serve_http_config *config, char *error,
+                     size_t error_size)
+{
+    *out = NULL;
+    serve_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(error, error_size, "out of memory");
+        return -1;
+    }
+    h->config = *config;
+    atomic_init(&h->state, STATE_LOADING);
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->idle, NULL);
+    h->listen_fd = open_listener(config, h->address, sizeof(h->address), error, error_size);
+    if (h->listen_fd < 0) {
+        pthread_cond_destroy(&h->idle);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return -1;
+    }
+    /* Connections beyond the request limit are still accepted, up to a margin, so that they get
+     * a 429 rather than a closed socket. */
+    unsigned limit = config->max_concurrent_requests + 64 > 65536
+                         ? 65536
+                         : (unsigned)config->max_concurrent_requests + 64;
+    h->daemon = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, handle, h,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: it applies to the options after */
+        MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf(error, error_size, "cannot start the HTTP server on %s (libmicrohttpd failed)",
+                 h->address);
+        close(h->listen_fd);
+        pthread_cond_destroy(&h->idle);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return -1;
+    }
+    *out = h;
+    return 0;
+}
+
+const char *serve_http_address(const serve_http *h)
+{
+    return h->address;
+}
+
+void serve_http_set_ready(serve_http *h, const serve_backend *backend)
+{
+    h->backend = *backend;
+    atomic_store_explicit(&h->state, STATE_READY, memory_order_release);
+}
+
+void serve_http_stop_accepting(serve_http *h)
+{
+    atomic_store(&h->state, STATE_STOPPING);
+    if (!h->quiesced) {
+        MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+        h->quiesced = true;
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+}
+
+bool serve_http_wait_idle(serve_http *h, double timeout_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double end = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + timeout_s;
+    until.tv_sec = (time_t)end;
+    until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
+    pthread_mutex_lock(&h->lock);
+    while (h->active > 0)
+        if (pthread_cond_timedwait(&h->idle, &h->lock, &until) == ETIMEDOUT)
+            break;
+    bool idle = h->active == 0;
+    pthread_mutex_unlock(&h->lock);
+    return idle;
+}
+
+void serve_http_stop(serve_http **hp)
+{
+    serve_http *h = hp ? *hp : NULL;
+    if (!h)
+        return;
+    MHD_stop_daemon(h->daemon);
+    pthread_cond_destroy(&h->idle);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+    *hp = NULL;
+}

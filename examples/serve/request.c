@@ -1,0 +1,837 @@
+/*
+ * Request parsing and response formatting of clattn-serve (request.h). Pure: the only state is
+ * in the arguments.
+ */
+#include "request.h"
+
+#include <jansson.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- errors ---- */
+
+typedef struct error_style {
+    int openai_status, tei_status;
+    const char *openai_type, *openai_code, *tei_type;
+} error_style;
+
+static const error_style error_styles[] = {
+    [SERVE_ERROR_SYNTAX] = {400, 400, "invalid_request_error", NULL, "Validation"},
+    [SERVE_ERROR_INVALID] = {400, 422, "invalid_request_error", NULL, "Validation"},
+    [SERVE_ERROR_EMPTY] = {400, 400, "invalid_request_error", NULL, "Empty"},
+    [SERVE_ERROR_TOO_LARGE] = {413, 413, "invalid_request_error", NULL, "Validation"},
+    [SERVE_ERROR_UNAUTHORIZED] = {401, 401, "invalid_request_error", "invalid_api_key",
+                                  "Unauthorized"},
+    [SERVE_ERROR_NOT_FOUND] = {404, 404, "invalid_request_error", "not_found", "NotFound"},
+    [SERVE_ERROR_METHOD] = {405, 405, "invalid_request_error", "method_not_allowed",
+                            "MethodNotAllowed"},
+    [SERVE_ERROR_OVERLOADED] = {429, 429, "rate_limit_error", "rate_limit_exceeded",
+                                "Overloaded"},
+    [SERVE_ERROR_BACKEND] = {500, 424, "server_error", NULL, "Backend"},
+    [SERVE_ERROR_UNAVAILABLE] = {503, 503, "server_error", "service_unavailable", "Unhealthy"},
+    [SERVE_ERROR_TIMEOUT] = {504, 504, "server_error", "timeout", "Overloaded"},
+};
+
+void serve_error_set(serve_error *e, serve_api api, serve_error_kind kind, const char *param,
+                     const char *fmt, ...)
+{
+    const error_style *s = &error_styles[kind];
+    e->status = api == SERVE_API_OPENAI ? s->openai_status : s->tei_status;
+    e->type = api == SERVE_API_OPENAI ? s->openai_type : s->tei_type;
+    e->code = api == SERVE_API_OPENAI ? s->openai_code : NULL;
+    snprintf(e->param, sizeof(e->param), "%s", param ? param : "");
+    /* TEI prefixes its validation messages so; its clients match on it. */
+    size_t used = 0;
+    if (api == SERVE_API_TEI && (kind == SERVE_ERROR_INVALID || kind == SERVE_ERROR_EMPTY ||
+                                 kind == SERVE_ERROR_TOO_LARGE))
+        used = (size_t)snprintf(e->message, sizeof(e->message), "Input validation error: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message + used, sizeof(e->message) - used, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- a growable output buffer ---- */
+
+typedef struct strbuf {
+    char *data;
+    size_t length, capacity;
+    bool failed; /* out of memory: every later append is a no-op */
+} strbuf;
+
+static bool sb_reserve(strbuf *b, size_t extra)
+{
+    if (b->failed)
+        return false;
+    if (b->length + extra + 1 <= b->capacity)
+        return true;
+    size_t want = b->capacity ? b->capacity : 256;
+    while (want < b->length + extra + 1) {
+        if (want > ((size_t)-1) / 2) {
+            b->failed = true;
+            return false;
+        }
+        want *= 2;
+    }
+    char *p = realloc(b->data, want);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->data = p;
+    b->capacity = want;
+    return true;
+}
+
+static void sb_append(strbuf *b, const char *s, size_t n)
+{
+    if (!sb_reserve(b, n))
+        return;
+    memcpy(b->data + b->length, s, n);
+    b->length += n;
+    b->data[b->length] = '\0';
+}
+
+static void sb_puts(strbuf *b, const char *s)
+{
+    sb_append(b, s, strlen(s));
+}
+
+static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char small[128];
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    if ((size_t)n < sizeof(small)) {
+        sb_append(b, small, (size_t)n);
+        return;
+    }
+    if (!sb_reserve(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->length, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->length += (size_t)n;
+}
+
+/* Returns the buffer (NULL when an append failed) and its length. */
+static char *sb_finish(strbuf *b, size_t *length)
+{
+    if (!b->failed && !b->data)
+        sb_append(b, "", 0);
+    if (b->failed) {
+        free(b->data);
+        *length = 0;
+        return NULL;
+    }
+    *length = b->length;
+    return b->data;
+}
+
+/* The length of the valid UTF-8 sequence at s[0 .. n), or 0 when it is not one. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+/* A JSON string: quotes, escapes, and U+FFFD for bytes that are not UTF-8 (messages may quote
+ * a client's bytes; the body must stay valid JSON). */
+static void sb_json_string(strbuf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    sb_append(b, "\"", 1);
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
+            run++;
+        sb_append(b, s + i, run - i);
+        i = run;
+        if (i >= n)
+            break;
+        unsigned char c = u[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            sb_append(b, esc, 2);
+            i++;
+        } else if (c < 0x20) {
+            sb_printf(b, "\\u%04x", c);
+            i++;
+        } else {
+            size_t len = utf8_sequence(u + i, n - i);
+            if (len) {
+                sb_append(b, s + i, len);
+                i += len;
+            } else {
+                sb_puts(b, "\\ufffd");
+                i++;
+            }
+        }
+    }
+    sb_append(b, "\"", 1);
+}
+
+/* ---- texts ---- */
+
+void serve_texts_free(serve_texts *t)
+{
+    if (t->ids)
+        for (size_t i = 0; i < t->count; i++)
+            free(t->ids[i]);
+    free(t->ids);
+    free(t->lengths);
+    memset(t, 0, sizeof(*t));
+}
+
+static bool texts_alloc(serve_texts *t, size_t count)
+{
+    memset(t, 0, sizeof(*t));
+    t->ids = calloc(count, sizeof(*t->ids));
+    t->lengths = calloc(count, sizeof(*t->lengths));
+    if (!t->ids || !t->lengths) {
+        free(t->ids);
+        free(t->lengths);
+        t->ids = NULL;
+        t->lengths = NULL;
+        return false;
+    }
+    t->count = count;
+    return true;
+}
+
+/* How one route reads its inputs. */
+typedef struct input_rules {
+    serve_api api;
+    const char *field;     /* "input" (OpenAI) or "inputs" (TEI) */
+    bool token_ids;        /* arrays of ids are accepted (OpenAI) */
+    bool check_length;     /* refuse or truncate texts over max_input_length (not /tokenize) */
+    bool truncate;         /* truncate instead of refusing */
+    bool truncate_left;    /* keep the last ids rather than the first */
+} input_rules;
+
+/* Cuts an encoding [CLS] a ... z [SEP] of n > max ids to max ids: the first ones, or (left)
+ * [CLS] and the last ones. */
+static void cut_encoding(int32_t *ids, size_t *n, size_t max, bool left)
+{
+    if (*n <= max)
+        return;
+    if (left)
+        memmove(ids + 1, ids + (*n - (max - 1)), (max - 1) * sizeof(*ids));
+    else
+        ids[max - 1] = ids[*n - 1];
+    *n = max;
+}
+
+static bool too_long(serve_error *err, const input_rules *r, const char *name, size_t given,
+                     size_t max)
+{
+    if (r->api == SERVE_API_TEI)
+        serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, name,
+                        "`%s` must have at most %zu tokens ([CLS] and [SEP] included). Given: "
+                        "%zu (ask for \"truncate\": true, or start the server with "
+                        "--auto-truncate)",
+                        name, max, given);
+    else
+        serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, name,
+                        "'%s' is %zu tokens long ([CLS] and [SEP] included), more than this "
+                        "model's maximum of %zu; shorten it, or start the server with "
+                        "--auto-truncate",
+                        name, given, max);
+    return false;
+}
+
+/* Tokenizes the string of `item` into t->ids[i]. */
+static bool encode_string(const json_t *item, size_t i, const char *name,
+                          const clattn_tokenizer *tok, const serve_limits *limits,
+                          const input_rules *r, serve_texts *t, serve_error *err)
+{
+    const char *text = json_string_value(item);
+    size_t bytes = json_string_length(item);
+    /* Right truncation is the tokenizer's own; left truncation and refusals need every id. */
+    size_t max_length = r->check_length && r->truncate && !r->truncate_left
+                            ? limits->max_input_length
+                            : SIZE_MAX;
+    /* Each id but [CLS] and [SEP] comes from at least one byte, almost always: try that room
+     * first, and take the exact count when the tokenizer says it needs more. */
+    size_t capacity = bytes + 2 < max_length ? bytes + 2 : max_length;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int32_t *ids = malloc(capacity * sizeof(*ids));
+        if (!ids) {
+            serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
+                            "out of memory for the ids of %s", name);
+            return false;
+        }
+        size_t count = 0;
+        clattn_status s = clattn_tokenizer_encode(tok, text, bytes, max_length, ids, capacity,
+                                                  &count);
+        if (s == CLATTN_OK) {
+            t->ids[i] = ids;
+            t->lengths[i] = count;
+            break;
+        }
+        free(ids);
+        if (s == CLATTN_ERROR_INVALID_ARGUMENT && count > capacity && attempt == 0) {
+            capacity = count;
+            continue;
+        }
+        serve_error_set(err, r->api,
+                        s == CLATTN_ERROR_INVALID_ARGUMENT ? SERVE_ERROR_INVALID
+                                                           : SERVE_ERROR_BACKEND,
+                        name, "%s cannot be tokenized: %s", name, clattn_last_error(NULL));
+        return false;
+    }
+    if (r->check_length && t->lengths[i] > limits->max_input_length) {
+        if (!r->truncate)
+            return too_long(err, r, name, t->lengths[i], limits->max_input_length);
+        cut_encoding(t->ids[i], &t->lengths[i], limits->max_input_length, r->truncate_left);
+    }
+    return true;
+}
+
+/* Copies the array of vocabulary ids `item` into t->ids[i] between [CLS] and [SEP]. */
+static bool copy_ids(const json_t *item, size_t i, const char *name, const clattn_tokenizer *tok,
+                     const serve_limits *limits, const input_rules *r, serve_texts *t,
+                     serve_error *err)
+{
+    size_t n = json_array_size(item);
+    size_t vocab = clattn_tokenizer_vocab_size(tok);
+    for (size_t k = 0; k < n; k++) {
+        const json_t *v = json_array_get(item, k);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            (unsigned long long)json_integer_value(v) >= vocab) {
+            char where[96];
+            snprintf(where, sizeof(where), "%s[%zu]", name, k);
+            if (json_is_integer(v))
+                serve_error_set(err, r->api, SERVE_ERROR_INVALID, where,
+                                "'%s' is %lld, not a token id of this model's vocabulary "
+                                "(0 .. %zu)",
+                                where, (long long)json_integer_value(v), vocab - 1);
+            else
+                serve_error_set(err, r->api, SERVE_ERROR_INVALID, where,
+                                "'%s' must be an integer token id", where);
+            return false;
+        }
+    }
+    if (r->check_length && n + 2 > limits->max_input_length && !r->truncate)
+        return too_long(err, r, name, n + 2, limits->max_input_length);
+    size_t keep = r->check_length && n + 2 > limits->max_input_length
+                      ? limits->max_input_length - 2
+                      : n;
+    int32_t *ids = malloc((keep + 2) * sizeof(*ids));
+    if (!ids) {
+        serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
+                        "out of memory for the ids of %s", name);
+        return false;
+    }
+    clattn_tokenizer_special special = clattn_tokenizer_special_ids(tok);
+    size_t first = r->truncate_left ? n - keep : 0;
+    ids[0] = special.cls;
+    for (size_t k = 0; k < keep; k++)
+        ids[k + 1] = (int32_t)json_integer_value(json_array_get(item, first + k));
+    ids[keep + 1] = special.sep;
+    t->ids[i] = ids;
+    t->lengths[i] = keep + 2;
+    return true;
+}
+
+/* The kinds of element an inputs array may hold. */
+typedef enum input_kind { KIND_STRING, KIND_ID, KIND_ID_LIST, KIND_OTHER } input_kind;
+
+static input_kind kind_of(const json_t *v)
+{
+    if (json_is_string(v))
+        return KIND_STRING;
+    if (json_is_integer(v))
+        return KIND_ID;
+    if (json_is_array(v))
+        return KIND_ID_LIST;
+    return KIND_OTHER;
+}
+
+static bool parse_inputs(const json_t *root, const clattn_tokenizer *tok,
+                         const serve_limits *limits, const input_rules *r, serve_texts *t,
+                         serve_error *err)
+{
+    const char *field = r->field;
+    const json_t *in = json_object_get(root, field);
+    const char *expected = r->token_ids ? "a string, an array of strings, an array of token ids "
+                                          "or an array of arrays of token ids"
+                                        : "a string or an array of strings";
+    if (!in || json_is_null(in)) {
+        serve_error_set(err, r->api, SERVE_ERROR_INVALID, field,
+                        "'%s' is required: %s", field, expected);
+        return false;
+    }
+    /* What the texts are: one string, an array of strings, one array of ids, arrays of ids. */
+    size_t count;
+    input_kind kind;
+    if (json_is_string(in)) {
+        count = 1;
+        kind = KIND_STRING;
+    } else if (json_is_array(in)) {
+        count = json_array_size(in);
+        if (count == 0) {
+            serve_error_set(err, r->api, SERVE_ERROR_EMPTY, field, "`%s` cannot be empty",
+                            field);
+            return false;
+        }
+        kind = kind_of(json_array_get(in, 0));
+        if (kind == KIND_ID) /* one text given as ids */
+            count = 1;
+    } else {
+        serve_error_set(err, r->api, SERVE_ERROR_INVALID, field, "'%s' must be %s, not %s",
+                        field, expected,
+                        json_is_object(in) ? "an object"
+                        : json_is_number(in) ? "a number"
+                        : json_is_boolean(in) ? "a boolean" : "this");
+        return false;
+    }
+    if (kind != KIND_STRING && !r->token_ids) {
+        serve_error_set(err, r->api, SERVE_ERROR_INVALID, field,
+                        "'%s[0]' must be a string: '%s' must be %s", field, field, expected);
+        return false;
+    }
+    if (kind == KIND_OTHER) {
+        serve_error_set(err, r->api, SERVE_ERROR_INVALID, field,
+                        "'%s[0]' must be a string, a token id or an array of token ids", field);
+        return false;
+    }
+    if (count > limits->max_client_batch_size) {
+        if (r->api == SERVE_API_TEI)
+            serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, field,
+                            "batch size %zu > maximum allowed batch size %zu", count,
+                            limits->max_client_batch_size);
+        else
+            serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, field,
+                            "'%s' has %zu items, more than this server's maximum of %zu "
+                            "(--max-client-batch-size)",
+                            field, count, limits->max_client_batch_size);
+        return false;
+    }
+    if (!texts_alloc(t, count)) {
+        serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL, "out of memory for %zu texts",
+                        count);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < count; i++) {
+        char name[64];
+        const json_t *item;
+        if (json_is_array(in) && kind != KIND_ID) {
+            item = json_array_get(in, i);
+            snprintf(name, sizeof(name), "%s[%zu]", field, i);
+        } else {
+            item = in;
+            snprintf(name, sizeof(name), "%s", field);
+        }
+        if (kind == KIND_STRING && !json_is_string(item)) {
+            serve_error_set(err, r->api, SERVE_ERROR_INVALID, name,
+                            "'%s' must be a string, as '%s[0]' is", name, field);
+            ok = false;
+        } else if (kind == KIND_ID_LIST && !json_is_array(item)) {
+            serve_error_set(err, r->api, SERVE_ERROR_INVALID, name,
+                            "'%s' must be an array of token ids, as '%s[0]' is", name, field);
+            ok = false;
+        } else if (kind == KIND_STRING) {
+            ok = encode_string(item, i, name, tok, limits, r, t, err);
+        } else {
+            ok = copy_ids(item, i, name, tok, limits, r, t, err);
+        }
+        if (ok)
+            t->tokens += t->lengths[i];
+    }
+    if (!ok)
+        serve_texts_free(t);
+    return ok;
+}
+
+/* ---- the bodies ---- */
+
+static json_t *load_object(const char *body, size_t size, serve_api api, serve_error *err)
+{
+    json_error_t jerr;
+    /* Duplicate keys are refused (which one would count is ambiguous); "\u0000" is allowed in
+     * strings: the tokenizer removes NUL as Hugging Face's does. */
+    json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!root) {
+        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
+                        "the body is not valid JSON: %s (line %d, column %d)", jerr.text,
+                        jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
+                        "the body must be a JSON object");
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* An optional boolean field: absent or null leaves *out. */
+static bool get_bool(const json_t *root, const char *field, serve_api api, bool *out,
+                     serve_error *err)
+{
+    const json_t *v = json_object_get(root, field);
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_boolean(v)) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, field, "'%s' must be true or false",
+                        field);
+        return false;
+    }
+    *out = json_is_true(v);
+    return true;
+}
+
+/* An optional string field: absent or null gives NULL. */
+static bool get_string(const json_t *root, const char *field, serve_api api, const char **out,
+                       serve_error *err)
+{
+    const json_t *v = json_object_get(root, field);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_string(v)) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, field, "'%s' must be a string", field);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+static bool get_dimensions(const json_t *root, serve_api api, const serve_limits *limits,
+                           size_t *out, serve_error *err)
+{
+    const json_t *v = json_object_get(root, "dimensions");
+    *out = 0;
+    if (!v || json_is_null(v))
+        return true;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+        (unsigned long long)json_integer_value(v) > limits->hidden_size) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "dimensions",
+                        "'dimensions' must be an integer from 1 to %zu (this model's "
+                        "embedding size)",
+                        limits->hidden_size);
+        return false;
+    }
+    *out = (size_t)json_integer_value(v);
+    return true;
+}
+
+static bool refuse_prompt_name(const json_t *root, serve_api api, serve_error *err)
+{
+    const json_t *v = json_object_get(root, "prompt_name");
+    if (!v || json_is_null(v))
+        return true;
+    serve_error_set(err, api, SERVE_ERROR_INVALID, "prompt_name",
+                    "'prompt_name' is not supported: this server's models have no prompts");
+    return false;
+}
+
+bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_tokenizer *tok,
+                                   const serve_limits *limits, serve_embed_request *req,
+                                   serve_error *err)
+{
+    const serve_api api = SERVE_API_OPENAI;
+    memset(req, 0, sizeof(*req));
+    json_t *root = load_object(body, size, api, err);
+    if (!root)
+        return false;
+    const char *model = NULL, *format = NULL, *user = NULL;
+    bool ok = get_string(root, "model", api, &model, err) &&
+              get_string(root, "encoding_format", api, &format, err) &&
+              get_string(root, "user", api, &user, err) &&
+              get_dimensions(root, api, limits, &req->dimensions, err);
+    if (ok && format && strcmp(format, "float") != 0 && strcmp(format, "base64") != 0) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "encoding_format",
+                        "'encoding_format' must be \"float\" or \"base64\"");
+        ok = false;
+    }
+    req->base64 = ok && format && strcmp(format, "base64") == 0;
+    input_rules rules = {api, "input", true, true, limits->auto_truncate, false};
+    ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
+    json_decref(root);
+    if (!ok)
+        memset(req, 0, sizeof(*req));
+    else
+        req->normalize = -1; /* the model's own output */
+    return ok;
+}
+
+bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer *tok,
+                           const serve_limits *limits, serve_embed_request *req, serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    memset(req, 0, sizeof(*req));
+    json_t *root = load_object(body, size, api, err);
+    if (!root)
+        return false;
+    bool normalize = true, truncate = limits->auto_truncate;
+    const char *direction = NULL;
+    bool ok = get_bool(root, "normalize", api, &normalize, err) &&
+              get_bool(root, "truncate", api, &truncate, err) &&
+              get_string(root, "truncation_direction", api, &direction, err) &&
+              get_dimensions(root, api, limits, &req->dimensions, err) &&
+              refuse_prompt_name(root, api, err);
+    bool left = false;
+    if (ok && direction) {
+        if (strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0) {
+            left = true;
+        } else if (strcmp(direction, "right") != 0 && strcmp(direction, "Right") != 0) {
+            serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
+                            "'truncation_direction' must be \"right\" or \"left\"");
+            ok = false;
+        }
+    }
+    req->normalize = normalize;
+    input_rules rules = {api, "inputs", false, true, truncate, left};
+    ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
+    json_decref(root);
+    if (!ok)
+        memset(req, 0, sizeof(*req));
+    return ok;
+}
+
+bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokenizer *tok,
+                              const serve_limits *limits, serve_tokenize_request *req,
+                              serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    memset(req, 0, sizeof(*req));
+    json_t *root = load_object(body, size, api, err);
+    if (!root)
+        return false;
+    bool special = true;
+    bool ok = get_bool(root, "add_special_tokens", api, &special, err) &&
+              refuse_prompt_name(root, api, err);
+    input_rules rules = {api, "inputs", false, false, false, false};
+    ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
+    req->add_special_tokens = special;
+    json_decref(root);
+    if (!ok)
+        memset(req, 0, sizeof(*req));
+    return ok;
+}
+
+/* ---- rows ---- */
+
+void serve_finish_rows(float *rows, size_t count, size_t hidden, size_t dims, bool normalize)
+{
+    for (size_t i = 0; i < count; i++) {
+        float *dst = rows + i * dims;
+        memmove(dst, rows + i * hidden, dims * sizeof(float));
+        if (!normalize)
+            continue;
+        double sum = 0.0;
+        for (size_t k = 0; k < dims; k++)
+            sum += (double)dst[k] * (double)dst[k];
+        double norm = sqrt(sum);
+        float scale = (float)(1.0 / (norm > 1e-12 ? norm : 1e-12));
+        for (size_t k = 0; k < dims; k++)
+            dst[k] *= scale;
+    }
+}
+
+size_t serve_first_non_finite_row(const float *rows, size_t count, size_t dims)
+{
+    for (size_t i = 0; i < count; i++)
+        for (size_t k = 0; k < dims; k++)
+            if (!isfinite(rows[i * dims + k]))
+                return i;
+    return count;
+}
+
+/* ---- responses ---- */
+
+static void sb_float_array(strbuf *b, const float *v, size_t n)
+{
+    sb_append(b, "[", 1);
+    for (size_t k = 0; k < n; k++)
+        sb_printf(b, k ? ",%.9g" : "%.9g", (double)v[k]);
+    sb_append(b, "]", 1);
+}
+
+/* Base64 of the row's float32 values, little-endian whatever the host's order. */
+static void sb_base64_floats(strbuf *b, const float *v, size_t n)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t bytes = n * 4;
+    if (!sb_reserve(b, (bytes + 2) / 3 * 4 + 2))
+        return;
+    char *out = b->data + b->length;
+    *out++ = '"';
+    uint8_t chunk[3];
+    size_t filled = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        uint32_t bits;
+        memcpy(&bits, &v[i / 4], 4);
+        chunk[filled++] = (uint8_t)(bits >> (8 * (i % 4)));
+        if (filled == 3 || i + 1 == bytes) {
+            uint32_t w = (uint32_t)chunk[0] << 16 | (filled > 1 ? (uint32_t)chunk[1] << 8 : 0) |
+                         (filled > 2 ? chunk[2] : 0);
+            *out++ = alphabet[(w >> 18) & 63];
+            *out++ = alphabet[(w >> 12) & 63];
+            *out++ = filled > 1 ? alphabet[(w >> 6) & 63] : '=';
+            *out++ = filled > 2 ? alphabet[w & 63] : '=';
+            filled = 0;
+        }
+    }
+    *out++ = '"';
+    *out = '\0';
+    b->length = (size_t)(out - b->data);
+}
+
+char *serve_format_openai_embeddings(const float *rows, size_t count, size_t dims, bool base64,
+                                     const char *model, size_t tokens, size_t *length)
+{
+    strbuf b = {0};
+    sb_puts(&b, "{\"object\":\"list\",\"data\":[");
+    for (size_t i = 0; i < count && !b.failed; i++) {
+        sb_printf(&b, "%s{\"object\":\"embedding\",\"index\":%zu,\"embedding\":", i ? "," : "",
+                  i);
+        if (base64)
+            sb_base64_floats(&b, rows + i * dims, dims);
+        else
+            sb_float_array(&b, rows + i * dims, dims);
+        sb_puts(&b, "}");
+    }
+    sb_puts(&b, "],\"model\":");
+    sb_json_string(&b, model, strlen(model));
+    sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%zu,\"total_tokens\":%zu}}", tokens, tokens);
+    return sb_finish(&b, length);
+}
+
+char *serve_format_tei_embeddings(const float *rows, size_t count, size_t dims, size_t *length)
+{
+    strbuf b = {0};
+    sb_puts(&b, "[");
+    for (size_t i = 0; i < count && !b.failed; i++) {
+        if (i)
+            sb_puts(&b, ",");
+        sb_float_array(&b, rows + i * dims, dims);
+    }
+    sb_puts(&b, "]");
+    return sb_finish(&b, length);
+}
+
+char *serve_format_tei_tokens(const serve_tokenize_request *req, const clattn_tokenizer *tok,
+                              size_t *length)
+{
+    strbuf b = {0};
+    sb_puts(&b, "[");
+    for (size_t i = 0; i < req->texts.count && !b.failed; i++) {
+        sb_puts(&b, i ? ",[" : "[");
+        size_t n = req->texts.lengths[i];
+        /* Encodings always hold [CLS] and [SEP]: leave them out when asked. */
+        size_t from = req->add_special_tokens ? 0 : 1, to = req->add_special_tokens ? n : n - 1;
+        for (size_t k = from; k < to; k++) {
+            int32_t id = req->texts.ids[i][k];
+            const char *text = clattn_tokenizer_token(tok, id);
+            bool special = k == 0 || k == n - 1;
+            sb_printf(&b, "%s{\"id\":%d,\"text\":", k > from ? "," : "", (int)id);
+            sb_json_string(&b, text ? text : "", text ? strlen(text) : 0);
+            sb_printf(&b, ",\"special\":%s,\"start\":null,\"stop\":null}",
+                      special ? "true" : "false");
+        }
+        sb_puts(&b, "]");
+    }
+    sb_puts(&b, "]");
+    return sb_finish(&b, length);
+}
+
+char *serve_format_error(serve_api api, const serve_error *e, size_t *length)
+{
+    strbuf b = {0};
+    if (api == SERVE_API_OPENAI) {
+        sb_puts(&b, "{\"error\":{\"message\":");
+        sb_json_string(&b, e->message, strlen(e->message));
+        sb_puts(&b, ",\"type\":");
+        sb_json_string(&b, e->type, strlen(e->type));
+        sb_puts(&b, ",\"param\":");
+        if (e->param[0])
+            sb_json_string(&b, e->param, strlen(e->param));
+        else
+            sb_puts(&b, "null");
+        sb_puts(&b, ",\"code\":");
+        if (e->code)
+            sb_json_string(&b, e->code, strlen(e->code));
+        else
+            sb_puts(&b, "null");
+        sb_puts(&b, "}}");
+    } else {
+        sb_puts(&b, "{\"error\":");
+        sb_json_string(&b, e->message, strlen(e->message));
+        sb_puts(&b, ",\"error_type\":");
+        sb_json_string(&b, e->type, strlen(e->type));
+        sb_puts(&b, "}");
+    }
+    return sb_finish(&b, length);
+}
+
+char *serve_format_info(const serve_model_description *d, size_t *length)
+{
+    strbuf b = {0};
+    sb_puts(&b, "{\"model_id\":");
+    sb_json_string(&b, d->served_name, strlen(d->served_name));
+    sb_puts(&b, ",\"model_sha\":null,\"model_dtype\":\"float32\",\"model_type\":{\"embedding\":"
+                "{\"pooling\":");
+    sb_json_string(&b, d->pooling, strlen(d->pooling));
+    sb_printf(&b, "}},\"normalize\":%s,\"hidden_size\":%zu", d->normalize ? "true" : "false",
+              d->hidden_size);
+    sb_printf(&b, ",\"max_concurrent_requests\":%zu,\"max_input_length\":%zu",
+              d->max_concurrent_requests, d->max_input_length);
+    sb_printf(&b, ",\"max_batch_tokens\":%zu,\"max_batch_requests\":%zu", d->max_batch_tokens,
+              d->max_batch_requests);
+    sb_printf(&b, ",\"max_client_batch_size\":%zu,\"auto_truncate\":%s",
+              d->max_client_batch_size, d->auto_truncate ? "true" : "false");
+    sb_printf(&b, ",\"tokenization_workers\":null,\"version\":\"%s\",\"sha\":null,"
+                  "\"docker_label\":null}",
+              clattn_version_string());
+    return sb_finish(&b, length);
+}
+
+char *serve_format_models(const serve_model_description *d, size_t *length)
+{
+    strbuf b = {0};
+    sb_puts(&b, "{\"object\":\"list\",\"data\":[{\"id\":");
+    sb_json_string(&b, d->served_name, strlen(d->served_name));
+    sb_printf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"clattn\"}]}",
+              d->created);
+    return sb_finish(&b, length);
+}

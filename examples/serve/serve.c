@@ -1,0 +1,412 @@
+/*
+ * clattn-serve: sentence embeddings over HTTP (DESIGN §11), OpenAI- and TEI-compatible, with
+ * dynamic batching. One model per process.
+ *
+ * Start-up: the socket is bound and "clattn-serve: listening on http://HOST:PORT" printed on
+ * stderr first (so that a test with --port 0 can read the port), then the model is loaded and
+ * run once (the warm-up: the first run builds what is built lazily); until then /health answers
+ * 503. SIGINT or SIGTERM: stop accepting, let the requests in progress finish (at most 30 s),
+ * exit 0. A signal that comes while the model loads is acted on once the load returns.
+ *
+ * Exit status: 0 after a signal, 2 on a usage error, 1 on a runtime error (the model cannot be
+ * loaded, the address cannot be bound); every error names its cause on stderr.
+ */
+#include <clattn/clattn.h>
+
+#include "cli.h"
+#include "http.h"
+#include "metrics.h"
+#include "request.h"
+#include "scheduler.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DRAIN_SECONDS 30.0
+
+typedef struct options {
+    const char *model;
+    const char *device;
+    const char *host;
+    unsigned port;
+    size_t max_batch_tokens, max_batch_requests, max_client_batch_size;
+    size_t max_concurrent_requests;
+    size_t max_input_length; /* 0: the model's */
+    bool auto_truncate;
+    size_t payload_limit;
+    const char *api_key;     /* NULL: none */
+    const char *served_model_name;
+    double request_timeout_s;
+    char default_name[256];  /* the folder's name */
+} options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: clattn-serve --model DIR [--device SPEC] [--host 127.0.0.1] [--port 8080]\n"
+            "                    [--max-batch-tokens 16384] [--max-batch-requests 64]\n"
+            "                    [--max-client-batch-size 128] [--max-concurrent-requests 512]\n"
+            "                    [--max-input-length N] [--auto-truncate]\n"
+            "                    [--payload-limit 2000000] [--api-key KEY]\n"
+            "                    [--served-model-name NAME] [--request-timeout 30]\n"
+            "\n"
+            "Serves the sentence embeddings of a sentence-transformers model folder over HTTP,\n"
+            "with OpenAI's and text-embeddings-inference's APIs:\n"
+            "  POST /v1/embeddings  OpenAI: input (string, strings, token ids, lists of ids),\n"
+            "                       encoding_format float|base64, dimensions\n"
+            "  POST /embed          TEI: inputs, normalize, truncate, truncation_direction,\n"
+            "                       dimensions\n"
+            "  POST /tokenize       TEI: inputs, add_special_tokens\n"
+            "  GET  /health         200 when ready, 503 while loading or stopping\n"
+            "  GET  /info, /v1/models, /metrics (Prometheus text)\n"
+            "\n"
+            "  --model DIR                the model folder (as embed takes it)\n"
+            "  --device SPEC              gpu, cpu, P:D, or part of a device name (default:\n"
+            "                             $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
+            "  --host ADDR                the address to listen on (default 127.0.0.1)\n"
+            "  --port P                   the port (default 8080; 0: a free one, printed as\n"
+            "                             'clattn-serve: listening on http://HOST:PORT')\n"
+            "  --max-batch-tokens N       tokens per batch at most (default 16384)\n"
+            "  --max-batch-requests N     requests per batch at most (default 64)\n"
+            "  --max-client-batch-size N  inputs per request at most (default 128; more: 413)\n"
+            "  --max-concurrent-requests N  requests at once at most (default 512; more: 429)\n"
+            "  --max-input-length N       tokens per text at most, [CLS] and [SEP] included\n"
+            "                             (default and at most: the model's max_seq_length)\n"
+            "  --auto-truncate            truncate longer texts (default: refuse them, 413)\n"
+            "  --payload-limit BYTES      request body at most (default 2000000; more: 413)\n"
+            "  --api-key KEY              require 'Authorization: Bearer KEY' (default:\n"
+            "                             $CLATTN_API_KEY; none when neither is set)\n"
+            "  --served-model-name NAME   the model's name in responses (default: the folder's)\n"
+            "  --request-timeout SECONDS  a request's deadline from its headers to its answer\n"
+            "                             (default 30)\n"
+            "\n"
+            "One log line per request on stderr: method, route, status, texts, tokens, ms.\n");
+}
+
+/* The last component of a path, without trailing slashes. */
+static void folder_name(const char *path, char *out, size_t size)
+{
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/')
+        end--;
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    size_t n = end - start < size - 1 ? end - start : size - 1;
+    memcpy(out, path + start, n);
+    out[n] = '\0';
+}
+
+static bool parse_size(const char *text, unsigned long long min, unsigned long long max,
+                       size_t *out)
+{
+    unsigned long long v;
+    if (!parse_count(text, max, &v) || v < min)
+        return false;
+    *out = (size_t)v;
+    return true;
+}
+
+/* Returns -1 when the options are good, else the exit status. */
+static int parse_options(int argc, char **argv, options *o)
+{
+    enum { O_MODEL = 256, O_DEVICE, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
+           O_MAX_CLIENT_BATCH_SIZE, O_MAX_CONCURRENT_REQUESTS, O_MAX_INPUT_LENGTH,
+           O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME, O_REQUEST_TIMEOUT,
+           O_HELP };
+    static const struct option longopts[] = {
+        {"model", required_argument, NULL, O_MODEL},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"host", required_argument, NULL, O_HOST},
+        {"port", required_argument, NULL, O_PORT},
+        {"max-batch-tokens", required_argument, NULL, O_MAX_BATCH_TOKENS},
+        {"max-batch-requests", required_argument, NULL, O_MAX_BATCH_REQUESTS},
+        {"max-client-batch-size", required_argument, NULL, O_MAX_CLIENT_BATCH_SIZE},
+        {"max-concurrent-requests", required_argument, NULL, O_MAX_CONCURRENT_REQUESTS},
+        {"max-input-length", required_argument, NULL, O_MAX_INPUT_LENGTH},
+        {"auto-truncate", no_argument, NULL, O_AUTO_TRUNCATE},
+        {"payload-limit", required_argument, NULL, O_PAYLOAD_LIMIT},
+        {"api-key", required_argument, NULL, O_API_KEY},
+        {"served-model-name", required_argument, NULL, O_SERVED_MODEL_NAME},
+        {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+        {"help", no_argument, NULL, O_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof(*o));
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->max_batch_tokens = 16384;
+    o->max_batch_requests = 64;
+    o->max_client_batch_size = 128;
+    o->max_concurrent_requests = 512;
+    o->payload_limit = 2000000;
+    o->request_timeout_s = 30.0;
+    o->api_key = getenv("CLATTN_API_KEY");
+    opterr = 0;
+    int c;
+    size_t v;
+    char *end;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_MODEL: o->model = optarg; break;
+        case O_DEVICE: o->device = optarg; break;
+        case O_HOST:
+            if (!optarg[0])
+                return usage_error("--host needs an address");
+            o->host = optarg;
+            break;
+        case O_PORT:
+            if (!parse_size(optarg, 0, 65535, &v))
+                return usage_error("--port needs a port number from 0 to 65535, not '%s'",
+                                   optarg);
+            o->port = (unsigned)v;
+            break;
+        case O_MAX_BATCH_TOKENS:
+            if (!parse_size(optarg, 2, 1u << 30, &o->max_batch_tokens))
+                return usage_error("--max-batch-tokens needs an integer from 2 to 2^30, not '%s'",
+                                   optarg);
+            break;
+        case O_MAX_BATCH_REQUESTS:
+            if (!parse_size(optarg, 1, 1u << 20, &o->max_batch_requests))
+                return usage_error("--max-batch-requests needs a positive integer, not '%s'",
+                                   optarg);
+            break;
+        case O_MAX_CLIENT_BATCH_SIZE:
+            if (!parse_size(optarg, 1, 1u << 20, &o->max_client_batch_size))
+                return usage_error("--max-client-batch-size needs a positive integer, not '%s'",
+                                   optarg);
+            break;
+        case O_MAX_CONCURRENT_REQUESTS:
+            if (!parse_size(optarg, 1, 65536, &o->max_concurrent_requests))
+                return usage_error("--max-concurrent-requests needs an integer from 1 to 65536, "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case O_MAX_INPUT_LENGTH:
+            if (!parse_size(optarg, 2, 1u << 30, &o->max_input_length))
+                return usage_error("--max-input-length needs an integer of at least 2 ([CLS] "
+                                   "and [SEP]), not '%s'",
+                                   optarg);
+            break;
+        case O_AUTO_TRUNCATE: o->auto_truncate = true; break;
+        case O_PAYLOAD_LIMIT:
+            if (!parse_size(optarg, 1, (unsigned long long)1 << 32, &o->payload_limit))
+                return usage_error("--payload-limit needs a number of bytes from 1 to 2^32, "
+                                   "not '%s'",
+                                   optarg);
+            break;
+        case O_API_KEY: o->api_key = optarg; break;
+        case O_SERVED_MODEL_NAME:
+            if (!optarg[0])
+                return usage_error("--served-model-name needs a name");
+            o->served_model_name = optarg;
+            break;
+        case O_REQUEST_TIMEOUT:
+            o->request_timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->request_timeout_s > 0) ||
+                o->request_timeout_s > 86400)
+                return usage_error("--request-timeout needs a number of seconds above 0 and at "
+                                   "most 86400, not '%s'",
+                                   optarg);
+            break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s' (the server takes options only)",
+                           argv[optind]);
+    if (!o->model)
+        return usage_error("--model DIR is required");
+    if (o->api_key && !o->api_key[0])
+        return usage_error("the API key (--api-key or CLATTN_API_KEY) is empty");
+    folder_name(o->model, o->default_name, sizeof(o->default_name));
+    if (!o->served_model_name)
+        o->served_model_name = o->default_name[0] ? o->default_name : "model";
+    return -1;
+}
+
+/* The first SIGINT or SIGTERM already pending (0: none), without waiting. */
+static int pending_signal(const sigset_t *set)
+{
+    struct timespec zero = {0, 0};
+    int sig = sigtimedwait(set, NULL, &zero);
+    return sig > 0 ? sig : 0;
+}
+
+typedef struct server {
+    serve_metrics *metrics;
+    serve_http *http;
+    clattn_context *ctx;
+    clattn_sentence_model *model;
+    serve_scheduler *scheduler;
+} server;
+
+/* Stops in the right order: no new requests, those in progress finish (bounded), the scheduler's
+ * queue (in what is left of the bound), the connections, the scheduler, the model. */
+static void shut_down(server *s)
+{
+    double start = cli_now_s();
+    if (s->http) {
+        serve_http_stop_accepting(s->http);
+        if (s->scheduler && !serve_http_wait_idle(s->http, DRAIN_SECONDS))
+            cli_note("requests still in progress after %.0f s are answered 503",
+                     DRAIN_SECONDS);
+    }
+    double left_ms = (DRAIN_SECONDS - (cli_now_s() - start)) * 1000.0;
+    /* Jobs still queued get what is left of the bound; then the connections' threads are
+     * joined (a request past the bound answers 503), and only then is the scheduler freed. */
+    serve_scheduler_drain(s->scheduler, left_ms > 0 ? left_ms : 0);
+    serve_http_stop(&s->http);
+    serve_scheduler_stop(&s->scheduler, 0);
+    clattn_sentence_model_destroy(&s->model);
+    clattn_context_destroy(&s->ctx);
+    serve_metrics_destroy(&s->metrics);
+}
+
+/* Loads the model and runs it once. Returns -1 on success, else the exit status. */
+static int load_model(server *s, const options *o, clattn_sentence_model_info *info)
+{
+    clattn_context_params cp;
+    clattn_context_params_default(&cp);
+    cp.device = o->device;
+    if (clattn_context_create(&s->ctx, &cp) != CLATTN_OK)
+        return runtime_error("%s", clattn_last_error(NULL));
+    if (clattn_sentence_model_load(s->ctx, &s->model, o->model) != CLATTN_OK ||
+        clattn_sentence_model_get_info(s->model, info) != CLATTN_OK)
+        return runtime_error("--model: %s", clattn_last_error(s->ctx));
+    if (o->max_input_length > info->max_length)
+        return usage_error("--max-input-length %zu is more than the model's maximum of %zu "
+                           "tokens",
+                           o->max_input_length, info->max_length);
+    size_t max_input = o->max_input_length ? o->max_input_length : info->max_length;
+    if (o->max_batch_tokens < max_input)
+        return usage_error("--max-batch-tokens %zu is less than the longest text (%zu tokens, "
+                           "--max-input-length): such a text would fit in no batch",
+                           o->max_batch_tokens, max_input);
+    /* The warm-up: one text through the whole model. */
+    static const char *const warm_up[] = {"clattn-serve warm-up"};
+    float *row = malloc(info->hidden_size * sizeof(float));
+    if (!row)
+        return runtime_error("out of memory");
+    clattn_embed_params params;
+    clattn_embed_params_default(&params);
+    clattn_status st = clattn_sentence_model_embed(s->model, warm_up, NULL, 1, row, &params,
+                                                   NULL);
+    free(row);
+    if (st != CLATTN_OK)
+        return runtime_error("the warm-up pass failed: %s", clattn_last_error(s->ctx));
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    cli_set_program("clattn-serve");
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+
+    /* Every thread inherits this mask: only main takes SIGINT and SIGTERM (sigwait). A closed
+     * connection is an error of a send, not a signal. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    server s = {0};
+    s.metrics = serve_metrics_create();
+    if (!s.metrics)
+        return runtime_error("out of memory");
+    char error[512];
+    unsigned idle_timeout = (unsigned)ceil(o.request_timeout_s);
+    serve_http_config hc = {
+        .host = o.host,
+        .port = o.port,
+        .payload_limit = o.payload_limit,
+        .api_key = o.api_key,
+        .request_timeout_s = o.request_timeout_s,
+        .idle_timeout_s = idle_timeout,
+        .max_concurrent_requests = o.max_concurrent_requests,
+        .metrics = s.metrics,
+    };
+    if (serve_http_start(&s.http, &hc, error, sizeof(error)) != 0) {
+        serve_metrics_destroy(&s.metrics);
+        return runtime_error("%s", error);
+    }
+    fprintf(stderr, "clattn-serve: listening on %s\n", serve_http_address(s.http));
+    fflush(stderr);
+
+    clattn_sentence_model_info info;
+    rc = load_model(&s, &o, &info);
+    if (rc >= 0) {
+        shut_down(&s);
+        return rc;
+    }
+    serve_scheduler_config sc = {
+        .max_batch_tokens = o.max_batch_tokens,
+        .max_batch_requests = o.max_batch_requests,
+        .max_queued_jobs = o.max_concurrent_requests,
+        .metrics = s.metrics,
+    };
+    if (serve_scheduler_start(&s.scheduler, s.model, &sc, error, sizeof(error)) != 0) {
+        shut_down(&s);
+        return runtime_error("cannot start the scheduler: %s", error);
+    }
+    serve_backend backend = {
+        .tokenizer = clattn_sentence_model_tokenizer(s.model),
+        .scheduler = s.scheduler,
+        .limits =
+            {
+                .max_client_batch_size = o.max_client_batch_size,
+                .max_input_length = o.max_input_length ? o.max_input_length : info.max_length,
+                .auto_truncate = o.auto_truncate,
+                .hidden_size = info.hidden_size,
+            },
+        .description =
+            {
+                .served_name = o.served_model_name,
+                .pooling = info.pooling == CLATTN_POOLING_CLS ? "cls" : "mean",
+                .normalize = info.normalize != 0,
+                .hidden_size = info.hidden_size,
+                .max_batch_tokens = o.max_batch_tokens,
+                .max_batch_requests = o.max_batch_requests,
+                .max_client_batch_size = o.max_client_batch_size,
+                .max_concurrent_requests = o.max_concurrent_requests,
+                .auto_truncate = o.auto_truncate,
+                .created = (long long)time(NULL),
+            },
+        .model_normalizes = info.normalize != 0,
+    };
+    backend.description.max_input_length = backend.limits.max_input_length;
+    serve_http_set_ready(s.http, &backend);
+    clattn_device_info device;
+    if (clattn_context_device_info(s.ctx, &device) != CLATTN_OK)
+        snprintf(device.name, sizeof(device.name), "?");
+    fprintf(stderr,
+            "clattn-serve: ready: %s on %s (%zu dimensions, at most %zu tokens per text)\n",
+            o.served_model_name, device.name, info.hidden_size,
+            backend.limits.max_input_length);
+    fflush(stderr);
+
+    int sig = pending_signal(&stop_signals);
+    while (!sig)
+        if (sigwait(&stop_signals, &sig) != 0)
+            sig = 0;
+    fprintf(stderr, "clattn-serve: %s: stopping (requests in progress get at most %.0f s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", DRAIN_SECONDS);
+    shut_down(&s);
+    fprintf(stderr, "clattn-serve: stopped\n");
+    return 0;
+}

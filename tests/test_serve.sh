@@ -1,0 +1,668 @@
+#!/bin/bash
+# End-to-end tests of clattn-serve (examples/serve) driven with curl as its users drive it, every
+# embedding compared byte for byte with `embed --output` of the same texts (tests/serve_check.py
+# decodes the responses). Two modes:
+#   tiny  the small random BERT of tests/golden (fast; also on rusticl and under the sanitizers):
+#         every route, both encodings, TEI's normalize, dimensions, token-id inputs, /tokenize,
+#         /info, /v1/models, /metrics; the bad-request suite (malformed JSON, wrong types, empty
+#         list, invalid UTF-8, oversized body, too many inputs, too long texts with and without
+#         truncation, unknown route and method, missing or wrong API key, overload, a slow and
+#         a vanishing client), each with its status and message while the server keeps serving;
+#         SIGTERM and SIGINT drain and exit 0.
+#   real  all-MiniLM-L6-v2 (tools/fetch-model.sh): the routes on the real model and tokenizer.
+#         Without the model: skip (exit 77), unless CLATTN_REQUIRE_REAL_MODEL=1, which fails.
+# usage: test_serve.sh SERVE EMBED GOLDEN_DIR tiny|real
+set -u
+serve=$1 embed=$2 golden=$3 mode=$4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-serve.XXXXXX")
+servers=()
+cleanup() {
+    local pid
+    for pid in "${servers[@]}"; do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT # meson's timeout: the servers are killed all the same
+source "$here/expect.sh"
+# The interpreter itself, not a version manager's shim (which costs a start each call).
+python=$(python3 -c 'import sys; print(sys.executable)')
+python3() { "$python" "$@"; }
+check() { python3 "$here/serve_check.py" "$@"; }
+ok() { echo "ok:   $*"; }
+bad() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# ---- the server ----------------------------------------------------------------------------
+
+# start_server LOG ARGS...: starts $serve --port 0 ARGS in the background and waits for the
+# "listening on" line, then polls /health until 200 (a cold kernel compile may take a while):
+# sets server_pid and url. With `key` set, /health is asked with it. Returns 1 on failure.
+start_server() {
+    local log=$1 line code deadline=$((SECONDS + 180)) auth=()
+    shift
+    [ -n "${key:-}" ] && auth=(-H "Authorization: Bearer $key")
+    "$serve" --port 0 "$@" >"$log.out" 2>"$log" &
+    server_pid=$!
+    servers+=("$server_pid")
+    url=
+    while [ $SECONDS -lt $deadline ]; do
+        line=$(grep -m 1 -o 'clattn-serve: listening on http://[^ ]*' "$log")
+        if [ -n "$line" ]; then
+            url=${line#clattn-serve: listening on }
+            break
+        fi
+        if ! kill -0 "$server_pid" 2>/dev/null; then
+            bad "$serve $* exited before listening:"
+            sed 's/^/    /' "$log" | tail -20
+            return 1
+        fi
+        sleep 0.1
+    done
+    [ -n "$url" ] || { bad "$serve $* printed no 'listening on' line in 180 s"; return 1; }
+    # Until the warm-up pass has run /health answers 503, then 200; nothing else.
+    while [ $SECONDS -lt $deadline ]; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${auth[@]}" "$url/health")
+        case $code in
+        200) ok "$serve $* listens on $url; /health 200"; return 0 ;;
+        503) ;;
+        *) bad "/health answered $code while warming up (503 or 200 expected)"; return 1 ;;
+        esac
+        sleep 0.2
+    done
+    bad "/health not 200 within 180 s"
+    return 1
+}
+
+# stop_server PID SIGNAL WHAT: the server exits 0 within 35 s (its drain is bounded by 30 s).
+stop_server() {
+    local pid=$1 signal=$2 rc tenths=0
+    kill "-$signal" "$pid"
+    # Running until it is gone or a zombie (bash may reap it meanwhile: wait still has its status).
+    while [ $tenths -lt 350 ] && kill -0 "$pid" 2>/dev/null &&
+        [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
+        sleep 0.1
+        tenths=$((tenths + 1))
+    done
+    if [ $tenths -ge 350 ]; then
+        bad "$3: still running 35 s after SIG$signal"
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        return
+    fi
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq 0 ] && ok "$3: SIG$signal, exit 0" || bad "$3: SIG$signal, exit $rc (0 expected)"
+}
+
+# ---- requests --------------------------------------------------------------------------------
+
+# call METHOD ROUTE [CURL ARGS...]: $code is the HTTP status (000: no answer), the body is in
+# $tmp/body and the headers in $tmp/headers. With `key` set, it is sent as the bearer token.
+call() {
+    local method=$1 route=$2 auth=()
+    shift 2
+    [ -n "${key:-}" ] && auth=(-H "Authorization: Bearer $key")
+    code=$(curl -s -X "$method" -o "$tmp/body" -D "$tmp/headers" -w '%{http_code}' --max-time 60 \
+        "${auth[@]}" "$@" "$url$route")
+}
+# post ROUTE JSON [CURL ARGS...]: POSTs JSON (given as a string) as application/json.
+post() {
+    local route=$1
+    printf '%s' "$2" >"$tmp/request"
+    shift 2
+    call POST "$route" -H 'Content-Type: application/json' --data-binary @"$tmp/request" "$@"
+}
+# want CODES WHAT: the last status is one of CODES ("200", "400 422").
+want() {
+    if [[ " $1 " == *" $code "* ]]; then
+        ok "$2 -> $code"
+        return 0
+    fi
+    bad "$2 -> $code (expected $1): $(head -c 300 "$tmp/body")"
+    return 1
+}
+# want_vectors WHAT SERVE_CHECK_VECTORS_ARGS...: status 200 and the embeddings as given.
+want_vectors() {
+    local what=$1 out
+    shift
+    want 200 "$what" || return
+    if out=$(check vectors "$tmp/body" "$@"); then
+        ok "$what: $out"
+    else
+        bad "$what: $out"
+    fi
+}
+# want_json_type: the response says it is JSON.
+want_json_type() {
+    grep -qi '^content-type: application/json' "$tmp/headers" ||
+        bad "$1: Content-Type is not application/json: $(grep -i '^content-type' "$tmp/headers")"
+}
+# still_serving: a good request right after a bad one gets its embedding.
+still_serving() {
+    post /v1/embeddings "{\"input\": \"$good_text\", \"encoding_format\": \"float\"}"
+    [ "$code" = 200 ] && check vectors "$tmp/body" "$good_ref" --rows 0 >/dev/null ||
+        bad "the server stopped serving good requests (status $code): $(head -c 300 "$tmp/body")"
+}
+# refused CODES openai|tei NEEDLE WHAT: the request (already sent) got one of CODES with the
+# route's error body, its message containing NEEDLE ("a|b": either); then a good request works.
+refused() {
+    local codes=$1 kind=$2 needle=$3 what=$4 out n found=
+    if [[ " $codes " != *" $code "* ]]; then
+        bad "$what -> $code (expected $codes): $(head -c 300 "$tmp/body")"
+    else
+        IFS='|' read -ra alternatives <<<"$needle"
+        for n in "${alternatives[@]}"; do
+            if out=$(check error "$tmp/body" "$kind" "$n"); then
+                found=1
+                break
+            fi
+        done
+        if [ -n "$found" ]; then
+            ok "$what -> $code, $out"
+        else
+            bad "$what -> $code, but the body: $out"
+        fi
+    fi
+    still_serving
+}
+
+# tokens FILE: the token ids per text (with [CLS] and [SEP]), from embed --tokenize.
+tokens() { "$embed" --model "$model" --tokenize --input "$1"; }
+token_total() { tokens "$1" | tr -cd ',\n' | awk '{ n += length($0) + 1 } END { print n }'; }
+# ids_without_specials FILE: a JSON array of each text's ids without [CLS] and [SEP].
+ids_without_specials() {
+    tokens "$1" | python3 -c 'import json, sys
+print(json.dumps([json.loads(l)[1:-1] for l in sys.stdin]))'
+}
+
+# ---- the routes, on a model folder ($model) whose embed output is normalised -----------------
+
+# routes: every route with good requests. $texts holds a few texts, one a line; $long holds one
+# text longer than the model's maximum. $ref, $ref_raw: embed's rows for $texts (normalised, as
+# the model does, and --no-normalize); $long_ref: embed's row for $long (truncated); $max_tokens:
+# the model's maximum length.
+routes() {
+    local all one n ids out dims=8
+    all=$(check json-lines "$texts")
+    one=$(head -n 1 "$texts")
+    n=$(wc -l <"$texts")
+    good_text=$one good_ref=$ref
+
+    echo "--- GET /health, /info, /v1/models"
+    call GET /health
+    want 200 "GET /health"
+    call GET /info
+    want 200 "GET /info" && want_json_type "GET /info"
+    python3 - "$tmp/body" "$served_name" <<'EOF' && ok "/info names the model and its limits" || bad "/info: $(head -c 300 "$tmp/body")"
+import json, sys
+info = json.load(open(sys.argv[1]))
+for k in ("model_id", "max_input_length", "max_batch_tokens", "max_client_batch_size",
+          "max_concurrent_requests", "version"):
+    assert k in info, "no " + k
+assert info["model_id"] == sys.argv[2], info["model_id"]
+EOF
+    call GET /v1/models
+    want 200 "GET /v1/models"
+    python3 - "$tmp/body" "$served_name" <<'EOF' && ok "/v1/models lists $served_name" || bad "/v1/models: $(head -c 300 "$tmp/body")"
+import json, sys
+body = json.load(open(sys.argv[1]))
+assert body["object"] == "list" and [m["id"] for m in body["data"]] == [sys.argv[2]], body
+assert body["data"][0]["object"] == "model", body
+EOF
+
+    echo "--- POST /v1/embeddings (OpenAI)"
+    post /v1/embeddings "{\"input\": $(jq_string "$one"), \"model\": \"$served_name\", \"encoding_format\": \"float\"}"
+    want_vectors "one string, float" "$ref" --rows 0
+    want_json_type "/v1/embeddings"
+    head -n 1 "$texts" >"$tmp/one.txt"
+    if out=$(check usage "$tmp/body" "$(token_total "$tmp/one.txt")"); then ok "$out"; else bad "$out"; fi
+    post /v1/embeddings "{\"input\": $all, \"model\": \"$served_name\", \"encoding_format\": \"float\"}"
+    want_vectors "$n strings, float" "$ref"
+    if out=$(check usage "$tmp/body" "$(token_total "$texts")"); then ok "$out"; else bad "$out"; fi
+    post /v1/embeddings "{\"input\": $all, \"model\": \"$served_name\", \"encoding_format\": \"base64\"}"
+    want_vectors "$n strings, base64" "$ref"
+    post /v1/embeddings "{\"input\": $all}"
+    want_vectors "$n strings, no encoding_format (float)" "$ref"
+    ids=$(ids_without_specials "$texts")
+    post /v1/embeddings "{\"input\": $ids, \"encoding_format\": \"base64\"}"
+    want_vectors "$n lists of token ids (no [CLS]/[SEP])" "$ref"
+    # The first text with ids of its own (an empty list would be an empty input).
+    read -r n ids < <(python3 -c 'import json, sys
+ids = json.loads(sys.argv[1])
+i = next(i for i, t in enumerate(ids) if t)
+print(i, json.dumps(ids[i]))' "$ids")
+    post /v1/embeddings "{\"input\": $ids}"
+    want_vectors "one list of token ids" "$ref" --rows "$n"
+    post /v1/embeddings "{\"input\": $all, \"dimensions\": $dims}"
+    want_vectors "dimensions $dims, float" "$ref" --dims $dims --renormalize
+    post /v1/embeddings "{\"input\": $all, \"dimensions\": $dims, \"encoding_format\": \"base64\"}"
+    want_vectors "dimensions $dims, base64" "$ref" --dims $dims --renormalize
+
+    echo "--- POST /embed (TEI)"
+    post /embed "{\"inputs\": $(jq_string "$one")}"
+    want_vectors "/embed one string (normalize defaults to true)" "$ref" --rows 0
+    want_json_type "/embed"
+    post /embed "{\"inputs\": $all, \"normalize\": true}"
+    want_vectors "/embed $n strings, normalize true" "$ref"
+    post /embed "{\"inputs\": $all, \"normalize\": false}"
+    want_vectors "/embed $n strings, normalize false" "$ref_raw"
+    post /embed "{\"inputs\": $all, \"dimensions\": $dims}"
+    want_vectors "/embed dimensions $dims" "$ref" --dims $dims --renormalize
+    post /embed "{\"inputs\": $all, \"dimensions\": $dims, \"normalize\": false}"
+    want_vectors "/embed dimensions $dims, normalize false" "$ref_raw" --dims $dims
+    post /embed "{\"inputs\": $(check json-lines "$long"), \"truncate\": true}"
+    want_vectors "/embed a text above the model's maximum, truncate true" "$long_ref"
+    post /embed "{\"inputs\": $(check json-lines "$long"), \"truncate\": true, \"truncation_direction\": \"Right\"}"
+    want_vectors "/embed truncation_direction Right" "$long_ref"
+
+    echo "--- POST /tokenize (TEI)"
+    # The texts that embed does not truncate (/tokenize does not truncate).
+    tokens "$texts" | paste -d '\t' - "$texts" | awk -F'\t' -v max="$max_tokens" \
+        '{ if (split($1, ids, ",") < max) print substr($0, length($1) + 2) }' >"$tmp/untruncated.txt"
+    post /tokenize "{\"inputs\": $(check json-lines "$tmp/untruncated.txt")}"
+    if want 200 "/tokenize $(wc -l <"$tmp/untruncated.txt") strings"; then
+        if cmp -s <(check tokens "$tmp/body") <(tokens "$tmp/untruncated.txt"); then
+            ok "/tokenize gives embed --tokenize's ids"
+        else
+            bad "/tokenize ids differ from embed --tokenize's:"
+            diff <(check tokens "$tmp/body") <(tokens "$tmp/untruncated.txt") | head -c 2000
+        fi
+    fi
+}
+
+# jq_string TEXT: TEXT as a JSON string.
+jq_string() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
+
+# ---- the tiny model ------------------------------------------------------------------------
+
+tiny_mode() {
+    source "$here/tiny_corpus.sh"
+    # The tiny BERT twice: normalised as all-MiniLM-L6-v2 is (modules.json's Normalize), and raw.
+    make_tiny_embedder "$tmp/tiny" "$golden"
+    make_tiny_embedder "$tmp/tiny-norm" "$golden"
+    cat >"$tmp/tiny-norm/modules.json" <<'EOF'
+[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+ {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+ {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+EOF
+    model=$tmp/tiny-norm
+    texts=$tmp/texts.txt long=$tmp/long.txt
+    printf '%s\n' "the cat is on the mat" "a quick brown zebra, 42 of them." "café au lait" \
+        "to be or not to be" "x" >"$texts"
+    # 100 words: 102 tokens, above the tiny model's 64.
+    for _ in $(seq 100); do printf 'the '; done | sed 's/ $//' >"$long"
+    echo >>"$long"
+    ref=$tmp/ref.npy ref_raw=$tmp/ref_raw.npy long_ref=$tmp/long.npy
+    "$embed" --model "$model" --input "$texts" --output "$ref" &&
+        "$embed" --model "$model" --input "$texts" --no-normalize --output "$ref_raw" &&
+        "$embed" --model "$model" --input "$long" --output "$long_ref" || {
+        bad "embed could not make the reference embeddings"
+        return
+    }
+    served_name=tiny-test max_tokens=64
+    echo "--- a server on the tiny model (payload limit 10000 bytes, at most 8 inputs)"
+    start_server "$tmp/main.log" --model "$model" --served-model-name "$served_name" \
+        --payload-limit 10000 --max-client-batch-size 8 || return
+    local main_pid=$server_pid main_url=$url
+    routes
+
+    echo "--- bad requests: each refused with its status and message; the server keeps serving"
+    post /v1/embeddings '{"input": "a cat"'
+    refused 400 openai "json" "malformed JSON"
+    post /embed '{"inputs": ["a cat",]}'
+    refused 400 tei "json" "/embed malformed JSON"
+    post /v1/embeddings '[1, 2]'
+    refused 400 openai "object" "a JSON array, not an object"
+    post /v1/embeddings '{"model": "tiny-test"}'
+    refused 400 openai "input" "no input"
+    post /v1/embeddings '{"input": 42}'
+    refused 400 openai "input" "input a number"
+    post /v1/embeddings '{"input": ["a cat", 3]}'
+    refused 400 openai "input" "input strings mixed with a number"
+    post /v1/embeddings '{"input": [[1, 2], "a cat"]}'
+    refused 400 openai "input" "input ids mixed with a string"
+    post /v1/embeddings '{"input": [1.5, 2]}'
+    refused 400 openai "input" "input fractional token ids"
+    post /v1/embeddings '{"input": [[7, 99999]]}'
+    refused 400 openai "99999" "a token id outside the vocabulary"
+    post /v1/embeddings '{"input": [[7, -1]]}'
+    refused 400 openai "-1" "a negative token id"
+    post /v1/embeddings '{"input": "a cat", "encoding_format": "hex"}'
+    refused 400 openai "encoding_format" "encoding_format hex"
+    post /v1/embeddings '{"input": "a cat", "dimensions": "8"}'
+    refused 400 openai "dimensions" "dimensions a string"
+    post /v1/embeddings '{"input": "a cat", "dimensions": 0}'
+    refused 400 openai "dimensions" "dimensions 0"
+    post /v1/embeddings '{"input": "a cat", "dimensions": 49}'
+    refused 400 openai "dimensions" "dimensions above the model's 48"
+    post /embed '{"inputs": 42}'
+    refused 422 tei "inputs" "/embed inputs a number"
+    post /embed '{"inputs": "a cat", "normalize": "yes"}'
+    refused 422 tei "normalize" "/embed normalize a string"
+    post /embed '{"inputs": "a cat", "truncation_direction": "Middle"}'
+    refused 422 tei "truncation_direction" "/embed truncation_direction Middle"
+    post /embed '{"inputs": "a cat", "dimensions": 49}'
+    refused 422 tei "dimensions" "/embed dimensions above the model's 48"
+    post /embed '{"inputs": "a cat", "prompt_name": "query"}'
+    refused 422 tei "prompt_name" "/embed a prompt_name (this server has no prompts)"
+    post /v1/embeddings '{"input": []}'
+    refused 400 openai "input" "an empty input list"
+    post /embed '{"inputs": []}'
+    refused 400 tei "input" "/embed an empty inputs list"
+    post /v1/embeddings $'{"input": "bad \xff byte"}'
+    refused 400 openai "utf-8|utf8|unicode|decode byte" "invalid UTF-8 in a string"
+    post /embed $'{"inputs": ["fine", "bad \xc3\x28"]}'
+    refused 400 tei "utf-8|utf8|unicode|decode byte" "/embed invalid UTF-8 in a string"
+    post /v1/embeddings '{"input": "lone \ud800 surrogate"}'
+    refused 400 openai "utf-8|utf8|unicode|surrogate" "a lone surrogate escape"
+    # 12 000 bytes against --payload-limit 10000 (valid JSON: only the size is wrong).
+    post /v1/embeddings "{\"input\": \"$(head -c 11960 /dev/zero | tr '\0' 'a')\"}"
+    refused 413 openai "10000|payload|large|limit" "a body above --payload-limit"
+    post /embed "{\"inputs\": \"$(head -c 11960 /dev/zero | tr '\0' 'a')\"}"
+    refused 413 tei "10000|payload|large|limit" "/embed a body above --payload-limit"
+    post /v1/embeddings '{"input": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}'
+    refused 413 openai "8" "9 inputs against --max-client-batch-size 8"
+    post /embed '{"inputs": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}'
+    refused 413 tei "8" "/embed 9 inputs against --max-client-batch-size 8"
+    post /v1/embeddings "{\"input\": $(check json-lines "$long")}"
+    refused 413 openai "64" "a text of 102 tokens, the model's maximum 64, no truncation"
+    post /embed "{\"inputs\": $(check json-lines "$long")}"
+    refused 413 tei "64" "/embed a text of 102 tokens, truncate absent"
+    post /embed "{\"inputs\": $(check json-lines "$long"), \"truncate\": false}"
+    refused 413 tei "64" "/embed a text of 102 tokens, truncate false"
+    local many_ids
+    many_ids=$(python3 -c 'print([7] * 70)')
+    post /v1/embeddings "{\"input\": [$many_ids]}"
+    refused 413 openai "64" "70 token ids (72 with [CLS] and [SEP]), the model's maximum 64"
+    call GET /no/such/route
+    want 404 "GET an unknown route"
+    still_serving
+    post /v1/nothing '{"input": "a"}'
+    want 404 "POST an unknown route"
+    still_serving
+    call GET /v1/embeddings
+    want 405 "GET /v1/embeddings"
+    still_serving
+    call POST /health
+    want 405 "POST /health"
+    still_serving
+    call PUT /embed -H 'Content-Type: application/json' --data-binary '{"inputs": "a"}'
+    want 405 "PUT /embed"
+    still_serving
+    call DELETE /v1/models
+    want 405 "DELETE /v1/models"
+    still_serving
+
+    echo "--- /metrics (Prometheus text) counts what happened"
+    call GET /metrics
+    if want 200 "GET /metrics"; then
+        grep -qi '^content-type: text/plain' "$tmp/headers" ||
+            bad "/metrics: Content-Type $(grep -i '^content-type' "$tmp/headers")"
+        python3 - "$tmp/body" <<'EOF' && ok "/metrics: requests by route and status, histograms, batches, tokens" || bad "/metrics"
+import re, sys
+text = open(sys.argv[1]).read()
+lines = [l for l in text.splitlines() if l and not l.startswith("#")]
+sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? [-+0-9.eEInfa]+$')
+bad = [l for l in lines if not sample.match(l)]
+assert not bad, "not Prometheus samples: %r" % bad[:3]
+def count(*labels):
+    return sum(float(l.rsplit(" ", 1)[1]) for l in lines
+               if all(x in l for x in labels) and "_bucket" not in l and "_sum" not in l)
+assert count('route="/v1/embeddings"', 'status="200"') >= 8, "200s of /v1/embeddings"
+assert count('route="/v1/embeddings"', 'status="413"') >= 4, "413s of /v1/embeddings"
+assert count('route="/embed"', 'status="200"') >= 7, "200s of /embed"
+assert any("_bucket{" in l and 'le="+Inf"' in l for l in lines), "no histogram"
+assert any(l.startswith("# TYPE") and l.endswith("histogram") for l in text.splitlines())
+assert any("batch" in l for l in lines), "no batch sizes"
+assert any("token" in l for l in lines), "no token counts"
+EOF
+    fi
+    # One line per request on stderr: method, route, status.
+    grep -q 'POST /v1/embeddings 413' "$tmp/main.log" && grep -q 'GET /no/such/route 404' "$tmp/main.log" &&
+        ok "one log line per request (method, route, status)" ||
+        bad "no request log lines like 'POST /v1/embeddings 413' on stderr: $(tail -3 "$tmp/main.log")"
+
+    echo "--- a second server: the raw tiny model, an API key, --auto-truncate, --max-input-length 16,"
+    echo "    --max-concurrent-requests 2, --request-timeout 3"
+    key=secret-key start_server "$tmp/second.log" --model "$tmp/tiny" --api-key secret-key \
+        --auto-truncate --max-input-length 16 --max-concurrent-requests 2 --request-timeout 3 ||
+        return
+    local second_pid=$server_pid
+    model=$tmp/tiny
+    "$embed" --model "$model" --input "$texts" --max-length 16 --output "$tmp/raw.npy" &&
+        "$embed" --model "$model" --input "$long" --max-length 16 --output "$tmp/long16.npy" || {
+        bad "embed could not make the reference embeddings"
+        return
+    }
+    local key=secret-key
+    good_ref=$tmp/raw.npy
+    all=$(check json-lines "$texts")
+    post /v1/embeddings "{\"input\": $all}"
+    want_vectors "with the key: the raw model's own output (not normalised), truncated to 16" "$tmp/raw.npy"
+    post /embed "{\"inputs\": $all}"
+    want_vectors "/embed normalize true (the default) on a raw model" "$tmp/raw.npy" --dims 48 --renormalize
+    post /v1/embeddings "{\"input\": $(check json-lines "$long")}"
+    want_vectors "--auto-truncate --max-input-length 16: a long text truncated as embed --max-length 16" "$tmp/long16.npy"
+    post /embed "{\"inputs\": $(check json-lines "$long")}"
+    want_vectors "/embed, --auto-truncate, truncate absent" "$tmp/long16.npy" --dims 48 --renormalize
+    key=
+    post /v1/embeddings '{"input": "a cat"}'
+    key=secret-key refused 401 openai "key|auth" "no API key"
+    key=wrong-key post /v1/embeddings '{"input": "a cat"}'
+    key=secret-key refused 401 openai "key|auth" "a wrong API key"
+    key=
+    post /embed '{"inputs": "a cat"}' -H "Authorization: secret-key"
+    key=secret-key refused 401 tei "key|auth" "/embed a key without 'Bearer'"
+    key=secret-key
+
+    echo "--- overload: beyond --max-concurrent-requests 2, 429"
+    local body429 round codes clients i
+    body429="{\"input\": $(python3 -c 'import json; print(json.dumps([" ".join(["the cat"] * 7)] * 100))')}"
+    printf '%s' "$body429" >"$tmp/big.json"
+    for round in 1 2 3 4 5; do
+        clients=()
+        for i in $(seq 24); do
+            curl -s -o "$tmp/overload.$i" -w '%{http_code}\n' --max-time 60 -H "Authorization: Bearer $key" \
+                -H 'Content-Type: application/json' --data-binary @"$tmp/big.json" \
+                "$url/v1/embeddings" >"$tmp/overload.$i.code" &
+            clients+=($!)
+        done
+        wait "${clients[@]}"
+        codes=$(cat "$tmp"/overload.*.code | sort | uniq -c | tr '\n' ' ')
+        grep -qx 429 "$tmp"/overload.*.code && break
+    done
+    if grep -qvx '200\|429' "$tmp"/overload.*.code; then
+        bad "24 concurrent requests: statuses other than 200 and 429: $codes"
+    elif ! grep -qx 429 "$tmp"/overload.*.code; then
+        bad "24 concurrent requests, 5 times, never got 429: $codes"
+    else
+        local f
+        f=$(grep -lx 429 "$tmp"/overload.*.code | head -n 1)
+        code=429
+        cp "${f%.code}" "$tmp/body"
+        refused 429 openai "overload|busy|many|concurrent|queue" "24 concurrent requests ($codes)"
+    fi
+
+    echo "--- a slow client times out (--request-timeout 3) without holding the server"
+    local slow_start=$SECONDS
+    python3 - "$url" >"$tmp/slow.out" 2>&1 <<'EOF' &
+import socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret-key\r\n"
+          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"input\": ")
+start = time.time()
+s.settimeout(30)
+try:
+    data = s.recv(4096)
+    while data and b"\r\n\r\n" not in data:
+        more = s.recv(4096)
+        if not more:
+            break
+        data += more
+except (socket.timeout, ConnectionResetError) as e:
+    data = repr(e).encode()
+status = data.split(b"\r\n", 1)[0].decode(errors="replace")
+print("%.1f s: %s" % (time.time() - start, status or "closed"))
+EOF
+    local slow=$!
+    sleep 0.5
+    still_serving
+    ok "a good request while a slow client holds a connection"
+    wait "$slow"
+    local elapsed
+    elapsed=$(cut -d' ' -f1 "$tmp/slow.out")
+    if python3 -c 'import sys; sys.exit(not 2.5 <= float(sys.argv[1]) <= 10)' "$elapsed" 2>/dev/null &&
+        ! grep -q ' 2[0-9][0-9]' "$tmp/slow.out"; then
+        ok "the slow client is cut off after $(cat "$tmp/slow.out")"
+    else
+        bad "the slow client (3 s request timeout): $(cat "$tmp/slow.out")"
+    fi
+
+    echo "--- clients that vanish mid-request cost only themselves"
+    for _ in 1 2 3 4; do
+        python3 - "$url" "$tmp/big.json" <<'EOF'
+import socket, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+body = open(sys.argv[2], "rb").read()
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret-key\r\n"
+          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+s.close()
+EOF
+    done
+    # ... and one that leaves after half its body.
+    python3 - "$url" <<'EOF'
+import socket, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"inputs\": \"a")
+s.close()
+EOF
+    still_serving
+    ok "served after 5 clients left mid-request"
+    stop_server "$second_pid" INT "the second server"
+
+    echo "--- SIGTERM while a request is being uploaded: a whole answer, then exit 0"
+    url=$main_url key=
+    model=$tmp/tiny-norm good_ref=$ref
+    # The request's headers and a part of its body, then SIGTERM, then the rest: the draining
+    # server answers it whole, either served (200, every vector) or refused cleanly (503 with
+    # the route's error body), never a reset or a cut answer.
+    mkfifo "$tmp/sent"
+    python3 - "$url" "$(check json-lines "$texts")" >"$tmp/inflight.out" 2>&1 3>"$tmp/sent" <<'EOF' &
+import os, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+body = ('{"input": %s, "encoding_format": "float"}' % sys.argv[2]).encode()
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10])
+time.sleep(0.5)
+os.write(3, b"sent\n")
+os.close(3)
+time.sleep(0.5)
+s.sendall(body[10:])
+s.settimeout(30)
+data = b""
+while True:
+    more = s.recv(65536)
+    if not more:
+        break
+    data += more
+head, _, payload = data.partition(b"\r\n\r\n")
+sys.stdout.write(head.split(b"\r\n")[0].decode() + "\n")
+sys.stdout.flush()
+sys.stdout.buffer.write(payload)
+EOF
+    local inflight=$!
+    read -r _ <"$tmp/sent"
+    stop_server "$main_pid" TERM "the tiny-model server"
+    wait "$inflight"
+    tail -n +2 "$tmp/inflight.out" >"$tmp/body"
+    if head -n 1 "$tmp/inflight.out" | grep -q '^HTTP/1.1 200'; then
+        if out=$(check vectors "$tmp/body" "$ref"); then
+            ok "the request uploaded during SIGTERM answered in full: $out"
+        else
+            bad "the request uploaded during SIGTERM: $out"
+        fi
+    elif head -n 1 "$tmp/inflight.out" | grep -q '^HTTP/1.1 503' &&
+        out=$(check error "$tmp/body" openai "shutting down"); then
+        ok "the request uploaded during SIGTERM refused cleanly: 503, $out"
+    else
+        bad "the request uploaded during SIGTERM: $(head -c 300 "$tmp/inflight.out")"
+    fi
+    curl -s -o /dev/null --max-time 5 "$url/health"
+    [ $? -eq 7 ] && ok "nothing listens after the exit" || bad "something still answers on $url"
+}
+
+# ---- the real model ----------------------------------------------------------------------------
+
+real_mode() {
+    model=${CLATTN_TEST_MODEL_DIR:-${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2}
+    if [ ! -s "$model/tokenizer.json" ]; then
+        echo "real model not found at $model: run tools/fetch-model.sh"
+        if [ "${CLATTN_REQUIRE_REAL_MODEL:-}" = 1 ]; then
+            bad "CLATTN_REQUIRE_REAL_MODEL=1: the real model is required"
+            return
+        fi
+        exit 77
+    fi
+    [ "$(bash "$here/../tools/fetch-model.sh" 2>/dev/null)" = "$model" ] &&
+        ok "tools/fetch-model.sh finds $model" || [ -n "${CLATTN_TEST_MODEL_DIR:-}" ] ||
+        bad "tools/fetch-model.sh does not print $model"
+    # The golden lines (empty ones, accents, CJK, emoji, long ones) and a text above 256 tokens.
+    texts=$golden/minilm/lines.txt long=$tmp/long.txt
+    for _ in $(seq 300); do printf 'word '; done | sed 's/ $//' >"$long"
+    echo >>"$long"
+    ref=$tmp/ref.npy ref_raw=$tmp/ref_raw.npy long_ref=$tmp/long.npy
+    "$embed" --model "$model" --input "$texts" --output "$ref" &&
+        "$embed" --model "$model" --input "$texts" --no-normalize --output "$ref_raw" &&
+        "$embed" --model "$model" --input "$long" --output "$long_ref" || {
+        bad "embed could not make the reference embeddings"
+        return
+    }
+    served_name=all-MiniLM-L6-v2 max_tokens=256
+    # --auto-truncate: a few golden lines are longer than 256 tokens, which embed truncates.
+    echo "--- a server on all-MiniLM-L6-v2, --auto-truncate"
+    start_server "$tmp/real.log" --model "$model" --served-model-name "$served_name" \
+        --auto-truncate || return
+    local pid=$server_pid
+    routes
+    post /embed "{\"inputs\": $(check json-lines "$long"), \"truncate\": false}"
+    refused 413 tei "256" "/embed a text of 302 tokens, truncate false"
+
+    echo "--- SIGTERM while a request runs: it is answered in full, then exit 0"
+    # The golden lines twice (96 texts, some long: most of a second on a CPU), sent whole; the
+    # signal comes 0.2 s later, while the server runs them.
+    cat "$texts" "$texts" >"$tmp/twice.txt"
+    printf '{"input": %s}' "$(check json-lines "$tmp/twice.txt")" >"$tmp/running.json"
+    "$embed" --model "$model" --input "$tmp/twice.txt" --output "$tmp/twice.npy"
+    curl -s -o "$tmp/running.body" -w '%{http_code}' --max-time 60 -H 'Content-Type: application/json' \
+        --data-binary @"$tmp/running.json" "$url/v1/embeddings" >"$tmp/running.code" &
+    local running=$!
+    sleep 0.2
+    stop_server "$pid" TERM "the real-model server"
+    wait "$running"
+    local curl_rc=$?
+    cp "$tmp/running.body" "$tmp/body"
+    if [ "$curl_rc" -eq 0 ] && [ "$(cat "$tmp/running.code")" = 200 ] &&
+        out=$(check vectors "$tmp/body" "$tmp/twice.npy"); then
+        ok "the request running at SIGTERM: 200, $out"
+    else
+        bad "the request running at SIGTERM: curl exit $curl_rc, status $(cat "$tmp/running.code"): $(head -c 300 "$tmp/body")"
+    fi
+}
+
+case $mode in
+tiny) tiny_mode ;;
+real) real_mode ;;
+*) echo "usage: test_serve.sh SERVE EMBED GOLDEN_DIR tiny|real" >&2; exit 2 ;;
+esac
+echo "--- $failures failure(s)"
+[ "$failures" -eq 0 ]
