@@ -144,8 +144,16 @@ want_json_type() {
         bad "$1: Content-Type is not application/json: $(grep -i '^content-type' "$tmp/headers")"
 }
 # still_serving: a good request right after a bad one gets its embedding.
+# A 429 means the --max-concurrent-requests slots are still held by earlier requests (whose
+# clients may have left: their batches finish first; slow on llvmpipe): retried for up to 120 s.
 still_serving() {
-    post /v1/embeddings "{\"input\": \"$good_text\", \"encoding_format\": \"float\"}"
+    local waited=0
+    while :; do
+        post /v1/embeddings "{\"input\": \"$good_text\", \"encoding_format\": \"float\"}"
+        [ "$code" = 429 ] && [ "$waited" -lt 240 ] || break
+        sleep 0.5
+        waited=$((waited + 1))
+    done
     [ "$code" = 200 ] && check vectors "$tmp/body" "$good_ref" --rows 0 >/dev/null ||
         bad "the server stopped serving good requests (status $code): $(head -c 300 "$tmp/body")"
 }
