@@ -30,8 +30,11 @@ from embed_bench import make_corpus  # noqa: E402  (the same corpus as the embed
 
 
 def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        return json.loads(out)  # one object, possibly over several lines
+    except json.JSONDecodeError:
+        return json.loads(out.splitlines()[-1])  # the object on the last line
 
 
 def embed_texts_per_s(build, model, corpus, out_npy):
