@@ -10,6 +10,7 @@
  * shuffled.
  */
 #include "common/test_util.h"
+#include "common/tiny_sentence_model.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -503,30 +504,12 @@ static void embeddings_are_batch_invariant(clattn_context *ctx, const char *dir,
     clattn_sentence_model_destroy(&m);
 }
 
-/* tests/golden/bert/gelu (2 layers, hidden 48, 64 positions, random weights) with a WordPiece
- * vocab.txt, as tests/tiny_corpus.sh makes it for the corpus-job tests. */
+/* The tiny BERT folder of tests/common/tiny_sentence_model.h. */
 static void tiny_sentence_embeddings_are_batch_invariant(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
-    char dir[4096], path[4200];
-    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn-invariance-"), 0);
-    static const char *files[] = {"config.json", "model.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        size_t size;
-        snprintf(path, sizeof(path), "%s/bert/gelu/%s", GOLDEN_DIR, files[i]);
-        unsigned char *bytes = test_read_file(path, &size);
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        test_write_file(path, bytes, size);
-        free(bytes);
-    }
-    char vocab[2048] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
-    for (const char *c = "abcdefghijklmnopqrstuvwxyz0123456789.,"; *c; c++)
-        snprintf(vocab + strlen(vocab), sizeof(vocab) - strlen(vocab), "%c\n", *c);
-    for (const char *c = "abcdefghijklmnopqrstuvwxyz"; *c; c++)
-        snprintf(vocab + strlen(vocab), sizeof(vocab) - strlen(vocab), "##%c\n", *c);
-    strcat(vocab, "the\nof\nand\nto\nin\nis\nwas\nfor\non\nthat\nwith\n");
-    snprintf(path, sizeof(path), "%s/vocab.txt", dir);
-    test_write_file(path, vocab, strlen(vocab));
+    char dir[4096];
+    tiny_sentence_model_create(dir, sizeof(dir));
     embeddings_are_batch_invariant(ctx, dir, 12); /* up to 62 tokens: the model's 64 positions */
     test_temp_dir_remove(dir);
 }
