@@ -18,9 +18,10 @@
  * oldest job always runs next); texts are taken in order until the next one would bring the
  * batch's tokens past max_batch_tokens or the batch would hold more than max_batch_requests
  * jobs; a job whose texts do not all fit stays at the head with the rest. The batch is one
- * clattn_sentence_model_embed_ids call, which sorts its texts by length into library batches of
- * 32 texts and at most max_batch_tokens padded tokens, as `embed` does: texts of mixed lengths
- * from many requests are padded only to their neighbours' length. Batch invariance makes every
+ * clattn_sentence_model_embed_ids call, which sorts its texts by length and cuts them into
+ * library batches where the modelled cost is least (at most 32 texts and max_batch_tokens padded
+ * tokens each), as `embed` does: short and long texts from many requests are not padded
+ * together. Batch invariance makes every
  * row the bytes clattn_sentence_model_embed gives the text alone.
  */
 #include "scheduler.h"

@@ -3,7 +3,8 @@
  * the sentence model; HTTP threads hand it jobs of already-tokenized texts and wait. The thread
  * takes pending texts in arrival order into batches of at most max_batch_tokens tokens and at
  * most max_batch_requests requests (run as clattn_sentence_model_embed runs texts: sorted by
- * length into library batches of 32 texts and at most max_batch_tokens padded tokens), runs
+ * length and cut where padding and per-batch costs are least, src/models/embed_batches.h, into
+ * library batches of at most 32 texts and max_batch_tokens padded tokens), runs
  * them, and hands each job its rows in its own order. A job larger than one batch is split across batches; small jobs of many clients share one. While
  * jobs wait the device is never idle. Thanks to batch invariance (clattn/context.h) a text's
  * row is the same bytes whatever it was batched with.

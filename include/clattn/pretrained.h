@@ -126,9 +126,10 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
 /*
  * Embeds `count` UTF-8 texts into out [count, hidden_size] (row i = text i, whatever the
  * batching). lengths[i] is the byte length of texts[i]; lengths NULL: the texts are
- * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length into
- * batches (right padding, a key-padding mask per batch) and run through the encoder, then pooled
- * on the device. *tokens (may be NULL) receives the number of real tokens processed.
+ * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length and cut
+ * into batches of neighbours where padding and per-batch costs are least (right padding, a
+ * key-padding mask per batch; the cuts change speed, never a row's bytes) and run through the
+ * encoder, then pooled on the device. *tokens (may be NULL) receives the number of real tokens processed.
  * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it, counting from 1 ("text 1:
  * ..." for texts[0]; see clattn/tokenizer.h); nothing is written to out then.
  */

@@ -1,6 +1,7 @@
 /* Sentence embeddings: a sentence-transformers folder (encoder, tokenizer, pooling) and batched
  * embedding of texts. */
 #include "base/errors.h"
+#include "embed_batches.h"
 #include "formats/file_io.h"
 #include "hf_model.h"
 #include "ops/pooling.h"
@@ -23,6 +24,7 @@ struct clattn_sentence_model {
     clattn_tokenizer *tokenizer;
     clattn_sentence_model_info info;
     int32_t pad_id;
+    embed_batch_costs batch_costs; /* max_texts and max_padded_tokens set per call */
 };
 
 /* ---- the folder's small JSON files ---- */
@@ -152,6 +154,10 @@ clattn_status clattn_sentence_model_load(clattn_context *ctx, clattn_sentence_mo
     m->info.max_length = max_length;
     m->info.num_layers = cfg.num_layers;
     m->info.vocab_size = cfg.vocab_size;
+    clattn_device_info device;
+    m->batch_costs.overhead = embed_batch_overhead(
+        clattn_context_device_info(ctx, &device) == CLATTN_OK ? &device : NULL);
+    m->batch_costs.attention_width = 2.0 * (double)cfg.d_model + (double)cfg.dim_feedforward;
     clattn_tokenizer_special special = clattn_tokenizer_special_ids(m->tokenizer);
     m->pad_id = special.pad >= 0 ? special.pad : 0;
     if (clattn_tokenizer_vocab_size(m->tokenizer) > cfg.vocab_size) {
@@ -342,8 +348,9 @@ static clattn_status check_embed_args(clattn_sentence_model *m, const char *fn, 
     return CLATTN_OK;
 }
 
-/* Sorts the texts by length, runs them in batches of similar length (at most params->batch_size
- * texts and params->max_batch_tokens padded tokens each) and writes row i of out for text i.
+/* Sorts the texts by length, runs them in batches of neighbours as embed_batches.h plans them
+ * (at most params->batch_size texts and params->max_batch_tokens padded tokens each) and writes
+ * row i of out for text i.
  * Takes ownership of t. */
 static clattn_status embed_tokenized(clattn_sentence_model *m, const char *fn, tokenized *t,
                                      size_t count, float *out, const clattn_embed_params *params,
@@ -357,23 +364,30 @@ static clattn_status embed_tokenized(clattn_sentence_model *m, const char *fn, t
     sort_lengths = t->n;
     qsort(t->order, count, sizeof(size_t), by_length);
     sort_lengths = NULL;
+    /* Batches of texts of similar length, in sorted order, where embed_batches.h's plan puts
+     * their boundaries; results land in input order. */
+    size_t *ends = malloc((count ? count : 1) * sizeof(size_t));
+    size_t *sorted_lengths = malloc((count ? count : 1) * sizeof(size_t));
+    size_t batches = (size_t)-1;
+    if (ends && sorted_lengths) {
+        for (size_t i = 0; i < count; i++)
+            sorted_lengths[i] = t->n[t->order[i]];
+        embed_batch_costs costs = m->batch_costs;
+        costs.max_texts = batch_size, costs.max_padded_tokens = batch_tokens;
+        batches = embed_batches_plan(sorted_lengths, count, &costs, ends);
+    }
     clattn_status status = CLATTN_OK;
-    /* Batches of texts of similar length, in sorted order; results land in input order. */
-    for (size_t first = 0; status == CLATTN_OK && first < count;) {
-        size_t n = 0, longest = 0;
-        while (first + n < count && n < batch_size) {
-            size_t len = t->n[t->order[first + n]];
-            size_t widest = len > longest ? len : longest;
-            if (n > 0 && (n + 1) * widest > batch_tokens)
-                break;
-            longest = widest;
-            n++;
-        }
+    if (batches == (size_t)-1)
+        status = clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                              fn);
+    for (size_t b = 0, first = 0; status == CLATTN_OK && b < batches; b++) {
+        size_t n = ends[b] - first, longest = sorted_lengths[ends[b] - 1];
         status = embed_batch(m, fn, t, first, n, longest, pooling, normalize, out);
-        first += n;
+        first = ends[b];
         if (status == CLATTN_OK && params->progress)
             params->progress(params->progress_user_data, first, count);
     }
+    free(ends), free(sorted_lengths);
     if (status == CLATTN_OK && tokens)
         *tokens = t->total;
     tokenized_free(t);
