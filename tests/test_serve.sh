@@ -533,6 +533,41 @@ EOF
         bad "the slow client (3 s request timeout): $(cat "$tmp/slow.out")"
     fi
 
+    echo "--- a client that drips its headers a byte at a time is cut off by the same deadline"
+    python3 - "$url" >"$tmp/drip.out" 2>&1 <<'EOF'
+import socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+s = socket.create_connection((u.hostname, u.port))
+start = time.time()
+s.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\n")
+outcome = "still open after 20 s"
+s.settimeout(0.5)
+while time.time() - start < 20:
+    try:
+        s.sendall(b"X")  # one byte of a header that never ends, every half second
+        data = s.recv(4096)
+        if not data:
+            outcome = "closed"
+            break
+        outcome = "answered: " + data.split(b"\r\n", 1)[0].decode(errors="replace")
+        break
+    except socket.timeout:
+        continue
+    except (ConnectionResetError, BrokenPipeError) as e:
+        outcome = "closed (%s)" % type(e).__name__
+        break
+print("%.1f s: %s" % (time.time() - start, outcome))
+EOF
+    elapsed=$(cut -d' ' -f1 "$tmp/drip.out")
+    if python3 -c 'import sys; sys.exit(not 2.5 <= float(sys.argv[1]) <= 8)' "$elapsed" 2>/dev/null &&
+        grep -q 'closed' "$tmp/drip.out" && grep -q 'no complete request headers' "$tmp/second.log"; then
+        ok "the header-dripping client is closed after $(cat "$tmp/drip.out")"
+    else
+        bad "the header-dripping client (3 s request timeout): $(cat "$tmp/drip.out")"
+    fi
+    still_serving
+    ok "still serving after the header-dripping client"
+
     echo "--- clients that vanish mid-request cost only themselves"
     for _ in 1 2 3 4; do
         python3 - "$url" "$tmp/big.json" <<'EOF'

@@ -23,6 +23,16 @@
 
 enum server_state { STATE_LOADING, STATE_READY, STATE_STOPPING };
 
+/* A connection, as the header watchdog sees it (see watchdog_main). */
+typedef struct watched_connection {
+    struct watched_connection *prev, *next;
+    int fd;
+    double waiting_since_s; /* when it began waiting for a request's headers: its opening, or
+                             * the end of its previous request */
+    bool in_request;        /* between a request's headers and its completion */
+    bool cut;               /* shut down by the watchdog */
+} watched_connection;
+
 struct serve_http {
     serve_http_config config;
     struct MHD_Daemon *daemon;
@@ -34,6 +44,10 @@ struct serve_http {
     pthread_mutex_t lock;   /* guards active */
     pthread_cond_t idle;    /* signalled when active drops to 0 */
     size_t active;          /* requests between their headers and their completion */
+    watched_connection *watched; /* every open connection (under lock) */
+    pthread_t watchdog;
+    bool watchdog_running, watchdog_stop; /* (watchdog_stop under lock) */
+    pthread_cond_t watchdog_wake;         /* signalled to stop the watchdog */
 };
 
 /* ---- routes ---- */
@@ -448,8 +462,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                   r->route != ROUTE_UNKNOWN ? routes[r->route].path : url);
         if (r->route == ROUTE_UNKNOWN && strlen(url) >= 64)
             strcpy(r->log_path + 60, "...");
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         pthread_mutex_lock(&h->lock);
         h->active++;
+        if (info && info->socket_context)
+            ((watched_connection *)info->socket_context)->in_request = true;
         pthread_mutex_unlock(&h->lock);
         return first_call(h, c, r, method);
     }
@@ -470,8 +488,16 @@ static const char *metrics_route(const request *r)
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     serve_http *h = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info && info->socket_context) { /* the connection waits for its next request's headers */
+        pthread_mutex_lock(&h->lock);
+        watched_connection *w = info->socket_context;
+        w->in_request = false;
+        w->waiting_since_s = now_s();
+        pthread_mutex_unlock(&h->lock);
+    }
     request *r = *con_cls;
     if (!r)
         return;
@@ -573,6 +599,77 @@ static int open_listener(const serve_http_config *config, char *address, size_t 
     return fd;
 }
 
+/* ---- the header watchdog ----
+ *
+ * libmicrohttpd's connection timeout is an idle timeout: every byte resets it, so a client that
+ * sends its request line and headers a byte at a time could hold its connection (and, one thread
+ * per connection, a thread) for ever, and enough of them every connection the server allows. The
+ * request deadline starts with a request's headers; before them this watchdog keeps the same
+ * bound: a connection that has not sent complete headers within request_timeout_s of its
+ * opening or of its previous request's end is shut down (shutdown(2): libmicrohttpd then sees
+ * the end of the stream and closes it as it would any other). The list entry of a connection
+ * goes, under the lock, in libmicrohttpd's "closed" notification, which comes before it closes
+ * the socket, so the watchdog never touches a descriptor that has been reused. */
+
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    serve_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        watched_connection *w = info ? calloc(1, sizeof(*w)) : NULL;
+        *socket_context = w; /* NULL (out of memory): not watched, the idle timeout still is */
+        if (!w)
+            return;
+        w->fd = info->connect_fd;
+        w->waiting_since_s = now_s();
+        pthread_mutex_lock(&h->lock);
+        w->next = h->watched;
+        if (h->watched)
+            h->watched->prev = w;
+        h->watched = w;
+        pthread_mutex_unlock(&h->lock);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        watched_connection *w = *socket_context;
+        pthread_mutex_lock(&h->lock);
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            h->watched = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        pthread_mutex_unlock(&h->lock);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+static void *watchdog_main(void *arg)
+{
+    serve_http *h = arg;
+    pthread_mutex_lock(&h->lock);
+    while (!h->watchdog_stop) {
+        struct timespec tick;
+        clock_gettime(CLOCK_REALTIME, &tick);
+        tick.tv_nsec += 250 * 1000 * 1000; /* four looks a second: the bound is +0.25 s */
+        if (tick.tv_nsec >= 1000000000L)
+            tick.tv_sec++, tick.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&h->watchdog_wake, &h->lock, &tick);
+        double now = now_s();
+        for (watched_connection *w = h->watched; w && !h->watchdog_stop; w = w->next) {
+            if (w->in_request || w->cut || now - w->waiting_since_s < h->config.request_timeout_s)
+                continue;
+            w->cut = true;
+            shutdown(w->fd, SHUT_RDWR);
+            fprintf(stderr, "clattn-serve: closed a connection that sent no complete request "
+                            "headers within %g s\n", h->config.request_timeout_s);
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
 int serve_http_start(serve_http **out, const serve_http_config *config, char *error,
                      size_t error_size)
 {
@@ -586,8 +683,10 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
     atomic_init(&h->state, STATE_LOADING);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
+    pthread_cond_init(&h->watchdog_wake, NULL);
     h->listen_fd = open_listener(config, h->address, sizeof(h->address), error, error_size);
     if (h->listen_fd < 0) {
+        pthread_cond_destroy(&h->watchdog_wake);
         pthread_cond_destroy(&h->idle);
         pthread_mutex_destroy(&h->lock);
         free(h);
@@ -607,11 +706,21 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
         MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
         MHD_OPTION_END);
+    int rc = h->daemon ? pthread_create(&h->watchdog, NULL, watchdog_main, h) : 0;
+    if (rc != 0) {
+        MHD_stop_daemon(h->daemon); /* closes the listening socket too */
+        h->daemon = NULL;
+        h->listen_fd = -1;
+    }
+    h->watchdog_running = h->daemon != NULL;
     if (!h->daemon) {
         snprintf(error, error_size, "cannot start the HTTP server on %s (libmicrohttpd failed)",
                  h->address);
-        close(h->listen_fd);
+        if (h->listen_fd >= 0)
+            close(h->listen_fd);
+        pthread_cond_destroy(&h->watchdog_wake);
         pthread_cond_destroy(&h->idle);
         pthread_mutex_destroy(&h->lock);
         free(h);
@@ -664,7 +773,15 @@ void serve_http_stop(serve_http **hp)
     serve_http *h = hp ? *hp : NULL;
     if (!h)
         return;
-    MHD_stop_daemon(h->daemon);
+    if (h->watchdog_running) {
+        pthread_mutex_lock(&h->lock);
+        h->watchdog_stop = true;
+        pthread_cond_signal(&h->watchdog_wake);
+        pthread_mutex_unlock(&h->lock);
+        pthread_join(h->watchdog, NULL);
+    }
+    MHD_stop_daemon(h->daemon); /* every connection's "closed" notification frees its entry */
+    pthread_cond_destroy(&h->watchdog_wake);
     pthread_cond_destroy(&h->idle);
     pthread_mutex_destroy(&h->lock);
     free(h);

@@ -19,7 +19,9 @@
  * it ends. A request must be complete by its deadline (request_timeout_s after its headers
  * arrived): a client still sending then is disconnected (logged as 408), the idle timeout is
  * lowered to what remains so that a silent one is too, and a request still waiting for its
- * batches gets 504. More than max_concurrent_requests requests at once: 429.
+ * batches gets 504. The headers themselves must be complete within request_timeout_s of the
+ * connection's opening or of its previous request's end, however slowly they trickle in (a
+ * watchdog thread shuts such a connection down and logs it). More than max_concurrent_requests requests at once: 429.
  *
  * Log line, one per request: "clattn-serve: METHOD ROUTE STATUS texts=N tokens=N ms=X", with
  * " (client gone)" when the client closed the connection first. Without a response, STATUS is

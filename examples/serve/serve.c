@@ -84,8 +84,8 @@ static void usage(FILE *out)
             "  --api-key KEY              require 'Authorization: Bearer KEY' (default:\n"
             "                             $CLATTN_API_KEY; none when neither is set)\n"
             "  --served-model-name NAME   the model's name in responses (default: the folder's)\n"
-            "  --request-timeout SECONDS  a request's deadline from its headers to its answer\n"
-            "                             (default 30)\n"
+            "  --request-timeout SECONDS  a request's deadline from its headers to its answer;\n"
+            "                             headers too must arrive within it (default 30)\n"
             "\n"
             "One log line per request on stderr: method, route, status, texts, tokens, ms.\n");
 }
