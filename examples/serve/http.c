@@ -340,8 +340,8 @@ static enum MHD_Result answer_post(serve_http *h, struct MHD_Connection *c, requ
         return fail(h, c, r, SERVE_ERROR_TOO_LARGE,
                     "the body is larger than this server's limit of %zu bytes (--payload-limit)",
                     h->config.payload_limit);
-    if (atomic_load_explicit(&h->state, memory_order_acquire) != STATE_READY)
-        return unavailable(h, c, r);
+    /* first_call admitted it while the server was ready: a drain that began since serves it
+     * (serve.c waits for such requests before it stops the scheduler). */
     return r->route == ROUTE_TOKENIZE ? answer_tokenize(h, c, r) : answer_embeddings(h, c, r);
 }
 
