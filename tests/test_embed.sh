@@ -24,6 +24,9 @@ expect 2 "--batch-size needs a positive integer" -- "$embed" --model "$tiny" --b
 expect 2 "--pooling must be mean or cls" -- "$embed" --model "$tiny" --pooling max x
 expect 2 "unknown option '--nope'" -- "$embed" --nope
 expect 2 "--tokenize only prints token ids" -- "$embed" --model "$tiny" --tokenize --json x
+expect 2 "--tokenize only prints token ids" -- "$embed" --model "$tiny" --tokenize --prompt "a " x
+expect 2 "give --prompt or --prompt-name, not both" -- "$embed" --model "$tiny" --prompt a \
+    --prompt-name b x
 
 echo "--- runtime errors (exit 1)"
 expect 1 "/no/such/dir/config.json: cannot open" -- "$embed" --model /no/such/dir x
@@ -287,6 +290,65 @@ rm "$tmp/changing.npy.partial" "$tmp/changing.npy.progress"
 expect 0 "" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
     --output "$tmp/changing.npy" --shard-size 256
 
+echo "--- prompts (config_sentence_transformers.json): checks, and a prompt is text put before"
+mkdir "$tmp/prompted"
+cp "$tmp/tiny"/* "$tmp/prompted/"
+printf '{"prompts": {"q": "the ", "p": "of is "}, "default_prompt_name": "q"}\n' \
+    >"$tmp/prompted/config_sentence_transformers.json"
+expect 2 "--prompt-name 'x' is not one of the model's prompts ('q', 'p')" -- \
+    "$embed" --model "$tmp/prompted" --prompt-name x hello
+expect 2 "--prompt-name 'q' is not one of the model's prompts (its config_sentence_transformers.json has none)" -- \
+    "$embed" --model "$tmp/tiny" --prompt-name q hello
+expect 2 "--prompt-name 'x' is not one of the model's prompts" -- \
+    "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" --output "$tmp/p.npy" --prompt-name x
+mkdir "$tmp/bad-prompts"
+cp "$tmp/tiny"/* "$tmp/bad-prompts/"
+printf '{"prompts": {"q": "the "}, "default_prompt_name": "query"}' \
+    >"$tmp/bad-prompts/config_sentence_transformers.json"
+expect 1 'default_prompt_name "query" is not one of the prompts' -- \
+    "$embed" --model "$tmp/bad-prompts" hello
+printf '{"prompts": {"q": 3}}' >"$tmp/bad-prompts/config_sentence_transformers.json"
+expect 1 'prompt "q" is not a string' -- "$embed" --model "$tmp/bad-prompts" hello
+rm "$tmp/bad-prompts/config_sentence_transformers.json"
+mkdir "$tmp/bad-prompts/1_Pooling"
+printf '{"pooling_mode_mean_tokens": true, "include_prompt": false}' \
+    >"$tmp/bad-prompts/1_Pooling/config.json"
+expect 1 '"include_prompt": false' -- "$embed" --model "$tmp/bad-prompts" hello
+# The default prompt ("the "), --prompt-name p, --prompt TEXT and --prompt "" against the texts
+# with the prompt written out: the same bytes (sentence-transformers joins the strings).
+printf 'cat dog\n\nis was zebra\n' >"$tmp/plain.txt"
+printf 'the cat dog\nthe \nthe is was zebra\n' >"$tmp/q.txt"
+printf 'of is cat dog\nof is \nof is is was zebra\n' >"$tmp/p.txt"
+"$embed" --model "$tmp/tiny" --input "$tmp/q.txt" --output "$tmp/q.npy" &&
+    "$embed" --model "$tmp/tiny" --input "$tmp/p.txt" --output "$tmp/p.npy" &&
+    "$embed" --model "$tmp/tiny" --input "$tmp/plain.txt" --output "$tmp/plain.npy" || {
+    echo "FAIL: embed without prompts"
+    failures=$((failures + 1))
+}
+expect 0 "" -- "$embed" --model "$tmp/prompted" --input "$tmp/plain.txt" --output "$tmp/dq.npy"
+expect 0 "" -- cmp "$tmp/dq.npy" "$tmp/q.npy"
+expect 0 "" -- "$embed" --model "$tmp/prompted" --input "$tmp/plain.txt" --prompt-name p \
+    --output "$tmp/dp.npy"
+expect 0 "" -- cmp "$tmp/dp.npy" "$tmp/p.npy"
+expect 0 "" -- "$embed" --model "$tmp/tiny" --input "$tmp/plain.txt" --prompt "of is " \
+    --output "$tmp/tp.npy"
+expect 0 "" -- cmp "$tmp/tp.npy" "$tmp/p.npy"
+expect 0 "" -- "$embed" --model "$tmp/prompted" --input "$tmp/plain.txt" --prompt "" \
+    --output "$tmp/none.npy"
+expect 0 "" -- cmp "$tmp/none.npy" "$tmp/plain.npy"
+# A corpus job records its prompt: resuming with another one is another job.
+expect 0 "" -- "$embed" --model "$tmp/prompted" --input "$tmp/plain.txt" --output "$tmp/jq.npy"
+expect 0 "" -- cmp "$tmp/jq.npy" "$tmp/q.npy"
+CLATTN_EMBED_FAIL_SHARD=5 expect 1 "failing as CLATTN_EMBED_FAIL_SHARD asks" -- \
+    "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" --output "$tmp/jr.npy" \
+    --shard-size 256
+expect 1 "records another job" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
+    --output "$tmp/jr.npy" --shard-size 256 --prompt-name p --resume
+expect 1 "records another job" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
+    --output "$tmp/jr.npy" --shard-size 256 --prompt "the" --resume
+expect 0 '"resumed_shards": 5,' -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
+    --output "$tmp/jr.npy" --shard-size 256 --prompt "the " --resume --json
+
 model_dir=${CLATTN_TEST_MODEL_DIR:-${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2}
 if [ ! -s "$model_dir/tokenizer.json" ]; then
     echo "real model not found at $model_dir: run tools/fetch-model.sh"
@@ -343,6 +405,21 @@ else
     failures=$((failures + 1))
 fi
 expect 1 "text 2: clattn_tokenizer_encode: invalid argument: the text is not valid UTF-8 at byte 4" -- "$embed" --model "$model_dir" fine $'bad \xff'
+# Prompts on the real model against sentence-transformers' encode (tests/golden/prompts, written by
+# tools/gen_prompt_golden.py): the model's files linked into a folder with its prompts.
+mkdir "$tmp/minilm-prompts"
+cp -rs "$(cd "$model_dir" && pwd)"/. "$tmp/minilm-prompts/"
+rm -f "$tmp/minilm-prompts/config_sentence_transformers.json"
+cp "$golden/prompts/config_sentence_transformers.json" "$tmp/minilm-prompts/"
+prompted() { "$embed" --model "$tmp/minilm-prompts" --input "$golden/prompts/texts.txt" "$@"; }
+expect 0 "" -- prompted --output "$tmp/pd.npy"
+expect 0 "max abs difference" -- "$compare" "$tmp/pd.npy" "$golden/prompts/default.npy" 1e-5
+expect 0 "" -- prompted --prompt-name passage --output "$tmp/pp.npy"
+expect 0 "max abs difference" -- "$compare" "$tmp/pp.npy" "$golden/prompts/passage.npy" 1e-5
+expect 0 "" -- prompted --prompt "Represent this sentence for retrieval: " --output "$tmp/pc.npy"
+expect 0 "max abs difference" -- "$compare" "$tmp/pc.npy" "$golden/prompts/custom.npy" 1e-5
+expect 0 "" -- prompted --prompt-name empty --output "$tmp/pe.npy"
+expect 0 "max abs difference" -- "$compare" "$tmp/pe.npy" "$golden/prompts/none.npy" 1e-5
 
 echo "--- $failures failure(s)"
 [ "$failures" -eq 0 ]

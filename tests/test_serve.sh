@@ -299,6 +299,9 @@ tiny_mode() {
  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
  {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
 EOF
+    # Prompts without a default one: "prompt_name" picks one; texts without it get none.
+    printf '{"prompts": {"q": "the ", "p": "of is "}}\n' \
+        >"$tmp/tiny-norm/config_sentence_transformers.json"
     model=$tmp/tiny-norm
     texts=$tmp/texts.txt long=$tmp/long.txt
     printf '%s\n' "the cat is on the mat" "a quick brown zebra, 42 of them." "café au lait" \
@@ -358,7 +361,7 @@ EOF
     post /embed '{"inputs": "a cat", "dimensions": 49}'
     refused 422 tei "dimensions" "/embed dimensions above the model's 48"
     post /embed '{"inputs": "a cat", "prompt_name": "query"}'
-    refused 422 tei "prompt_name" "/embed a prompt_name (this server has no prompts)"
+    refused 422 tei "not one of the model's prompts" "/embed a prompt_name the model does not have"
     post /v1/embeddings '{"input": []}'
     refused 400 openai "input" "an empty input list"
     post /embed '{"inputs": []}'
@@ -435,6 +438,53 @@ EOF
     grep -q 'POST /v1/embeddings 413' "$tmp/main.log" && grep -q 'GET /no/such/route 404' "$tmp/main.log" &&
         ok "one log line per request (method, route, status)" ||
         bad "no request log lines like 'POST /v1/embeddings 413' on stderr: $(tail -3 "$tmp/main.log")"
+
+    echo "--- prompts: TEI's prompt_name on /embed and /tokenize"
+    local all_texts
+    all_texts=$(check json-lines "$texts")
+    "$embed" --model "$model" --input "$texts" --prompt-name p --output "$tmp/ref_p.npy" || {
+        bad "embed --prompt-name p could not make the reference"
+        return
+    }
+    sed 's/^/of is /' "$texts" >"$tmp/texts_p.txt"
+    post /embed "{\"inputs\": $all_texts, \"prompt_name\": \"p\"}"
+    want_vectors "/embed prompt_name p: embed --prompt-name p's vectors" "$tmp/ref_p.npy"
+    post /tokenize "{\"inputs\": $all_texts, \"prompt_name\": \"p\"}"
+    if want 200 "/tokenize prompt_name p"; then
+        cmp -s <(check tokens "$tmp/body") <(tokens "$tmp/texts_p.txt") &&
+            ok "/tokenize prompt_name p: the ids of the prompt and the text" ||
+            bad "/tokenize prompt_name p: $(check tokens "$tmp/body" | head -2)"
+    fi
+    post /embed "{\"inputs\": $all_texts, \"prompt_name\": \"nope\"}"
+    refused 422 tei "not one of the model's prompts" "/embed prompt_name nope"
+    post /embed "{\"inputs\": \"x\", \"prompt_name\": 3}"
+    refused 422 tei "prompt_name" "/embed prompt_name a number"
+    echo "--- a model with a default prompt: every text input gets it, token ids do not"
+    make_tiny_embedder "$tmp/tiny-default" "$golden"
+    cp "$tmp/tiny-norm/modules.json" "$tmp/tiny-default/"
+    printf '{"prompts": {"q": "the ", "p": "of is "}, "default_prompt_name": "q"}\n' \
+        >"$tmp/tiny-default/config_sentence_transformers.json"
+    sed 's/^/the /' "$texts" >"$tmp/texts_q.txt"
+    "$embed" --model "$model" --input "$texts" --prompt-name q --output "$tmp/ref_q.npy" || {
+        bad "embed --prompt-name q could not make the reference"
+        return
+    }
+    start_server "$tmp/default.log" --model "$tmp/tiny-default" || return
+    local default_pid=$server_pid
+    post /v1/embeddings "{\"input\": $all_texts}"
+    want_vectors "/v1/embeddings with the default prompt" "$tmp/ref_q.npy"
+    post /embed "{\"inputs\": $all_texts, \"prompt_name\": \"p\"}"
+    want_vectors "/embed prompt_name p instead of the default" "$tmp/ref_p.npy"
+    post /tokenize "{\"inputs\": $all_texts}"
+    if want 200 "/tokenize with the default prompt"; then
+        cmp -s <(check tokens "$tmp/body") <(tokens "$tmp/texts_q.txt") &&
+            ok "/tokenize: the ids of the default prompt and the text" ||
+            bad "/tokenize with the default prompt: $(check tokens "$tmp/body" | head -2)"
+    fi
+    post /v1/embeddings "{\"input\": $(ids_without_specials "$texts")}"
+    want_vectors "/v1/embeddings token ids: no prompt" "$ref"
+    stop_server "$default_pid" INT "the default-prompt server"
+    url=$main_url
 
     echo "--- a second server: the raw tiny model, an API key, --auto-truncate, --max-input-length 16,"
     echo "    --max-concurrent-requests 2, --request-timeout 3"

@@ -36,6 +36,7 @@ typedef struct options {
     size_t max_length, batch_size;
     uint64_t shard_bytes; /* 0: not given */
     int pooling; /* -1: the model's */
+    const char *prompt, *prompt_name; /* NULL: the model's default prompt */
     char **texts;
     size_t text_count;
 } options;
@@ -47,7 +48,7 @@ static void usage(FILE *out)
             "[--json]\n"
             "             [--tokenize] [--max-length N] [--batch-size B] [--pooling mean|cls]\n"
             "             [--no-normalize] [--allow-non-finite] [--shard-size BYTES] [--resume]\n"
-            "             [--progress]\n"
+            "             [--progress] [--prompt TEXT | --prompt-name NAME]\n"
             "             [TEXT ...]\n"
             "       mpirun -np K embed --model DIR --input FILE --output OUT.npy [...]\n"
             "\n"
@@ -73,6 +74,11 @@ static void usage(FILE *out)
             "                     than another batch)\n"
             "  --pooling P        mean or cls (default: the model's 1_Pooling/config.json)\n"
             "  --no-normalize     no L2 normalisation even if the model has a Normalize module\n"
+            "  --prompt TEXT      put TEXT before every text (as sentence-transformers'\n"
+            "                     encode(prompt=...); \"\" for none)\n"
+            "  --prompt-name NAME put the model's prompt NAME before every text (its\n"
+            "                     config_sentence_transformers.json \"prompts\"); without\n"
+            "                     either, its default_prompt_name's prompt if it has one\n"
             "  --allow-non-finite keep embeddings holding NaN or infinity (JSON null); without it\n"
             "                     they are an error (exit 1, no --output written)\n"
             "\n"
@@ -185,7 +191,7 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_MODEL = 256, O_DEVICE, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
            O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_SHARD_SIZE, O_RESUME, O_PROGRESS,
-           O_ALLOW_NON_FINITE, O_HELP };
+           O_ALLOW_NON_FINITE, O_PROMPT, O_PROMPT_NAME, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -201,6 +207,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"resume", no_argument, NULL, O_RESUME},
         {"progress", no_argument, NULL, O_PROGRESS},
         {"allow-non-finite", no_argument, NULL, O_ALLOW_NON_FINITE},
+        {"prompt", required_argument, NULL, O_PROMPT},
+        {"prompt-name", required_argument, NULL, O_PROMPT_NAME},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -248,6 +256,8 @@ static int parse_options(int argc, char **argv, options *o)
         case O_RESUME: o->resume = true; break;
         case O_PROGRESS: o->progress = true; break;
         case O_ALLOW_NON_FINITE: o->allow_non_finite = true; break;
+        case O_PROMPT: o->prompt = optarg; break;
+        case O_PROMPT_NAME: o->prompt_name = optarg; break;
         case 'h':
         case O_HELP:
             if (comm_rank() == 0)
@@ -267,11 +277,14 @@ static int parse_options(int argc, char **argv, options *o)
                            o->texts[0]);
     if (!o->input && !o->text_count)
         return usage_error("no texts: give them as arguments or with --input FILE");
+    if (o->prompt && o->prompt_name)
+        return usage_error("give --prompt or --prompt-name, not both");
     if (o->tokenize && (o->output || o->json || o->pooling >= 0 || o->no_normalize ||
-                        o->batch_size || o->device || o->allow_non_finite))
+                        o->batch_size || o->device || o->allow_non_finite || o->prompt ||
+                        o->prompt_name))
         return usage_error("--tokenize only prints token ids: it takes no --output, --json, "
-                           "--pooling, --no-normalize, --allow-non-finite, --batch-size or "
-                           "--device");
+                           "--pooling, --no-normalize, --allow-non-finite, --batch-size, "
+                           "--device, --prompt or --prompt-name");
     bool job = is_corpus_job(o);
     if ((o->resume || o->shard_bytes || o->progress) && !job)
         return usage_error("--resume, --shard-size and --progress are for a corpus job: "
@@ -470,6 +483,12 @@ static int embed(const options *o, const text_list *t)
         return rc;
     }
     double load_s = cli_now_s() - t0;
+    if ((rc = embed_check_prompt_name(model, o->prompt_name)) >= 0) {
+        clattn_sentence_model_destroy(&model);
+        clattn_context_destroy(&ctx);
+        return rc;
+    }
+    rc = 0;
     if (o->max_length > info.max_length)
         cli_note("--max-length %zu is more than the model's %zu tokens: texts are truncated to %zu",
                  o->max_length, info.max_length, info.max_length);
@@ -484,6 +503,8 @@ static int embed(const options *o, const text_list *t)
     params.pooling = o->pooling;
     if (o->no_normalize)
         params.normalize = 0;
+    params.prompt = o->prompt;
+    params.prompt_name = o->prompt_name;
     progress bar = {cli_now_s()};
     if (isatty(2) && t->count >= 256) {
         params.progress = show_progress;
@@ -573,6 +594,8 @@ static int run_corpus_job(const options *o)
         .json = o->json,
         .progress = o->progress,
         .allow_non_finite = o->allow_non_finite,
+        .prompt = o->prompt,
+        .prompt_name = o->prompt_name,
     };
     return embed_job_run(&settings);
 }

@@ -430,6 +430,14 @@ static int job_identity(const job *j, uint64_t *sum)
     h = sum_u64(h, s->batch_size);
     h = sum_u64(h, (uint64_t)(int64_t)s->pooling);
     h = sum_u64(h, s->no_normalize);
+    /* The prompt put before every text, as the options and the model resolve it. */
+    const char *prompt = s->prompt ? s->prompt
+                         : s->prompt_name
+                             ? clattn_sentence_model_prompt(j->model, s->prompt_name)
+                             : clattn_sentence_model_prompt(j->model, info.default_prompt_name);
+    h = sum_u64(h, prompt ? strlen(prompt) + 1 : 0);
+    if (prompt && *prompt)
+        h = sum_bytes(h, prompt, strlen(prompt));
     *sum = h;
     return 0;
 }
@@ -687,6 +695,19 @@ static long long hook(const char *name)
     return v && v[0] ? atoll(v) : -1;
 }
 
+int embed_check_prompt_name(const clattn_sentence_model *model, const char *prompt_name)
+{
+    if (!prompt_name || clattn_sentence_model_prompt(model, prompt_name))
+        return -1;
+    char names[512] = "";
+    const char *name;
+    for (size_t i = 0; (name = clattn_sentence_model_prompt_name(model, i)); i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s'%s'", i ? ", " : "",
+                 name);
+    return usage_error("--prompt-name '%s' is not one of the model's prompts (%s)", prompt_name,
+                       names[0] ? names : "its config_sentence_transformers.json has none");
+}
+
 size_t embed_first_untokenizable(const clattn_sentence_model *model, const char *const *texts,
                                  const size_t *lengths, size_t count, size_t max_length)
 {
@@ -758,6 +779,8 @@ static int embed_shard(job *j, uint64_t s, float **rows, uint64_t *lines, uint64
     params.pooling = j->s->pooling;
     if (j->s->no_normalize)
         params.normalize = 0;
+    params.prompt = j->s->prompt;
+    params.prompt_name = j->s->prompt_name;
     double start = cli_now_s();
     if (!rc && clattn_sentence_model_embed(j->model, texts, lengths, count, *rows, &params,
                                            &tokens) != CLATTN_OK) {
@@ -949,7 +972,14 @@ int embed_job_run(const embed_job_settings *settings)
     if (!all_succeeded(j.done && j.partial_path && j.progress_path ? 0
                                                                     : local_error("out of memory")))
         goto done;
-    if (!all_succeeded(open_model(&j)) || plan_shards(&j) != 0)
+    if (!all_succeeded(open_model(&j)))
+        goto done;
+    if (settings->prompt_name && !clattn_sentence_model_prompt(j.model, settings->prompt_name)) {
+        /* every process has the same model: each stops here, rank 0 says why */
+        rc = comm_rank() == 0 ? embed_check_prompt_name(j.model, settings->prompt_name) : 2;
+        goto done;
+    }
+    if (plan_shards(&j) != 0)
         goto done;
     if (comm_rank() == 0 && settings->max_length > j.model_max_length)
         cli_note("--max-length %zu is more than the model's %zu tokens: texts are truncated to %zu",

@@ -31,10 +31,15 @@ typedef struct embed_job_settings {
     bool json;     /* statistics as one JSON object on stdout (rank 0) */
     bool progress; /* a progress line on stderr also when it is not a terminal */
     bool allow_non_finite; /* keep rows with NaN or infinity (else such a shard fails the job) */
+    const char *prompt, *prompt_name; /* clattn_embed_params' (NULL: the model's default) */
 } embed_job_settings;
 
 /* Runs the job on every process; returns the exit status (0, or 1 with the cause printed once). */
 int embed_job_run(const embed_job_settings *settings);
+
+/* Shared with embed's in-memory path: the exit status (2, with the names the model has on
+ * stderr) when --prompt-name names no prompt of the model, else -1. */
+int embed_check_prompt_name(const clattn_sentence_model *model, const char *prompt_name);
 
 /* Shared with embed's in-memory path: after clattn_sentence_model_embed failed on texts[0..count),
  * the index of the first text its tokenizer refuses (truncated to max_length, 0: the model's),

@@ -241,6 +241,7 @@ typedef struct input_rules {
     bool check_length;     /* refuse or truncate texts over max_input_length (not /tokenize) */
     bool truncate;         /* truncate instead of refusing */
     bool truncate_left;    /* keep the last ids rather than the first */
+    const char *prompt;    /* put before each text input (NULL or "": none) */
 } input_rules;
 
 /* Cuts an encoding [CLS] a ... z [SEP] of n > max ids to max ids: the first ones, or (left)
@@ -274,13 +275,39 @@ static bool too_long(serve_error *err, const input_rules *r, const char *name, s
     return false;
 }
 
-/* Tokenizes the string of `item` into t->ids[i]. */
+static bool encode_text(const char *text, size_t bytes, size_t i, const char *name,
+                        const clattn_tokenizer *tok, const serve_limits *limits,
+                        const input_rules *r, serve_texts *t, serve_error *err);
+
+/* Tokenizes the string of `item`, after the prompt, into t->ids[i]. */
 static bool encode_string(const json_t *item, size_t i, const char *name,
                           const clattn_tokenizer *tok, const serve_limits *limits,
                           const input_rules *r, serve_texts *t, serve_error *err)
 {
     const char *text = json_string_value(item);
     size_t bytes = json_string_length(item);
+    char *prompted = NULL; /* the prompt and the text, as sentence-transformers joins them */
+    if (r->prompt && r->prompt[0]) {
+        size_t prompt_bytes = strlen(r->prompt);
+        if (!(prompted = malloc(prompt_bytes + bytes + 1))) {
+            serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
+                            "out of memory for the prompt and %s", name);
+            return false;
+        }
+        memcpy(prompted, r->prompt, prompt_bytes);
+        memcpy(prompted + prompt_bytes, text, bytes);
+        text = prompted, bytes += prompt_bytes;
+    }
+    bool ok = encode_text(text, bytes, i, name, tok, limits, r, t, err);
+    free(prompted);
+    return ok;
+}
+
+/* Tokenizes text[0 .. bytes) into t->ids[i]. */
+static bool encode_text(const char *text, size_t bytes, size_t i, const char *name,
+                        const clattn_tokenizer *tok, const serve_limits *limits,
+                        const input_rules *r, serve_texts *t, serve_error *err)
+{
     /* Right truncation is the tokenizer's own; left truncation and refusals need every id. */
     size_t max_length = r->check_length && r->truncate && !r->truncate_left
                             ? limits->max_input_length
@@ -553,13 +580,31 @@ static bool get_dimensions(const json_t *root, serve_api api, const serve_limits
     return true;
 }
 
-static bool refuse_prompt_name(const json_t *root, serve_api api, serve_error *err)
+/* The prompt a request's texts get: "prompt_name"'s (when `named` and the body has one), else
+ * the model's default; *prompt NULL: none. */
+static bool get_prompt(const json_t *root, serve_api api, const serve_limits *limits, bool named,
+                       const char **prompt, serve_error *err)
 {
-    const json_t *v = json_object_get(root, "prompt_name");
-    if (!v || json_is_null(v))
+    const char *name = NULL;
+    *prompt = NULL;
+    if (named && !get_string(root, "prompt_name", api, &name, err))
+        return false;
+    if (!name) {
+        clattn_sentence_model_info info;
+        if (limits->prompts && clattn_sentence_model_get_info(limits->prompts, &info) == CLATTN_OK)
+            *prompt = clattn_sentence_model_prompt(limits->prompts, info.default_prompt_name);
         return true;
+    }
+    if ((*prompt = clattn_sentence_model_prompt(limits->prompts, name)))
+        return true;
+    char names[400] = "";
+    const char *known;
+    for (size_t i = 0; (known = clattn_sentence_model_prompt_name(limits->prompts, i)); i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"",
+                 i ? ", " : "", known);
     serve_error_set(err, api, SERVE_ERROR_INVALID, "prompt_name",
-                    "'prompt_name' is not supported: this server's models have no prompts");
+                    "'prompt_name' \"%.64s\" is not one of the model's prompts (%s)", name,
+                    names[0] ? names : "it has none");
     return false;
 }
 
@@ -583,7 +628,8 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
         ok = false;
     }
     req->base64 = ok && format && strcmp(format, "base64") == 0;
-    input_rules rules = {api, "input", true, true, limits->auto_truncate, false};
+    input_rules rules = {api, "input", true, true, limits->auto_truncate, false, NULL};
+    ok = ok && get_prompt(root, api, limits, false, &rules.prompt, err);
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     json_decref(root);
     if (!ok)
@@ -606,8 +652,9 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
     bool ok = get_bool(root, "normalize", api, &normalize, err) &&
               get_bool(root, "truncate", api, &truncate, err) &&
               get_string(root, "truncation_direction", api, &direction, err) &&
-              get_dimensions(root, api, limits, &req->dimensions, err) &&
-              refuse_prompt_name(root, api, err);
+              get_dimensions(root, api, limits, &req->dimensions, err);
+    const char *prompt = NULL;
+    ok = ok && get_prompt(root, api, limits, true, &prompt, err);
     bool left = false;
     if (ok && direction) {
         if (strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0) {
@@ -619,7 +666,7 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
         }
     }
     req->normalize = normalize;
-    input_rules rules = {api, "inputs", false, true, truncate, left};
+    input_rules rules = {api, "inputs", false, true, truncate, left, prompt};
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     json_decref(root);
     if (!ok)
@@ -637,9 +684,9 @@ bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokeni
     if (!root)
         return false;
     bool special = true;
+    input_rules rules = {api, "inputs", false, false, false, false, NULL};
     bool ok = get_bool(root, "add_special_tokens", api, &special, err) &&
-              refuse_prompt_name(root, api, err);
-    input_rules rules = {api, "inputs", false, false, false, false};
+              get_prompt(root, api, limits, true, &rules.prompt, err);
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     req->add_special_tokens = special;
     json_decref(root);

@@ -71,6 +71,9 @@ typedef struct serve_limits {
     size_t max_input_length;      /* ids per text at most, [CLS] and [SEP] included (>= 2) */
     bool auto_truncate;           /* truncate longer texts unless the request says otherwise */
     size_t hidden_size;           /* the embeddings' width: "dimensions" at most */
+    /* The model whose prompts (clattn_sentence_model_prompt) texts get: "prompt_name" picks
+     * one, else its default prompt applies; NULL: no prompts. */
+    const clattn_sentence_model *prompts;
 } serve_limits;
 
 /* A request's texts as ids: ids[i][0 .. lengths[i]) for text i. */
@@ -107,7 +110,12 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
  * POST /embed (TEI): "inputs" a string or an array of strings; "normalize" (default true);
  * "truncate" (default auto_truncate); "truncation_direction" "right" (default) or "left"
  * (either case: "Right", "Left"), which keeps the text's last ids; "dimensions";
- * "prompt_name" must be null (this server has no prompts: 422 otherwise).
+ * "prompt_name" one of the model's prompts (422 naming them otherwise).
+ *
+ * Prompts (both embedding routes and /tokenize): a text input gets the prompt put before it,
+ * as sentence-transformers and `embed` do — "prompt_name"'s (TEI routes), else the model's
+ * default prompt (config_sentence_transformers.json's default_prompt_name), if any — and is
+ * tokenized and truncated with it. Token-id inputs are the whole input: no prompt.
  */
 bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer *tok,
                            const serve_limits *limits, serve_embed_request *req, serve_error *err);
@@ -119,7 +127,7 @@ typedef struct serve_tokenize_request {
 
 /*
  * POST /tokenize (TEI): "inputs" a string or an array of strings, "add_special_tokens" (default
- * true), "prompt_name" null. Texts are not truncated (the body's size bounds them) and the
+ * true), "prompt_name" (as /embed: the ids /embed would run). Texts are not truncated (the body's size bounds them) and the
  * batch size is checked as /embed's.
  */
 bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokenizer *tok,

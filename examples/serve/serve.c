@@ -373,6 +373,7 @@ int main(int argc, char **argv)
                 .max_input_length = o.max_input_length ? o.max_input_length : info.max_length,
                 .auto_truncate = o.auto_truncate,
                 .hidden_size = info.hidden_size,
+                .prompts = s.model,
             },
         .description =
             {

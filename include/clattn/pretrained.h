@@ -97,11 +97,31 @@ typedef struct clattn_sentence_model_info {
     size_t vocab_size;
     clattn_pooling pooling;
     int normalize;         /* 1: L2-normalised embeddings */
-    uint8_t reserved[64];
+    /* config_sentence_transformers.json's default_prompt_name: the prompt that
+     * clattn_sentence_model_embed puts before every text unless told otherwise; NULL: none.
+     * Owned by the model. */
+    const char *default_prompt_name;
+    uint8_t reserved[56];
 } clattn_sentence_model_info;
 
 CLATTN_API clattn_status clattn_sentence_model_get_info(const clattn_sentence_model *model,
                                                         clattn_sentence_model_info *info);
+
+/*
+ * Prompts, as sentence-transformers has them (config_sentence_transformers.json: "prompts", an
+ * object of names and texts such as {"query": "query: ", "passage": "passage: "}, and
+ * "default_prompt_name"). A prompt is text put before every text to embed: it is tokenized with
+ * it, counts toward its max_length and is pooled over (a Pooling module with "include_prompt":
+ * false, which leaves it out, is refused at load as CLATTN_ERROR_UNSUPPORTED).
+ *
+ * clattn_sentence_model_prompt: the text of the prompt called `name`, NULL when the model has
+ * none of that name. clattn_sentence_model_prompt_name: the name of prompt i (0, 1, ... in the
+ * file's order), NULL past the last. Both strings are owned by the model.
+ */
+CLATTN_API const char *clattn_sentence_model_prompt(const clattn_sentence_model *model,
+                                                    const char *name);
+CLATTN_API const char *clattn_sentence_model_prompt_name(const clattn_sentence_model *model,
+                                                         size_t i);
 
 /* The model's tokenizer (owned by the model). */
 CLATTN_API const clattn_tokenizer *clattn_sentence_model_tokenizer(
@@ -118,7 +138,14 @@ typedef struct clattn_embed_params {
     int normalize;      /* -1: the model's; 0 or 1 */
     clattn_progress_callback progress;
     void *progress_user_data;
-    uint8_t reserved[64]; /* must be zero */
+    /* The prompt put before every text (sentence-transformers' encode(prompt=..., prompt_name=
+     * ...)): `prompt` is the text itself ("" for none), `prompt_name` one of the model's
+     * prompts (clattn_sentence_model_prompt); at most one of the two. Both NULL: the model's
+     * default prompt (info.default_prompt_name), if it has one. clattn_sentence_model_embed_ids
+     * takes neither and applies no default: its ids are the whole input. */
+    const char *prompt;
+    const char *prompt_name;
+    uint8_t reserved[48]; /* must be zero */
 } clattn_embed_params;
 
 CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
@@ -126,12 +153,15 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
 /*
  * Embeds `count` UTF-8 texts into out [count, hidden_size] (row i = text i, whatever the
  * batching). lengths[i] is the byte length of texts[i]; lengths NULL: the texts are
- * NUL-terminated. Texts are tokenized, truncated to max_length tokens, sorted by length and cut
- * into batches of neighbours where padding and per-batch costs are least (right padding, a
- * key-padding mask per batch; the cuts change speed, never a row's bytes) and run through the
- * encoder, then pooled on the device. *tokens (may be NULL) receives the number of real tokens processed.
- * Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it, counting from 1 ("text 1:
- * ..." for texts[0]; see clattn/tokenizer.h); nothing is written to out then.
+ * NUL-terminated. The prompt (params->prompt or prompt_name, else the model's default prompt)
+ * is put before each text; texts are tokenized, truncated to max_length tokens, sorted by length
+ * and cut into batches of neighbours where padding and per-batch costs are least (right padding,
+ * a key-padding mask per batch; the cuts change speed, never a row's bytes) and run through the
+ * encoder, then pooled on the device. *tokens (may be NULL) receives the number of real tokens
+ * processed. Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it, counting from 1
+ * ("text 1: ..." for texts[0]; see clattn/tokenizer.h); so are both prompt and prompt_name set,
+ * and a prompt_name the model does not have (naming those it has); nothing is written to out
+ * then.
  */
 CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *model,
                                                      const char *const *texts,

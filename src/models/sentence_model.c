@@ -25,6 +25,9 @@ struct clattn_sentence_model {
     clattn_sentence_model_info info;
     int32_t pad_id;
     embed_batch_costs batch_costs; /* max_texts and max_padded_tokens set per call */
+    /* config_sentence_transformers.json's prompts, in the file's order */
+    char **prompt_names, **prompt_texts;
+    size_t prompt_count;
 };
 
 /* ---- the folder's small JSON files ---- */
@@ -88,6 +91,62 @@ static clattn_status read_modules(const char *dir, int *normalize, char *pooling
     return CLATTN_OK;
 }
 
+/* config_sentence_transformers.json's prompts and default_prompt_name, when present. */
+static clattn_status read_prompts(clattn_sentence_model *m, const char *dir)
+{
+    json_t *root;
+    char path[4096];
+    clattn_status status = optional_json(dir, "config_sentence_transformers.json", path, &root);
+    if (status != CLATTN_OK || !root)
+        return status;
+    json_t *prompts = json_object_get(root, "prompts");
+    json_t *fallback = json_object_get(root, "default_prompt_name");
+    if (prompts && !json_is_null(prompts) && !json_is_object(prompts))
+        status = clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                                 "\"prompts\" must be an object of names and texts");
+    size_t count = json_is_object(prompts) ? json_object_size(prompts) : 0;
+    if (status == CLATTN_OK && count) {
+        m->prompt_names = calloc(count, sizeof(char *));
+        m->prompt_texts = calloc(count, sizeof(char *));
+        if (!m->prompt_names || !m->prompt_texts)
+            status = clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                  "%s: out of host memory", fn_load);
+    }
+    const char *name;
+    json_t *text;
+    if (status == CLATTN_OK && count) {
+        json_object_foreach(prompts, name, text) {
+            if (!json_is_string(text)) {
+                status = clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                                         "prompt \"%.64s\" is not a string", name);
+                break;
+            }
+            size_t i = m->prompt_count;
+            m->prompt_names[i] = strdup(name);
+            m->prompt_texts[i] = strdup(json_string_value(text));
+            m->prompt_count++;
+            if (!m->prompt_names[i] || !m->prompt_texts[i]) {
+                status = clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                      "%s: out of host memory", fn_load);
+                break;
+            }
+        }
+    }
+    if (status == CLATTN_OK && fallback && !json_is_null(fallback)) {
+        const char *wanted = json_string_value(fallback);
+        for (size_t i = 0; wanted && i < m->prompt_count; i++)
+            if (strcmp(m->prompt_names[i], wanted) == 0)
+                m->info.default_prompt_name = m->prompt_names[i];
+        if (!m->info.default_prompt_name)
+            status = clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                                     "default_prompt_name %s%.64s%s is not one of the prompts",
+                                     wanted ? "\"" : "(not a string) ", wanted ? wanted : "",
+                                     wanted ? "\"" : "");
+    }
+    json_decref(root);
+    return status;
+}
+
 /* The pooling folder's config.json: mean (the default when there is no such file) or CLS. */
 static clattn_status read_pooling(const char *dir, const char *pooling_dir,
                                   clattn_pooling *pooling)
@@ -100,6 +159,7 @@ static clattn_status read_pooling(const char *dir, const char *pooling_dir,
     if (status != CLATTN_OK || !root)
         return status;
     bool cls = json_is_true(json_object_get(root, "pooling_mode_cls_token"));
+    bool without_prompt = json_is_false(json_object_get(root, "include_prompt"));
     bool mean = json_is_true(json_object_get(root, "pooling_mode_mean_tokens"));
     bool other = false; /* the modes sentence-transformers has and this library does not */
     static const char *const others[] = {"pooling_mode_max_tokens",
@@ -109,6 +169,10 @@ static clattn_status read_pooling(const char *dir, const char *pooling_dir,
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
         other = other || json_is_true(json_object_get(root, others[i]));
     json_decref(root);
+    if (without_prompt)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_UNSUPPORTED,
+                               "\"include_prompt\": false (pooling that leaves the prompt's "
+                               "tokens out) is not supported");
     if (other || (cls && mean))
         return clattn__fail_in(fn_load, path, CLATTN_ERROR_UNSUPPORTED,
                                "only one of pooling_mode_mean_tokens and pooling_mode_cls_token "
@@ -143,7 +207,8 @@ clattn_status clattn_sentence_model_load(clattn_context *ctx, clattn_sentence_mo
         (status = clattn_tokenizer_load(&m->tokenizer, dir)) ||
         (status = read_max_length(dir, &max_length)) ||
         (status = read_modules(dir, &m->info.normalize, pooling_dir, sizeof(pooling_dir))) ||
-        (status = read_pooling(dir, pooling_dir, &m->info.pooling))) {
+        (status = read_pooling(dir, pooling_dir, &m->info.pooling)) ||
+        (status = read_prompts(m, dir))) {
         clattn_sentence_model_destroy(&m);
         /* the file errors were recorded for the thread: the context too */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
@@ -175,9 +240,13 @@ void clattn_sentence_model_destroy(clattn_sentence_model **pm)
 {
     if (!pm || !*pm)
         return;
-    clattn_encoder_destroy(&(*pm)->encoder);
-    clattn_tokenizer_destroy(&(*pm)->tokenizer);
-    free(*pm);
+    clattn_sentence_model *m = *pm;
+    clattn_encoder_destroy(&m->encoder);
+    clattn_tokenizer_destroy(&m->tokenizer);
+    for (size_t i = 0; i < m->prompt_count; i++)
+        free(m->prompt_names[i]), free(m->prompt_texts[i]);
+    free(m->prompt_names), free(m->prompt_texts);
+    free(m);
     *pm = NULL;
 }
 
@@ -189,6 +258,19 @@ clattn_status clattn_sentence_model_get_info(const clattn_sentence_model *m,
     CLATTN_CHECK_ARG(m->ctx, fn, info, "info is NULL");
     *info = m->info;
     return CLATTN_OK;
+}
+
+const char *clattn_sentence_model_prompt(const clattn_sentence_model *m, const char *name)
+{
+    for (size_t i = 0; m && name && i < m->prompt_count; i++)
+        if (strcmp(m->prompt_names[i], name) == 0)
+            return m->prompt_texts[i];
+    return NULL;
+}
+
+const char *clattn_sentence_model_prompt_name(const clattn_sentence_model *m, size_t i)
+{
+    return m && i < m->prompt_count ? m->prompt_names[i] : NULL;
 }
 
 const clattn_tokenizer *clattn_sentence_model_tokenizer(const clattn_sentence_model *m)
@@ -250,9 +332,30 @@ static int by_length(const void *a, const void *b)
     return i < j ? -1 : i > j; /* stable: input order among equal lengths */
 }
 
+/* Text i with the prompt before it (sentence-transformers concatenates the strings): texts[i]
+ * itself when there is no prompt, else in *scratch (grown as needed). NULL: out of memory. */
+static const char *prompted_text(const char *prompt, size_t prompt_len, const char *text,
+                                 size_t *len, char **scratch, size_t *capacity)
+{
+    if (prompt_len == 0)
+        return text;
+    if (prompt_len + *len > *capacity) {
+        size_t grown = prompt_len + *len + 64;
+        char *bigger = realloc(*scratch, grown);
+        if (!bigger)
+            return NULL;
+        *scratch = bigger, *capacity = grown;
+    }
+    memcpy(*scratch, prompt, prompt_len);
+    if (*len)
+        memcpy(*scratch + prompt_len, text, *len);
+    *len += prompt_len;
+    return *scratch;
+}
+
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
                                   const size_t *lengths, size_t count, size_t max_length,
-                                  tokenized *t)
+                                  const char *prompt, tokenized *t)
 {
     clattn_status status = tokenized_alloc(m, fn_embed, count, t);
     if (status != CLATTN_OK)
@@ -261,9 +364,17 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
     if (!start)
         return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                             fn_embed);
+    size_t prompt_len = prompt ? strlen(prompt) : 0, capacity = 0;
+    char *scratch = NULL;
     for (size_t i = 0; status == CLATTN_OK && i < count; i++) { /* first the counts */
         size_t len = lengths ? lengths[i] : strlen(texts[i]);
-        status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length, NULL, 0,
+        const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
+        if (!text) {
+            status = clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                  "%s: out of host memory", fn_embed);
+            break;
+        }
+        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0,
                                          &t->n[i]);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
@@ -277,13 +388,15 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
     for (size_t i = 0; status == CLATTN_OK && i < count; i++) {
         size_t len = lengths ? lengths[i] : strlen(texts[i]), got;
         t->ids[i] = t->storage + start[i];
-        status = clattn_tokenizer_encode(m->tokenizer, texts[i], len, max_length,
+        /* The same text as above: scratch holds at least this much already. */
+        const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
+        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length,
                                          t->storage + start[i], t->n[i], &got);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
     }
-    free(start);
+    free(start), free(scratch);
     return status;
 }
 
@@ -394,6 +507,33 @@ static clattn_status embed_tokenized(clattn_sentence_model *m, const char *fn, t
     return status;
 }
 
+/* The prompt text that params ask for (see clattn_embed_params): NULL or "" for none. */
+static clattn_status resolve_prompt(clattn_sentence_model *m, const clattn_embed_params *params,
+                                    const char **prompt)
+{
+    clattn_context *ctx = m->ctx;
+    CLATTN_CHECK_ARG(ctx, fn_embed, !params->prompt || !params->prompt_name,
+                     "params->prompt and params->prompt_name are both set (one at most)");
+    if (params->prompt) {
+        *prompt = params->prompt;
+    } else if (params->prompt_name) {
+        *prompt = clattn_sentence_model_prompt(m, params->prompt_name);
+        if (!*prompt) {
+            char names[512] = "";
+            for (size_t i = 0; i < m->prompt_count; i++)
+                snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"",
+                         i ? ", " : "", m->prompt_names[i]);
+            return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                                "%s: params->prompt_name \"%.64s\" is not one of the model's "
+                                "prompts (%s)", fn_embed, params->prompt_name,
+                                m->prompt_count ? names : "it has none");
+        }
+    } else {
+        *prompt = clattn_sentence_model_prompt(m, m->info.default_prompt_name);
+    }
+    return CLATTN_OK;
+}
+
 clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *const *texts,
                                           const size_t *lengths, size_t count, float *out,
                                           const clattn_embed_params *params, size_t *tokens)
@@ -417,8 +557,11 @@ clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *
     size_t max_length = m->info.max_length;
     if (params->max_length && params->max_length < max_length)
         max_length = params->max_length;
+    const char *prompt = NULL;
+    if ((status = resolve_prompt(m, params, &prompt)) != CLATTN_OK)
+        return status;
     tokenized t;
-    status = tokenize_all(m, texts, lengths, count, max_length, &t);
+    status = tokenize_all(m, texts, lengths, count, max_length, prompt, &t);
     if (status != CLATTN_OK) {
         tokenized_free(&t);
         return status;
@@ -443,6 +586,9 @@ clattn_status clattn_sentence_model_embed_ids(clattn_sentence_model *m, const in
     clattn_status status = check_embed_args(m, fn, count, out, params);
     if (status != CLATTN_OK)
         return status;
+    CLATTN_CHECK_ARG(ctx, fn, !params->prompt && !params->prompt_name,
+                     "params->prompt or prompt_name is set (ids carry their prompt: put its ids "
+                     "before each text's)");
     CLATTN_CHECK_ARG(ctx, fn, params->max_length == 0,
                      "params->max_length is %zu (must be 0: the texts are already tokenized and "
                      "truncated)", params->max_length);
