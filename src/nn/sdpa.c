@@ -19,6 +19,20 @@ void clattn_sdpa_params_default(clattn_sdpa_params *params)
     params->path = CLATTN_PATH_AUTO;
 }
 
+clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes)
+{
+    if (!slopes || num_heads == 0)
+        return CLATTN_ERROR_INVALID_ARGUMENT;
+    size_t p = 1;
+    while (p * 2 <= num_heads)
+        p *= 2;
+    for (size_t k = 0; k < p && k < num_heads; k++)
+        slopes[k] = (float)exp2(-8.0 * (double)(k + 1) / (double)p);
+    for (size_t k = 0; p + k < num_heads; k++)
+        slopes[p + k] = (float)exp2(-4.0 * (double)(2 * k + 1) / (double)p);
+    return CLATTN_OK;
+}
+
 clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q, const clattn_tensor *k,
                           const clattn_tensor *v, clattn_tensor *out,
                           const clattn_sdpa_params *params)
@@ -80,6 +94,11 @@ clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q, const cla
         (status = clattn__weights_output(ctx, fn, params->attn_weights, 4,
                                          (size_t[]){p.batch, p.heads, p.seq_q, p.seq_k},
                                          "[B, H, Nq, Nk]", params->path)))
+        return status;
+
+    clattn_mods_request mods = {params->alibi_slopes, params->relative_bias,
+                                params->relative_max_distance, params->window, params->softcap};
+    if ((status = clattn__score_mods_of(ctx, fn, &mods, p.heads, &p.mods)))
         return status;
 
     p.scale = params->scale != 0.0f ? params->scale : (float)(1.0 / sqrt((double)p.dk));
