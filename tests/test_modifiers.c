@@ -1,10 +1,11 @@
 /*
  * The attention score modifiers of clattn_sdpa (ALiBi, relative position buckets, sliding
- * window, soft-capping; include/clattn/attention.h) against the float64 PyTorch reference of
+ * window, soft-capping; include/clattn/attention.h) and its rotary embeddings (RoPE) against the float64 PyTorch reference of
  * tools/gen_modifier_golden.py (tests/golden/modifiers): each case on the unfused path (output
  * and attention weights) and on every fused variant — the default (micro-tiled on CPUs), the
  * plain unstaged kernel, split-key attention and the __local-staged kernel, forced through
- * CLATTN_TUNE — then ALiBi's slopes against BLOOM's, and invalid arguments.
+ * CLATTN_TUNE — then ALiBi's slopes against BLOOM's, batch invariance, the attention layer's
+ * modifiers (against SDPA's) and invalid arguments.
  * Tolerance: the case's (1e-5 absolute against float64, as the SDPA goldens).
  * Small-shape mode (oclgrind): the N = 300 cases and most tunings are left out.
  */
@@ -22,7 +23,8 @@
 static const char *const cases[] = {
     "alibi", "alibi_causal", "alibi_masks", "relative", "relative_small_buckets",
     "relative_masks_causal", "window", "window_causal", "window_padding", "softcap",
-    "softcap_additive", "combined", "combined_causal", "window_long", "window_long_causal",
+    "softcap_additive", "combined", "combined_causal", "rope_half", "rope_interleaved_partial",
+    "rope_half_partial_causal", "rope_combined", "window_long", "window_long_causal",
 };
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 #define N_SMALL_CASES (N_CASES - 2) /* without the N = 300 ones */
@@ -137,6 +139,20 @@ static void run_golden(clattn_context *ctx, const char *name, const golden *g,
                                                                     : CLATTN_MASK_BOOL;
     p.key_padding_mask = kpm;
     p.attn_weights = w;
+    clattn_rope_params rope;
+    json_t *r = json_object_get(g->meta, "rope");
+    if (json_is_object(r)) {
+        clattn_rope_params_default(&rope);
+        const char *layout = meta_string(r, "layout");
+        assert_non_null(layout);
+        rope.layout = strcmp(layout, "interleaved") == 0 ? CLATTN_ROPE_INTERLEAVED
+                                                         : CLATTN_ROPE_HALF;
+        rope.theta = (float)json_number_value(json_object_get(r, "theta"));
+        rope.rotary_dim = (size_t)json_integer_value(json_object_get(r, "rotary_dim"));
+        rope.query_offset = (size_t)json_integer_value(json_object_get(r, "query_offset"));
+        rope.key_offset = (size_t)json_integer_value(json_object_get(r, "key_offset"));
+        p.rope = &rope;
+    }
     clattn_status status = clattn_sdpa(ctx, q, k, v, out, &p);
     if (status != CLATTN_OK)
         print_error("%s: %s\n", name, clattn_last_error(ctx));
@@ -272,6 +288,10 @@ static void modified_rows_are_batch_invariant(void **state)
             p.relative_max_distance = 20;
             p.window = 8;
             p.softcap = 3.0f;
+            clattn_rope_params rope;
+            clattn_rope_params_default(&rope);
+            rope.rotary_dim = 6;
+            p.rope = &rope;
             p.key_padding_mask = m;
             assert_int_equal(clattn_sdpa(ctx, q, k, v, o, &p), CLATTN_OK);
             outs[batched] = test_tensor_to_host(o);
@@ -289,6 +309,95 @@ static void modified_rows_are_batch_invariant(void **state)
         free(x[a]);
     free(kpm);
     clattn_tensor_destroy(&ts), clattn_tensor_destroy(&tt);
+}
+
+/* The attention layer takes the same modifiers: with identity projections and no output
+ * projection its output is SDPA's on the heads of its input, with the same modifiers (SDPA is
+ * checked against PyTorch above). */
+static void mha_passes_its_modifiers_to_attention(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    const size_t B = 2, N = 21, H = 3, d = 4, E = H * d;
+    clattn_mha_config mc;
+    clattn_mha_config_default(&mc, E, H);
+    mc.in_proj_bias = 0;
+    mc.out_proj = 0;
+    clattn_mha *mha = NULL;
+    assert_int_equal(clattn_mha_create(ctx, &mha, &mc), CLATTN_OK);
+    float *w = calloc(3 * E * E, sizeof(float));
+    for (size_t r = 0; r < 3 * E; r++)
+        w[r * E + r % E] = 1.0f;
+    clattn_mha_weights mw;
+    memset(&mw, 0, sizeof(mw));
+    mw.in_proj_weight = (clattn_host_tensor){w, 2, {3 * E, E, 0, 0}};
+    assert_int_equal(clattn_mha_load_weights(mha, &mw), CLATTN_OK);
+
+    float *x = malloc(B * N * E * sizeof(float)), *heads = malloc(B * N * E * sizeof(float));
+    test_fill_uniform(x, B * N * E, 77, -2, 2);
+    for (size_t b = 0; b < B; b++) /* [B, N, H, d] → [B, H, N, d] */
+        for (size_t n = 0; n < N; n++)
+            for (size_t h = 0; h < H; h++)
+                memcpy(heads + ((b * H + h) * N + n) * d, x + (b * N + n) * E + h * d,
+                       d * sizeof(float));
+    float slopes[3], table[8 * 3];
+    clattn_alibi_slopes(H, slopes);
+    test_fill_uniform(table, 8 * 3, 78, -1, 1);
+    clattn_tensor *ts = test_tensor_from(ctx, 1, (size_t[]){H}, slopes);
+    clattn_tensor *tt = test_tensor_from(ctx, 2, (size_t[]){8, H}, table);
+    clattn_tensor *tx = test_tensor_from(ctx, 3, (size_t[]){B, N, E}, x);
+    clattn_tensor *ty = test_tensor_from(ctx, 3, (size_t[]){B, N, E}, NULL);
+    clattn_tensor *th = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, heads);
+    clattn_tensor *to = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, NULL);
+    for (int path = 0; path < 2; path++) {
+        clattn_mha_forward_params fp;
+        clattn_mha_forward_params_default(&fp);
+        fp.path = path ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED;
+        fp.causal = path;
+        fp.alibi_slopes = ts;
+        fp.relative_bias = tt;
+        fp.relative_max_distance = 10;
+        fp.window = 6;
+        fp.softcap = 2.5f;
+        assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp), CLATTN_OK);
+        clattn_sdpa_params sp;
+        clattn_sdpa_params_default(&sp);
+        sp.path = fp.path;
+        sp.causal = fp.causal;
+        sp.alibi_slopes = ts;
+        sp.relative_bias = tt;
+        sp.relative_max_distance = 10;
+        sp.window = 6;
+        sp.softcap = 2.5f;
+        assert_int_equal(clattn_sdpa(ctx, th, th, th, to, &sp), CLATTN_OK);
+        float *y = test_tensor_to_host(ty), *o = test_tensor_to_host(to);
+        float *want = malloc(B * N * E * sizeof(float));
+        for (size_t b = 0; b < B; b++)
+            for (size_t n = 0; n < N; n++)
+                for (size_t h = 0; h < H; h++)
+                    memcpy(want + (b * N + n) * E + h * d, o + ((b * H + h) * N + n) * d,
+                           d * sizeof(float));
+        assert_close(y, want, B * N * E, 1e-6);
+        /* and the modifiers change the output (the check above is not vacuous) */
+        fp.window = 0;
+        assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp), CLATTN_OK);
+        float *y2 = test_tensor_to_host(ty);
+        assert_true(test_max_abs_diff(y2, want, B * N * E) > 1e-3);
+        free(y), free(y2), free(o), free(want);
+    }
+    clattn_mha_forward_params fp;
+    clattn_mha_forward_params_default(&fp);
+    fp.window = 3;
+    assert_status_msg(ctx, clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "window is 3");
+    clattn_mha_forward_params_default(&fp);
+    fp.relative_bias = ts;
+    assert_status_msg(ctx, clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp),
+                      CLATTN_ERROR_SHAPE_MISMATCH, "relative_bias has shape [3]");
+    clattn_tensor *all[] = {ts, tt, tx, ty, th, to};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        clattn_tensor_destroy(&all[i]);
+    clattn_mha_destroy(&mha);
+    free(w), free(x), free(heads);
 }
 
 static void invalid_arguments(void **state)
@@ -343,6 +452,31 @@ static void invalid_arguments(void **state)
     p.relative_max_distance = 3;
     assert_int_equal(clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_OK);
 
+    clattn_rope_params rope;
+    clattn_sdpa_params_default(&p);
+    p.rope = &rope;
+    clattn_rope_params_default(&rope);
+    rope.rotary_dim = 3;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "rope->rotary_dim is 3: it must be even and at most d_k = 4");
+    rope.rotary_dim = 6;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "rope->rotary_dim is 6");
+    clattn_rope_params_default(&rope);
+    rope.theta = -1.0f;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "rope->theta is -1");
+    clattn_rope_params_default(&rope);
+    rope.layout = (clattn_rope_layout)2;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "rope->layout is 2");
+    clattn_rope_params_default(&rope);
+    rope.reserved[31] = 1;
+    assert_status_msg(ctx, clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "rope->reserved is not zero");
+    clattn_rope_params_default(&rope);
+    assert_int_equal(clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_OK);
+
     clattn_tensor *all[] = {q, o, slopes2, slopes2d, table, table3, table1d, table_ok};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         clattn_tensor_destroy(&all[i]);
@@ -358,8 +492,17 @@ static void params_layout(void **state)
     assert_null(p.relative_bias);
     assert_int_equal(p.window, 0);
     assert_true(p.softcap == 0.0f);
-    if (sizeof(void *) == 8)
+    assert_null(p.rope);
+    clattn_rope_params r;
+    memset(&r, 0xff, sizeof(r));
+    clattn_rope_params_default(&r);
+    assert_int_equal(r.layout, CLATTN_ROPE_HALF);
+    assert_true(r.theta == 0.0f);
+    assert_int_equal(r.rotary_dim, 0);
+    if (sizeof(void *) == 8) {
         assert_int_equal(sizeof(clattn_sdpa_params), 120);
+        assert_int_equal(sizeof(clattn_mha_forward_params), 112);
+    }
 }
 
 int main(void)
@@ -374,6 +517,7 @@ int main(void)
         cmocka_unit_test(golden_cases_on_every_fused_variant),
         cmocka_unit_test(alibi_slopes_are_blooms),
         cmocka_unit_test(modified_rows_are_batch_invariant),
+        cmocka_unit_test(mha_passes_its_modifiers_to_attention),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_layout),
     };

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Golden files for the attention score modifiers (clattn_sdpa's ALiBi, relative position bias,
-sliding window and soft-capping; include/clattn/attention.h), computed in float64 with PyTorch.
+sliding window and soft-capping; include/clattn/attention.h) and rotary embeddings (RoPE),
+computed in float64 with PyTorch.
 
 usage: /usr/bin/python3 tools/gen_modifier_golden.py [--out DIR]
 
@@ -9,6 +10,10 @@ ALiBi slopes of BLOOM's build_alibi_tensor for a few head counts (alibi_slopes_H
 Deterministic: torch.manual_seed per case, inputs drawn in float32 and the reference computed on
 their float64 values:
 
+    q, k = rope(q), rope(k)                          rotary embeddings: transformers' rotate_half
+                                                     (GPT-NeoX, Llama) or GPT-J's
+                                                     rotate_every_two, on the first rotary_dim
+                                                     channels, positions from the offsets
     s = (q · scale) kᵀ                               scale = 1/sqrt(d)
     s = c · tanh(s / c)                              softcap c
     s = s - m_h·|i - j|   (causal: - m_h·(i - j))    alibi_slopes [H] (float32 values)
@@ -20,7 +25,8 @@ their float64 values:
     out = P·v.
 
 Case directory: meta.json {"description", "torch_version", "tolerance", "causal", "window",
-"softcap", "relative_max_distance", "attn_mask" (null | "bool" | "additive"),
+"softcap", "relative_max_distance", "attn_mask" (null | "bool" | "additive"), "rope" (null |
+{"layout": "half" | "interleaved", "theta", "rotary_dim", "query_offset", "key_offset"}),
 "key_padding_mask" (null | "bool"), "arrays" {name: shape}}; q.npy [B,H,Nq,d], k.npy [B,H,Nk,d],
 v.npy [B,H,Nk,d], out.npy [B,H,Nq,d], and when used alibi_slopes.npy [H],
 relative_bias.npy [num_buckets, H], attn_mask.npy [Nq, Nk] (0/1 or additive, float32),
@@ -71,11 +77,35 @@ def relative_position_bucket(relative_position, num_buckets=32, max_distance=128
     return ret
 
 
+def rope(x, r, offset):
+    """Rotary embeddings in float64 on x [B, H, N, d], positions offset + n (r: the case's
+    "rope" dict); transformers' rotate_half layout or GPT-J's rotate_every_two."""
+    n, rot = x.shape[2], r["rotary_dim"]
+    pos = torch.arange(offset, offset + n, dtype=torch.float64)
+    inv_freq = 1.0 / (r["theta"] ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    angle = pos.view(n, 1) * inv_freq.view(1, rot // 2)            # [N, rot/2]
+    xr, rest = x[..., :rot], x[..., rot:]
+    if r["layout"] == "half":
+        cos = torch.cat([angle.cos(), angle.cos()], -1)
+        sin = torch.cat([angle.sin(), angle.sin()], -1)
+        x1, x2 = xr[..., :rot // 2], xr[..., rot // 2:]
+        rotated = xr * cos + torch.cat([-x2, x1], -1) * sin        # rotate_half
+    else:
+        cos = angle.cos().repeat_interleave(2, -1)
+        sin = angle.sin().repeat_interleave(2, -1)
+        x1, x2 = xr[..., ::2], xr[..., 1::2]
+        rotated = xr * cos + torch.stack((-x2, x1), -1).flatten(-2) * sin  # rotate_every_two
+    return torch.cat([rotated, rest], -1)
+
+
 def reference(q, k, v, c):
     """float64 attention with the case's modifiers and masks; returns (out, weights)."""
     B, H, Nq, d = q.shape
     Nk = k.shape[2]
     q, k, v = q.double(), k.double(), v.double()
+    if c.get("rope"):
+        q = rope(q, c["rope"], c["rope"]["query_offset"])
+        k = rope(k, c["rope"], c["rope"]["key_offset"])
     s = (q * (1.0 / math.sqrt(d))) @ k.transpose(-1, -2)          # [B, H, Nq, Nk]
     i = torch.arange(Nq).view(Nq, 1)
     j = torch.arange(Nk).view(1, Nk)
@@ -111,13 +141,14 @@ def reference(q, k, v, c):
 
 def case(out_dir, name, description, seed, B, H, Nq, Nk, d, causal=False, alibi=False,
          relative=None, window=0, softcap=0.0, attn_mask=None, key_padding=False, q_gain=1.0,
-         weights=True):
+         weights=True, rope_params=None):
     torch.manual_seed(seed)
     q = (torch.rand(B, H, Nq, d) * 2 - 1) * q_gain
     k = torch.rand(B, H, Nk, d) * 2 - 1
     v = torch.rand(B, H, Nk, d) * 2 - 1
     c = {"causal": causal, "window": window, "softcap": softcap, "relative_max_distance": 0,
-         "attn_mask": attn_mask, "key_padding_mask": "bool" if key_padding else None}
+         "attn_mask": attn_mask, "key_padding_mask": "bool" if key_padding else None,
+         "rope": rope_params}
     arrays = {"q": q, "k": k, "v": v}
     if alibi:
         c["alibi_slopes"] = arrays["alibi_slopes"] = bloom_alibi_slopes(H)
@@ -146,7 +177,7 @@ def case(out_dir, name, description, seed, B, H, Nq, Nk, d, causal=False, alibi=
     meta = {"description": description, "torch_version": torch.__version__, "tolerance": TOL,
             "causal": causal, "window": window, "softcap": softcap,
             "relative_max_distance": c["relative_max_distance"], "attn_mask": attn_mask,
-            "key_padding_mask": c["key_padding_mask"],
+            "key_padding_mask": c["key_padding_mask"], "rope": rope_params,
             "arrays": {key: list(t.shape) for key, t in arrays.items()}}
     with open(os.path.join(path, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -194,6 +225,22 @@ def main():
          attn_mask="bool", key_padding=True)
     case(out, "combined_causal", "soft-capping, ALiBi, relative buckets, window 6, causal", 15,
          **S, softcap=4.0, q_gain=3.0, alibi=True, relative=(32, 128), window=6, causal=True)
+
+    case(out, "rope_half", "RoPE, half-split (GPT-NeoX), all channels, θ 10000", 16, **S,
+         rope_params=dict(layout="half", theta=10000.0, rotary_dim=8, query_offset=0,
+                          key_offset=0))
+    case(out, "rope_interleaved_partial", "RoPE, interleaved (GPT-J), 4 of 8 channels, θ 500, "
+         "query positions from 5, keys from 3", 17, **S,
+         rope_params=dict(layout="interleaved", theta=500.0, rotary_dim=4, query_offset=5,
+                          key_offset=3))
+    case(out, "rope_half_partial_causal", "RoPE, half-split, 6 of 8 channels, queries from 6 "
+         "(the last 17 of 23 positions), causal, key padding", 18, **S, causal=True,
+         key_padding=True, rope_params=dict(layout="half", theta=10000.0, rotary_dim=6,
+                                            query_offset=6, key_offset=0))
+    case(out, "rope_combined", "RoPE (interleaved, θ 10000) with ALiBi, window 8 and soft-capping",
+         19, **S, alibi=True, window=8, softcap=4.0, q_gain=2.0,
+         rope_params=dict(layout="interleaved", theta=10000.0, rotary_dim=8, query_offset=2,
+                          key_offset=0))
 
 
 if __name__ == "__main__":
