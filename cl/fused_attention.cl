@@ -287,8 +287,8 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
     uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
     bool masked = am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
     uint j_first = 0;
-#ifdef CLATTN_FUSED_MODS
-    masked = true;
+#if defined(CLATTN_FUSED_MODS) && (CLATTN_FUSED_MODS & ~CLATTN_MOD_WINDOW)
+    masked = true; /* scores that change: element by element */
 #endif
 #ifdef CLATTN_FUSED_WINDOW
     j_first = CLATTN_WINDOW_LO(first) / TT * TT; /* whole tiles: the keys are packed by tile */
@@ -310,6 +310,11 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         /* Lanes past the keys, after a query's causal limit, or masked: element by element, and
          * only in the tiles that have any. */
         bool edge = j0 + TT > end || masked || (causal && j0 + TT - 1 > first + causal_shift);
+#ifdef CLATTN_FUSED_WINDOW
+        /* a tile partly outside some query's window */
+        edge = edge || last + causal_shift > j0 + window_half ||
+               j0 + TT - 1 > first + causal_shift + window_half;
+#endif
         float p[TQ][TT];
 #pragma unroll
         for (int r = 0; r < TQ; r++) {
@@ -324,7 +329,7 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
                                   : (masked ? clattn_masked_score(
                                                   CLATTN_MODIFY(p[r][t], h, i, j), b, h, i, j,
                                                   CLATTN_MASK_ARGS)
-                                            : p[r][t]);
+                                            : CLATTN_MODIFY(p[r][t], h, i, j));
                 }
                 sv = vload16(0, p[r]);
             }
