@@ -237,8 +237,10 @@ static void alibi_slopes_are_blooms(void **state)
         clattn_npy_array_destroy(&want);
     }
     float s[1];
-    assert_int_equal(clattn_alibi_slopes(0, s), CLATTN_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(clattn_alibi_slopes(4, NULL), CLATTN_ERROR_INVALID_ARGUMENT);
+    assert_status_msg(NULL, clattn_alibi_slopes(0, s), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "num_heads is 0");
+    assert_status_msg(NULL, clattn_alibi_slopes(4, NULL), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "slopes is NULL");
 }
 
 /* A row's bytes do not depend on the batch or its padding with the modifiers either (all of them
@@ -404,14 +406,16 @@ static void invalid_arguments(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
     size_t shape[4] = {1, 3, 5, 4};
-    clattn_tensor *q = test_tensor_from(ctx, 4, shape, NULL);
+    float data[60]; /* every tensor below has at most 60 elements; the valid calls read them */
+    test_fill_uniform(data, 60, 3, -1, 1);
+    clattn_tensor *q = test_tensor_from(ctx, 4, shape, data);
     clattn_tensor *o = test_tensor_from(ctx, 4, shape, NULL);
-    clattn_tensor *slopes2 = test_tensor_from(ctx, 1, (size_t[]){2}, NULL);
-    clattn_tensor *slopes2d = test_tensor_from(ctx, 2, (size_t[]){1, 3}, NULL);
-    clattn_tensor *table = test_tensor_from(ctx, 2, (size_t[]){8, 2}, NULL);
-    clattn_tensor *table3 = test_tensor_from(ctx, 2, (size_t[]){3, 3}, NULL);
-    clattn_tensor *table1d = test_tensor_from(ctx, 1, (size_t[]){24}, NULL);
-    clattn_tensor *table_ok = test_tensor_from(ctx, 2, (size_t[]){8, 3}, NULL);
+    clattn_tensor *slopes2 = test_tensor_from(ctx, 1, (size_t[]){2}, data);
+    clattn_tensor *slopes2d = test_tensor_from(ctx, 2, (size_t[]){1, 3}, data);
+    clattn_tensor *table = test_tensor_from(ctx, 2, (size_t[]){8, 2}, data);
+    clattn_tensor *table3 = test_tensor_from(ctx, 2, (size_t[]){3, 3}, data);
+    clattn_tensor *table1d = test_tensor_from(ctx, 1, (size_t[]){24}, data);
+    clattn_tensor *table_ok = test_tensor_from(ctx, 2, (size_t[]){8, 3}, data);
     clattn_sdpa_params p;
 
     clattn_sdpa_params_default(&p);

@@ -70,8 +70,8 @@ static clattn_status apply_rope(clattn_context *ctx, clattn_attention_problem *p
 
 clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes)
 {
-    if (!slopes || num_heads == 0)
-        return CLATTN_ERROR_INVALID_ARGUMENT;
+    CLATTN_CHECK_ARG(NULL, "clattn_alibi_slopes", slopes, "slopes is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_alibi_slopes", num_heads > 0, "num_heads is 0");
     size_t p = 1;
     while (p * 2 <= num_heads)
         p *= 2;
