@@ -402,6 +402,32 @@ static void mha_passes_its_modifiers_to_attention(void **state)
     free(w), free(x), free(heads);
 }
 
+/* A window wider than any distance (up to SIZE_MAX - 1) is full attention, on every path. */
+static void a_window_wider_than_the_sequence_is_full_attention(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    size_t shape[4] = {2, 2, 19, 8}, n = 2 * 2 * 19 * 8;
+    float *x = malloc(n * sizeof(float));
+    test_fill_uniform(x, n, 91, -2, 2);
+    clattn_tensor *q = test_tensor_from(ctx, 4, shape, x), *o = test_tensor_from(ctx, 4, shape, NULL);
+    clattn_sdpa_params p;
+    clattn_sdpa_params_default(&p);
+    assert_int_equal(clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_OK);
+    float *full = test_tensor_to_host(o);
+    const size_t windows[] = {38, 40, SIZE_MAX / 2 - 1, SIZE_MAX - 1};
+    for (int path = 0; path < 2; path++)
+        for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+            p.path = path ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED;
+            p.window = windows[w];
+            assert_int_equal(clattn_sdpa(ctx, q, q, q, o, &p), CLATTN_OK);
+            float *got = test_tensor_to_host(o);
+            assert_close(got, full, n, 1e-6);
+            free(got);
+        }
+    free(full), free(x);
+    clattn_tensor_destroy(&q), clattn_tensor_destroy(&o);
+}
+
 static void invalid_arguments(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
@@ -522,6 +548,7 @@ int main(void)
         cmocka_unit_test(alibi_slopes_are_blooms),
         cmocka_unit_test(modified_rows_are_batch_invariant),
         cmocka_unit_test(mha_passes_its_modifiers_to_attention),
+        cmocka_unit_test(a_window_wider_than_the_sequence_is_full_attention),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_layout),
     };

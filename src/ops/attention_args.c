@@ -39,7 +39,11 @@ void clattn__mod_args(clattn_kernel_args *args, const clattn_attention_problem *
 {
     const clattn_score_mods *m = &p->mods;
     cl_ulong alibi_off = m->alibi_offset, rel_off = m->rel_offset;
-    cl_uint rel_buckets = (cl_uint)m->rel_buckets, window_half = (cl_uint)(m->window / 2);
+    /* No distance |i - j| exceeds max(Nq + shift, Nk): a wider window is that one, and the
+     * kernels' sums with it stay within 32 bits. */
+    size_t reach = p->seq_q + p->causal_shift > p->seq_k ? p->seq_q + p->causal_shift : p->seq_k;
+    size_t half = m->window / 2 < reach ? m->window / 2 : reach;
+    cl_uint rel_buckets = (cl_uint)m->rel_buckets, window_half = (cl_uint)half;
     float rel_log_ratio = m->rel_log_ratio, softcap = m->softcap;
     clattn__arg_mem(args, m->flags & CLATTN_MOD_ALIBI ? m->alibi : NULL);
     CLATTN_ARG(args, alibi_off);

@@ -204,8 +204,7 @@ clattn_status clattn__score_mods_of(clattn_context *ctx, const char *function,
     }
     if (r->window) {
         mods->flags |= CLATTN_MOD_WINDOW;
-        /* half-widths beyond 32 bits see every key anyway */
-        mods->window = r->window / 2 > UINT32_MAX ? (size_t)UINT32_MAX * 2 : r->window;
+        mods->window = r->window; /* bounded by the distances there are in clattn__mod_args */
     }
     if (r->alibi_slopes) {
         const clattn_tensor *t = r->alibi_slopes;
