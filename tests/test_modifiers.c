@@ -4,8 +4,9 @@
  * tools/gen_modifier_golden.py (tests/golden/modifiers): each case on the unfused path (output
  * and attention weights) and on every fused variant — the default (micro-tiled on CPUs), the
  * plain unstaged kernel, split-key attention and the __local-staged kernel, forced through
- * CLATTN_TUNE — then ALiBi's slopes against BLOOM's, batch invariance, the attention layer's
- * modifiers (against SDPA's) and invalid arguments.
+ * CLATTN_TUNE — then ALiBi's slopes against BLOOM's, batch invariance, the attention layer
+ * (against its own float64 reference, and against SDPA), grouped-query attention and invalid
+ * arguments.
  * Tolerance: the case's (1e-5 absolute against float64, as the SDPA goldens).
  * Small-shape mode (oclgrind): the N = 300 cases and most tunings are left out.
  */
@@ -313,6 +314,138 @@ static void modified_rows_are_batch_invariant(void **state)
     clattn_tensor_destroy(&ts), clattn_tensor_destroy(&tt);
 }
 
+/* The attention layer against its float64 reference (golden cases mha_*), fused and unfused. */
+static void mha_golden_cases(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    static const char *const names[] = {"mha_alibi_relative_softcap", "mha_window_causal"};
+    for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
+        const char *name = names[c];
+        char file[1024];
+        snprintf(file, sizeof(file), "%s/%s/meta.json", DIR, name);
+        json_error_t err;
+        json_t *meta = json_load_file(file, 0, &err);
+        assert_non_null(meta);
+        clattn_npy_array *x = load(name, "x.npy", false), *out = load(name, "out.npy", false);
+        clattn_npy_array *w_in = load(name, "in_proj_weight.npy", false);
+        clattn_npy_array *b_in = load(name, "in_proj_bias.npy", false);
+        clattn_npy_array *w_out = load(name, "out_proj_weight.npy", false);
+        clattn_npy_array *b_out = load(name, "out_proj_bias.npy", false);
+        clattn_npy_array *slopes = load(name, "alibi_slopes.npy", true);
+        clattn_npy_array *table = load(name, "relative_bias.npy", true);
+        clattn_npy_array *am = load(name, "attn_mask.npy", true);
+        clattn_npy_array *kpm = load(name, "key_padding_mask.npy", true);
+        size_t E = x->shape[2], H = (size_t)json_integer_value(json_object_get(meta, "num_heads"));
+        clattn_mha_config mc;
+        clattn_mha_config_default(&mc, E, H);
+        clattn_mha *mha = NULL;
+        assert_int_equal(clattn_mha_create(ctx, &mha, &mc), CLATTN_OK);
+        clattn_mha_weights mw;
+        memset(&mw, 0, sizeof(mw));
+        mw.in_proj_weight = (clattn_host_tensor){w_in->f32, 2, {3 * E, E, 0, 0}};
+        mw.in_proj_bias = (clattn_host_tensor){b_in->f32, 1, {3 * E, 0, 0, 0}};
+        mw.out_proj_weight = (clattn_host_tensor){w_out->f32, 2, {E, E, 0, 0}};
+        mw.out_proj_bias = (clattn_host_tensor){b_out->f32, 1, {E, 0, 0, 0}};
+        assert_int_equal(clattn_mha_load_weights(mha, &mw), CLATTN_OK);
+        clattn_tensor *tx = device_of(ctx, x), *ty = test_tensor_from(ctx, 3, x->shape, NULL);
+        clattn_tensor *ts = device_of(ctx, slopes), *tt = device_of(ctx, table);
+        clattn_tensor *tam = device_of(ctx, am), *tkpm = device_of(ctx, kpm);
+        for (int path = 0; path < 2; path++) {
+            clattn_mha_forward_params p;
+            clattn_mha_forward_params_default(&p);
+            p.path = path ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED;
+            p.causal = json_is_true(json_object_get(meta, "causal"));
+            p.window = (size_t)json_integer_value(json_object_get(meta, "window"));
+            p.softcap = (float)json_number_value(json_object_get(meta, "softcap"));
+            p.relative_max_distance =
+                (size_t)json_integer_value(json_object_get(meta, "relative_max_distance"));
+            p.alibi_slopes = ts;
+            p.relative_bias = tt;
+            p.attn_mask = tam;
+            p.attn_mask_kind = CLATTN_MASK_ADDITIVE; /* the layer cases' masks are additive */
+            p.key_padding_mask = tkpm;
+            clattn_status status = clattn_mha_forward(mha, tx, NULL, NULL, ty, &p);
+            if (status != CLATTN_OK)
+                print_error("%s: %s\n", name, clattn_last_error(ctx));
+            assert_int_equal(status, CLATTN_OK);
+            float *got = test_tensor_to_host(ty);
+            if (test_max_abs_diff(got, out->f32, out->numel) > 1e-5)
+                print_error("case %s, path %d\n", name, (int)p.path);
+            assert_close(got, out->f32, out->numel, json_number_value(json_object_get(meta,
+                                                                                "tolerance")));
+            free(got);
+        }
+        clattn_tensor *all[] = {tx, ty, ts, tt, tam, tkpm};
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+            clattn_tensor_destroy(&all[i]);
+        clattn_npy_array **arrays[] = {&x, &out, &w_in, &b_in, &w_out, &b_out, &slopes, &table,
+                                       &am, &kpm};
+        for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+            clattn_npy_array_destroy(arrays[i]);
+        clattn_mha_destroy(&mha);
+        json_decref(meta);
+    }
+}
+
+/* Grouped-query attention with the modifiers and RoPE: the same as plain attention on keys and
+ * values whose heads are repeated (PyTorch's enable_gqa), on both paths. */
+static void grouped_query_attention_with_modifiers(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    const size_t B = 2, H = 4, Hkv = 2, N = 21, d = 8;
+    size_t nq = B * H * N * d, nkv = B * Hkv * N * d;
+    float *q = malloc(nq * sizeof(float)), *k = malloc(nkv * sizeof(float));
+    float *v = malloc(nkv * sizeof(float)), *k_rep = malloc(nq * sizeof(float));
+    float *v_rep = malloc(nq * sizeof(float));
+    test_fill_uniform(q, nq, 31, -2, 2);
+    test_fill_uniform(k, nkv, 32, -2, 2);
+    test_fill_uniform(v, nkv, 33, -1, 1);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++) {
+            size_t from = (b * Hkv + h / (H / Hkv)) * N * d, to = (b * H + h) * N * d;
+            memcpy(k_rep + to, k + from, N * d * sizeof(float));
+            memcpy(v_rep + to, v + from, N * d * sizeof(float));
+        }
+    float slopes[4], table[8 * 4];
+    clattn_alibi_slopes(H, slopes);
+    test_fill_uniform(table, 32, 34, -1, 1);
+    clattn_tensor *tq = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, q);
+    clattn_tensor *tk = test_tensor_from(ctx, 4, (size_t[]){B, Hkv, N, d}, k);
+    clattn_tensor *tv = test_tensor_from(ctx, 4, (size_t[]){B, Hkv, N, d}, v);
+    clattn_tensor *tkr = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, k_rep);
+    clattn_tensor *tvr = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, v_rep);
+    clattn_tensor *to = test_tensor_from(ctx, 4, (size_t[]){B, H, N, d}, NULL);
+    clattn_tensor *ts = test_tensor_from(ctx, 1, (size_t[]){H}, slopes);
+    clattn_tensor *tt = test_tensor_from(ctx, 2, (size_t[]){8, H}, table);
+    clattn_rope_params rope;
+    clattn_rope_params_default(&rope);
+    rope.layout = CLATTN_ROPE_INTERLEAVED;
+    rope.rotary_dim = 4;
+    rope.query_offset = 3;
+    for (int path = 0; path < 2; path++) {
+        clattn_sdpa_params p;
+        clattn_sdpa_params_default(&p);
+        p.path = path ? CLATTN_PATH_UNFUSED : CLATTN_PATH_FUSED;
+        p.alibi_slopes = ts;
+        p.relative_bias = tt;
+        p.relative_max_distance = 9;
+        p.window = 10;
+        p.softcap = 3.0f;
+        p.rope = &rope;
+        assert_int_equal(clattn_sdpa(ctx, tq, tkr, tvr, to, &p), CLATTN_OK);
+        float *want = test_tensor_to_host(to);
+        p.enable_gqa = 1;
+        assert_int_equal(clattn_sdpa(ctx, tq, tk, tv, to, &p), CLATTN_OK);
+        float *got = test_tensor_to_host(to);
+        assert_close(got, want, nq, 1e-6);
+        free(got), free(want);
+    }
+    clattn_tensor *all[] = {tq, tk, tv, tkr, tvr, to, ts, tt};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        clattn_tensor_destroy(&all[i]);
+    free(q), free(k), free(v), free(k_rep), free(v_rep);
+}
+
 /* The attention layer takes the same modifiers: with identity projections and no output
  * projection its output is SDPA's on the heads of its input, with the same modifiers (SDPA is
  * checked against PyTorch above). */
@@ -547,7 +680,9 @@ int main(void)
         cmocka_unit_test(golden_cases_on_every_fused_variant),
         cmocka_unit_test(alibi_slopes_are_blooms),
         cmocka_unit_test(modified_rows_are_batch_invariant),
+        cmocka_unit_test(mha_golden_cases),
         cmocka_unit_test(mha_passes_its_modifiers_to_attention),
+        cmocka_unit_test(grouped_query_attention_with_modifiers),
         cmocka_unit_test(a_window_wider_than_the_sequence_is_full_attention),
         cmocka_unit_test(invalid_arguments),
         cmocka_unit_test(params_layout),

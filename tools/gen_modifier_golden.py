@@ -32,6 +32,11 @@ v.npy [B,H,Nk,d], out.npy [B,H,Nq,d], and when used alibi_slopes.npy [H],
 relative_bias.npy [num_buckets, H], attn_mask.npy [Nq, Nk] (0/1 or additive, float32),
 key_padding_mask.npy [B, Nk] (0/1 float32), weights.npy [B,H,Nq,Nk] (the probabilities; small
 cases only). All float32, C order.
+
+Cases "mha_*" are the attention layer (nn.MultiheadAttention's maths, batch_first, self-attention)
+with the same modifiers: x.npy [B, N, E], in_proj_weight.npy [3E, E], in_proj_bias.npy [3E],
+out_proj_weight.npy [E, E], out_proj_bias.npy [E], out.npy [B, N, E]; meta.json adds
+"num_heads"; q, k, v, weights are not stored.
 """
 import argparse
 import json
@@ -241,6 +246,59 @@ def main():
          19, **S, alibi=True, window=8, softcap=4.0, q_gain=2.0,
          rope_params=dict(layout="interleaved", theta=10000.0, rotary_dim=8, query_offset=2,
                           key_offset=0))
+
+    mha_case(out, "mha_alibi_relative_softcap", "attention layer: soft-capping, ALiBi, relative "
+             "buckets 16 / 24, key padding", 20, B=2, N=19, E=12, H=3, softcap=3.0, alibi=True,
+             relative=(16, 24), key_padding=True)
+    mha_case(out, "mha_window_causal", "attention layer: window 6, causal, additive attn_mask", 21,
+             B=2, N=19, E=12, H=3, window=6, causal=True, attn_mask="additive")
+
+
+def mha_case(out_dir, name, description, seed, B, N, E, H, causal=False, alibi=False,
+             relative=None, window=0, softcap=0.0, attn_mask=None, key_padding=False):
+    torch.manual_seed(seed)
+    d = E // H
+    x = torch.rand(B, N, E) * 2 - 1
+    w_in = (torch.rand(3 * E, E) * 2 - 1) / math.sqrt(E) * 2
+    b_in = torch.rand(3 * E) * 0.2 - 0.1
+    w_out = (torch.rand(E, E) * 2 - 1) / math.sqrt(E)
+    b_out = torch.rand(E) * 0.2 - 0.1
+    c = {"causal": causal, "window": window, "softcap": softcap, "relative_max_distance": 0,
+         "attn_mask": attn_mask, "key_padding_mask": "bool" if key_padding else None,
+         "rope": None}
+    arrays = {"x": x, "in_proj_weight": w_in, "in_proj_bias": b_in, "out_proj_weight": w_out,
+              "out_proj_bias": b_out}
+    if alibi:
+        c["alibi_slopes"] = arrays["alibi_slopes"] = bloom_alibi_slopes(H)
+    if relative:
+        c["relative_bias"] = arrays["relative_bias"] = torch.randn(relative[0], H)
+        c["relative_max_distance"] = relative[1]
+    if attn_mask == "additive":
+        c["attn_mask_array"] = arrays["attn_mask"] = torch.randn(N, N)
+    if key_padding:
+        lengths = torch.randint(1, N + 1, (B,))
+        lengths[0] = N
+        c["key_padding_mask_array"] = arrays["key_padding_mask"] = (
+            torch.arange(N).view(1, N) >= lengths.view(B, 1)).float()
+    proj = x.double() @ w_in.double().t() + b_in.double()                  # [B, N, 3E]
+    heads = [proj[..., i * E:(i + 1) * E].reshape(B, N, H, d).transpose(1, 2) for i in range(3)]
+    o, _ = reference(heads[0], heads[1], heads[2], c)                     # [B, H, N, d]
+    y = o.transpose(1, 2).reshape(B, N, E) @ w_out.double().t() + b_out.double()
+    arrays["out"] = y.float()
+    path = os.path.join(out_dir, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    for key, t in arrays.items():
+        np.save(os.path.join(path, key + ".npy"), np.ascontiguousarray(t.numpy(), dtype="<f4"))
+    meta = {"description": description, "torch_version": torch.__version__, "tolerance": TOL,
+            "num_heads": H, "causal": causal, "window": window, "softcap": softcap,
+            "relative_max_distance": c["relative_max_distance"], "attn_mask": attn_mask,
+            "key_padding_mask": c["key_padding_mask"], "rope": None,
+            "arrays": {key: list(t.shape) for key, t in arrays.items()}}
+    with open(os.path.join(path, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    print(name, {key: list(t.shape) for key, t in arrays.items()})
 
 
 if __name__ == "__main__":
