@@ -69,8 +69,8 @@ def main():
             r = run(a.bench, n, w, a.heads, a.dim, a.repeat)
             raw.append(r)
             rows[(w, n)] = (r["ms_min"], r["ms_median"])
-            print(f"w={w or 'full'} N={n}: min {r['ms_min']:.2f} ms, median {r['ms_median']:.2f} ms",
-                  flush=True)
+            print(f"w={w or 'full'} N={n}: min {r['ms_min']:.2f} ms, "
+                  f"median {r['ms_median']:.2f} ms", flush=True)
     device = raw[0]["device"] if raw else "?"
     d = a.dim // a.heads
     lines = [

@@ -14,6 +14,7 @@ __kernel void clattn_score_mods(__global float *s, ulong s_off, uint heads, uint
         return;
     CLATTN_SPLIT_PAIR(bh0 + z, heads, b, h);
     ulong at = s_off + ((ulong)z * nq + i) * nk + j;
-    float score = clattn_modified_score(s[at], mods, heads, h, i + causal_shift, j, CLATTN_MOD_ARGS);
+    float score =
+        clattn_modified_score(s[at], mods, heads, h, i + causal_shift, j, CLATTN_MOD_ARGS);
     s[at] = clattn_masked_score(score, b, h, i, j, CLATTN_MASK_ARGS);
 }

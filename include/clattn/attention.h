@@ -168,9 +168,10 @@ CLATTN_API clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes);
  * dimension that is not contiguous, tensors of another context, an odd window, a negative or
  * non-finite softcap, num_buckets < 4 or max_distance <= num_buckets / 4, a modifier tensor that
  * is not contiguous, an odd rotary_dim or one above d_k, a rope layout that is not one, a theta
- * that is not finite and > 0 (0 selects 10000), rope->reserved not zero), CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, alibi_slopes not
- * [H], relative_bias not [num_buckets, H]; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
- * (attention weights with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).
+ * that is not finite and > 0 (0 selects 10000), rope->reserved not zero),
+ * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, alibi_slopes not [H], relative_bias not
+ * [num_buckets, H]; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
+ * with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).
  */
 CLATTN_API clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q,
                                      const clattn_tensor *k, const clattn_tensor *v,
@@ -305,8 +306,8 @@ CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *par
  * overlapping an input, self-attention with kdim or vdim != E, params->reserved not zero, an
  * unknown path or mask kind, a score modifier's invalid value as for clattn_sdpa),
  * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, masks that do not broadcast, modifier
- * tensors of the wrong shape; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
- * with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more
+ * tensors of the wrong shape; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
+ * (attention weights with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more
  * tokens than the kernels' 32-bit indices or the device's maximum allocation allow; a single
  * (batch, head) score matrix above the workspace limit on the unfused path), and the OpenCL and
  * CLBlast errors of the device (CLATTN_ERROR_OUT_OF_DEVICE_MEMORY, CLATTN_ERROR_OPENCL,
