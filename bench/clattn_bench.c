@@ -3,15 +3,17 @@
  * Driven by bench/run.py (one process per measurement, so that peak memory is per measurement).
  *
  * usage: clattn_bench WHAT --batch B --seq N [--dim E] [--heads H] [--ff F] [--layers L]
- *                     [--repeat R]
+ *                     [--repeat R] [--window W]
  *   WHAT: attention-fused | attention-unfused   scaled dot-product attention core, q/k/v
- *                                               [B, H, N, E/H] (scores + softmax + weights·V)
+ *                                               [B, H, N, E/H] (scores + softmax + weights·V);
+ *                                               --window W: a sliding window of width W
  *         mha                                   nn.MultiheadAttention forward (self-attention)
  *         encoder-layer                         base-style post-LN encoder layers (relu);
  *                                               --layers L stacks L of them (default 1)
  * Output: {"what", "batch", "seq", "dim", "heads", "ms_median", "ms_min", "macs",
- *          "gflops" (multiply-adds per second / 1e9), "peak_rss_mib", "workspace_mib" (the
- *          context's workspace after the run), "layers", "device", "setup_ms"}
+ *          "gflops" (multiply-adds per second / 1e9; the full N² products, also with a window),
+ *          "peak_rss_mib", "workspace_mib" (the context's workspace after the run), "layers",
+ *          "device", "setup_ms", "window"}
  */
 #include <clattn/clattn.h>
 
@@ -68,7 +70,7 @@ static clattn_tensor *random_tensor(clattn_context *ctx, int ndim, const size_t 
 typedef struct bench {
     clattn_context *ctx;
     const char *what;
-    size_t B, N, E, H, F, L;
+    size_t B, N, E, H, F, L, window;
     clattn_tensor *q, *k, *v, *o, *x, *y, *w;
     clattn_mha *mha;
     clattn_encoder *enc;
@@ -81,6 +83,7 @@ static clattn_status step(bench *b)
         clattn_sdpa_params p;
         clattn_sdpa_params_default(&p);
         p.path = b->path;
+        p.window = b->window;
         return clattn_sdpa(b->ctx, b->q, b->k, b->v, b->o, &p);
     }
     if (b->mha)
@@ -155,7 +158,7 @@ int main(int argc, char **argv)
     unsigned repeat = 3;
     if (argc < 2) {
         fprintf(stderr, "usage: clattn_bench WHAT --batch B --seq N [--dim E] [--heads H] "
-                        "[--ff F] [--repeat R]\n");
+                        "[--ff F] [--repeat R] [--window W]\n");
         return 2;
     }
     b.what = argv[1];
@@ -168,6 +171,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--ff") == 0) b.F = v;
         else if (strcmp(argv[i], "--layers") == 0 && v > 0) b.L = v;
         else if (strcmp(argv[i], "--repeat") == 0) repeat = (unsigned)v;
+        else if (strcmp(argv[i], "--window") == 0) b.window = v;
         else {
             fprintf(stderr, "clattn_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -200,11 +204,11 @@ int main(int argc, char **argv)
     printf("{\"what\": \"%s\", \"batch\": %zu, \"seq\": %zu, \"dim\": %zu, \"heads\": %zu, "
            "\"ms_median\": %.3f, \"ms_min\": %.3f, \"macs\": %llu, \"gflops\": %.3f, "
            "\"peak_rss_mib\": %.1f, \"workspace_mib\": %.1f, \"layers\": %zu, \"device\": \"%s\", "
-           "\"setup_ms\": %.1f}\n",
+           "\"setup_ms\": %.1f, \"window\": %zu}\n",
            b.what, b.B, b.N, b.E, b.H, median, best, (unsigned long long)macs,
            (double)macs * 1e-6 / median, (double)usage.ru_maxrss / 1024.0,
            (double)clattn_context_workspace_bytes(b.ctx) / (1024.0 * 1024.0), b.L, info.name,
-           setup_ms);
+           setup_ms, b.window);
     free(times);
     clattn_tensor_destroy(&b.q), clattn_tensor_destroy(&b.k), clattn_tensor_destroy(&b.v);
     clattn_tensor_destroy(&b.o), clattn_tensor_destroy(&b.x), clattn_tensor_destroy(&b.y);

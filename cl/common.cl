@@ -85,3 +85,50 @@ float clattn_masked_score(float s, uint b, uint h, uint i, uint j, CLATTN_MASK_P
     }
     return s;
 }
+
+/* ---- score modifiers ----
+ * The arguments of the modifiers, in this order: alibi: slopes m_h at alibi[alibi_off + h];
+ * rel: the relative-position table [num_buckets, heads] at rel[rel_off + bucket·heads + h], with
+ * rel_buckets = num_buckets and rel_log_ratio = log(max_distance / max_exact) (max_exact =
+ * num_buckets / 4); window_half = w/2; softcap = c. Unused buffers may be NULL. */
+#define CLATTN_MOD_PARAMS                                                                   \
+    __global const float *alibi, ulong alibi_off, __global const float *rel, ulong rel_off, \
+        uint rel_buckets, float rel_log_ratio, uint window_half, float softcap
+
+#define CLATTN_MOD_ARGS \
+    alibi, alibi_off, rel, rel_off, rel_buckets, rel_log_ratio, window_half, softcap
+
+/* T5's and MPNet's bidirectional bucket of the relative position j - i (transformers'
+ * _relative_position_bucket / relative_position_bucket): keys after the query in the upper half;
+ * distances below max_exact exact, then logarithmic up to max_distance, in float32 as PyTorch
+ * computes them. */
+uint clattn_relative_bucket(uint i, uint j, uint num_buckets, float log_ratio)
+{
+    uint side = num_buckets / 2, max_exact = side / 2; /* the buckets of one side */
+    uint ret = j > i ? side : 0;
+    uint n = j > i ? j - i : i - j;
+    if (n < max_exact)
+        return ret + n;
+    float x = log((float)n / (float)max_exact) / log_ratio * (float)(side - max_exact);
+    uint large = max_exact + (uint)x;
+    return ret + min(large, side - 1);
+}
+
+/* The score s of query position i (causal_shift included) against key j after the modifiers of
+ * `mods` (CLATTN_MOD_*; a compile-time constant in the fused programs): soft-capping first (on
+ * the scaled dot product), then ALiBi and the relative-position bias, then the window (-INFINITY
+ * outside). The masks come after (clattn_masked_score). */
+float clattn_modified_score(float s, int mods, uint heads, uint h, uint i, uint j,
+                            CLATTN_MOD_PARAMS)
+{
+    if (mods & CLATTN_MOD_SOFTCAP)
+        s = softcap * tanh(s / softcap);
+    if (mods & CLATTN_MOD_ALIBI)
+        s -= alibi[alibi_off + h] * (float)(j > i ? j - i : i - j);
+    if (mods & CLATTN_MOD_RELPOS)
+        s += rel[rel_off + (ulong)clattn_relative_bucket(i, j, rel_buckets, rel_log_ratio) * heads
+                 + h];
+    if ((mods & CLATTN_MOD_WINDOW) && (j > i ? j - i : i - j) > window_half)
+        s = -INFINITY;
+    return s;
+}

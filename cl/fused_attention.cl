@@ -31,7 +31,13 @@
  *                                 for float keys and values).
  * NDRange of clattn_fused_attention: (ceil(nq / QPW) rounded up to WG, pairs[, splits]),
  * local (WG, 1[, 1]) or any; of clattn_fused_attention_local: (nq rounded up to WG, pairs),
- * local (WG, 1); of clattn_split_combine: (nq, pairs), any local. */
+ * local (WG, 1); of clattn_split_combine: (nq, pairs), any local.
+ *
+ * Score modifiers: with CLATTN_FUSED_MODS (CLATTN_MOD_* flags) the attention kernels take the
+ * modifiers' arguments last (CLATTN_MOD_PARAMS) and every score passes through
+ * clattn_modified_score before the masks; with a window, each work-item (work-group for the
+ * staged variant) visits only the keys some query of its own can see, so a layer costs O(N·w).
+ * Without the define the kernels are exactly the unmodified ones. */
 #ifdef CLATTN_FUSED_DK
 
 #define DK CLATTN_FUSED_DK
@@ -39,6 +45,25 @@
 #define QPW CLATTN_FUSED_QPW
 #define TK CLATTN_FUSED_TK
 #define GTK CLATTN_FUSED_GTK
+
+#ifdef CLATTN_FUSED_MODS
+#define CLATTN_FUSED_MOD_PARAMS , CLATTN_MOD_PARAMS
+/* The score s of query row i against key j after the modifiers (before the masks). */
+#define CLATTN_MODIFY(s, h, i, j)                                                          \
+    clattn_modified_score((s), CLATTN_FUSED_MODS, heads, (h), (i) + causal_shift, (j),     \
+                          CLATTN_MOD_ARGS)
+#else
+#define CLATTN_FUSED_MOD_PARAMS
+#define CLATTN_MODIFY(s, h, i, j) (s)
+#endif
+#if defined(CLATTN_FUSED_MODS) && (CLATTN_FUSED_MODS & CLATTN_MOD_WINDOW)
+#define CLATTN_FUSED_WINDOW 1
+/* The keys [lo, hi) that queries first..last (rows; hi also bounded by end) can see. */
+#define CLATTN_WINDOW_LO(first)                                                            \
+    ((first) + causal_shift > window_half ? (first) + causal_shift - window_half : 0u)
+#define CLATTN_WINDOW_HI(last, end)                                                        \
+    ((uint)min((ulong)(end), (ulong)(last) + causal_shift + window_half + 1))
+#endif
 
 /* The online softmax's update for one block whose largest score is block_max (> -inf): when the
  * maximum m grows, the running sum l and the accumulator (acc, n_acc elements of type ACC_T)
@@ -123,7 +148,7 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
                                      CLATTN_KV_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
                                      uint kv_group, uint pairs, uint nq, uint nk, float scale,
                                      CLATTN_MASK_PARAMS, uint chunk, __global float *partial,
-                                     ulong acc_off)
+                                     ulong acc_off CLATTN_FUSED_MOD_PARAMS)
 {
     uint first = get_global_id(0) * QPW, bh = get_global_id(1), split = get_global_id(2);
     uint splits = get_global_size(2);
@@ -152,6 +177,13 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
     uint begin = split * chunk; /* < nk + chunk: the host keeps splits · chunk < nk + chunk */
     uint end = min(causal ? min(nk, last + 1 + causal_shift) : nk, begin + chunk);
     bool masked = causal || am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
+#ifdef CLATTN_FUSED_MODS
+    masked = true;
+#endif
+#ifdef CLATTN_FUSED_WINDOW
+    begin = max(begin, CLATTN_WINDOW_LO(first));
+    end = CLATTN_WINDOW_HI(last, end);
+#endif
 
     for (uint j0 = begin; j0 < end; j0 += GTK) {
         float s[QPW][GTK];
@@ -169,8 +201,9 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
                 if (j >= end) /* past the keys: the masks have no element for it */
                     score = -INFINITY;
                 else if (masked)
-                    score = clattn_masked_score(score, b, h, min(first + r, nq - 1), j,
-                                                CLATTN_MASK_ARGS);
+                    score = clattn_masked_score(
+                        CLATTN_MODIFY(score, h, min(first + r, nq - 1), j), b, h,
+                        min(first + r, nq - 1), j, CLATTN_MASK_ARGS);
                 s[r][t] = score;
             }
         }
@@ -226,7 +259,8 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
 __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
                                            CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o),
                                            uint heads, uint kv_group, uint pairs, uint nq,
-                                           uint nk, float scale, CLATTN_MASK_PARAMS)
+                                           uint nk, float scale,
+                                           CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS)
 {
     uint first = get_global_id(0) * TQ, bh = get_global_id(1);
     if (first >= nq || bh >= pairs)
@@ -252,8 +286,16 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
     uint last = min(first + TQ, nq) - 1;
     uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
     bool masked = am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
+    uint j_first = 0;
+#if defined(CLATTN_FUSED_MODS) && (CLATTN_FUSED_MODS & ~CLATTN_MOD_WINDOW)
+    masked = true; /* scores that change: element by element */
+#endif
+#ifdef CLATTN_FUSED_WINDOW
+    j_first = CLATTN_WINDOW_LO(first) / TT * TT; /* whole tiles: the keys are packed by tile */
+    end = CLATTN_WINDOW_HI(last, end);
+#endif
 
-    for (uint j0 = 0; j0 < end; j0 += TT) {
+    for (uint j0 = j_first; j0 < end; j0 += TT) {
         __global const float *tile = ktb + (ulong)(j0 / TT) * DK * TT;
         float16 s[TQ];
 #pragma unroll
@@ -268,6 +310,11 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         /* Lanes past the keys, after a query's causal limit, or masked: element by element, and
          * only in the tiles that have any. */
         bool edge = j0 + TT > end || masked || (causal && j0 + TT - 1 > first + causal_shift);
+#ifdef CLATTN_FUSED_WINDOW
+        /* a tile partly outside some query's window */
+        edge = edge || last + causal_shift > j0 + window_half ||
+               j0 + TT - 1 > first + causal_shift + window_half;
+#endif
         float p[TQ][TT];
 #pragma unroll
         for (int r = 0; r < TQ; r++) {
@@ -279,9 +326,10 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
                     uint j = j0 + t;
                     p[r][t] = j >= end || (causal && j > i + causal_shift)
                                   ? -INFINITY
-                                  : (masked ? clattn_masked_score(p[r][t], b, h, i, j,
-                                                                  CLATTN_MASK_ARGS)
-                                            : p[r][t]);
+                                  : (masked ? clattn_masked_score(
+                                                  CLATTN_MODIFY(p[r][t], h, i, j), b, h, i, j,
+                                                  CLATTN_MASK_ARGS)
+                                            : CLATTN_MODIFY(p[r][t], h, i, j));
                 }
                 sv = vload16(0, p[r]);
             }
@@ -392,7 +440,7 @@ __kernel __attribute__((reqd_work_group_size(CLATTN_FUSED_WG, 1, 1)))
 void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
                                   CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o), uint heads,
                                   uint kv_group, uint pairs, uint nq, uint nk, float scale,
-                                  CLATTN_MASK_PARAMS)
+                                  CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS)
 {
     __local float k_tile[TK][DK];
     __local float v_tile[TK][DV];
@@ -413,8 +461,13 @@ void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
     /* The same bound for the whole work-group: the keys its last query can see. */
     uint group_last = min((uint)(get_group_id(0) + 1) * CLATTN_FUSED_WG, nq) - 1;
     uint end = causal ? min(nk, group_last + 1 + causal_shift) : nk;
+    uint j_first = 0;
+#ifdef CLATTN_FUSED_WINDOW
+    j_first = CLATTN_WINDOW_LO((uint)get_group_id(0) * CLATTN_FUSED_WG);
+    end = CLATTN_WINDOW_HI(group_last, end);
+#endif
 
-    for (uint j0 = 0; j0 < end; j0 += TK) {
+    for (uint j0 = j_first; j0 < end; j0 += TK) {
         for (uint e = t_local; e < TK * DK; e += CLATTN_FUSED_WG) {
             uint j = min(j0 + e / DK, nk - 1);
             k_tile[e / DK][e % DK] = kb[(ulong)j * k_sn + e % DK];
@@ -430,9 +483,10 @@ void clattn_fused_attention_local(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(k),
             for (int c = 0; c < DK; c++)
                 dot += qv[c] * k_tile[t][c];
             uint j = j0 + t;
-            s[t] = j < end && j <= (causal ? row + causal_shift : j) ? clattn_masked_score(dot, b, h, row, j,
-                                                                           CLATTN_MASK_ARGS)
-                                                      : -INFINITY;
+            s[t] = j < end && j <= (causal ? row + causal_shift : j)
+                       ? clattn_masked_score(CLATTN_MODIFY(dot, h, row, j), b, h, row, j,
+                                             CLATTN_MASK_ARGS)
+                       : -INFINITY;
         }
         if (clattn_online_block(&st, s))
             for (int t = 0; t < TK; t++)

@@ -3,11 +3,11 @@
  * padding (clattn/context.h, "Batch invariance"). Each case computes a target sequence alone
  * (batch 1, no padding), then inside batches of other sequences of other lengths, padded to
  * longer lengths with a key-padding mask, at various rows, and compares the target's rows byte
- * for byte (memcmp): SDPA, multi-head attention, the encoder (fused and unfused paths, token
- * input), pooling, decoding steps alone and inside a beam batch (with memories short and long
- * enough for split-key attention), and sentence embeddings (a tiny random BERT on every leg, the
- * real all-MiniLM-L6-v2 on the main one) alone and in batches of 2, 7, 32 and 64, sorted and
- * shuffled.
+ * for byte (memcmp): SDPA (also with every score modifier), multi-head attention, the encoder
+ * (fused and unfused paths, token input), pooling, decoding steps alone and inside a beam batch
+ * (with memories short and long enough for split-key attention), and sentence embeddings (a tiny
+ * random BERT on every leg, the real all-MiniLM-L6-v2 on the main one) alone and in batches of 2,
+ * 7, 32 and 64, sorted and shuffled.
  */
 #include "common/test_util.h"
 #include "common/tiny_sentence_model.h"
@@ -76,15 +76,19 @@ static float *batch_around(const float *x, size_t L, size_t width, size_t B, siz
 
 /* ---- SDPA: q, k, v [B, H, N, d] with a [B, N] key-padding mask ---- */
 
-static float *sdpa_run(clattn_context *ctx, const float *q, const float *k, const float *v,
-                       const float *kpm, size_t B, size_t H, size_t N, size_t d)
+static float *sdpa_run(clattn_context *ctx, const clattn_sdpa_params *base, const float *q,
+                       const float *k, const float *v, const float *kpm, size_t B, size_t H,
+                       size_t N, size_t d)
 {
     size_t shape[4] = {B, H, N, d};
     clattn_tensor *tq = test_tensor_from(ctx, 4, shape, q), *tk = test_tensor_from(ctx, 4, shape, k);
     clattn_tensor *tv = test_tensor_from(ctx, 4, shape, v), *to = test_tensor_from(ctx, 4, shape, NULL);
     clattn_tensor *tm = kpm ? test_tensor_from(ctx, 2, (size_t[]){B, N}, kpm) : NULL;
     clattn_sdpa_params p;
-    clattn_sdpa_params_default(&p);
+    if (base)
+        p = *base;
+    else
+        clattn_sdpa_params_default(&p);
     p.key_padding_mask = tm;
     p.key_padding_mask_kind = CLATTN_MASK_BOOL;
     clattn_status status = clattn_sdpa(ctx, tq, tk, tv, to, &p);
@@ -97,9 +101,9 @@ static float *sdpa_run(clattn_context *ctx, const float *q, const float *k, cons
     return out;
 }
 
-static void sdpa_rows_are_batch_invariant(void **state)
+/* base: the parameters besides the key-padding mask (NULL: the defaults). */
+static void sdpa_invariance(clattn_context *ctx, const clattn_sdpa_params *base)
 {
-    clattn_context *ctx = ((test_fixture *)*state)->ctx;
     const size_t H = 2, d = 16;
     for (size_t t = 0; t < N_TARGETS; t++) {
         size_t L = target_lengths[t], n = H * L * d;
@@ -108,7 +112,7 @@ static void sdpa_rows_are_batch_invariant(void **state)
         test_fill_uniform(q, n, 100 + t, -2, 2);
         test_fill_uniform(k, n, 200 + t, -2, 2);
         test_fill_uniform(v, n, 300 + t, -1, 1);
-        float *alone = sdpa_run(ctx, q, k, v, NULL, 1, H, L, d);
+        float *alone = sdpa_run(ctx, base, q, k, v, NULL, 1, H, L, d);
         for (size_t s = 0; s < N_SHAPES; s++) {
             size_t B = shapes[s].B, N = L + shapes[s].extra, row = shapes[s].row;
             size_t all = B * H * N * d;
@@ -124,7 +128,7 @@ static void sdpa_rows_are_batch_invariant(void **state)
                     memcpy(bk + at, k + from, d * sizeof(float));
                     memcpy(bv + at, v + from, d * sizeof(float));
                 }
-            float *out = sdpa_run(ctx, bq, bk, bv, kpm, B, H, N, d);
+            float *out = sdpa_run(ctx, base, bq, bk, bv, kpm, B, H, N, d);
             for (size_t h = 0; h < H; h++)
                 assert_same_bytes(alone + h * L * d, out + (row * H + h) * N * d, L * d, "sdpa",
                                   L, B, N);
@@ -132,6 +136,37 @@ static void sdpa_rows_are_batch_invariant(void **state)
         }
         free(alone), free(q), free(k), free(v);
     }
+}
+
+static void sdpa_rows_are_batch_invariant(void **state)
+{
+    sdpa_invariance(((test_fixture *)*state)->ctx, NULL);
+}
+
+/* The same with every score modifier (include/clattn/attention.h): soft-capping, ALiBi, relative
+ * buckets and a sliding window narrower than the longest batches (whole key blocks skipped), and
+ * rotary embeddings. */
+static void modified_sdpa_rows_are_batch_invariant(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    float slopes[2], table[32 * 2];
+    assert_int_equal(clattn_alibi_slopes(2, slopes), CLATTN_OK);
+    test_fill_uniform(table, 32 * 2, 800, -1, 1);
+    clattn_tensor *ts = test_tensor_from(ctx, 1, (size_t[]){2}, slopes);
+    clattn_tensor *tt = test_tensor_from(ctx, 2, (size_t[]){32, 2}, table);
+    clattn_sdpa_params p;
+    clattn_sdpa_params_default(&p);
+    p.softcap = 5.0f;
+    p.alibi_slopes = ts;
+    p.relative_bias = tt;
+    p.window = 12;
+    clattn_rope_params rope;
+    clattn_rope_params_default(&rope);
+    p.rope = &rope;
+    sdpa_invariance(ctx, &p);
+    p.path = CLATTN_PATH_UNFUSED;
+    sdpa_invariance(ctx, &p);
+    clattn_tensor_destroy(&ts), clattn_tensor_destroy(&tt);
 }
 
 /* ---- multi-head self-attention: [B, N, E] with a key-padding mask ---- */
@@ -528,6 +563,7 @@ int main(void)
     test_require_device();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sdpa_rows_are_batch_invariant),
+        cmocka_unit_test(modified_sdpa_rows_are_batch_invariant),
         cmocka_unit_test(mha_rows_are_batch_invariant),
         cmocka_unit_test(encoder_rows_are_batch_invariant),
         cmocka_unit_test(unfused_encoder_rows_are_batch_invariant),

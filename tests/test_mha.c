@@ -815,7 +815,7 @@ static void forward_rejects_bad_tensors(void **state)
     assert_status_msg(ctx, clattn_mha_forward(mha, x, NULL, NULL, y, &p),
                       CLATTN_ERROR_SHAPE_MISMATCH, "key_padding_mask has shape [2, 6]");
     clattn_mha_forward_params_default(&p);
-    p.reserved[63] = 1;
+    p.reserved[sizeof(p.reserved) - 1] = 1;
     assert_status_msg(ctx, clattn_mha_forward(mha, x, NULL, NULL, y, &p),
                       CLATTN_ERROR_INVALID_ARGUMENT, "reserved");
     clattn_mha_forward_params_default(&p);

@@ -17,6 +17,40 @@
  *   - key_padding_mask:  [B, Nk], same two kinds; nonzero (bool) marks padding keys.
  * Masks are float32 tensors: a bool mask holds 0 and 1 (any nonzero counts as true).
  *
+ * Score modifiers (clattn_sdpa_params; all optional, combinable with each other and the masks).
+ * With s the scaled score Σ_c (q·scale)·k of query i against key j, they apply in this order,
+ * before the masks (PyTorch's FlexAttention score_mod, then its mask):
+ *   1. soft-capping:  s = c · tanh(s / c)                    (Gemma 2: on the scaled score, before
+ *                                                              any bias or mask)
+ *   2. ALiBi:         s -= m_h · |i - j|                     (JinaBERT; with causal the keys
+ *                                                              j <= i remain, where it is
+ *                                                              -m_h·(i - j): BLOOM, MPT)
+ *   3. relative position bias (T5, MPNet):
+ *                     s += table[bucket(j - i), h]           bidirectional log buckets, as
+ *                     transformers' T5Attention._relative_position_bucket(bidirectional=True)
+ *                     and MPNetAttention's relative_position_bucket: with n = i - j, half =
+ *                     num_buckets / 2 and max_exact = half / 2, bucket = (n < 0 ? half : 0) +
+ *                     (|n| < max_exact ? |n| : min(half - 1, max_exact + (int)(log(|n| /
+ *                     max_exact) / log(max_distance / max_exact) · (half - max_exact))))
+ *                     (the logarithm in float32, as PyTorch computes it)
+ *   4. sliding window: keys with |i - j| > w/2 are ignored (ModernBERT's local attention); with
+ *                     causal, query i sees keys i - w/2 … i. The fused path skips the blocks of
+ *                     keys outside every window of a work-item, so its cost grows as N·w.
+ * then the masks, then the softmax. Query and key indices are the positions in q and k (query i
+ * and key j at the same position when i == j, as the causal mask's top-left alignment).
+ *
+ * Rotary position embeddings (RoPE; clattn_sdpa_params.rope) rotate q and k before the scores
+ * (into workspace copies; the inputs are not changed). With r = rotary_dim, a_k(p) = p ·
+ * θ^(-2k/r) for k < r/2, query row i at position query_offset + i and key row j at key_offset + j:
+ *   CLATTN_ROPE_HALF (GPT-NeoX, Llama, transformers' rotate_half): channel c < r/2 pairs with
+ *     c + r/2:  x'[c] = x[c]·cos a_c - x[c + r/2]·sin a_c,  x'[c + r/2] = x[c + r/2]·cos a_c +
+ *     x[c]·sin a_c
+ *   CLATTN_ROPE_INTERLEAVED (GPT-J, RoFormer): channels 2k and 2k + 1:  x'[2k] = x[2k]·cos a_k -
+ *     x[2k + 1]·sin a_k,  x'[2k + 1] = x[2k + 1]·cos a_k + x[2k]·sin a_k
+ * channels c >= r are unchanged. The cosines and sines are computed in double precision and
+ * rounded to float. The offsets move RoPE's positions only (the other modifiers and the causal
+ * mask use the row indices i and j).
+ *
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
  * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).
  *
@@ -58,6 +92,23 @@ typedef enum clattn_attention_path {
 /* Scaled dot-product attention                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
+typedef enum clattn_rope_layout {
+    CLATTN_ROPE_HALF = 0,        /* GPT-NeoX / Llama: channel c pairs with c + rotary_dim / 2 */
+    CLATTN_ROPE_INTERLEAVED = 1, /* GPT-J / RoFormer: channels 2k and 2k + 1 */
+} clattn_rope_layout;
+
+/* Rotary position embeddings on q and k (the top of this file). */
+typedef struct clattn_rope_params {
+    clattn_rope_layout layout;
+    float theta;           /* the base θ; 0 selects 10000 */
+    size_t rotary_dim;     /* channels rotated, the first of each head: even, <= d_k; 0: all d_k */
+    size_t query_offset;   /* position of query row 0 (e.g. a key/value cache's past length) */
+    size_t key_offset;     /* position of key row 0 */
+    uint8_t reserved[32];  /* must be zero */
+} clattn_rope_params;
+
+CLATTN_API void clattn_rope_params_default(clattn_rope_params *params);
+
 typedef struct clattn_sdpa_params {
     /* Multiplies the scores; 0 selects 1/sqrt(d_k). */
     float scale;
@@ -76,10 +127,34 @@ typedef struct clattn_sdpa_params {
     /* Grouped-query (and multi-query) attention, PyTorch's enable_gqa: k and v have H_kv heads,
      * H_kv dividing H, and query head h reads key/value head h / (H / H_kv). */
     int enable_gqa;
-    uint8_t reserved[60]; /* must be zero */
+    /* ---- score modifiers (see the top of this file); zero / NULL: none ---- */
+    /* ALiBi: the slope m_h of every query head, a [H] tensor (clattn_alibi_slopes gives the
+     * paper's). */
+    const clattn_tensor *alibi_slopes;
+    /* Relative position bias: a [num_buckets, H] table (num_buckets >= 4), T5's and MPNet's
+     * layout (relative_attention_bias.weight). */
+    const clattn_tensor *relative_bias;
+    /* The relative buckets' max_distance (> num_buckets / 4); 0 selects 128 (T5, MPNet). */
+    size_t relative_max_distance;
+    /* Sliding window w: even, >= 2; query i sees the keys with |i - j| <= w / 2. 0: none. */
+    size_t window;
+    /* Soft-capping c > 0 (e.g. 50 for Gemma 2's attention); 0: none. */
+    float softcap;
+    /* Rotary embeddings on q and k; NULL: none. Needs only live for the call. */
+    const clattn_rope_params *rope;
+    uint8_t reserved[16]; /* must be zero */
 } clattn_sdpa_params;
 
 CLATTN_API void clattn_sdpa_params_default(clattn_sdpa_params *params);
+
+/*
+ * The ALiBi paper's slopes for num_heads heads, as BLOOM's build_alibi_tensor computes them:
+ * with p the largest power of two <= num_heads, slopes[k] = 2^(-8(k + 1)/p) for k < p, then for
+ * the num_heads - p remaining heads every other slope of 2p heads, 2^(-4(2k + 1)/p), k = 0, 1, ….
+ *   slopes: [num_heads] host array, written.
+ * Errors: CLATTN_ERROR_INVALID_ARGUMENT (slopes NULL, num_heads 0).
+ */
+CLATTN_API clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes);
 
 /*
  * out = softmax(scale · q·kᵀ + masks) · v, for every batch and head.
@@ -90,9 +165,13 @@ CLATTN_API void clattn_sdpa_params_default(clattn_sdpa_params *params);
  *   out: [B, H, Nq, d_v]   (may be a strided view, e.g. into a [B, Nq, H·d_v] buffer)
  *
  * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, a last
- * dimension that is not contiguous, tensors of another context), CLATTN_ERROR_SHAPE_MISMATCH
- * (shapes that do not agree; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
- * (attention weights with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).
+ * dimension that is not contiguous, tensors of another context, an odd window, a negative or
+ * non-finite softcap, num_buckets < 4 or max_distance <= num_buckets / 4, a modifier tensor that
+ * is not contiguous, an odd rotary_dim or one above d_k, a rope layout that is not one, a theta
+ * that is not finite and > 0 (0 selects 10000), rope->reserved not zero),
+ * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, alibi_slopes not [H], relative_bias not
+ * [num_buckets, H]; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
+ * with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).
  */
 CLATTN_API clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q,
                                      const clattn_tensor *k, const clattn_tensor *v,
@@ -196,7 +275,15 @@ typedef struct clattn_mha_forward_params {
     clattn_tensor *attn_weights;
     int average_attn_weights; /* default 1 */
     clattn_attention_path path;
-    uint8_t reserved[64]; /* must be zero */
+    /* Score modifiers, as clattn_sdpa_params' (the top of this file): ALiBi slopes [h], a
+     * relative-position table [num_buckets, h] and its max_distance (0: 128), a sliding window
+     * (even; 0: none), soft-capping (0: none). */
+    const clattn_tensor *alibi_slopes;
+    const clattn_tensor *relative_bias;
+    size_t relative_max_distance;
+    size_t window;
+    float softcap;
+    uint8_t reserved[28]; /* must be zero */
 } clattn_mha_forward_params;
 
 CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *params);
@@ -217,9 +304,10 @@ CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *par
  * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, no weights
  * loaded yet, non-contiguous tensors, tensors of another context, key without value, out
  * overlapping an input, self-attention with kdim or vdim != E, params->reserved not zero, an
- * unknown path or mask kind), CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, masks that
- * do not broadcast; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
- * with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more
+ * unknown path or mask kind, a score modifier's invalid value as for clattn_sdpa),
+ * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, masks that do not broadcast, modifier
+ * tensors of the wrong shape; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
+ * (attention weights with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more
  * tokens than the kernels' 32-bit indices or the device's maximum allocation allow; a single
  * (batch, head) score matrix above the workspace limit on the unfused path), and the OpenCL and
  * CLBlast errors of the device (CLATTN_ERROR_OUT_OF_DEVICE_MEMORY, CLATTN_ERROR_OPENCL,

@@ -11,6 +11,13 @@
 #define CLATTN_KMASK_BOOL 1     /* nonzero = ignore */
 #define CLATTN_KMASK_ADDITIVE 2 /* added to the score */
 
+/* Score modifiers (cl/common.cl clattn_modified_score), flags of one mask: the fused programs are
+ * specialised on their combination (CLATTN_FUSED_MODS), the unfused path takes it as an argument. */
+#define CLATTN_MOD_SOFTCAP 1 /* s = c·tanh(s / c) */
+#define CLATTN_MOD_ALIBI 2   /* s -= m_h·|i - j| */
+#define CLATTN_MOD_RELPOS 4  /* s += table[bucket(j - i), h] */
+#define CLATTN_MOD_WINDOW 8  /* keys with |i - j| > w/2 ignored */
+
 /* Activations applied after a GEMM (bias_act). */
 #define CLATTN_ACT_NONE 0
 #define CLATTN_ACT_RELU 1

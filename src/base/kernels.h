@@ -11,6 +11,8 @@
 #define CLATTN_KERNEL_LIST(X)                    \
     X(FILL, "clattn_fill")                       \
     X(SCORES, "clattn_scores")                   \
+    X(SCORE_MODS, "clattn_score_mods")           \
+    X(ROTARY, "clattn_rotary")                   \
     X(SOFTMAX, "clattn_softmax")                 \
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \

@@ -452,6 +452,7 @@ static clattn_attention_problem problem_of(const clattn_mha *mha, const clattn_m
     p.path = io->path;
     p.attn_mask = io->attn_mask;
     p.key_padding_mask = io->key_padding_mask;
+    p.mods = io->mods;
     p.weights_layout = io->weights_layout;
     p.weights = io->weights;
     p.weights_offset = io->weights_offset;
@@ -634,6 +635,10 @@ clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,
         (status = clattn__key_padding_view(ctx, fn_forward, params->key_padding_mask,
                                            params->key_padding_mask_kind, s.batch, s.seq_k,
                                            &io.key_padding_mask)))
+        return status;
+    clattn_mods_request mods = {params->alibi_slopes, params->relative_bias,
+                                params->relative_max_distance, params->window, params->softcap};
+    if ((status = clattn__score_mods_of(ctx, fn_forward, &mods, heads, &io.mods)))
         return status;
     return clattn__mha_run(mha, &io);
 }

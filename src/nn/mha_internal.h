@@ -19,6 +19,7 @@ typedef struct clattn_mha_io {
     cl_mem out;                   /* [B, Nq, E]; must not overlap the inputs */
     size_t out_offset;
     clattn_mask_view attn_mask, key_padding_mask;
+    clattn_score_mods mods; /* score modifiers (flags 0: none) */
     int causal;
     clattn_attention_path path;
     clattn_weights_layout weights_layout; /* NONE, or where `weights` is [B, (h,) Nq, Nk] */

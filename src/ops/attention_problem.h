@@ -33,6 +33,19 @@ typedef struct clattn_mask_view {
     int kind;
 } clattn_mask_view;
 
+/* The score modifiers (cl/common.cl clattn_modified_score): flags CLATTN_MOD_* and their
+ * operands. Query positions count causal_shift earlier keys, as the causal mask does. */
+typedef struct clattn_score_mods {
+    int flags;
+    cl_mem alibi;        /* ALiBi slopes [H] from alibi_offset */
+    size_t alibi_offset;
+    cl_mem rel;          /* relative-position table [rel_buckets, H] from rel_offset */
+    size_t rel_offset, rel_buckets;
+    float rel_log_ratio; /* log(max_distance / (rel_buckets / 4)) */
+    size_t window;       /* even: query i sees keys with |i - j| <= window / 2 */
+    float softcap;       /* c > 0 */
+} clattn_score_mods;
+
 typedef enum clattn_weights_layout {
     CLATTN_WEIGHTS_NONE = 0,
     CLATTN_WEIGHTS_PER_HEAD = 1, /* [B, H, Nq, Nk] contiguous */
@@ -50,6 +63,7 @@ typedef struct clattn_attention_problem {
                            * elements): the fused path only */
     clattn_head_view out; /* [B, H, Nq, dv] */
     clattn_mask_view attn_mask, key_padding_mask;
+    clattn_score_mods mods;
     clattn_weights_layout weights_layout;
     cl_mem weights;
     size_t weights_offset;
@@ -77,6 +91,10 @@ void clattn__head_view_args(clattn_kernel_args *args, const clattn_head_view *vi
 /* The 14 mask arguments every attention kernel takes (cl/common.cl CLATTN_MASK_PARAMS). */
 void clattn__mask_args(clattn_kernel_args *args, const clattn_attention_problem *p);
 
+/* The 8 modifier arguments (cl/common.cl CLATTN_MOD_PARAMS), after every other argument of the
+ * fused kernels when p->mods.flags is set. */
+void clattn__mod_args(clattn_kernel_args *args, const clattn_attention_problem *p);
+
 /* ---- the entry (attention.c) ---- */
 
 /* Runs attention as described; the caller has validated shapes. */
@@ -97,6 +115,9 @@ size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_atte
 /* The unfused path's kernels, one launch each (exposed for the kernel tests). */
 clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_problem *p,
                                     const clattn_score_chunk *c);
+/* Applies p's modifiers, then its masks, to a chunk of scores computed without masks. */
+clattn_status clattn__launch_score_mods(clattn_context *ctx, const clattn_attention_problem *p,
+                                        const clattn_score_chunk *c);
 clattn_status clattn__launch_softmax(clattn_context *ctx, const clattn_score_chunk *c);
 clattn_status clattn__launch_head_merge(clattn_context *ctx, const clattn_attention_problem *p,
                                         const clattn_score_chunk *c);
@@ -123,6 +144,19 @@ clattn_status clattn__attn_mask_view(clattn_context *ctx, const char *function,
 clattn_status clattn__key_padding_view(clattn_context *ctx, const char *function,
                                        const clattn_tensor *mask, clattn_mask_kind kind,
                                        size_t batch, size_t seq_k, clattn_mask_view *view);
+
+/* The score modifiers as the public calls give them, checked against `heads` query heads and
+ * turned into *mods (flags 0 when none is set). */
+typedef struct clattn_mods_request {
+    const clattn_tensor *alibi_slopes;  /* [H] or NULL */
+    const clattn_tensor *relative_bias; /* [num_buckets, H] or NULL */
+    size_t relative_max_distance;       /* 0: 128 */
+    size_t window;                      /* 0: none */
+    float softcap;                      /* 0: none */
+} clattn_mods_request;
+clattn_status clattn__score_mods_of(clattn_context *ctx, const char *function,
+                                    const clattn_mods_request *request, size_t heads,
+                                    clattn_score_mods *mods);
 
 /* Fills a head view from a 4-D [B, H, N, d] tensor whose last dimension is contiguous. */
 clattn_status clattn__head_view_of(clattn_context *ctx, const char *function, const char *name,

@@ -4,6 +4,8 @@
 #include "runtime/buffers.h"
 #include "runtime/context_internal.h"
 
+#include <string.h>
+
 clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_problem *p,
                                     const clattn_score_chunk *c)
 {
@@ -27,6 +29,25 @@ clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_
     size_t global[3] = {c->nk, c->nq, c->pairs};
     uint64_t macs = (uint64_t)c->pairs * c->nq * c->nk * p->dk;
     return clattn__launch(ctx, &args, "scores", 3, global, NULL, CLATTN_OP_SCORES, macs);
+}
+
+clattn_status clattn__launch_score_mods(clattn_context *ctx, const clattn_attention_problem *p,
+                                        const clattn_score_chunk *c)
+{
+    cl_int mods = p->mods.flags;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SCORE_MODS], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, c->scores);
+    CLATTN_ARG(&args, c->scores_offset);
+    CLATTN_ARG(&args, c->heads);
+    CLATTN_ARG(&args, c->pairs);
+    CLATTN_ARG(&args, c->nq);
+    CLATTN_ARG(&args, c->nk);
+    CLATTN_ARG(&args, c->bh0);
+    CLATTN_ARG(&args, mods);
+    clattn__mod_args(&args, p);
+    clattn__mask_args(&args, p);
+    size_t global[3] = {c->nk, c->nq, c->pairs};
+    return clattn__launch(ctx, &args, "score_mods", 3, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
 clattn_status clattn__launch_softmax(clattn_context *ctx, const clattn_score_chunk *c)
@@ -136,13 +157,21 @@ clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attent
             return status;
     }
 
+    /* With modifiers the scores come without masks: scores → modifiers → masks → softmax. */
+    clattn_attention_problem unmasked = *p;
+    if (p->mods.flags) {
+        memset(&unmasked.attn_mask, 0, sizeof(unmasked.attn_mask));
+        memset(&unmasked.key_padding_mask, 0, sizeof(unmasked.key_padding_mask));
+        unmasked.causal = 0;
+    }
     for (size_t bh0 = 0; bh0 < total; bh0 += chunk_pairs) {
         c.bh0 = (cl_uint)bh0;
         c.pairs = (cl_uint)(total - bh0 < chunk_pairs ? total - bh0 : chunk_pairs);
         if (p->weights_layout == CLATTN_WEIGHTS_PER_HEAD)
             c.scores_offset = p->weights_offset + bh0 * pair_floats;
         clattn_status status;
-        if ((status = clattn__launch_scores(ctx, p, &c)) ||
+        if ((status = clattn__launch_scores(ctx, &unmasked, &c)) ||
+            (p->mods.flags && (status = clattn__launch_score_mods(ctx, p, &c))) ||
             (status = clattn__launch_softmax(ctx, &c)) ||
             (status = clattn__launch_head_merge(ctx, p, &c)))
             return status;

@@ -4,6 +4,8 @@
 #include "runtime/shape.h"
 #include "runtime/tensor_internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static int kernel_kind(clattn_mask_kind kind)
@@ -167,5 +169,74 @@ clattn_status clattn__weights_output(clattn_context *ctx, const char *function,
     if (!clattn_tensor_is_contiguous(weights))
         return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
                             "%s: attn_weights must be a contiguous tensor", function);
+    return CLATTN_OK;
+}
+
+/* A modifier tensor: same context, row-major contiguous. */
+static clattn_status check_mod_tensor(clattn_context *ctx, const char *function, const char *name,
+                                      const clattn_tensor *t)
+{
+    CLATTN_CHECK_ARG(ctx, function, t->ctx == ctx, "%s belongs to another context", name);
+    size_t stride = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        CLATTN_CHECK_ARG(ctx, function, t->shape[d] == 1 || t->strides[d] == stride,
+                         "%s is not contiguous (dimension %d has stride %zu, not %zu)", name, d,
+                         t->strides[d], stride);
+        stride *= t->shape[d];
+    }
+    return CLATTN_OK;
+}
+
+clattn_status clattn__score_mods_of(clattn_context *ctx, const char *function,
+                                    const clattn_mods_request *r, size_t heads,
+                                    clattn_score_mods *mods)
+{
+    memset(mods, 0, sizeof(*mods));
+    clattn_status status;
+    CLATTN_CHECK_ARG(ctx, function, isfinite(r->softcap) && r->softcap >= 0.0f,
+                     "softcap is %g: it must be a finite c > 0 (0 for none)", (double)r->softcap);
+    CLATTN_CHECK_ARG(ctx, function, r->window % 2 == 0,
+                     "window is %zu: it must be even (query i sees keys |i - j| <= window / 2; "
+                     "0 for none)", r->window);
+    if (r->softcap > 0.0f) {
+        mods->flags |= CLATTN_MOD_SOFTCAP;
+        mods->softcap = r->softcap;
+    }
+    if (r->window) {
+        mods->flags |= CLATTN_MOD_WINDOW;
+        mods->window = r->window; /* bounded by the distances there are in clattn__mod_args */
+    }
+    if (r->alibi_slopes) {
+        const clattn_tensor *t = r->alibi_slopes;
+        if ((status = check_mod_tensor(ctx, function, "alibi_slopes", t)) ||
+            (status = clattn__expect_shape(ctx, function, "alibi_slopes", t->ndim, t->shape, 1,
+                                           (size_t[]){heads}, "[H]")))
+            return status;
+        mods->flags |= CLATTN_MOD_ALIBI;
+        mods->alibi = t->mem;
+        mods->alibi_offset = t->offset;
+    }
+    if (r->relative_bias) {
+        const clattn_tensor *t = r->relative_bias;
+        if ((status = check_mod_tensor(ctx, function, "relative_bias", t)))
+            return status;
+        size_t buckets = t->ndim == 2 ? t->shape[0] : 0;
+        if ((status = clattn__expect_shape(ctx, function, "relative_bias", t->ndim, t->shape, 2,
+                                           (size_t[]){buckets, heads}, "[num_buckets, H]")))
+            return status;
+        size_t max_distance = r->relative_max_distance ? r->relative_max_distance : 128;
+        CLATTN_CHECK_ARG(ctx, function, buckets >= 4 && buckets <= UINT32_MAX,
+                         "relative_bias has %zu buckets: at least 4 are needed", buckets);
+        size_t max_exact = buckets / 4;
+        CLATTN_CHECK_ARG(ctx, function, max_distance > max_exact,
+                         "relative_max_distance is %zu: it must exceed num_buckets / 4 = %zu",
+                         max_distance, max_exact);
+        mods->flags |= CLATTN_MOD_RELPOS;
+        mods->rel = t->mem;
+        mods->rel_offset = t->offset;
+        mods->rel_buckets = buckets;
+        /* PyTorch: math.log(max_distance / max_exact) in double, used as a float32 divisor */
+        mods->rel_log_ratio = (float)log((double)max_distance / (double)max_exact);
+    }
     return CLATTN_OK;
 }

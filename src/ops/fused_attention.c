@@ -128,6 +128,8 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
     CLATTN_ARG(&pass1, chunk);
     CLATTN_ARG(&pass1, partial);
     CLATTN_ARG(&pass1, acc_off);
+    if (p->mods.flags)
+        clattn__mod_args(&pass1, p);
     size_t global1[3] = {(p->seq_q + prog->qpw - 1) / prog->qpw, pairs, splits};
     size_t local1[3] = {prog->wg, 1, 1}; /* the unstaged kernel's own work-group shape */
     if ((status = count_and_launch(ctx, p, &pass1, 3, global1, prog->local ? NULL : local1)))
@@ -183,6 +185,8 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
     packed.k = (clattn_head_view){scratch, 0, kv_heads * head_floats, head_floats, tile_floats};
     clattn_kernel_args args = {prog->tiled, 0, CL_SUCCESS};
     common_args(&args, p);
+    if (p->mods.flags)
+        clattn__mod_args(&args, p);
     size_t global[2] = {(p->seq_q + CLATTN_TILED_QUERIES - 1) / CLATTN_TILED_QUERIES,
                         p->batch * p->heads};
     size_t local[2] = {prog->wg, 1};
@@ -194,7 +198,7 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
     const clattn_fused_program *prog;
     bool few_queries = given->seq_q < ctx->tuning.fused_qpw;
     clattn_status status = clattn__fused_program(ctx, given->dk, given->dv, given->kv_half,
-                                                 few_queries, &prog);
+                                                 given->mods.flags, few_queries, &prog);
     if (status != CLATTN_OK)
         return status;
     size_t splits = clattn__attention_key_splits(ctx, given, prog->qpw);
@@ -231,6 +235,8 @@ clattn_status clattn__attention_fused(clattn_context *ctx, const clattn_attentio
         clattn__arg_mem(&args, NULL);
         CLATTN_ARG(&args, acc_off);
     }
+    if (p->mods.flags) /* after every other argument */
+        clattn__mod_args(&args, p);
     size_t global[2] = {(p->seq_q + prog->qpw - 1) / prog->qpw, p->batch * p->heads};
     size_t local[2] = {prog->wg, 1};
     return count_and_launch(ctx, p, &args, 2, global, local);

@@ -42,6 +42,7 @@ typedef enum clattn_slot {
     CLATTN_SLOT_TOKEN_IDS,     /* encoder: int32 token ids [T] */
     CLATTN_SLOT_TOKEN_TYPES,   /* encoder: int32 token type ids [T] */
     CLATTN_SLOT_POOLED,        /* sentence embeddings: pooled rows [B, d_model] */
+    CLATTN_SLOT_ROTARY,        /* SDPA with RoPE: rotated q and k [B·H·Nq + B·H_kv·Nk, d_k] */
     CLATTN_SLOT_COUNT
 } clattn_slot;
 

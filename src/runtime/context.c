@@ -220,6 +220,7 @@ void clattn_context_destroy(clattn_context **pctx)
     clattn__stats_release(&ctx->stats);
     clattn__workspace_release(&ctx->workspace);
     clattn__positional_table_release(&ctx->pe_table);
+    clattn__rotary_table_release(&ctx->rope_table);
     clattn__fused_cache_clear(&ctx->fused);
     clattn__gemm_cpu_destroy(&ctx->gemm_cpu);
     clattn__kernels_release(&ctx->kernels);

@@ -14,6 +14,7 @@
 #include "base/kernels.h"
 #include "launch.h"
 #include "positional_table.h"
+#include "rotary_table.h"
 
 struct clattn_context {
     cl_device_id device;
@@ -30,6 +31,7 @@ struct clattn_context {
     clattn_fused_cache fused;         /* fused_cache.c */
     clattn_workspace workspace;       /* buffers.c */
     clattn_positional_table pe_table; /* positional_table.c */
+    clattn_rotary_table rope_table;   /* rotary_table.c */
     clattn_stats_state stats;         /* stats.c */
     clattn_gemm_cpu *gemm_cpu;        /* gemm.c: the CPU GEMM's program, built on first use */
 };

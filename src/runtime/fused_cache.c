@@ -43,7 +43,7 @@ static void program_release(clattn_fused_program *p)
     memset(p, 0, sizeof(*p));
 }
 
-static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
+static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_half, int mods,
                            size_t qpw, clattn_fused_program *out)
 {
     /* constants.h and common.cl come first, as in the base program. */
@@ -63,6 +63,7 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
     p.dk = dk;
     p.dv = dv;
     p.kv_half = kv_half;
+    p.mods = mods;
     p.local = ctx->tuning.fused_local != 0 && !kv_half;
     p.qpw = p.local ? 1 : qpw;
     p.wg = ctx->tuning.fused_wg;
@@ -71,14 +72,17 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
     while (p.unstaged_tk > ctx->tuning.fused_tk)
         p.unstaged_tk /= 2;
     p.tk = p.local ? local_block(ctx, dk, dv) : p.unstaged_tk;
-    char options[768];
+    char mod_option[40] = "";
+    if (mods)
+        snprintf(mod_option, sizeof(mod_option), " -DCLATTN_FUSED_MODS=%d", mods);
+    char options[800];
     snprintf(options, sizeof(options),
              "%s -DCLATTN_FUSED_DK=%zu -DCLATTN_FUSED_DV=%zu -DCLATTN_FUSED_QPW=%zu "
              "-DCLATTN_FUSED_TK=%zu -DCLATTN_FUSED_GTK=%zu -DCLATTN_FUSED_WG=%zu "
-             "-DCLATTN_FUSED_VK=%zu -DCLATTN_FUSED_VV=%zu%s%s",
+             "-DCLATTN_FUSED_VK=%zu -DCLATTN_FUSED_VV=%zu%s%s%s",
              ctx->kernels.options, dk, dv, p.qpw, p.tk, p.unstaged_tk, p.wg, vector_width(dk, 16),
              vector_width(dv, 16), p.local ? " -DCLATTN_FUSED_LOCAL=1" : "",
-             kv_half ? " -DCLATTN_FUSED_KV_HALF=1" : "");
+             kv_half ? " -DCLATTN_FUSED_KV_HALF=1" : "", mod_option);
     clattn_status status = clattn__program_build(ctx, sources, lengths, 3, options, &p.program);
     if (status != CLATTN_OK)
         return status;
@@ -102,19 +106,20 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
 }
 
 clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
-                                    bool few_queries, const clattn_fused_program **out)
+                                    int mods, bool few_queries, const clattn_fused_program **out)
 {
     clattn_fused_cache *cache = &ctx->fused;
     bool local = ctx->tuning.fused_local != 0 && !kv_half;
     size_t qpw = local || few_queries ? 1 : ctx->tuning.fused_qpw;
     for (size_t i = 0; i < cache->count; i++)
         if (cache->entries[i].dk == dk && cache->entries[i].dv == dv &&
-            cache->entries[i].kv_half == kv_half && cache->entries[i].qpw == qpw) {
+            cache->entries[i].kv_half == kv_half && cache->entries[i].mods == mods &&
+            cache->entries[i].qpw == qpw) {
             *out = &cache->entries[i];
             return CLATTN_OK;
         }
     clattn_fused_program p;
-    clattn_status status = build(ctx, dk, dv, kv_half, qpw, &p);
+    clattn_status status = build(ctx, dk, dv, kv_half, mods, qpw, &p);
     if (status != CLATTN_OK)
         return status;
     if (cache->count == CLATTN_FUSED_CACHE_SIZE) { /* forget the oldest */

@@ -1,6 +1,6 @@
 /*
  * The fused attention programs (fused_cache.c): one program per pair of head widths (d_k, d_v)
- * and key/value type (float, or half for a half-precision cache),
+ * and key/value type (float, or half for a half-precision cache) and set of score modifiers,
  * specialised with -D options from the tuning, built on first use and kept in a small cache.
  * This module owns the cache's type, storage, build, eviction and release.
  */
@@ -15,6 +15,7 @@
 typedef struct clattn_fused_program {
     size_t dk, dv;
     bool kv_half;       /* keys and values are half floats (no staged variant then) */
+    int mods;           /* the score modifiers compiled in (CLATTN_MOD_* flags; 0: none) */
     cl_program program;
     cl_kernel kernel;
     cl_kernel unstaged; /* clattn_fused_attention (its own object even when `kernel` is the same
@@ -33,13 +34,14 @@ typedef struct clattn_fused_cache {
     size_t count;
 } clattn_fused_cache;
 
-/* The program for (dk, dv, kv_half) under the context's tuning, built on first use (the oldest
+/* The program for (dk, dv, kv_half, score modifiers `mods`) under the context's tuning, built on first use (the oldest
  * entry is forgotten when the cache is full). With `few_queries` (fewer queries than the tuned
  * queries per work-item, e.g. a decoding step's one), one query per work-item: the unstaged
  * kernel would otherwise repeat the last query in every unused row. Valid until the next call
  * or a clear. */
 clattn_status clattn__fused_program(clattn_context *ctx, size_t dk, size_t dv, bool kv_half,
-                                    bool few_queries, const clattn_fused_program **program);
+                                    int mods, bool few_queries,
+                                    const clattn_fused_program **program);
 /* Forgets every program (context destruction, a tuning change). */
 void clattn__fused_cache_clear(clattn_fused_cache *cache);
 

@@ -1,0 +1,36 @@
+/* Rotary position embeddings (RoPE) of one [B, H, N, d] operand into a contiguous copy:
+ *
+ *   position p = pos0 + n; angle a_k = p · θ^(-2k / r) for the pair k < r / 2 (r = rot_dim)
+ *   half-split (GPT-NeoX, Llama): channel c < r/2 pairs with c + r/2, k = c mod r/2:
+ *       y[c] = x[c]·cos a_k - x[c + r/2]·sin a_k,   y[c + r/2] = x[c + r/2]·cos a_k + x[c]·sin a_k
+ *   interleaved (GPT-J, RoFormer): channels 2k and 2k + 1:
+ *       y[2k] = x[2k]·cos a_k - x[2k + 1]·sin a_k,  y[2k + 1] = x[2k + 1]·cos a_k + x[2k]·sin a_k
+ *   channels c >= r are copied.
+ * x:     a head view (cl/common.cl) of `heads` heads; pair z = b·heads + h.
+ * y:     [pairs, n, d] contiguous from y_off.
+ * table: [positions, r / 2] pairs (cos a_k, sin a_k) computed in double precision on the host
+ *        (src/runtime/rotary_table.c); positions > pos0 + n - 1.
+ * NDRange: (d, n, pairs). */
+__kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_off, uint heads,
+                            uint pairs, uint n, uint d, uint rot_dim, int interleaved,
+                            __global const float *table, uint pos0)
+{
+    uint c = get_global_id(0), row = get_global_id(1), z = get_global_id(2);
+    if (c >= d || row >= n || z >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(z, heads, b, h);
+    __global const float *xr = CLATTN_VIEW_ROW(x, b, h, row);
+    float out = xr[c];
+    if (c < rot_dim) {
+        uint half_r = rot_dim / 2;
+        uint k = interleaved ? c / 2 : c % half_r;
+        float2 cs = vload2((ulong)(pos0 + row) * half_r + k, table);
+        float other;
+        if (interleaved)
+            other = c % 2 == 0 ? -xr[c + 1] : xr[c - 1];
+        else
+            other = c < half_r ? -xr[c + half_r] : xr[c - half_r];
+        out = xr[c] * cs.x + other * cs.y;
+    }
+    y[y_off + ((ulong)z * n + row) * d + c] = out;
+}

@@ -1,0 +1,21 @@
+/* Rotary position embeddings (rotary.c, cl/rotary.cl) on [B, H, N, d] head views. */
+#ifndef CLATTN_ROTARY_H
+#define CLATTN_ROTARY_H
+
+#include "attention_problem.h"
+
+/* How to rotate: the first rot_dim channels (even, <= d) of every head, positions from pos0. */
+typedef struct clattn_rotary_spec {
+    size_t rot_dim;
+    bool interleaved; /* GPT-J's pairs (2k, 2k + 1); else GPT-NeoX's halves (k, k + rot_dim/2) */
+    double theta;     /* the base */
+    size_t pos0;      /* the position of row 0 */
+} clattn_rotary_spec;
+
+/* Writes x [batch, heads, n, d] (a head view) rotated into out, contiguous from out_offset
+ * (floats); *rotated receives the view of the copy. */
+clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, size_t batch,
+                             size_t heads, size_t n, size_t d, const clattn_rotary_spec *spec,
+                             cl_mem out, size_t out_offset, clattn_head_view *rotated);
+
+#endif /* CLATTN_ROTARY_H */

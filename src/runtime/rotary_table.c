@@ -1,0 +1,56 @@
+/* Rotary embeddings' table: computed on the host in double precision, kept on the device. */
+#include "rotary_table.h"
+#include "buffers.h"
+#include "context_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+clattn_status clattn__rotary_table(clattn_context *ctx, size_t positions, size_t pairs,
+                                   double theta, cl_mem *out)
+{
+    clattn_rotary_table *t = &ctx->rope_table;
+    if (t->mem && t->pairs == pairs && t->theta == theta && t->positions >= positions) {
+        *out = t->mem;
+        return CLATTN_OK;
+    }
+    /* Round up so that slowly growing lengths (a decoding cache) do not recompute it each call. */
+    size_t rows = (positions + 255) / 256 * 256, count, bytes;
+    if (rows < positions || !clattn__mul_size(rows, 2 * pairs, &count) ||
+        !clattn__mul_size(count, sizeof(float), &bytes))
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
+                            "the rotary table [%zu, %zu, 2] overflows size_t", positions, pairs);
+    float *host = malloc(bytes);
+    if (!host)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for the rotary table [%zu, %zu, 2]", rows, pairs);
+    for (size_t k = 0; k < pairs; k++) {
+        double inv_freq = 1.0 / pow(theta, (double)(2 * k) / (double)(2 * pairs));
+        for (size_t p = 0; p < rows; p++) {
+            double angle = (double)p * inv_freq;
+            host[(p * pairs + k) * 2] = (float)cos(angle);
+            host[(p * pairs + k) * 2 + 1] = (float)sin(angle);
+        }
+    }
+    cl_mem mem = NULL;
+    clattn_status status = clattn__buffer_create(ctx, bytes, &mem, "the rotary table");
+    if (status == CLATTN_OK &&
+        (status = clattn__write_floats_at(ctx, mem, 0, host, count, "the rotary table")))
+        clattn__release_mem(&mem);
+    free(host);
+    if (status != CLATTN_OK)
+        return status;
+    clattn__release_mem(&t->mem);
+    t->mem = mem;
+    t->positions = rows;
+    t->pairs = pairs;
+    t->theta = theta;
+    *out = mem;
+    return CLATTN_OK;
+}
+
+void clattn__rotary_table_release(clattn_rotary_table *t)
+{
+    clattn__release_mem(&t->mem);
+    t->positions = t->pairs = 0;
+}
