@@ -208,7 +208,7 @@ def write_real(model_dir):
     with open(os.path.join(out, "ids.txt"), "w") as f:
         for t in REAL_TEXTS:
             ids = tok(t, truncation=True, max_length=st.max_seq_length)["input_ids"]
-            f.write(json.dumps(ids, separators=(",", ":")) + "\n")
+            f.write(json.dumps(ids) + "\n")
     np.save(os.path.join(out, "embeddings.npy"), emb.astype(np.float32))
     st.double()
     emb64 = st.encode(REAL_TEXTS, batch_size=8, convert_to_numpy=True)
