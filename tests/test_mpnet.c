@@ -283,6 +283,42 @@ static void padded_positions_are_checked(void **state)
     clattn_encoder_destroy(&enc);
 }
 
+/* MPNet's tokenizer.json: <s> and </s> from RobertaProcessing, <pad> from padding.pad_id. */
+static void roberta_processing_template(void **state)
+{
+    (void)state;
+    char dir[1024], path[1100];
+    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn_mpnet_tok_"), 0);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    static const char json[] =
+        "{\"normalizer\": {\"type\": \"BertNormalizer\", \"clean_text\": true, "
+        "\"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": true},"
+        "\"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},"
+        "\"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"</s>\", 2], "
+        "\"cls\": [\"<s>\", 0], \"trim_offsets\": true, \"add_prefix_space\": false},"
+        "\"padding\": {\"pad_id\": 1, \"pad_token\": \"<pad>\"},"
+        "\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+        "\"continuing_subword_prefix\": \"##\", \"max_input_chars_per_word\": 100, "
+        "\"vocab\": {\"<s>\": 0, \"<pad>\": 1, \"</s>\": 2, \"[UNK]\": 3, \"[PAD]\": 4, "
+        "\"hello\": 5, \"world\": 6}}}";
+    test_write_file(path, json, strlen(json));
+    clattn_tokenizer *tok = NULL;
+    assert_int_equal(clattn_tokenizer_load(&tok, path), CLATTN_OK);
+    clattn_tokenizer_special special = clattn_tokenizer_special_ids(tok);
+    assert_int_equal(special.cls, 0);
+    assert_int_equal(special.sep, 2);
+    assert_int_equal(special.pad, 1); /* padding.pad_id, not the vocabulary's [PAD] (4) */
+    int32_t ids[8];
+    size_t count = 0;
+    assert_int_equal(clattn_tokenizer_encode(tok, "Hello WORLD!", 12, 0, ids, 8, &count),
+                     CLATTN_OK);
+    assert_int_equal(count, 5);
+    const int32_t want[5] = {0, 5, 6, 3, 2};
+    assert_memory_equal(ids, want, sizeof(want));
+    clattn_tokenizer_destroy(&tok);
+    test_temp_dir_remove(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +327,7 @@ int main(void)
         cmocka_unit_test(bad_folders_are_named),
         cmocka_unit_test(attn_mask_parameter),
         cmocka_unit_test(padded_positions_are_checked),
+        cmocka_unit_test(roberta_processing_template),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }
