@@ -316,6 +316,13 @@ static void roberta_processing_template(void **state)
     const int32_t want[5] = {0, 5, 6, 3, 2};
     assert_memory_equal(ids, want, sizeof(want));
     clattn_tokenizer_destroy(&tok);
+    /* A folder's default length: MPNet's positions start at 2, so 40 rows hold 38 tokens. */
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    static const char config[] = "{\"model_type\": \"mpnet\", \"max_position_embeddings\": 40}";
+    test_write_file(path, config, strlen(config));
+    assert_int_equal(clattn_tokenizer_load(&tok, dir), CLATTN_OK);
+    assert_int_equal(clattn_tokenizer_max_length(tok), 38);
+    clattn_tokenizer_destroy(&tok);
     test_temp_dir_remove(dir);
 }
 

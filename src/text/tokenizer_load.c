@@ -495,6 +495,23 @@ static clattn_status folder_integer(const char *dir, const char *file, const cha
     return s;
 }
 
+/* How many rows of config.json's position table the text cannot use: MPNet (model_type "mpnet")
+ * counts positions from padding_idx + 1 = 2, so max_position_embeddings - 2 tokens fit (the
+ * model_max_length 512 of its tokenizer_config.json); 0 for anything else. */
+static size_t reserved_positions(const char *dir)
+{
+    char *path = path_join(dir, "config.json");
+    size_t reserved = 0;
+    json_t *root = NULL;
+    if (path && exists(path) && read_json(path, &root) == CLATTN_OK) {
+        const char *type = json_string_value(json_object_get(root, "model_type"));
+        reserved = type && strcmp(type, "mpnet") == 0 ? 2 : 0;
+        json_decref(root);
+    }
+    free(path);
+    return reserved;
+}
+
 static clattn_status load_folder(clattn_tokenizer *tok, const char *dir)
 {
     char *json = path_join(dir, "tokenizer.json"), *txt = path_join(dir, "vocab.txt");
@@ -517,8 +534,12 @@ static clattn_status load_folder(clattn_tokenizer *tok, const char *dir)
     size_t n = 0;
     if ((s = folder_integer(dir, "sentence_bert_config.json", "max_seq_length", &n, &found)))
         return s;
-    if (!found && (s = folder_integer(dir, "config.json", "max_position_embeddings", &n, &found)))
-        return s;
+    if (!found) {
+        if ((s = folder_integer(dir, "config.json", "max_position_embeddings", &n, &found)))
+            return s;
+        size_t reserved = found ? reserved_positions(dir) : 0;
+        n = n > reserved + 2 ? n - reserved : n;
+    }
     if (found)
         tok->max_length = n;
     return CLATTN_OK;
