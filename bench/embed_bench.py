@@ -7,7 +7,8 @@ usage: embed_bench.py --embed build/examples/embed --model DIR [--python VENV_PY
 
 One command measures, on the same machine and in the same run, how many texts per second each
 engine turns into normalised sentence embeddings with one sentence-transformers model (made for
-all-MiniLM-L6-v2; `tools/fetch-model.sh` prints its folder):
+all-MiniLM-L6-v2, which `tools/fetch-model.sh` prints the folder of; all-mpnet-base-v2 from
+`tools/fetch-model.sh --model all-mpnet-base-v2` works the same way):
 
   clattn      libclattn's `examples/embed --model DIR --input corpus.txt --output E.npy --json`
               (OpenCL; --device, default `cpu`: PoCL's CPU device on this machine)
@@ -16,12 +17,14 @@ all-MiniLM-L6-v2; `tools/fetch-model.sh` prints its folder):
   st-skylakex the same with OPENBLAS_CORETYPE=SkylakeX, run only when OpenBLAS does not
               recognise the CPU by itself (Debian's OpenBLAS 0.3.21 calls a Sapphire Rapids
               VM "Prescott", i.e. no AVX at all, and PyTorch's matrix products then run on SSE3)
-  onnxruntime transformers' BertModel from DIR, exported once with torch.onnx.export (opset 14,
-              dynamic batch and sequence axes), run by onnxruntime's CPUExecutionProvider
+  onnxruntime transformers' AutoModel from DIR (BertModel, MPNetModel), exported once with
+              torch.onnx.export (opset 14, dynamic batch and sequence axes; the inputs the
+              model's tokenizer gives), run by onnxruntime's CPUExecutionProvider
               (intra_op_num_threads T, inter_op 1, all graph optimisations) on the same batches
               as sentence-transformers: texts sorted by decreasing length, 32 per batch,
               tokenised by the fast tokenizer (tokenizer.json, truncation at the model's
-              max_seq_length, padding to the longest in the batch), then mean pooling over the
+              max_seq_length, padding to the longest in the batch with tokenizer.json's padding
+              token, else [PAD] 0), then mean pooling over the
               attention mask and L2 normalisation in numpy
 
 Every engine uses T threads (default 2, this machine's core count): torch.set_num_threads,
@@ -50,7 +53,8 @@ the maximum absolute difference must be below 1e-4 or the script stops with exit
 
 Writes OUT/embed.json (everything), OUT/embed.md (the table, the machine, versions, thread
 counts, the corpus, the load average during the run, and a section for the project README) and,
-when matplotlib is importable by --python, OUT/embed_throughput.png.
+when matplotlib is importable by --python, OUT/embed_throughput.png. For a model other than
+all-MiniLM-L6-v2 the names carry the folder's name: OUT/embed_all-mpnet-base-v2.json etc.
 
 The script runs under any Python 3; when --python names another interpreter (a venv with
 torch, transformers, sentence-transformers, onnxruntime, numpy, threadpoolctl, matplotlib) it
@@ -207,11 +211,11 @@ def worker_export(a):
     import torch
     import transformers
     torch.set_num_threads(a.threads)
-    model = transformers.BertModel.from_pretrained(a.model).eval()
+    model = transformers.AutoModel.from_pretrained(a.model).eval()
     enc = transformers.AutoTokenizer.from_pretrained(a.model)(
         ["an example sentence", "another, somewhat longer example sentence"],
         padding=True, return_tensors="pt")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in enc]
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
     t0 = time.perf_counter()
@@ -239,7 +243,10 @@ def worker_ort(a):
     sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(os.path.join(a.model, "tokenizer.json"))
     tok.enable_truncation(max_len)
-    tok.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")  # to the longest in a batch
+    with open(os.path.join(a.model, "tokenizer.json"), encoding="utf-8") as f:
+        padding = json.load(f).get("padding") or {}
+    tok.enable_padding(pad_id=padding.get("pad_id", 0), pad_type_id=0,
+                       pad_token=padding.get("pad_token", "[PAD]"))  # to the longest in a batch
     wanted = {i.name for i in sess.get_inputs()}
     load_s = time.perf_counter() - t0
 
@@ -631,17 +638,21 @@ def main():
     if a.no_results:
         return
     os.makedirs(a.out, exist_ok=True)
-    jpath = os.path.join(a.out, "embed.json")
+    name = os.path.basename(a.model.rstrip("/"))
+    stem = "embed" if name == "all-MiniLM-L6-v2" else "embed_" + name
+    result["files_stem"] = stem
+    jpath = os.path.join(a.out, stem + ".json")
     with open(jpath, "w") as f:
         json.dump(result, f, indent=1)
-    with open(os.path.join(a.out, "embed.md"), "w") as f:
+    with open(os.path.join(a.out, stem + ".md"), "w") as f:
         f.write(markdown(result))
     rc, so, se, _, _ = py_worker(a, "plot", tmp, json=jpath,
-                                 png=os.path.join(a.out, "embed_throughput.png"))
+                                 png=os.path.join(a.out, stem + "_throughput.png"))
     if rc != 0:
         print("no plot (matplotlib?): " + se.strip().splitlines()[-1] if se.strip() else "",
               file=sys.stderr)
-    print("wrote %s/embed.json, embed.md%s" % (a.out, "" if rc else ", embed_throughput.png"))
+    print("wrote %s/%s.json, %s.md%s" % (a.out, stem, stem,
+                                         "" if rc else ", %s_throughput.png" % stem))
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -740,8 +751,8 @@ def markdown(r):
           "(MLAS picks AVX-512 at run time) use the CPU's vector units, so the fair comparison "
           "is with the SkylakeX row; the other row is what an untouched Debian install gives on "
           "this VM.\n" % r["openblas_as_found"]["architecture"])
-    w("Plot: `embed_throughput.png` (median texts/s, min–max bars). Everything, each run "
-      "included: `embed.json`.\n")
+    w("Plot: `%s_throughput.png` (median texts/s, min–max bars). Everything, each run "
+      "included: `%s.json`.\n" % (r.get("files_stem", "embed"), r.get("files_stem", "embed")))
     w("## For the README\n")
     rel = []
     for e in ("st-skylakex", "st", "onnxruntime"):
@@ -765,9 +776,10 @@ def markdown(r):
                                               s["peak_rss_mib"]["median"]))
     w("")
     w("libclattn's speed relative to each: %s. All embeddings agree with sentence-transformers' "
-      "to %.1e (max abs). Details, versions and the plot: `bench/results/embed.md`, "
-      "`embed_throughput.png`.\n"
-      % ("; ".join(rel), max(s["cross_check"]["max_abs"] for s in r["summary"])))
+      "to %.1e (max abs). Details, versions and the plot: `bench/results/%s.md`, "
+      "`%s_throughput.png`.\n"
+      % ("; ".join(rel), max(s["cross_check"]["max_abs"] for s in r["summary"]),
+         r.get("files_stem", "embed"), r.get("files_stem", "embed")))
     del ours, fair_st
     return "\n".join(out)
 

@@ -383,7 +383,7 @@ static void embedding_and_positions(void **state)
         for (int with_types = 0; with_types <= 1; with_types++) {
             clattn_embed_args e = {tids, clattn_tensor_buffer(temb), 2.5f,
                                    with_pe ? table : NULL, offset, with_types ? ttypes : NULL,
-                                   with_types ? clattn_tensor_buffer(ttype) : NULL};
+                                   with_types ? clattn_tensor_buffer(ttype) : NULL, NULL};
             assert_int_equal(clattn__embed(f->ctx, &e, T, N, d, clattn_tensor_buffer(tx)),
                              CLATTN_OK);
             float *got = test_tensor_to_host(tx);

@@ -727,8 +727,15 @@ static void malformed_files(void **state)
          "\"BertPreTokenizer\"}}", "the classifier token '[CLS]' is not in the vocabulary",
          CLATTN_ERROR_FORMAT},
         {"post.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": {\"type\": "
-         "\"BertPreTokenizer\"}, \"post_processor\": {\"type\": \"RobertaProcessing\"}}",
-         "post_processor type 'RobertaProcessing' is not supported", CLATTN_ERROR_UNSUPPORTED},
+         "\"BertPreTokenizer\"}, \"post_processor\": {\"type\": \"ByteLevel\"}}",
+         "post_processor type 'ByteLevel' is not supported", CLATTN_ERROR_UNSUPPORTED},
+        {"roberta.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": "
+         "{\"type\": \"BertPreTokenizer\"}, \"post_processor\": {\"type\": "
+         "\"RobertaProcessing\"}}",
+         "RobertaProcessing needs \"cls\" and \"sep\" as [token, id]", CLATTN_ERROR_FORMAT},
+        {"padid.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0, \"[CLS]\": 1, \"[SEP]\": 2}}, "
+         "\"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}, \"padding\": {\"pad_id\": 9}}",
+         "\"padding\".\"pad_id\" is not a token's id", CLATTN_ERROR_FORMAT},
         {"postid.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": {\"type\": "
          "\"BertPreTokenizer\"}, \"post_processor\": {\"type\": \"BertProcessing\", \"cls\": "
          "[\"[CLS]\", 7], \"sep\": [\"[SEP]\", 0]}}", "the [CLS] id 7 or [SEP] id 0 is not",

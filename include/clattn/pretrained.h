@@ -1,15 +1,22 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT-family encoders, pooling, and sentence embeddings
- * (text in, the same vectors as sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT and MPNet encoders, pooling, and sentence
+ * embeddings (text in, the same vectors as sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
  *                               num_hidden_layers, intermediate_size, hidden_act, layer_norm_eps,
  *                               max_position_embeddings, type_vocab_size, vocab_size,
- *                               pad_token_id (position_embedding_type, when present, "absolute")
- *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; tensors
- *                               inference does not use (embeddings.position_ids, pooler.*, heads
- *                               such as cls.*) are skipped
+ *                               pad_token_id (position_embedding_type, when present, "absolute");
+ *                               or model_type "mpnet": the same without type_vocab_size, and
+ *                               relative_attention_num_buckets (32, the only value transformers'
+ *                               MPNet uses)
+ *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
+ *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
+ *                               attention.LayerNorm, intermediate.dense, output.dense,
+ *                               output.LayerNorm, encoder.relative_attention_bias.weight), with
+ *                               or without "mpnet."; tensors inference does not use
+ *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
+ *                               lm_head.*) are skipped
  *   tokenizer.json or vocab.txt the WordPiece tokenizer (clattn/tokenizer.h)
  *   sentence_bert_config.json   optional: max_seq_length (the texts' truncation length)
  *   modules.json                optional: a sentence_transformers.models.Normalize module turns
@@ -20,8 +27,12 @@
  * The encoder is the library's encoder (clattn/encoder.h) with BERT's embeddings — word + token
  * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN
  * layers with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
- * approximation) or "relu". Anything else (another model_type, hidden_act, or position embedding
- * type) fails with CLATTN_ERROR_UNSUPPORTED naming the field; a missing or malformed file, a
+ * approximation) or "relu". MPNet's embeddings are word + learned position, the positions
+ * counted from padding_idx 1 over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED), then
+ * LayerNorm; its layers add the relative position bias (relative_attention_buckets 32,
+ * max_distance 128; see clattn/encoder.h). Anything else (another model_type, hidden_act, or
+ * position embedding type) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
+ * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet")'); a missing or malformed file, a
  * missing tensor or a wrong shape fails with the file's name and what is wrong. A tensor stored
  * in a dtype that is not read (an integer type, for one) is named with its dtype ("tensor X is
  * I32, expected F32 (or F16, BF16)"); a num_hidden_layers other than the number of layers
@@ -40,10 +51,11 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT folder (config.json + model.safetensors, see above)
- * onto the context's device. Its configuration: positional LEARNED (max_position_embeddings
+ * Loads the encoder of a Hugging Face BERT or MPNet folder (config.json + model.safetensors, see
+ * above) onto the context's device. Its configuration: positional LEARNED (max_position_embeddings
  * rows), type_vocab_size token types, embedding_norm, embedding_scale 1, post-LN, eps
- * layer_norm_eps. On error *encoder is NULL.
+ * layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
+ * relative_attention_buckets 32 (max distance 128). On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);
@@ -75,7 +87,8 @@ typedef struct clattn_sentence_model clattn_sentence_model;
 
 /*
  * Loads a sentence-transformers folder: the encoder (clattn_encoder_load_hf), the tokenizer, the
- * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings),
+ * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings;
+ * at most max_position_embeddings - 2 for MPNet, whose positions start at 2),
  * the pooling and normalisation. The pooling comes from the Pooling module's config.json (mean
  * when the folder has none): pooling_mode_mean_tokens or pooling_mode_cls_token must be true;
  * none true is CLATTN_ERROR_FORMAT, another mode (max, mean_sqrt_len, weightedmean, lasttoken)

@@ -8,7 +8,8 @@
  * loaded from one of:
  *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
  *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
- *     when that file gives one, else config.json's "max_position_embeddings", else
+ *     when that file gives one, else config.json's "max_position_embeddings" (less 2 for
+ *     model_type "mpnet", whose positions start at 2), else
  *     (tokenizer.json only) its "truncation"."max_length", else unlimited. sentence_bert_config.json's
  *     "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
  *     applied: all-MiniLM-L6-v2 sets it false;
@@ -17,9 +18,11 @@
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
  *     "BertNormalizer": clean_text, handle_chinese_chars, strip_accents, lowercase; null: no
  *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
- *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing
- *     or BertProcessing) when present, else the vocabulary's "[CLS]" and "[SEP]"; the default
- *     maximum length from "truncation"."max_length" (unlimited when null);
+ *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing,
+ *     BertProcessing, or RobertaProcessing: MPNet's <s> ... </s>) when present, else the
+ *     vocabulary's "[CLS]" and "[SEP]"; the padding id from "padding"."pad_id" when given, else
+ *     the vocabulary's "[PAD]"; the default maximum length from "truncation"."max_length"
+ *     (unlimited when null);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
  *     whitespace, "\r" included, is not part of the token): the settings of
  *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
@@ -142,9 +145,10 @@ typedef struct clattn_tokenizer clattn_tokenizer;
 
 /* The ids of the special tokens; -1 for one the tokenizer does not have. */
 typedef struct clattn_tokenizer_special {
-    int32_t cls;  /* [CLS], first in every encoding */
-    int32_t sep;  /* [SEP], last in every encoding */
-    int32_t pad;  /* [PAD], for the caller's padding (never produced by encode); may be -1 */
+    int32_t cls;  /* [CLS] (MPNet: <s>), first in every encoding */
+    int32_t sep;  /* [SEP] (MPNet: </s>), last in every encoding */
+    int32_t pad;  /* [PAD] or tokenizer.json's padding.pad_id (MPNet: <pad>), for the caller's
+                   * padding (never produced by encode); may be -1 */
     int32_t unk;  /* [UNK], for unknown words */
     int32_t mask; /* [MASK]; may be -1 */
 } clattn_tokenizer_special;

@@ -1,4 +1,5 @@
-/* Loading a Hugging Face BERT folder (config.json + model.safetensors) into an encoder. */
+/* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT
+ * and MPNet, each a table of tensor names and a few lines of configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"
@@ -12,6 +13,80 @@
 #include <string.h>
 
 static const char fn[] = "clattn_encoder_load_hf";
+
+/* ---- the families: their tensor names against the encoder's ---- */
+
+typedef struct name_pair {
+    const char *ours, *theirs; /* layer names: after "layers.<n>." and "encoder.layer.<n>." */
+} name_pair;
+
+typedef struct hf_family {
+    const char *model_type;
+    const char *prefix;    /* the prefix of a task model's file ("bert.") */
+    const char *qkv_part;  /* q/k/v: "encoder.layer.<n>.<qkv_part><name>.<weight|bias>" */
+    const char *qkv[3];
+    const name_pair *fixed, *layer;
+    size_t fixed_count, layer_count;
+} hf_family;
+
+static const name_pair bert_fixed[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
+    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
+    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
+};
+static const name_pair bert_layer[] = {
+    {"self_attn.out_proj.weight", "attention.output.dense.weight"},
+    {"self_attn.out_proj.bias", "attention.output.dense.bias"},
+    {"norm1.weight", "attention.output.LayerNorm.weight"},
+    {"norm1.bias", "attention.output.LayerNorm.bias"},
+    {"linear1.weight", "intermediate.dense.weight"},
+    {"linear1.bias", "intermediate.dense.bias"},
+    {"linear2.weight", "output.dense.weight"},
+    {"linear2.bias", "output.dense.bias"},
+    {"norm2.weight", "output.LayerNorm.weight"},
+    {"norm2.bias", "output.LayerNorm.bias"},
+};
+/* transformers' MPNetModel (modeling_mpnet.py): no token types; the relative position bias is
+ * the encoder's, shared by the layers. */
+static const name_pair mpnet_fixed[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
+    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
+    {"relative_attention_bias.weight", "encoder.relative_attention_bias.weight"},
+};
+static const name_pair mpnet_layer[] = {
+    {"self_attn.out_proj.weight", "attention.attn.o.weight"},
+    {"self_attn.out_proj.bias", "attention.attn.o.bias"},
+    {"norm1.weight", "attention.LayerNorm.weight"},
+    {"norm1.bias", "attention.LayerNorm.bias"},
+    {"linear1.weight", "intermediate.dense.weight"},
+    {"linear1.bias", "intermediate.dense.bias"},
+    {"linear2.weight", "output.dense.weight"},
+    {"linear2.bias", "output.dense.bias"},
+    {"norm2.weight", "output.LayerNorm.weight"},
+    {"norm2.bias", "output.LayerNorm.bias"},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+static const hf_family families[] = {
+    {"bert", "bert.", "attention.self.", {"query", "key", "value"}, bert_fixed, bert_layer,
+     COUNT(bert_fixed), COUNT(bert_layer)},
+    {"mpnet", "mpnet.", "attention.attn.", {"q", "k", "v"}, mpnet_fixed, mpnet_layer,
+     COUNT(mpnet_fixed), COUNT(mpnet_layer)},
+};
+#define SUPPORTED_TYPES "\"bert\", \"mpnet\""
+
+/* The family of config.json's model_type, or NULL. */
+static const hf_family *family_of(const char *model_type)
+{
+    for (size_t i = 0; model_type && i < COUNT(families); i++)
+        if (strcmp(model_type, families[i].model_type) == 0)
+            return &families[i];
+    return NULL;
+}
 
 /* ---- config.json ---- */
 
@@ -48,7 +123,26 @@ static clattn_status config_activation(const char *path, json_t *root, clattn_ac
     return CLATTN_OK;
 }
 
-clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg)
+/* MPNet's configuration beyond BERT's: transformers' MPNet buckets relative positions with 32
+ * buckets and max_distance 128 whatever the config says, and counts positions from padding_idx
+ * 1 (hard-coded in MPNetEmbeddings), so a table of another size is refused. */
+static clattn_status mpnet_config(const char *path, json_t *root, clattn_encoder_config *cfg)
+{
+    json_t *v = json_object_get(root, "relative_attention_num_buckets");
+    if (v && (!json_is_integer(v) || json_integer_value(v) != 32))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "relative_attention_num_buckets must be 32 (transformers' MPNet "
+                               "always buckets relative positions into 32)");
+    cfg->positional = CLATTN_POSITIONAL_LEARNED_PADDED;
+    cfg->padding_idx = 1;
+    cfg->relative_attention_buckets = 32;
+    cfg->relative_attention_max_distance = 128;
+    cfg->type_vocab_size = 0;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg,
+                                     const char **family_type)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -66,9 +160,12 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
     json_t *eps = json_object_get(root, "layer_norm_eps");
     size_t hidden = 0, heads = 0, layers = 0, inter = 0, positions = 0, types = 0, vocab = 0;
     clattn_activation act = CLATTN_ACTIVATION_GELU;
-    if (!model_type || strcmp(model_type, "bert") != 0)
+    const hf_family *family = family_of(model_type);
+    bool bert = family && strcmp(family->model_type, "bert") == 0;
+    if (!family)
         status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                 "model_type \"%.64s\" is not supported (only \"bert\")",
+                                 "model_type \"%.64s\" is not supported (supported: "
+                                 SUPPORTED_TYPES ")",
                                  model_type ? model_type : "(missing)");
     else if (position_type && strcmp(position_type, "absolute") != 0)
         status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
@@ -85,7 +182,7 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
         !(status = config_size(path, root, "num_hidden_layers", &layers)) &&
         !(status = config_size(path, root, "intermediate_size", &inter)) &&
         !(status = config_size(path, root, "max_position_embeddings", &positions)) &&
-        !(status = config_size(path, root, "type_vocab_size", &types)) &&
+        (!bert || !(status = config_size(path, root, "type_vocab_size", &types))) &&
         !(status = config_size(path, root, "vocab_size", &vocab)))
         status = config_activation(path, root, &act);
     if (status == CLATTN_OK && hidden % heads != 0)
@@ -102,6 +199,10 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
         cfg->vocab_size = vocab;
         cfg->embedding_norm = 1;
         cfg->embedding_scale = 1.0f;
+        if (!bert)
+            status = mpnet_config(path, root, cfg);
+        if (family_type)
+            *family_type = family->model_type;
     }
     json_decref(root);
     return status;
@@ -112,7 +213,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
 /* The lookup's state: the file, its name prefix, and the packed q/k/v tensors it builds. */
 typedef struct hf_lookup {
     const clattn_safetensors *st;
-    const char *prefix; /* "" or "bert." */
+    const hf_family *family;
+    const char *prefix; /* "" or the family's prefix ("bert.") */
     clattn_host_tensor packed[2]; /* in_proj_weight, in_proj_bias of the layer asked last */
     float *packed_data[2];
     clattn_host_tensor views[4];  /* the last tensors handed out (the encoder copies each) */
@@ -142,11 +244,10 @@ static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
 static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char *what, int slot)
 {
     const clattn_safetensors_tensor *parts[3];
-    static const char *const names[3] = {"query", "key", "value"};
     for (int i = 0; i < 3; i++) {
         char name[256];
-        snprintf(name, sizeof(name), "%sencoder.layer.%zu.attention.self.%s.%s", l->prefix, layer,
-                 names[i], what);
+        snprintf(name, sizeof(name), "%sencoder.layer.%zu.%s%s.%s", l->prefix, layer,
+                 l->family->qkv_part, l->family->qkv[i], what);
         parts[i] = clattn_safetensors_find(l->st, name);
         if (!parts[i])
             return NULL; /* reported as the packed tensor missing; the message names it */
@@ -174,40 +275,15 @@ static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char
     return t;
 }
 
-/* The encoder's PyTorch names and BERT's. */
-static const struct {
-    const char *ours, *bert;
-} fixed_names[] = {
-    {"embedding.weight", "embeddings.word_embeddings.weight"},
-    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
-    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
-    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
-    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
-};
-static const struct {
-    const char *ours, *bert; /* after "layers.<n>." and "encoder.layer.<n>." */
-} layer_names[] = {
-    {"self_attn.out_proj.weight", "attention.output.dense.weight"},
-    {"self_attn.out_proj.bias", "attention.output.dense.bias"},
-    {"norm1.weight", "attention.output.LayerNorm.weight"},
-    {"norm1.bias", "attention.output.LayerNorm.bias"},
-    {"linear1.weight", "intermediate.dense.weight"},
-    {"linear1.bias", "intermediate.dense.bias"},
-    {"linear2.weight", "output.dense.weight"},
-    {"linear2.bias", "output.dense.bias"},
-    {"norm2.weight", "output.LayerNorm.weight"},
-    {"norm2.bias", "output.LayerNorm.bias"},
-};
-
-/* BERT's names (without the file's prefix) of one of the encoder's tensors: one, or three for
- * in_proj_weight / in_proj_bias (query, key, value, packed by pack_qkv); 0 for a name BERT has no
- * tensor for. *packed_layer and *what say which packed tensor. */
-static int bert_names(const char *ours, char bert[3][256], size_t *packed_layer,
-                      const char **what)
+/* The family's names (without the file's prefix) of one of the encoder's tensors: one, or three
+ * for in_proj_weight / in_proj_bias (query, key, value, packed by pack_qkv); 0 for a name the
+ * family has no tensor for. *packed_layer and *what say which packed tensor. */
+static int family_names(const hf_family *f, const char *ours, char bert[3][256],
+                        size_t *packed_layer, const char **what)
 {
-    for (size_t i = 0; i < sizeof(fixed_names) / sizeof(fixed_names[0]); i++)
-        if (strcmp(ours, fixed_names[i].ours) == 0) {
-            snprintf(bert[0], sizeof(bert[0]), "%s", fixed_names[i].bert);
+    for (size_t i = 0; i < f->fixed_count; i++)
+        if (strcmp(ours, f->fixed[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "%s", f->fixed[i].theirs);
             return 1;
         }
     size_t layer;
@@ -217,30 +293,29 @@ static int bert_names(const char *ours, char bert[3][256], size_t *packed_layer,
     const char *rest = ours + used;
     if (strcmp(rest, "self_attn.in_proj_weight") == 0 ||
         strcmp(rest, "self_attn.in_proj_bias") == 0) {
-        static const char *const parts[3] = {"query", "key", "value"};
         *packed_layer = layer;
         *what = strcmp(rest, "self_attn.in_proj_weight") == 0 ? "weight" : "bias";
         for (int i = 0; i < 3; i++)
-            snprintf(bert[i], sizeof(bert[i]), "encoder.layer.%zu.attention.self.%s.%s", layer,
-                     parts[i], *what);
+            snprintf(bert[i], sizeof(bert[i]), "encoder.layer.%zu.%s%s.%s", layer, f->qkv_part,
+                     f->qkv[i], *what);
         return 3;
     }
-    for (size_t i = 0; i < sizeof(layer_names) / sizeof(layer_names[0]); i++)
-        if (strcmp(rest, layer_names[i].ours) == 0) {
-            snprintf(bert[0], sizeof(bert[0]), "encoder.layer.%zu.%s", layer, layer_names[i].bert);
+    for (size_t i = 0; i < f->layer_count; i++)
+        if (strcmp(rest, f->layer[i].ours) == 0) {
+            snprintf(bert[0], sizeof(bert[0]), "encoder.layer.%zu.%s", layer, f->layer[i].theirs);
             return 1;
         }
     return 0;
 }
 
-/* Maps the encoder's PyTorch names onto BERT's. */
+/* Maps the encoder's PyTorch names onto the family's. */
 static const clattn_host_tensor *lookup(void *user, const char *name)
 {
     hf_lookup *l = user;
     char bert[3][256];
     size_t layer = 0;
     const char *what = NULL;
-    int count = bert_names(name, bert, &layer, &what);
+    int count = family_names(l->family, name, bert, &layer, &what);
     if (count == 3)
         return pack_qkv(l, layer, what, strcmp(what, "weight") == 0 ? 0 : 1);
     return count == 1 ? find(l, bert[0]) : NULL;
@@ -264,7 +339,7 @@ static void explain_missing(const hf_lookup *l, const char *ours, char *message,
     char bert[3][256];
     size_t layer = 0;
     const char *what = NULL;
-    int count = bert_names(ours, bert, &layer, &what);
+    int count = family_names(l->family, ours, bert, &layer, &what);
     for (int i = 0; i < count; i++) {
         char full[272];
         snprintf(full, sizeof(full), "%.8s%.255s", l->prefix, bert[i]);
@@ -276,8 +351,9 @@ static void explain_missing(const hf_lookup *l, const char *ours, char *message,
         }
     }
     if (count == 3)
-        snprintf(extra, extra_size, " (in this file: %sencoder.layer.%zu.attention.self."
-                 "{query,key,value}.%s)", l->prefix, layer, what);
+        snprintf(extra, extra_size, " (in this file: %sencoder.layer.%zu.%s{%s,%s,%s}.%s)",
+                 l->prefix, layer, l->family->qkv_part, l->family->qkv[0], l->family->qkv[1],
+                 l->family->qkv[2], what);
     else if (count == 1)
         snprintf(extra, extra_size, " (in this file: %s%s)", l->prefix, bert[0]);
 }
@@ -307,8 +383,14 @@ static clattn_status check_layer_count(const hf_lookup *l, const char *path, siz
                            num_layers, held, prefix);
 }
 
-clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir)
+clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
+                                      const char *model_type)
 {
+    const hf_family *family = family_of(model_type);
+    if (!family)
+        return clattn__fail_in(fn, dir, CLATTN_ERROR_UNSUPPORTED,
+                               "model_type \"%.64s\" is not supported (supported: "
+                               SUPPORTED_TYPES ")", model_type ? model_type : "(missing)");
     char path[4096];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
     clattn_safetensors *st = NULL;
@@ -318,10 +400,13 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir)
     hf_lookup l;
     memset(&l, 0, sizeof(l));
     l.st = st;
+    l.family = family;
     l.prefix = "";
+    char prefixed[64];
+    snprintf(prefixed, sizeof(prefixed), "%sembeddings.word_embeddings.weight", family->prefix);
     if (!clattn_safetensors_find(st, "embeddings.word_embeddings.weight") &&
-        clattn_safetensors_find(st, "bert.embeddings.word_embeddings.weight"))
-        l.prefix = "bert.";
+        clattn_safetensors_find(st, prefixed))
+        l.prefix = family->prefix;
     clattn_encoder_config cfg;
     if (!(status = clattn_encoder_get_config(enc, &cfg)) &&
         !(status = check_layer_count(&l, path, cfg.num_layers)) &&
@@ -352,9 +437,10 @@ clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **out, 
     CLATTN_CHECK_ARG(ctx, fn, dir, "dir is NULL");
     clattn_encoder_config cfg;
     clattn_encoder *enc = NULL;
-    clattn_status status = clattn__hf_read_config(dir, &cfg);
+    const char *model_type = NULL;
+    clattn_status status = clattn__hf_read_config(dir, &cfg, &model_type);
     if (status == CLATTN_OK && (status = clattn_encoder_create(ctx, &enc, &cfg)) == CLATTN_OK &&
-        (status = clattn__hf_load_weights(enc, dir)) != CLATTN_OK)
+        (status = clattn__hf_load_weights(enc, dir, model_type)) != CLATTN_OK)
         clattn_encoder_destroy(&enc);
     if (status != CLATTN_OK) /* the file errors were recorded for the thread: the context too */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));

@@ -213,8 +213,12 @@ clattn_status clattn_sentence_model_load(clattn_context *ctx, clattn_sentence_mo
         /* the file errors were recorded for the thread: the context too */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
     }
-    if (max_length == 0 || max_length > cfg.max_positions)
-        max_length = cfg.max_positions;
+    /* RoBERTa-style positions start at padding_idx + 1: fewer tokens fit the table. */
+    size_t positions = cfg.positional == CLATTN_POSITIONAL_LEARNED_PADDED
+                           ? cfg.max_positions - (size_t)cfg.padding_idx - 1
+                           : cfg.max_positions;
+    if (max_length == 0 || max_length > positions)
+        max_length = positions;
     m->info.hidden_size = cfg.d_model;
     m->info.max_length = max_length;
     m->info.num_layers = cfg.num_layers;

@@ -393,7 +393,7 @@ clattn_status clattn__transformer_embed(clattn_transformer *m, const char *fn,
         ids32[t] = (cl_int)ids[t];
     }
     clattn_embed_args e = {NULL, m->tgt_embedding, (float)sqrt((double)E), NULL, offset, NULL,
-                           NULL};
+                           NULL, NULL};
     clattn_status status =
         clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_IDS, tokens * sizeof(cl_int), &e.ids);
     if (status == CLATTN_OK) {

@@ -7,6 +7,7 @@
 #include "ops/linear.h"
 #include "mha_internal.h"
 #include "ops/positional.h"
+#include "ops/relative_bias.h"
 #include "runtime/positional_table.h"
 #include "runtime/shape.h"
 #include "runtime/tensor_internal.h"
@@ -45,6 +46,7 @@ void clattn_encoder_forward_params_default(clattn_encoder_forward_params *params
         return;
     memset(params, 0, sizeof(*params));
     params->key_padding_mask_kind = CLATTN_MASK_BOOL;
+    params->attn_mask_kind = CLATTN_MASK_BOOL;
     params->path = CLATTN_PATH_AUTO;
 }
 
@@ -75,10 +77,32 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
                      "activation is %d", (int)in->activation);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
-                              in->positional == CLATTN_POSITIONAL_LEARNED,
+                              in->positional == CLATTN_POSITIONAL_LEARNED ||
+                              in->positional == CLATTN_POSITIONAL_LEARNED_PADDED,
                      "positional is %d", (int)in->positional);
-    CLATTN_CHECK_ARG(ctx, fn, in->positional != CLATTN_POSITIONAL_LEARNED || in->max_positions > 0,
+    CLATTN_CHECK_ARG(ctx, fn, (in->positional != CLATTN_POSITIONAL_LEARNED &&
+                               in->positional != CLATTN_POSITIONAL_LEARNED_PADDED) ||
+                              in->max_positions > 0,
                      "learned positions need max_positions > 0");
+    CLATTN_CHECK_ARG(ctx, fn, in->positional != CLATTN_POSITIONAL_LEARNED_PADDED ||
+                              (in->padding_idx >= 0 &&
+                               (size_t)in->padding_idx + 1 < in->max_positions),
+                     "padding_idx %d must be at least 0 and below max_positions - 1 (%zu)",
+                     (int)in->padding_idx, in->max_positions - 1);
+    CLATTN_CHECK_ARG(ctx, fn, in->relative_attention_buckets == 0 ||
+                              (in->relative_attention_buckets >= 4 &&
+                               in->relative_attention_buckets % 2 == 0 &&
+                               in->relative_attention_buckets <= 4096),
+                     "relative_attention_buckets %u must be 0 or an even number from 4 to 4096",
+                     (unsigned)in->relative_attention_buckets);
+    if (in->relative_attention_buckets && !out->relative_attention_max_distance)
+        out->relative_attention_max_distance = 128;
+    CLATTN_CHECK_ARG(ctx, fn, in->relative_attention_buckets == 0 ||
+                              out->relative_attention_max_distance >
+                                  in->relative_attention_buckets / 4,
+                     "relative_attention_max_distance %u must exceed the exact buckets (%u)",
+                     (unsigned)out->relative_attention_max_distance,
+                     (unsigned)in->relative_attention_buckets / 4);
     CLATTN_CHECK_ARG(ctx, fn, isfinite(in->embedding_scale) && in->embedding_scale >= 0.0f,
                      "embedding_scale must be finite and not negative (0 selects sqrt(d_model))");
     if (out->embedding_scale == 0.0f)
@@ -145,11 +169,19 @@ clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_position
     CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
     CLATTN_CHECK_ARG(enc->ctx, fn, positional == CLATTN_POSITIONAL_NONE ||
                                    positional == CLATTN_POSITIONAL_SINUSOIDAL ||
-                                   positional == CLATTN_POSITIONAL_LEARNED,
+                                   positional == CLATTN_POSITIONAL_LEARNED ||
+                                   positional == CLATTN_POSITIONAL_LEARNED_PADDED,
                      "positional is %d", (int)positional);
-    CLATTN_CHECK_ARG(enc->ctx, fn,
-                     positional != CLATTN_POSITIONAL_LEARNED || enc->weights.pos_embedding,
+    bool learned = positional == CLATTN_POSITIONAL_LEARNED ||
+                   positional == CLATTN_POSITIONAL_LEARNED_PADDED;
+    CLATTN_CHECK_ARG(enc->ctx, fn, !learned || enc->weights.pos_embedding,
                      "the encoder has no learned position table (pos_embedding.weight)");
+    CLATTN_CHECK_ARG(enc->ctx, fn,
+                     positional != CLATTN_POSITIONAL_LEARNED_PADDED ||
+                         (enc->cfg.padding_idx >= 0 &&
+                          (size_t)enc->cfg.padding_idx + 1 < enc->cfg.max_positions),
+                     "LEARNED_PADDED needs a padding_idx below max_positions - 1 (it is %d)",
+                     (int)enc->cfg.padding_idx);
     enc->cfg.positional = positional;
     return CLATTN_OK;
 }
@@ -166,6 +198,37 @@ typedef struct pass {
     cl_mem hidden; /* [T, d_ff] */
     clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
 } pass;
+
+/* The first row of the position table that position `offset` reads: LEARNED_PADDED counts from
+ * padding_idx + 1. */
+static size_t first_position_row(const clattn_encoder_config *c, size_t offset)
+{
+    return c->positional == CLATTN_POSITIONAL_LEARNED_PADDED ? (size_t)c->padding_idx + 1 + offset
+                                                             : offset;
+}
+
+/* The relative position bias [H, N, N], computed once for the pass and given to every layer as
+ * its additive attention mask (the key padding mask stays separate, combined by attention). */
+static clattn_status relative_position_bias(pass *p)
+{
+    clattn_encoder *enc = p->enc;
+    const clattn_encoder_config *c = &enc->cfg;
+    if (!c->relative_attention_buckets)
+        return CLATTN_OK;
+    size_t n = p->seq, heads = c->nhead;
+    cl_mem bias;
+    clattn_status status = clattn__workspace_slot(enc->ctx, CLATTN_SLOT_ATTN_BIAS,
+                                                  heads * n * n * sizeof(float), &bias);
+    if (status == CLATTN_OK)
+        status = clattn__relative_bias_upload(enc->ctx, enc->weights.relative_bias,
+                                              c->relative_attention_buckets, heads,
+                                              c->relative_attention_max_distance, n, bias);
+    if (status != CLATTN_OK)
+        return status;
+    /* [H, N, N] broadcast over the batch. */
+    p->attn.attn_mask = (clattn_mask_view){bias, 0, 0, n * n, n, 1, CLATTN_KMASK_ADDITIVE};
+    return CLATTN_OK;
+}
 
 static clattn_status self_attention(pass *p, clattn_encoder_layer *l, cl_mem input)
 {
@@ -225,7 +288,7 @@ static clattn_status run_layers(pass *p, clattn_tensor *out)
 {
     clattn_encoder *enc = p->enc;
     const clattn_encoder_config *c = &enc->cfg;
-    clattn_status status = CLATTN_OK;
+    clattn_status status = relative_position_bias(p);
     for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
         status = c->norm_first ? layer_pre_ln(p, &enc->weights.layers[i])
                                : layer_post_ln(p, &enc->weights.layers[i]);
@@ -303,16 +366,26 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
                                            params->key_padding_mask_kind, batch, seq,
                                            &p->attn.key_padding_mask)))
         return status;
+    if (params->attn_mask && c->relative_attention_buckets)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: params->attn_mask is not supported with a relative position bias "
+                            "(relative_attention_buckets %u): the bias is the layers' attention "
+                            "mask",
+                            fn, (unsigned)c->relative_attention_buckets);
+    if ((status = clattn__attn_mask_view(ctx, fn, params->attn_mask, params->attn_mask_kind,
+                                         CLATTN_MASK_3D_BATCH_X_HEADS, batch, c->nhead, seq, seq,
+                                         &p->attn.attn_mask)))
+        return status;
     CLATTN_CHECK_ARG(ctx, fn, params->path >= CLATTN_PATH_AUTO && params->path <= CLATTN_PATH_FUSED,
                      "params->path is %d", (int)params->path);
-    if (c->positional == CLATTN_POSITIONAL_LEARNED &&
-        (params->position_offset > c->max_positions ||
-         seq > c->max_positions - params->position_offset))
+    size_t first = first_position_row(c, params->position_offset);
+    if ((c->positional == CLATTN_POSITIONAL_LEARNED ||
+         c->positional == CLATTN_POSITIONAL_LEARNED_PADDED) &&
+        (first > c->max_positions || seq > c->max_positions - first))
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
                             "%s: positions %zu to %zu are beyond the learned position table's %zu "
                             "rows (max_position_embeddings)",
-                            fn, params->position_offset, params->position_offset + seq - 1,
-                            c->max_positions);
+                            fn, first, first + seq - 1, c->max_positions);
     return borrow_workspace(p);
 }
 
@@ -321,7 +394,8 @@ static clattn_status positions_table(pass *p, size_t offset, cl_mem *table)
 {
     const clattn_encoder_config *c = &p->enc->cfg;
     *table = NULL;
-    if (c->positional == CLATTN_POSITIONAL_LEARNED)
+    if (c->positional == CLATTN_POSITIONAL_LEARNED ||
+        c->positional == CLATTN_POSITIONAL_LEARNED_PADDED)
         *table = p->enc->weights.pos_embedding;
     else if (c->positional == CLATTN_POSITIONAL_SINUSOIDAL)
         return clattn__positional_table(p->enc->ctx, offset + p->seq, c->d_model, table);
@@ -368,6 +442,37 @@ static clattn_status upload_ids(pass *p, const char *fn, const char *what, const
     return status;
 }
 
+/* RoBERTa's positions (transformers' create_position_ids_from_input_ids): a padding id reads row
+ * padding_idx, any other token padding_idx + offset + the count of non-padding ids of its row
+ * up to and including it. Uploaded as int32 rows into a workspace slot. */
+static clattn_status upload_position_rows(pass *p, const char *fn, const int64_t *ids,
+                                          size_t offset, cl_mem *mem)
+{
+    clattn_context *ctx = p->enc->ctx;
+    int64_t pad = p->enc->cfg.padding_idx;
+    cl_int *rows = malloc(p->tokens * sizeof(cl_int));
+    if (!rows)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t b = 0; b < p->batch; b++) {
+        size_t count = 0;
+        for (size_t n = 0; n < p->seq; n++) {
+            size_t t = b * p->seq + n;
+            count += ids[t] != pad;
+            rows[t] = (cl_int)(ids[t] == pad ? pad : pad + (int64_t)(offset + count));
+        }
+    }
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_POSITION_ROWS,
+                                                  p->tokens * sizeof(cl_int), mem);
+    if (status == CLATTN_OK) {
+        cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, p->tokens * sizeof(cl_int),
+                                          rows, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: writing the position rows", fn);
+    }
+    free(rows);
+    return status;
+}
+
 clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *input,
                                      clattn_tensor *out,
                                      const clattn_encoder_forward_params *params)
@@ -402,7 +507,8 @@ clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *i
         return status;
     if (table) {
         status = clattn__add_positional(ctx, table, input->mem, input->offset, p.x, 0, p.tokens,
-                                        p.seq, d, params->position_offset);
+                                        p.seq, d, first_position_row(&enc->cfg,
+                                                                     params->position_offset));
     } else {
         cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, p.x,
                                          input->offset * sizeof(float), 0,
@@ -441,10 +547,12 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
     CLATTN_CHECK_ARG(ctx, fn, !params->token_type_ids || c->type_vocab_size > 0,
                      "params->token_type_ids given but the encoder has no token type embedding");
     clattn_embed_args e = {NULL, enc->weights.embedding, c->embedding_scale, NULL,
-                           params->position_offset, NULL, enc->weights.type_embedding};
+                           params->position_offset, NULL, enc->weights.type_embedding, NULL};
     if ((status = upload_ids(&p, fn, "token id", ids, c->vocab_size, CLATTN_SLOT_TOKEN_IDS,
                              &e.ids)) ||
-        (status = positions_table(&p, params->position_offset, &e.positions)))
+        (status = positions_table(&p, params->position_offset, &e.positions)) ||
+        (c->positional == CLATTN_POSITIONAL_LEARNED_PADDED &&
+         (status = upload_position_rows(&p, fn, ids, params->position_offset, &e.position_rows))))
         return status;
     if (e.type_table) { /* type 0 for every token unless given */
         if (params->token_type_ids)

@@ -21,6 +21,7 @@ typedef struct clattn_encoder_weights {
     cl_mem pos_embedding;          /* [max_positions, d_model] (LEARNED), or NULL */
     cl_mem type_embedding;         /* [type_vocab_size, d_model], or NULL */
     clattn_norm embedding_norm;    /* [d_model] (embedding_norm), or NULLs */
+    float *relative_bias;          /* host [buckets, nhead] (relative_attention_buckets), or NULL */
 } clattn_encoder_weights;
 
 struct clattn_encoder {

@@ -22,6 +22,8 @@ void clattn__encoder_weights_release(clattn_encoder_weights *w, size_t num_layer
     clattn__release_mem(&w->embedding), clattn__release_mem(&w->pos_embedding);
     clattn__release_mem(&w->type_embedding);
     clattn__norm_release(&w->embedding_norm);
+    free(w->relative_bias);
+    w->relative_bias = NULL;
 }
 
 static clattn_status load_layer(const clattn_weight_loader *l, const clattn_encoder_config *c,
@@ -60,7 +62,8 @@ static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provid
     if (status == CLATTN_OK && c->vocab_size)
         status = clattn__load_tensor(&l, "embedding.weight", 2, (size_t[]){c->vocab_size, d},
                                      &w.embedding);
-    if (status == CLATTN_OK && c->positional == CLATTN_POSITIONAL_LEARNED)
+    if (status == CLATTN_OK && (c->positional == CLATTN_POSITIONAL_LEARNED ||
+                                c->positional == CLATTN_POSITIONAL_LEARNED_PADDED))
         status = clattn__load_tensor(&l, "pos_embedding.weight", 2,
                                      (size_t[]){c->max_positions, d}, &w.pos_embedding);
     if (status == CLATTN_OK && c->type_vocab_size)
@@ -68,6 +71,10 @@ static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provid
                                      (size_t[]){c->type_vocab_size, d}, &w.type_embedding);
     if (status == CLATTN_OK && c->embedding_norm)
         status = clattn__load_norm(&l, "embedding_norm", d, &w.embedding_norm);
+    if (status == CLATTN_OK && c->relative_attention_buckets)
+        status = clattn__load_host_tensor(&l, "relative_attention_bias.weight", 2,
+                                          (size_t[]){c->relative_attention_buckets, c->nhead},
+                                          &w.relative_bias);
     if (status != CLATTN_OK) {
         clattn__encoder_weights_release(&w, c->num_layers);
         return status;

@@ -33,6 +33,24 @@ clattn_status clattn__load_tensor(const clattn_weight_loader *l, const char *nam
     return clattn__upload(l->ctx, t->data, count, name, mem);
 }
 
+clattn_status clattn__load_host_tensor(const clattn_weight_loader *l, const char *name, int ndim,
+                                       const size_t *shape, float **data)
+{
+    const clattn_host_tensor *t;
+    clattn_status status = fetch(l, name, ndim, shape, &t);
+    if (status != CLATTN_OK)
+        return status;
+    size_t count = 1;
+    for (int d = 0; d < ndim; d++)
+        count *= shape[d];
+    *data = malloc(count * sizeof(float) + 1);
+    if (!*data)
+        return clattn__fail(l->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory for %s",
+                            l->function, name);
+    memcpy(*data, t->data, count * sizeof(float));
+    return CLATTN_OK;
+}
+
 clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
                                 clattn_norm *norm)
 {
@@ -195,7 +213,8 @@ static void fill_random(const char *name, int ndim, const size_t *shape, uint64_
                ends_with(name, "out_proj.bias")) {
         for (size_t i = 0; i < n; i++)
             x[i] = 0.0f;
-    } else if (ends_with(name, "embedding.weight")) { /* token, position, type tables */
+    } else if (ends_with(name, "embedding.weight") || /* token, position, type tables */
+               ends_with(name, "relative_attention_bias.weight")) { /* nn.Embedding too */
         for (size_t i = 0; i < n; i++) { /* Box-Muller: N(0, 1) */
             double u = uniform01(&state), v = uniform01(&state);
             x[i] = (float)(sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v));

@@ -39,6 +39,9 @@ typedef struct clattn_norm {
  * CLATTN_ERROR_FORMAT, a wrong shape CLATTN_ERROR_SHAPE_MISMATCH, both naming it. */
 clattn_status clattn__load_tensor(const clattn_weight_loader *l, const char *name, int ndim,
                                   const size_t *shape, cl_mem *mem);
+/* The tensor `name` [shape] copied into host memory (*data, malloc'd: the caller frees it). */
+clattn_status clattn__load_host_tensor(const clattn_weight_loader *l, const char *name, int ndim,
+                                       const size_t *shape, float **data);
 /* "<name>.weight" and "<name>.bias" [d]. */
 clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
                                 clattn_norm *norm);

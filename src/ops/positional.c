@@ -43,6 +43,7 @@ clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *e, siz
     CLATTN_ARG(&args, count);
     clattn__arg_mem(&args, e->type_table ? e->types : NULL);
     clattn__arg_mem(&args, e->type_table);
+    clattn__arg_mem(&args, e->positions ? e->position_rows : NULL);
     CLATTN_ARG(&args, x);
     size_t global[2] = {d, tokens};
     return clattn__launch(ctx, &args, "embed", 2, global, NULL, CLATTN_OP_OTHER, 0);

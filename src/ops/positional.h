@@ -21,9 +21,11 @@ typedef struct clattn_embed_args {
     size_t position_offset; /* token t reads row position_offset + t % seq */
     cl_mem types;           /* int32 [tokens] token types, with type_table; else NULL */
     cl_mem type_table;      /* [type_vocab, d], or NULL */
+    cl_mem position_rows;   /* int32 [tokens]: token t reads positions row position_rows[t]
+                             * (RoBERTa-style positions); NULL: row position_offset + t % seq */
 } clattn_embed_args;
 
-/* x[t] = table[ids[t]]·scale + type_table[types[t]] + positions[offset + t % seq]. */
+/* x[t] = table[ids[t]]·scale + type_table[types[t]] + positions[row of t] (above). */
 clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *args, size_t tokens,
                             size_t seq, size_t d, cl_mem x);
 

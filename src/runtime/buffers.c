@@ -68,6 +68,7 @@ static const char *const slot_names[CLATTN_SLOT_COUNT] = {
     "the attention output",   "the encoder activations",    "the sub-layer output",
     "the normalised activations", "the feed-forward hidden layer", "the token ids",
     "the token type ids", "the pooled embeddings", "the rotated queries and keys",
+    "the position rows", "the relative position bias",
 };
 
 clattn_status clattn__workspace_slot(clattn_context *ctx, clattn_slot slot, size_t bytes,

@@ -43,6 +43,8 @@ typedef enum clattn_slot {
     CLATTN_SLOT_TOKEN_TYPES,   /* encoder: int32 token type ids [T] */
     CLATTN_SLOT_POOLED,        /* sentence embeddings: pooled rows [B, d_model] */
     CLATTN_SLOT_ROTARY,        /* SDPA with RoPE: rotated q and k [B·H·Nq + B·H_kv·Nk, d_k] */
+    CLATTN_SLOT_POSITION_ROWS, /* encoder: int32 rows of the position table per token [T] */
+    CLATTN_SLOT_ATTN_BIAS,     /* encoder: relative position bias [H, N, N] */
     CLATTN_SLOT_COUNT
 } clattn_slot;
 

@@ -239,14 +239,16 @@ static clattn_status post_processor_tokens(const json_t *pp, const char *where, 
     if (!pp || json_is_null(pp))
         return CLATTN_OK;
     const char *type = json_string_value(json_object_get(pp, "type"));
-    if (type && strcmp(type, "BertProcessing") == 0) {
+    /* RobertaProcessing (MPNet's <s> A </s>) gives the same ids for one sequence; its
+     * trim_offsets and add_prefix_space only change offsets. */
+    if (type && (strcmp(type, "BertProcessing") == 0 || strcmp(type, "RobertaProcessing") == 0)) {
         const json_t *c = json_object_get(pp, "cls"), *s = json_object_get(pp, "sep");
         if (!json_is_array(c) || !json_is_array(s) || json_array_size(c) != 2 ||
             json_array_size(s) != 2 || !is_id(json_array_get(c, 1)) ||
             !is_id(json_array_get(s, 1)))
             return clattn__fail_in(load_fn, where, CLATTN_ERROR_FORMAT,
-                                   "post_processor: BertProcessing needs \"cls\" and \"sep\" "
-                                   "as [token, id]");
+                                   "post_processor: %s needs \"cls\" and \"sep\" as [token, id]",
+                                   type);
         *cls = (int32_t)json_integer_value(json_array_get(c, 1));
         *sep = (int32_t)json_integer_value(json_array_get(s, 1));
         *found = true;
@@ -254,8 +256,8 @@ static clattn_status post_processor_tokens(const json_t *pp, const char *where, 
     }
     if (!type || strcmp(type, "TemplateProcessing") != 0)
         return clattn__fail_in(load_fn, where, CLATTN_ERROR_UNSUPPORTED,
-                               "post_processor type '%s' is not supported (TemplateProcessing or "
-                               "BertProcessing)", type ? type : "(none)");
+                               "post_processor type '%s' is not supported (TemplateProcessing, "
+                               "BertProcessing or RobertaProcessing)", type ? type : "(none)");
     /* single: [SpecialToken X, Sequence A, SpecialToken Y]; X and Y's ids in special_tokens. */
     const json_t *single = json_object_get(pp, "single");
     const json_t *specials = json_object_get(pp, "special_tokens");
@@ -434,6 +436,17 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         goto done;
     }
 
+    /* The padding id: "padding"."pad_id" when given (MPNet's <pad>), else [PAD] (below). */
+    const json_t *padding = json_object_get(root, "padding");
+    v = json_object_get(padding, "pad_id");
+    if (json_is_object(padding) && v) {
+        if (!is_id(v) || (size_t)json_integer_value(v) >= tok->vocab_size) {
+            s = FORMAT_FAIL("\"padding\".\"pad_id\" is not a token's id");
+            goto done;
+        }
+        tok->special.pad = (int32_t)json_integer_value(v);
+    }
+
     /* The default maximum length: truncation.max_length. */
     tok->max_length = SIZE_MAX;
     const json_t *trunc = json_object_get(root, "truncation");
@@ -482,6 +495,23 @@ static clattn_status folder_integer(const char *dir, const char *file, const cha
     return s;
 }
 
+/* How many rows of config.json's position table the text cannot use: MPNet (model_type "mpnet")
+ * counts positions from padding_idx + 1 = 2, so max_position_embeddings - 2 tokens fit (the
+ * model_max_length 512 of its tokenizer_config.json); 0 for anything else. */
+static size_t reserved_positions(const char *dir)
+{
+    char *path = path_join(dir, "config.json");
+    size_t reserved = 0;
+    json_t *root = NULL;
+    if (path && exists(path) && read_json(path, &root) == CLATTN_OK) {
+        const char *type = json_string_value(json_object_get(root, "model_type"));
+        reserved = type && strcmp(type, "mpnet") == 0 ? 2 : 0;
+        json_decref(root);
+    }
+    free(path);
+    return reserved;
+}
+
 static clattn_status load_folder(clattn_tokenizer *tok, const char *dir)
 {
     char *json = path_join(dir, "tokenizer.json"), *txt = path_join(dir, "vocab.txt");
@@ -504,8 +534,12 @@ static clattn_status load_folder(clattn_tokenizer *tok, const char *dir)
     size_t n = 0;
     if ((s = folder_integer(dir, "sentence_bert_config.json", "max_seq_length", &n, &found)))
         return s;
-    if (!found && (s = folder_integer(dir, "config.json", "max_position_embeddings", &n, &found)))
-        return s;
+    if (!found) {
+        if ((s = folder_integer(dir, "config.json", "max_position_embeddings", &n, &found)))
+            return s;
+        size_t reserved = found ? reserved_positions(dir) : 0;
+        n = n > reserved + 2 ? n - reserved : n;
+    }
     if (found)
         tok->max_length = n;
     return CLATTN_OK;
@@ -534,7 +568,8 @@ clattn_status clattn_tokenizer_load(clattn_tokenizer **tok, const char *path)
     else
         s = load_tokenizer_json(t, path);
     if (!s) {
-        t->special.pad = clattn_tokenizer_token_id(t, "[PAD]");
+        if (t->special.pad < 0)
+            t->special.pad = clattn_tokenizer_token_id(t, "[PAD]");
         t->special.mask = clattn_tokenizer_token_id(t, "[MASK]");
     }
     if (s) {
