@@ -379,7 +379,8 @@ def write_report(out, info, offline, results, infinity_note):
         "*texts/s*: texts over the wall time of a pass (%d requests, after a warm-up of %d); "
         "*p50*, *p99*: request latency at the client; *× offline embed*: texts/s over "
         "`embed`'s on the same texts in one process (its own `seconds`, model loading "
-        "excluded). clattn-serve's vectors equal embed's byte for byte in every pass; "
+        "excluded; the median of as many runs as passes, after one that warms the kernel "
+        "cache). clattn-serve's vectors equal embed's byte for byte in every pass; "
         "Infinity's agree to %s (max abs)." % (
             info["count"], WARMUP_REQUESTS,
             "%.1e" % max((r["max_abs_diff"] for r in results if r["engine"] == "infinity"),
@@ -434,9 +435,17 @@ def main():
     results, offline, ref = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="clattn-serve-bench.") as workdir:
         for wname, texts in workloads.items():
-            tps, rows, stats = run_embed(args.embed, model, texts, workdir, env)
+            # A first run to warm PoCL's kernel cache (the servers get a warm-up too), then the
+            # median of `repeat` runs.
+            run_embed(args.embed, model, texts, workdir, env)
+            runs = [run_embed(args.embed, model, texts, workdir, env) for _ in range(args.repeat)]
+            tps = statistics.median(r[0] for r in runs)
+            rows, stats = runs[0][1], runs[0][2]
+            if any(r[1] != rows for r in runs):
+                raise SystemExit("embed gave different bytes on the same texts (%s)" % wname)
             offline[wname] = {"texts_per_s": tps, "tokens": stats["tokens"],
-                              "seconds": stats["seconds"]}
+                              "seconds": statistics.median(r[2]["seconds"] for r in runs),
+                              "runs": [r[0] for r in runs]}
             ref[wname] = rows
             info["device"] = stats["device"]
             say("embed        %-6s      %8.1f texts/s (%d tokens)" % (wname, tps,
