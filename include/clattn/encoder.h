@@ -7,9 +7,21 @@
  *   post-LN (norm_first = 0, the paper):  x = LN1(x + SA(x));   x = LN2(x + FF(x))
  *   pre-LN  (norm_first = 1):             x = x + SA(LN1(x));   x = x + FF(LN2(x))
  * where SA is multi-head self-attention (see attention.h) and FF(x) = linear2(act(linear1(x))),
- * act = relu or gelu (exact, with erf). N layers, then an optional final LayerNorm
- * (nn.TransformerEncoder.norm). LayerNorm: (x - mean) / sqrt(var + eps) · weight + bias with the
- * biased variance, as PyTorch.
+ * act = relu, gelu (exact, with erf), gelu_tanh or silu (x·sigmoid(x)). N layers, then an
+ * optional final LayerNorm (nn.TransformerEncoder.norm). LayerNorm: (x - mean) / sqrt(var + eps)
+ * · weight + bias with the biased variance, as PyTorch.
+ *
+ * Gated feed-forward (ffn_gated = 1; the GLU variants of Shazeer 2020):
+ *     FF(x) = linear2(act(linear1_gate(x)) ⊙ linear1(x))
+ * with linear1_gate and linear1 both [d_ff, d_model] (linear1 is the "up" projection, the
+ * factor that is not activated) and ⊙ the element-wise product: SwiGLU with act = silu, GeGLU
+ * with act = gelu (or gelu_tanh), ReGLU with relu.
+ *
+ * Without biases: linear_no_bias = 1 drops every bias of the layers' linears (the attention's
+ * in_proj_bias and out_proj.bias, linear1.bias, linear1_gate.bias, linear2.bias);
+ * norm_no_bias = 1 drops the bias of every LayerNorm (the layers' norm1, norm2, and norm and
+ * embedding_norm), which then compute (x - mean) / sqrt(var + eps) · weight. The dropped biases
+ * are absent from the weights (not looked up) and count as zero.
  *
  * Before the first layer:
  *   - token input: x = embedding.weight[ids] · embedding_scale (by default sqrt(d_model), the
@@ -56,6 +68,7 @@ typedef enum clattn_activation {
     CLATTN_ACTIVATION_GELU = 1,      /* exact: 0.5·x·(1 + erf(x/√2)), PyTorch's default gelu */
     CLATTN_ACTIVATION_GELU_TANH = 2, /* 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))): Hugging
                                       * Face's gelu_new / gelu_pytorch_tanh */
+    CLATTN_ACTIVATION_SILU = 3,      /* x·sigmoid(x) (swish): SwiGLU's gate with ffn_gated */
 } clattn_activation;
 
 typedef enum clattn_positional {
@@ -88,11 +101,16 @@ typedef struct clattn_encoder_config {
      * layer's attention (above); an even number of at least 4. */
     uint32_t relative_attention_buckets;
     uint32_t relative_attention_max_distance; /* with buckets: 0 selects 128 (MPNet's, T5's) */
-    uint8_t reserved[28]; /* must be zero */
+    /* 1: gated feed-forward act(linear1_gate(x)) ⊙ linear1(x) (above; "layers.{i}.linear1_gate.*"
+     * [d_ff, d_model]); 0: linear1's output activated alone. */
+    uint8_t ffn_gated;
+    uint8_t linear_no_bias; /* 1: the layers' linears have no biases (above) */
+    uint8_t norm_no_bias;   /* 1: the LayerNorms have no biases (above) */
+    uint8_t reserved[25];   /* must be zero */
 } clattn_encoder_config;
 
 /* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
- * encoding, no embedding. */
+ * encoding, no embedding, an ungated feed-forward, every bias present. */
 CLATTN_API void clattn_encoder_config_default(clattn_encoder_config *config, size_t d_model,
                                               size_t nhead, size_t num_layers,
                                               size_t dim_feedforward);
@@ -115,8 +133,9 @@ CLATTN_API const char *const *clattn_encoder_preset_names(void);
 
 /* ---- life cycle and weights ---- */
 
-/* Creates an encoder without weights. Errors: invalid sizes (zero, d_model not divisible by nhead
- * when a head width is derived), non-zero reserved bytes. */
+/* Creates an encoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes (zero,
+ * d_model not divisible by nhead when a head width is derived), an unknown activation, ffn_gated,
+ * linear_no_bias or norm_no_bias other than 0 or 1, non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **encoder,
                                                const clattn_encoder_config *config);
 
@@ -146,6 +165,7 @@ typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const
  *   layers.{i}.self_attn.in_proj_bias [h·(2·d_k + d_v)]
  *   layers.{i}.self_attn.out_proj.weight [d_model, h·d_v], layers.{i}.self_attn.out_proj.bias
  *   layers.{i}.linear1.weight [d_ff, d_model], layers.{i}.linear1.bias [d_ff]
+ *   layers.{i}.linear1_gate.weight [d_ff, d_model], .bias [d_ff]   when ffn_gated
  *   layers.{i}.linear2.weight [d_model, d_ff], layers.{i}.linear2.bias [d_model]
  *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]
  *   norm.weight, norm.bias [d_model]           when final_norm
@@ -155,6 +175,8 @@ typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const
  *   token_type_embedding.weight [type_vocab_size, d_model]   when type_vocab_size > 0
  *   embedding_norm.weight, embedding_norm.bias [d_model]     when embedding_norm
  *   relative_attention_bias.weight [buckets, nhead]         when relative_attention_buckets
+ * With linear_no_bias the layers' in_proj_bias, out_proj.bias, linear1.bias, linear1_gate.bias
+ * and linear2.bias are not looked up; with norm_no_bias no LayerNorm's .bias is.
  * A missing tensor is CLATTN_ERROR_FORMAT ("missing tensor <name>"), a wrong shape
  * CLATTN_ERROR_SHAPE_MISMATCH naming the tensor and both shapes. On error the encoder keeps no
  * partial state: it stays without weights (or with its previous ones).

@@ -23,6 +23,7 @@
 #define CLATTN_ACT_RELU 1
 #define CLATTN_ACT_GELU 2 /* exact, with erf (PyTorch's default gelu) */
 #define CLATTN_ACT_GELU_TANH 3 /* tanh approximation (gelu_new, gelu_pytorch_tanh) */
+#define CLATTN_ACT_SILU 4 /* x·sigmoid(x) (swish) */
 
 /* The largest work-group size of the row reductions (softmax, LayerNorm); the library picks a
  * power of two up to this that the device allows (CLATTN_REDUCE_WG). */

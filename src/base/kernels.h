@@ -20,6 +20,7 @@
     X(PACK_KEYS_TILED, "clattn_pack_keys_tiled") \
     X(ROWS_TO_HALF, "clattn_rows_to_half")       \
     X(BIAS_ACT, "clattn_bias_act")               \
+    X(GLU, "clattn_glu")                         \
     X(LAYERNORM, "clattn_layernorm")             \
     X(LAYERNORM_ADD, "clattn_layernorm_add")     \
     X(LAYERNORM_ADD_BIAS, "clattn_layernorm_add_bias") \

@@ -56,7 +56,9 @@ clattn_status clattn_encoder_count_macs(const clattn_encoder_config *config, siz
         return status;
     for (int op = 0; op < CLATTN_OP_COUNT; op++)
         macs[op] *= config->num_layers;
-    macs[CLATTN_OP_FEED_FORWARD] = (uint64_t)config->num_layers * 2 * batch * seq *
+    /* linear1 and linear2, and linear1_gate when gated */
+    uint64_t linears = config->ffn_gated ? 3 : 2;
+    macs[CLATTN_OP_FEED_FORWARD] = (uint64_t)config->num_layers * linears * batch * seq *
                                    config->d_model * config->dim_feedforward;
     return CLATTN_OK;
 }
@@ -68,13 +70,13 @@ static uint64_t attention_params(const clattn_encoder_config *c)
     uint64_t dk = c->head_dim_qk ? c->head_dim_qk : d / h;
     uint64_t dv = c->head_dim_v ? c->head_dim_v : d / h;
     uint64_t P = h * (2 * dk + dv);
-    return P * d + P + d * h * dv + d;
+    return P * d + d * h * dv + (c->linear_no_bias ? 0 : P + d);
 }
 
 static uint64_t feed_forward_params(const clattn_encoder_config *c)
 {
-    uint64_t d = c->d_model, ff = c->dim_feedforward;
-    return ff * d + ff + d * ff + d;
+    uint64_t d = c->d_model, ff = c->dim_feedforward, up = c->ffn_gated ? 2 * ff : ff;
+    return up * d + d * ff + (c->linear_no_bias ? 0 : up + d);
 }
 
 clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, uint64_t *params)
@@ -85,10 +87,10 @@ clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, u
         return status;
     CLATTN_CHECK_ARG(NULL, fn, params, "params is NULL");
     uint64_t d = config->d_model;
-    uint64_t norms = 4 * d;
+    uint64_t norm = config->norm_no_bias ? d : 2 * d; /* weight, and bias unless dropped */
     *params = config->num_layers *
-                  (attention_params(config) + feed_forward_params(config) + norms) +
-              (config->final_norm ? 2 * d : 0) + config->vocab_size * d;
+                  (attention_params(config) + feed_forward_params(config) + 2 * norm) +
+              (config->final_norm ? norm : 0) + config->vocab_size * d;
     return CLATTN_OK;
 }
 

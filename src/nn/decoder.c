@@ -116,6 +116,7 @@ static int activation_kind(clattn_activation a)
 {
     return a == CLATTN_ACTIVATION_GELU        ? CLATTN_ACT_GELU
            : a == CLATTN_ACTIVATION_GELU_TANH ? CLATTN_ACT_GELU_TANH
+           : a == CLATTN_ACTIVATION_SILU      ? CLATTN_ACT_SILU
                                                : CLATTN_ACT_RELU;
 }
 

@@ -32,14 +32,15 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_deco
         snprintf(norm[n], sizeof(norm[n]), "layers.%zu.norm%d", i, n + 1);
     clattn_status status;
     if ((status = clattn__load_attention(l, self, c->d_model, c->nhead, c->num_kv_heads,
-                                         c->head_dim_qk, c->head_dim_v, &layer->self_attn)) ||
+                                         c->head_dim_qk, c->head_dim_v, true, &layer->self_attn)) ||
         (status = clattn__load_attention(l, cross, c->d_model, c->nhead, c->num_kv_heads,
-                                         c->head_dim_qk, c->head_dim_v, &layer->cross_attn)) ||
-        (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, &layer->ffn)) ||
-        (status = clattn__load_norm(l, norm[0], c->d_model, &layer->norm1)) ||
-        (status = clattn__load_norm(l, norm[1], c->d_model, &layer->norm2)))
+                                         c->head_dim_qk, c->head_dim_v, true, &layer->cross_attn)) ||
+        (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, false, true,
+                                   &layer->ffn)) ||
+        (status = clattn__load_norm(l, norm[0], c->d_model, true, &layer->norm1)) ||
+        (status = clattn__load_norm(l, norm[1], c->d_model, true, &layer->norm2)))
         return status;
-    return clattn__load_norm(l, norm[2], c->d_model, &layer->norm3);
+    return clattn__load_norm(l, norm[2], c->d_model, true, &layer->norm3);
 }
 
 static clattn_status load_all(clattn_decoder *dec, clattn_weight_provider provide, void *user)
@@ -56,7 +57,7 @@ static clattn_status load_all(clattn_decoder *dec, clattn_weight_provider provid
     for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
         status = load_layer(&l, c, i, &w.layers[i]);
     if (status == CLATTN_OK && c->final_norm)
-        status = clattn__load_norm(&l, "norm", c->d_model, &w.norm);
+        status = clattn__load_norm(&l, "norm", c->d_model, true, &w.norm);
     if (status != CLATTN_OK) {
         clattn__decoder_weights_release(&w, c->num_layers);
         return status;

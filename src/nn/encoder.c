@@ -22,6 +22,7 @@ static int activation_kind(clattn_activation a)
 {
     return a == CLATTN_ACTIVATION_GELU        ? CLATTN_ACT_GELU
            : a == CLATTN_ACTIVATION_GELU_TANH ? CLATTN_ACT_GELU_TANH
+           : a == CLATTN_ACTIVATION_SILU      ? CLATTN_ACT_SILU
                                                : CLATTN_ACT_RELU;
 }
 
@@ -73,8 +74,14 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
         out->head_dim_v = in->d_model / in->nhead;
     CLATTN_CHECK_ARG(ctx, fn, in->activation == CLATTN_ACTIVATION_RELU ||
                               in->activation == CLATTN_ACTIVATION_GELU ||
-                              in->activation == CLATTN_ACTIVATION_GELU_TANH,
+                              in->activation == CLATTN_ACTIVATION_GELU_TANH ||
+                              in->activation == CLATTN_ACTIVATION_SILU,
                      "activation is %d", (int)in->activation);
+    CLATTN_CHECK_ARG(ctx, fn, in->ffn_gated <= 1 && in->linear_no_bias <= 1 &&
+                              in->norm_no_bias <= 1,
+                     "ffn_gated (%u), linear_no_bias (%u) and norm_no_bias (%u) must be 0 or 1",
+                     (unsigned)in->ffn_gated, (unsigned)in->linear_no_bias,
+                     (unsigned)in->norm_no_bias);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
                               in->positional == CLATTN_POSITIONAL_LEARNED ||
@@ -110,7 +117,8 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
     out->embedding_norm = in->embedding_norm != 0;
     CLATTN_CHECK_ARG(ctx, fn, isfinite(in->layer_norm_eps) && in->layer_norm_eps > 0.0f,
                      "layer_norm_eps must be positive and finite");
-    bool sane = in->d_model < (1u << 24) && in->dim_feedforward < (1u << 28) &&
+    bool sane = in->d_model < (1u << 24) &&
+                (in->dim_feedforward << in->ffn_gated) < (1u << 28) &&
                 in->num_layers < (1u << 16) && in->vocab_size < (1u << 31) &&
                 in->max_positions < (1u << 31) && in->type_vocab_size < (1u << 31) &&
                 in->nhead < (1u << 20) && out->head_dim_qk < (1u << 24) &&
@@ -195,7 +203,7 @@ typedef struct pass {
     cl_mem x;      /* [T, d_model] the activations */
     cl_mem sub;    /* [T, d_model] a sub-layer's output */
     cl_mem normed; /* [T, d_model] pre-LN's normalised activations */
-    cl_mem hidden; /* [T, d_ff] */
+    cl_mem hidden; /* [T, d_ff], gated [T, 2·d_ff] */
     clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
 } pass;
 
@@ -312,7 +320,8 @@ static clattn_status borrow_workspace(pass *p)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
-    size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
+    size_t row = c->d_model * sizeof(float);
+    size_t hidden_row = (c->ffn_gated ? 2 : 1) * c->dim_feedforward * sizeof(float);
     clattn_status status;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
         (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||

@@ -35,12 +35,14 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_enco
     snprintf(norm1, sizeof(norm1), "layers.%zu.norm1", i);
     snprintf(norm2, sizeof(norm2), "layers.%zu.norm2", i);
     clattn_status status;
+    bool bias = !c->linear_no_bias, norm_bias = !c->norm_no_bias;
     if ((status = clattn__load_attention(l, attn, c->d_model, c->nhead, c->nhead, c->head_dim_qk,
-                                         c->head_dim_v, &layer->attn)) ||
-        (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, &layer->ffn)) ||
-        (status = clattn__load_norm(l, norm1, c->d_model, &layer->norm1)))
+                                         c->head_dim_v, bias, &layer->attn)) ||
+        (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, c->ffn_gated, bias,
+                                   &layer->ffn)) ||
+        (status = clattn__load_norm(l, norm1, c->d_model, norm_bias, &layer->norm1)))
         return status;
-    return clattn__load_norm(l, norm2, c->d_model, &layer->norm2);
+    return clattn__load_norm(l, norm2, c->d_model, norm_bias, &layer->norm2);
 }
 
 static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provide, void *user)
@@ -58,7 +60,7 @@ static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provid
     for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
         status = load_layer(&l, c, i, &w.layers[i]);
     if (status == CLATTN_OK && c->final_norm)
-        status = clattn__load_norm(&l, "norm", d, &w.norm);
+        status = clattn__load_norm(&l, "norm", d, !c->norm_no_bias, &w.norm);
     if (status == CLATTN_OK && c->vocab_size)
         status = clattn__load_tensor(&l, "embedding.weight", 2, (size_t[]){c->vocab_size, d},
                                      &w.embedding);
@@ -70,7 +72,8 @@ static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provid
         status = clattn__load_tensor(&l, "token_type_embedding.weight", 2,
                                      (size_t[]){c->type_vocab_size, d}, &w.type_embedding);
     if (status == CLATTN_OK && c->embedding_norm)
-        status = clattn__load_norm(&l, "embedding_norm", d, &w.embedding_norm);
+        status = clattn__load_norm(&l, "embedding_norm", d, !c->norm_no_bias,
+                                   &w.embedding_norm);
     if (status == CLATTN_OK && c->relative_attention_buckets)
         status = clattn__load_host_tensor(&l, "relative_attention_bias.weight", 2,
                                           (size_t[]){c->relative_attention_buckets, c->nhead},

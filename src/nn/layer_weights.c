@@ -2,6 +2,7 @@
 #include "layer_weights.h"
 #include "runtime/buffers.h"
 #include "base/constants.h"
+#include "ops/elementwise.h"
 #include "ops/linear.h"
 #include "runtime/shape.h"
 
@@ -51,15 +52,57 @@ clattn_status clattn__load_host_tensor(const clattn_weight_loader *l, const char
     return CLATTN_OK;
 }
 
+/* A new buffer of `count` zeros. */
+static clattn_status upload_zeros(const clattn_weight_loader *l, size_t count, const char *what,
+                                  cl_mem *mem)
+{
+    float *zeros = calloc(count, sizeof(float));
+    if (!zeros)
+        return clattn__fail(l->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "%s: out of host memory for %s", l->function, what);
+    clattn_status status = clattn__upload(l->ctx, zeros, count, what, mem);
+    free(zeros);
+    return status;
+}
+
 clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
-                                clattn_norm *norm)
+                                bool bias, clattn_norm *norm)
 {
     char w[160], b[160];
     snprintf(w, sizeof(w), "%s.weight", name);
     snprintf(b, sizeof(b), "%s.bias", name);
     clattn_status status = clattn__load_tensor(l, w, 1, &d, &norm->weight);
+    if (status != CLATTN_OK)
+        return status;
+    /* The LayerNorm kernels always add a bias: a bias-free norm adds zeros. */
+    return bias ? clattn__load_tensor(l, b, 1, &d, &norm->bias) : upload_zeros(l, d, b, &norm->bias);
+}
+
+/* The tensors "<prefix><first>" and "<prefix><second>", both [rows, cols] (cols 0: [rows]), one
+ * after the other in one new buffer [2·rows, cols]. */
+static clattn_status load_stacked(const clattn_weight_loader *l, const char *prefix,
+                                  const char *first, const char *second, size_t rows, size_t cols,
+                                  cl_mem *mem)
+{
+    int ndim = cols ? 2 : 1;
+    size_t shape[2] = {rows, cols}, count = rows * (cols ? cols : 1);
+    const char *suffix[2] = {first, second};
+    char name[2][160];
+    float *both = malloc(2 * count * sizeof(float));
+    if (!both)
+        return clattn__fail(l->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "%s: out of host memory for %s%s", l->function, prefix, first);
+    clattn_status status = CLATTN_OK;
+    /* Each copied before the next is asked for: a lookup may reuse its answer. */
+    for (int i = 0; i < 2 && status == CLATTN_OK; i++) {
+        const clattn_host_tensor *t;
+        snprintf(name[i], sizeof(name[i]), "%s%s", prefix, suffix[i]);
+        if ((status = fetch(l, name[i], ndim, shape, &t)) == CLATTN_OK)
+            memcpy(both + i * count, t->data, count * sizeof(float));
+    }
     if (status == CLATTN_OK)
-        status = clattn__load_tensor(l, b, 1, &d, &norm->bias);
+        status = clattn__upload(l->ctx, both, 2 * count, name[0], mem);
+    free(both);
     return status;
 }
 
@@ -69,8 +112,17 @@ void clattn__norm_release(clattn_norm *norm)
 }
 
 clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix, size_t d,
-                               size_t ff, clattn_ffn *ffn)
+                               size_t ff, bool gated, bool bias, clattn_ffn *ffn)
 {
+    ffn->gated = gated;
+    clattn_status status;
+    if (gated) {
+        if ((status = load_stacked(l, prefix, "linear1_gate.weight", "linear1.weight", ff, d,
+                                   &ffn->w1)) ||
+            (bias && (status = load_stacked(l, prefix, "linear1_gate.bias", "linear1.bias", ff, 0,
+                                            &ffn->b1))))
+            return status;
+    }
     struct {
         const char *suffix;
         int ndim;
@@ -83,14 +135,15 @@ clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix
         {"linear2.bias", 1, {d, 0}, &ffn->b2},
     };
     for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+        if ((gated && parts[p].mem == &ffn->w1) || (gated && parts[p].mem == &ffn->b1) ||
+            (!bias && parts[p].ndim == 1))
+            continue; /* stacked above, or absent */
         char name[160];
         snprintf(name, sizeof(name), "%s%s", prefix, parts[p].suffix);
-        clattn_status status = clattn__load_tensor(l, name, parts[p].ndim, parts[p].shape,
-                                                   parts[p].mem);
-        if (status != CLATTN_OK)
+        if ((status = clattn__load_tensor(l, name, parts[p].ndim, parts[p].shape, parts[p].mem)))
             return status;
     }
-    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, ff, d, d, NULL};
+    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, gated ? 2 * ff : ff, d, d, NULL};
     ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL};
     return CLATTN_OK;
 }
@@ -104,7 +157,7 @@ void clattn__ffn_release(clattn_ffn *ffn)
 
 clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
                                      size_t nhead, size_t kv_heads, size_t dk, size_t dv,
-                                     clattn_mha **attn)
+                                     bool bias, clattn_mha **attn)
 {
     size_t qk = nhead * dk, kw = kv_heads * dk, vw = kv_heads * dv, P = qk + kw + vw;
     char name[3][192];
@@ -139,23 +192,27 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
         w.v_proj_weight = *t;
     }
     snprintf(name[0], sizeof(name[0]), "%s.in_proj_bias", prefix);
-    if ((status = fetch(l, name[0], 1, &P, &t)))
+    if (bias && (status = fetch(l, name[0], 1, &P, &t)))
         return status;
-    w.in_proj_bias = *t;
+    if (bias)
+        w.in_proj_bias = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.weight", prefix);
     if ((status = fetch(l, name[0], 2, (size_t[]){E, nhead * dv}, &t)))
         return status;
     w.out_proj_weight = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.bias", prefix);
-    if ((status = fetch(l, name[0], 1, &E, &t)))
+    if (bias && (status = fetch(l, name[0], 1, &E, &t)))
         return status;
-    w.out_proj_bias = *t;
+    if (bias)
+        w.out_proj_bias = *t;
 
     clattn_mha_config mc;
     clattn_mha_config_default(&mc, E, nhead);
     mc.head_dim_qk = dk;
     mc.head_dim_v = dv;
     mc.num_kv_heads = kv_heads;
+    mc.in_proj_bias = bias;
+    mc.out_proj_bias = bias;
     if ((status = clattn_mha_create(l->ctx, attn, &mc)))
         return status;
     return clattn_mha_load_weights(*attn, &w);
@@ -164,11 +221,17 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
 clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
                                   size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out)
 {
+    /* Gated: hidden [T, 2·d_ff] = [gate | up], then gate = act(gate)·up in place, and linear2
+     * reads the gate half with leading dimension 2·d_ff. */
+    size_t ld = ffn->gated ? 2 * ff : ff;
     clattn_status status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, input, 0, d,
-                                          &ffn->lin1, ffn->b1, 0, act, hidden, 0, ff);
+                                          &ffn->lin1, ffn->b1, 0,
+                                          ffn->gated ? CLATTN_ACT_NONE : act, hidden, 0, ld);
+    if (status == CLATTN_OK && ffn->gated)
+        status = clattn__glu(ctx, hidden, tokens, ff, act);
     if (status != CLATTN_OK)
         return status;
-    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, hidden, 0, ff, &ffn->lin2, NULL, 0,
+    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, hidden, 0, ld, &ffn->lin2, NULL, 0,
                           CLATTN_ACT_NONE, out, 0, d);
 }
 

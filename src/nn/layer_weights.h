@@ -24,10 +24,13 @@ typedef struct clattn_weight_loader {
     void *user;
 } clattn_weight_loader;
 
-/* A feed-forward block: linear1 [d_ff, d] + b1, linear2 [d, d_ff] + b2. */
+/* A feed-forward block: linear1 [d_ff, d] + b1, linear2 [d, d_ff] + b2. Gated, w1 [2·d_ff, d]
+ * and b1 [2·d_ff] hold linear1_gate's rows, then linear1's (one GEMM computes both). Without
+ * biases b1 and b2 are NULL. */
 typedef struct clattn_ffn {
     cl_mem w1, b1, w2, b2;
     clattn_gemm_weight lin1, lin2; /* w1 and w2 as the GEMMs read them */
+    bool gated;
 } clattn_ffn;
 
 /* A LayerNorm's weight and bias [d]. */
@@ -42,23 +45,26 @@ clattn_status clattn__load_tensor(const clattn_weight_loader *l, const char *nam
 /* The tensor `name` [shape] copied into host memory (*data, malloc'd: the caller frees it). */
 clattn_status clattn__load_host_tensor(const clattn_weight_loader *l, const char *name, int ndim,
                                        const size_t *shape, float **data);
-/* "<name>.weight" and "<name>.bias" [d]. */
+/* "<name>.weight" and "<name>.bias" [d]; without `bias`, only the weight, and a bias of zeros. */
 clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name, size_t d,
-                                clattn_norm *norm);
+                                bool bias, clattn_norm *norm);
 void clattn__norm_release(clattn_norm *norm);
-/* "<prefix>linear1.weight", ".bias", "<prefix>linear2.weight", ".bias". */
+/* "<prefix>linear1.weight", ".bias", "<prefix>linear2.weight", ".bias"; `gated`: also
+ * "<prefix>linear1_gate.weight", ".bias" [d_ff, d], [d_ff]; without `bias`, no .bias tensors. */
 clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix, size_t d,
-                               size_t ff, clattn_ffn *ffn);
+                               size_t ff, bool gated, bool bias, clattn_ffn *ffn);
 void clattn__ffn_release(clattn_ffn *ffn);
 /* An attention block of nn.MultiheadAttention's names under `prefix` ("layers.0.self_attn"):
- * in_proj_weight (or q/k/v_proj_weight), in_proj_bias, out_proj.weight, out_proj.bias; nhead
- * query heads, kv_heads key/value heads (grouped-query attention when fewer). */
+ * in_proj_weight (or q/k/v_proj_weight), in_proj_bias, out_proj.weight, out_proj.bias (the
+ * biases only with `bias`); nhead query heads, kv_heads key/value heads (grouped-query
+ * attention when fewer). */
 clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
                                      size_t nhead, size_t kv_heads, size_t dk, size_t dv,
-                                     clattn_mha **attn);
+                                     bool bias, clattn_mha **attn);
 
 /* out [T, d] = act(input [T, d]·W1ᵀ + b1)·W2ᵀ through hidden [T, d_ff] (linear2's bias is left
- * to the caller's residual step); the block's GEMM weights keep their packed forms. */
+ * to the caller's residual step); gated, out = (act(input·Wgᵀ + bg) ⊙ (input·W1ᵀ + b1))·W2ᵀ
+ * through hidden [T, 2·d_ff]. The block's GEMM weights keep their packed forms. */
 clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
                                   size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out);
 

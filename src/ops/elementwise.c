@@ -25,6 +25,19 @@ clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, s
     return clattn__launch(ctx, &args, "bias_act", 2, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
+clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t cols, int act)
+{
+    cl_uint r = (cl_uint)rows, c = (cl_uint)cols;
+    cl_int a = act;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_GLU], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, h);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, c);
+    CLATTN_ARG(&args, a);
+    size_t global[2] = {cols, rows};
+    return clattn__launch(ctx, &args, "glu", 2, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
 clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
                                 size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
                                 size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)

@@ -12,6 +12,10 @@
 clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, size_t ld,
                                size_t rows, size_t cols, cl_mem bias, size_t bias_offset, int act);
 
+/* h[r, c] = act(h[r, c])·h[r, cols + c] for r < rows, c < cols, in place on h [rows, 2·cols]
+ * (contiguous): the gated feed-forward's product of the gate and up projections. */
+clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t cols, int act);
+
 /* y = LayerNorm(x + (res + res_bias)) row by row on [rows, width] contiguous blocks; res and
  * res_bias may be NULL; y may be x. */
 clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,

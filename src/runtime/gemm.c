@@ -311,7 +311,7 @@ static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem
         return clattn__fail(ctx, status, "the CPU GEMM (%s, m=%zu n=%zu k=%zu): %s",
                             clattn_op_name(op), m, w->n, w->k, clattn__gemm_cpu_error(g));
     left->bias = false;
-    left->act = act == CLATTN_ACT_GELU_TANH ? CLATTN_ACT_GELU_TANH : CLATTN_ACT_NONE;
+    left->act = fused != CLATTN_GEMM_CPU_ACT_NONE ? CLATTN_ACT_NONE : act;
     char name[CLATTN_STATS_NAME_SIZE];
     snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
     return clattn__account(ctx, name, op, (uint64_t)m * w->n * w->k, NULL, event);
