@@ -1,7 +1,8 @@
 /*
  * The encoder's gated feed-forward (SwiGLU, GeGLU) and layers without biases against PyTorch in
  * float64 (tests/golden/gated, tools/gen_gated_golden.py) on the auto, fused and unfused
- * attention paths; the configuration's checks, sizes and counts.
+ * attention paths, loaded by name and from the file with its metadata (clattn_encoder_load_file);
+ * the configuration's checks, sizes and counts.
  */
 #include "common/test_util.h"
 
@@ -161,6 +162,29 @@ static double run_case(clattn_context *ctx, const char *name)
         assert_close(got, want->f32, want->numel, tol);
         free(got);
     }
+    /* The same file through clattn_encoder_load_file: the configuration from its metadata. */
+    clattn_encoder *from_file = NULL;
+    status = clattn_encoder_load_file(ctx, &from_file, path);
+    if (status != CLATTN_OK)
+        print_error("%s: %s\n", name, clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_encoder_config got_cfg;
+    assert_int_equal(clattn_encoder_get_config(from_file, &got_cfg), CLATTN_OK);
+    assert_int_equal(got_cfg.ffn_gated, cfg.ffn_gated);
+    assert_int_equal(got_cfg.linear_no_bias, cfg.linear_no_bias);
+    assert_int_equal(got_cfg.norm_no_bias, cfg.norm_no_bias);
+    assert_int_equal(got_cfg.activation, cfg.activation);
+    assert_int_equal(got_cfg.final_norm, cfg.final_norm);
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.key_padding_mask = tkpm;
+    assert_int_equal(clattn_encoder_forward(from_file, tin, tout, &params), CLATTN_OK);
+    float *got = test_tensor_to_host(tout);
+    worst = fmax(worst, test_max_abs_diff(got, want->f32, want->numel));
+    assert_close(got, want->f32, want->numel, tol);
+    free(got);
+    clattn_encoder_destroy(&from_file);
+
     clattn_tensor_destroy(&tin), clattn_tensor_destroy(&tkpm), clattn_tensor_destroy(&tout);
     clattn_npy_array_destroy(&input), clattn_npy_array_destroy(&kpm);
     clattn_npy_array_destroy(&want);

@@ -256,12 +256,16 @@ static void expect_meta_error(fixture *f, const char *key, const char *value,
     bank_init(bank, &c, true, 2);
     const char *meta[20];
     size_t n = 0;
+    bool replaced = false;
     for (size_t i = 0; good_meta[i]; i += 2) {
+        replaced |= strcmp(good_meta[i], key) == 0;
         if (strcmp(good_meta[i], key) == 0 && !value)
             continue;
         meta[n++] = good_meta[i];
         meta[n++] = strcmp(good_meta[i], key) == 0 ? value : good_meta[i + 1];
     }
+    if (!replaced && value) /* an optional key */
+        meta[n++] = key, meta[n++] = value;
     meta[n] = NULL;
     char path[512];
     snprintf(path, sizeof(path), "%s/meta-%s.safetensors", f->dir, key);
@@ -284,6 +288,10 @@ static void bad_metadata_is_named(void **state)
     expect_meta_error(f, "activation", "tanh", CLATTN_ERROR_FORMAT,
                       "\"activation\" is \"tanh\", not one of relu, gelu");
     expect_meta_error(f, "norm_first", "yes", CLATTN_ERROR_FORMAT, "not one of false, true");
+    expect_meta_error(f, "ffn_gated", "1", CLATTN_ERROR_FORMAT,
+                      "\"ffn_gated\" is \"1\", not one of false, true");
+    expect_meta_error(f, "ffn_gated", "true", CLATTN_ERROR_FORMAT,
+                      "missing tensor layers.0.linear1_gate.weight");
     expect_meta_error(f, "layer_norm_eps", "-1", CLATTN_ERROR_FORMAT, "layer_norm_eps");
     expect_meta_error(f, "positional", "rotary", CLATTN_ERROR_FORMAT,
                       "not one of none, sinusoidal");

@@ -43,9 +43,9 @@ ACTS = {
 }
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, metadata):
     """F32 safetensors: 8-byte header length, JSON header (padded to 8), the data."""
-    header, blobs, offset = {}, [], 0
+    header, blobs, offset = {'__metadata__': metadata}, [], 0
     for name, t in tensors.items():
         a = np.ascontiguousarray(t.detach().numpy().astype('<f4'))
         header[name] = {'dtype': 'F32', 'shape': list(a.shape),
@@ -191,7 +191,13 @@ def main():
                                            **kw)
         case = os.path.join(args.out, name)
         os.makedirs(case, exist_ok=True)
-        write_safetensors(os.path.join(case, 'model.safetensors'), W)
+        # The header's __metadata__ as clattn_encoder_load_file reads it (encoder.h).
+        md = {k: str(config[k]) for k in ('d_model', 'nhead', 'num_layers', 'dim_feedforward')}
+        md.update(activation=config['activation'], layer_norm_eps=repr(config['layer_norm_eps']),
+                  positional='none',
+                  **{k: ('true' if config[k] else 'false')
+                     for k in ('norm_first', 'ffn_gated', 'linear_no_bias', 'norm_no_bias')})
+        write_safetensors(os.path.join(case, 'model.safetensors'), W, md)
         np.save(os.path.join(case, 'input.npy'), x)
         np.save(os.path.join(case, 'key_padding_mask.npy'), kpm)
         np.save(os.path.join(case, 'out.npy'), out)

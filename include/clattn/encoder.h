@@ -254,8 +254,10 @@ CLATTN_API clattn_status clattn_add_sinusoidal(clattn_context *ctx, clattn_tenso
 /*
  * Loads an encoder from a safetensors file (the format is described here): the configuration from the
  * header's __metadata__ (string values: d_model, nhead, num_layers, dim_feedforward, activation
- * "relu"|"gelu", norm_first "true"|"false", layer_norm_eps, positional "none"|"sinusoidal", and
- * optionally head_dim_qk, head_dim_v), the weights by their PyTorch names, F32, F16 or BF16.
+ * "relu"|"gelu"|"gelu_tanh"|"silu", norm_first "true"|"false", layer_norm_eps, positional
+ * "none"|"sinusoidal", and optionally head_dim_qk, head_dim_v, and ffn_gated, linear_no_bias,
+ * norm_no_bias "true"|"false" (absent: false)), the weights by their PyTorch names, F32, F16 or
+ * BF16.
  * final_norm and vocab_size follow from the presence of norm.weight and embedding.weight.
  * Errors name the file and what is wrong: CLATTN_ERROR_IO (missing file), CLATTN_ERROR_FORMAT
  * (truncated data, absurd header length, invalid JSON, unknown dtype, missing metadata key or

@@ -73,10 +73,23 @@ static clattn_status metadata_choice(model_file *m, const char *key, const char 
                         text, list);
 }
 
+static const char *const booleans[] = {"false", "true"};
+
+/* An optional "false" | "true" entry; absent is false. */
+static clattn_status metadata_flag(model_file *m, const char *key, uint8_t *out)
+{
+    int v = 0;
+    clattn_status status = CLATTN_OK;
+    if (clattn_safetensors_metadata(m->st, key))
+        status = metadata_choice(m, key, booleans, 2, &v);
+    *out = (uint8_t)v;
+    return status;
+}
+
 static clattn_status read_config(model_file *m, clattn_encoder_config *c)
 {
-    static const char *const activations[] = {"relu", "gelu"};
-    static const char *const booleans[] = {"false", "true"};
+    /* In clattn_activation's order. */
+    static const char *const activations[] = {"relu", "gelu", "gelu_tanh", "silu"};
     static const char *const positionals[] = {"none", "sinusoidal"};
     size_t d_model, nhead, layers, ff;
     int activation, norm_first, positional;
@@ -86,14 +99,17 @@ static clattn_status read_config(model_file *m, clattn_encoder_config *c)
         (status = metadata_size(m, "nhead", false, &nhead)) ||
         (status = metadata_size(m, "num_layers", false, &layers)) ||
         (status = metadata_size(m, "dim_feedforward", false, &ff)) ||
-        (status = metadata_choice(m, "activation", activations, 2, &activation)) ||
+        (status = metadata_choice(m, "activation", activations, 4, &activation)) ||
         (status = metadata_choice(m, "norm_first", booleans, 2, &norm_first)) ||
         (status = metadata_string(m, "layer_norm_eps", &eps_text)) ||
         (status = metadata_choice(m, "positional", positionals, 2, &positional)))
         return status;
     clattn_encoder_config_default(c, d_model, nhead, layers, ff);
     if ((status = metadata_size(m, "head_dim_qk", true, &c->head_dim_qk)) ||
-        (status = metadata_size(m, "head_dim_v", true, &c->head_dim_v)))
+        (status = metadata_size(m, "head_dim_v", true, &c->head_dim_v)) ||
+        (status = metadata_flag(m, "ffn_gated", &c->ffn_gated)) ||
+        (status = metadata_flag(m, "linear_no_bias", &c->linear_no_bias)) ||
+        (status = metadata_flag(m, "norm_no_bias", &c->norm_no_bias)))
         return status;
     char *end;
     double eps = strtod(eps_text, &end);
@@ -103,7 +119,7 @@ static clattn_status read_config(model_file *m, clattn_encoder_config *c)
                             "positive number",
                             fn, m->path, eps_text);
     c->layer_norm_eps = (float)eps;
-    c->activation = activation ? CLATTN_ACTIVATION_GELU : CLATTN_ACTIVATION_RELU;
+    c->activation = (clattn_activation)activation;
     c->norm_first = norm_first;
     c->positional = positional ? CLATTN_POSITIONAL_SINUSOIDAL : CLATTN_POSITIONAL_NONE;
     c->final_norm = clattn_safetensors_find(m->st, "norm.weight") != NULL;
