@@ -34,7 +34,8 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_deco
     if ((status = clattn__load_attention(l, self, c->d_model, c->nhead, c->num_kv_heads,
                                          c->head_dim_qk, c->head_dim_v, true, &layer->self_attn)) ||
         (status = clattn__load_attention(l, cross, c->d_model, c->nhead, c->num_kv_heads,
-                                         c->head_dim_qk, c->head_dim_v, true, &layer->cross_attn)) ||
+                                         c->head_dim_qk, c->head_dim_v, true,
+                                         &layer->cross_attn)) ||
         (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, false, true,
                                    &layer->ffn)) ||
         (status = clattn__load_norm(l, norm[0], c->d_model, true, &layer->norm1)) ||

@@ -75,7 +75,8 @@ clattn_status clattn__load_norm(const clattn_weight_loader *l, const char *name,
     if (status != CLATTN_OK)
         return status;
     /* The LayerNorm kernels always add a bias: a bias-free norm adds zeros. */
-    return bias ? clattn__load_tensor(l, b, 1, &d, &norm->bias) : upload_zeros(l, d, b, &norm->bias);
+    return bias ? clattn__load_tensor(l, b, 1, &d, &norm->bias)
+                : upload_zeros(l, d, b, &norm->bias);
 }
 
 /* The tensors "<prefix><first>" and "<prefix><second>", both [rows, cols] (cols 0: [rows]), one
