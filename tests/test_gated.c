@@ -214,7 +214,7 @@ static void config_keeps_its_size(void **state)
     (void)state;
     if (sizeof(void *) == 8) {
         assert_int_equal(sizeof(clattn_encoder_config), 144);
-        assert_int_equal(offsetof(clattn_encoder_config, reserved) + 25, 144);
+        assert_int_equal(offsetof(clattn_encoder_config, reserved) + 15, 144);
     }
     clattn_encoder_config c;
     memset(&c, 0xff, sizeof(c));
@@ -222,6 +222,10 @@ static void config_keeps_its_size(void **state)
     assert_int_equal(c.ffn_gated, 0);
     assert_int_equal(c.linear_no_bias, 0);
     assert_int_equal(c.norm_no_bias, 0);
+    assert_int_equal(c.alibi, 0);
+    assert_true(c.rope_theta == 0.0f);
+    assert_int_equal(c.rotary_dim, 0);
+    assert_int_equal(c.rope_interleaved, 0);
 }
 
 static void bad_flags_are_named(void **state)
@@ -242,6 +246,23 @@ static void bad_flags_are_named(void **state)
     c.activation = (clattn_activation)4;
     assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
                       CLATTN_ERROR_INVALID_ARGUMENT, "activation is 4");
+    clattn_encoder_config_default(&c, 32, 4, 2, 48);
+    c.alibi = 2;
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "alibi (2)");
+    clattn_encoder_config_default(&c, 32, 4, 2, 48);
+    c.rope_theta = -1.0f;
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "rope_theta is -1");
+    clattn_encoder_config_default(&c, 32, 4, 2, 48);
+    c.rope_theta = 1000.0f;
+    c.rotary_dim = 10; /* d_k is 8 */
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "rotary_dim is 10");
+    c.rotary_dim = 3;
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "rotary_dim is 3");
+    assert_null(enc);
     clattn_encoder_config_default(&c, 32, 4, 2, 48);
     c.reserved[0] = 1;
     assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),

@@ -494,6 +494,14 @@ static void mha_passes_its_modifiers_to_attention(void **state)
         fp.relative_max_distance = 10;
         fp.window = 6;
         fp.softcap = 2.5f;
+        clattn_rope_params rope; /* partial, interleaved on one path, with offsets */
+        clattn_rope_params_default(&rope);
+        rope.layout = path ? CLATTN_ROPE_INTERLEAVED : CLATTN_ROPE_HALF;
+        rope.theta = 500.0f;
+        rope.rotary_dim = path ? 2 : 4;
+        rope.query_offset = 3 + path;
+        rope.key_offset = 2;
+        fp.rope = &rope;
         assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp), CLATTN_OK);
         clattn_sdpa_params sp;
         clattn_sdpa_params_default(&sp);
@@ -504,6 +512,7 @@ static void mha_passes_its_modifiers_to_attention(void **state)
         sp.relative_max_distance = 10;
         sp.window = 6;
         sp.softcap = 2.5f;
+        sp.rope = &rope;
         assert_int_equal(clattn_sdpa(ctx, th, th, th, to, &sp), CLATTN_OK);
         float *y = test_tensor_to_host(ty), *o = test_tensor_to_host(to);
         float *want = malloc(B * N * E * sizeof(float));
@@ -518,13 +527,25 @@ static void mha_passes_its_modifiers_to_attention(void **state)
         assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp), CLATTN_OK);
         float *y2 = test_tensor_to_host(ty);
         assert_true(test_max_abs_diff(y2, want, B * N * E) > 1e-3);
-        free(y), free(y2), free(o), free(want);
+        fp.window = 6; /* so does each RoPE offset */
+        rope.key_offset = 0;
+        assert_int_equal(clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp), CLATTN_OK);
+        float *y3 = test_tensor_to_host(ty);
+        assert_true(test_max_abs_diff(y3, want, B * N * E) > 1e-3);
+        free(y), free(y2), free(y3), free(o), free(want);
     }
     clattn_mha_forward_params fp;
     clattn_mha_forward_params_default(&fp);
     fp.window = 3;
     assert_status_msg(ctx, clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp),
                       CLATTN_ERROR_INVALID_ARGUMENT, "window is 3");
+    clattn_mha_forward_params_default(&fp);
+    clattn_rope_params odd;
+    clattn_rope_params_default(&odd);
+    odd.rotary_dim = 3;
+    fp.rope = &odd;
+    assert_status_msg(ctx, clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "rotary_dim is 3");
     clattn_mha_forward_params_default(&fp);
     fp.relative_bias = ts;
     assert_status_msg(ctx, clattn_mha_forward(mha, tx, NULL, NULL, ty, &fp),

@@ -283,7 +283,11 @@ typedef struct clattn_mha_forward_params {
     size_t relative_max_distance;
     size_t window;
     float softcap;
-    uint8_t reserved[28]; /* must be zero */
+    /* Rotary embeddings on the projected q and k (the top of this file; query_offset and
+     * key_offset are the positions of the first query and key rows); NULL: none. Needs only live
+     * for the call. */
+    const clattn_rope_params *rope;
+    uint8_t reserved[16]; /* must be zero */
 } clattn_mha_forward_params;
 
 CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *params);
@@ -304,7 +308,7 @@ CLATTN_API void clattn_mha_forward_params_default(clattn_mha_forward_params *par
  * params may be NULL for the defaults. Errors: CLATTN_ERROR_INVALID_ARGUMENT (NULLs, no weights
  * loaded yet, non-contiguous tensors, tensors of another context, key without value, out
  * overlapping an input, self-attention with kdim or vdim != E, params->reserved not zero, an
- * unknown path or mask kind, a score modifier's invalid value as for clattn_sdpa),
+ * unknown path or mask kind, a score modifier's or rope's invalid value as for clattn_sdpa),
  * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, masks that do not broadcast, modifier
  * tensors of the wrong shape; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED
  * (attention weights with the fused path requested, a non-contiguous attn_weights), CLATTN_ERROR_TOO_LARGE (more

@@ -49,6 +49,14 @@
  *     (r > 0 ? B : 0) + (n < E ? n : min(B - 1, E + (int)(log(n / E) / log(D / E) · (B - E))))
  * with the logarithm in float32 as transformers computes it (MPNet's relative_position_bucket).
  *
+ * ALiBi (alibi = 1; JinaBERT): every layer's attention scores get -m_h·|i - j| added (with
+ * causal, -m_h·(i - j) over the keys j <= i), the slopes m_h those of clattn_alibi_slopes(nhead)
+ * (attention.h). Rotary embeddings (rope_theta > 0; NomicBERT, RoFormer): every layer rotates
+ * its projected q and k as clattn_rope_params describes (attention.h) with theta = rope_theta,
+ * rotary_dim and the layout rope_interleaved selects, token n of every sequence at position
+ * position_offset + n (right padding keeps the real tokens' positions). Neither adds anything
+ * to the embeddings; both combine with the positional tables and the relative bias.
+ *
  * Weights use nn.TransformerEncoder's state_dict names (see clattn_encoder_load_weights).
  * Same thread-safety rule as the context.
  */
@@ -106,7 +114,13 @@ typedef struct clattn_encoder_config {
     uint8_t ffn_gated;
     uint8_t linear_no_bias; /* 1: the layers' linears have no biases (above) */
     uint8_t norm_no_bias;   /* 1: the LayerNorms have no biases (above) */
-    uint8_t reserved[25];   /* must be zero */
+    /* 1: ALiBi in every layer's attention (above), slopes clattn_alibi_slopes(nhead). */
+    uint8_t alibi;
+    /* > 0: rotary embeddings on every layer's q and k with this base θ (above); 0: none. */
+    float rope_theta;
+    uint32_t rotary_dim;      /* with rope_theta: channels rotated per head, even, <= d_k; 0: all */
+    uint8_t rope_interleaved; /* with rope_theta: 1 GPT-J's pairs (2k, 2k + 1); 0 halves */
+    uint8_t reserved[15];     /* must be zero */
 } clattn_encoder_config;
 
 /* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
@@ -135,7 +149,8 @@ CLATTN_API const char *const *clattn_encoder_preset_names(void);
 
 /* Creates an encoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes (zero,
  * d_model not divisible by nhead when a head width is derived), an unknown activation, ffn_gated,
- * linear_no_bias or norm_no_bias other than 0 or 1, non-zero reserved bytes. */
+ * linear_no_bias, norm_no_bias, alibi or rope_interleaved other than 0 or 1, a rope_theta that is
+ * negative or not finite, an odd rotary_dim or one above d_k, non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **encoder,
                                                const clattn_encoder_config *config);
 

@@ -82,6 +82,15 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
                      "ffn_gated (%u), linear_no_bias (%u) and norm_no_bias (%u) must be 0 or 1",
                      (unsigned)in->ffn_gated, (unsigned)in->linear_no_bias,
                      (unsigned)in->norm_no_bias);
+    CLATTN_CHECK_ARG(ctx, fn, in->alibi <= 1 && in->rope_interleaved <= 1,
+                     "alibi (%u) and rope_interleaved (%u) must be 0 or 1", (unsigned)in->alibi,
+                     (unsigned)in->rope_interleaved);
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->rope_theta) && in->rope_theta >= 0.0f,
+                     "rope_theta is %g: it must be a finite base > 0 (0: no rotary embeddings)",
+                     (double)in->rope_theta);
+    CLATTN_CHECK_ARG(ctx, fn, in->rotary_dim % 2 == 0 && in->rotary_dim <= out->head_dim_qk,
+                     "rotary_dim is %u: it must be even and at most d_k = %zu",
+                     (unsigned)in->rotary_dim, out->head_dim_qk);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
                               in->positional == CLATTN_POSITIONAL_LEARNED ||
@@ -132,6 +141,21 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
     return CLATTN_OK;
 }
 
+/* The ALiBi slopes of the encoder's heads, on the device once. */
+static clattn_status upload_alibi_slopes(clattn_encoder *enc)
+{
+    size_t heads = enc->cfg.nhead;
+    float *slopes = malloc(heads * sizeof(float));
+    if (!slopes)
+        return clattn__fail(enc->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "clattn_encoder_create: out of host memory");
+    clattn_status status = clattn_alibi_slopes(heads, slopes);
+    if (status == CLATTN_OK)
+        status = clattn__upload(enc->ctx, slopes, heads, "ALiBi slopes", &enc->alibi_slopes);
+    free(slopes);
+    return status;
+}
+
 clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
                                     const clattn_encoder_config *config)
 {
@@ -149,6 +173,10 @@ clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
                             "clattn_encoder_create: out of host memory");
     enc->ctx = ctx;
     enc->cfg = cfg;
+    if (cfg.alibi && (status = upload_alibi_slopes(enc)) != CLATTN_OK) {
+        free(enc);
+        return status;
+    }
     *out = enc;
     return CLATTN_OK;
 }
@@ -159,6 +187,7 @@ void clattn_encoder_destroy(clattn_encoder **penc)
         return;
     clattn_encoder *enc = *penc;
     clattn__encoder_weights_release(&enc->weights, enc->cfg.num_layers);
+    clattn__release_mem(&enc->alibi_slopes);
     free(enc);
     *penc = NULL;
 }
@@ -370,6 +399,17 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
     p->attn.seq_k = seq;
     p->attn.causal = params->causal;
     p->attn.path = params->path;
+    if (c->alibi) {
+        p->attn.mods.flags |= CLATTN_MOD_ALIBI;
+        p->attn.mods.alibi = enc->alibi_slopes;
+    }
+    if (c->rope_theta > 0.0f) {
+        p->attn.rope = true;
+        p->attn.rope_q = (clattn_rotary_spec){c->rotary_dim ? c->rotary_dim : c->head_dim_qk,
+                                              c->rope_interleaved != 0, (double)c->rope_theta,
+                                              params->position_offset};
+        p->attn.rope_key_pos0 = params->position_offset;
+    }
     /* The mask is checked once, before any work is enqueued, for every layer. */
     if ((status = clattn__key_padding_view(ctx, fn, params->key_padding_mask,
                                            params->key_padding_mask_kind, batch, seq,

@@ -28,6 +28,7 @@ struct clattn_encoder {
     clattn_context *ctx;
     clattn_encoder_config cfg; /* head widths resolved */
     clattn_encoder_weights weights;
+    cl_mem alibi_slopes;       /* [nhead] clattn_alibi_slopes (cfg.alibi), or NULL */
     bool loaded;
 };
 

@@ -479,7 +479,8 @@ static clattn_status attend_and_project(clattn_mha *mha, const clattn_mha_io *io
         heads_offset = 0;
     }
     p->out = (clattn_head_view){heads, heads_offset, io->seq_q * vw, p->dv, vw};
-    if ((status = clattn__attention(ctx, p)))
+    if ((io->rope && (status = clattn__rope_qk(ctx, p, &io->rope_q, io->rope_key_pos0))) ||
+        (status = clattn__attention(ctx, p)))
         return status;
     if (!c->out_proj)
         return CLATTN_OK;
@@ -536,6 +537,7 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
         return status;
     clattn_mha_io step = *io;
     step.seq_k = past + n;
+    step.rope_q.pos0 += past;
     clattn_attention_problem p = problem_of(mha, &step);
     p.causal_shift = past;
     p.q = (clattn_head_view){proj, 0, n * P, c->head_dim_qk, P};
@@ -640,5 +642,12 @@ clattn_status clattn_mha_forward(clattn_mha *mha, const clattn_tensor *query,
                                 params->relative_max_distance, params->window, params->softcap};
     if ((status = clattn__score_mods_of(ctx, fn_forward, &mods, heads, &io.mods)))
         return status;
+    if (params->rope) {
+        if ((status = clattn__rope_spec_of(ctx, fn_forward, params->rope, mha->cfg.head_dim_qk,
+                                           &io.rope_q)))
+            return status;
+        io.rope = true;
+        io.rope_key_pos0 = params->rope->key_offset;
+    }
     return clattn__mha_run(mha, &io);
 }

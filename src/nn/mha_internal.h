@@ -7,6 +7,7 @@
 #define CLATTN_MHA_INTERNAL_H
 
 #include "ops/attention_problem.h"
+#include "ops/rotary.h"
 
 /* One call of the layer. Sequences are contiguous [B, N, width] blocks from their offsets (in
  * floats). Masks are already checked and mapped (attention_views.c). */
@@ -20,6 +21,11 @@ typedef struct clattn_mha_io {
     size_t out_offset;
     clattn_mask_view attn_mask, key_padding_mask;
     clattn_score_mods mods; /* score modifiers (flags 0: none) */
+    /* Rotary embeddings on the projected q and k (when `rope`): queries from rope_q.pos0, keys
+     * from rope_key_pos0 (clattn__mha_run_cached adds the cache's past length to the queries'). */
+    bool rope;
+    clattn_rotary_spec rope_q;
+    size_t rope_key_pos0;
     int causal;
     clattn_attention_path path;
     clattn_weights_layout weights_layout; /* NONE, or where `weights` is [B, (h,) Nq, Nk] */
@@ -41,8 +47,9 @@ typedef struct clattn_kv_cache {
 
 /* Incremental self-attention: the io->seq_q new tokens of io->query are projected, their keys
  * and values appended to the cache at rows past .., and the queries attend to the cache's
- * past + seq_q keys (causally when io->causal: query i sees keys up to past + i). The caller
- * checks that past + seq_q <= capacity. */
+ * past + seq_q keys (causally when io->causal: query i sees keys up to past + i). With io->rope
+ * the queries are at positions rope_q.pos0 + past + i and the cached keys at rope_key_pos0 + j.
+ * The caller checks that past + seq_q <= capacity. */
 clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
                                      const clattn_kv_cache *cache, size_t past);
 

@@ -27,47 +27,6 @@ void clattn_rope_params_default(clattn_rope_params *params)
         memset(params, 0, sizeof(*params));
 }
 
-/* Checks params->rope against d_k and fills *spec for q (the key offset goes in by the caller). */
-static clattn_status rope_spec_of(clattn_context *ctx, const clattn_rope_params *r, size_t dk,
-                                  clattn_rotary_spec *spec)
-{
-    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(r->reserved, sizeof(r->reserved)),
-                     "rope->reserved is not zero (initialise it with clattn_rope_params_default)");
-    CLATTN_CHECK_ARG(ctx, fn, r->layout == CLATTN_ROPE_HALF || r->layout == CLATTN_ROPE_INTERLEAVED,
-                     "rope->layout is %d, not a clattn_rope_layout", (int)r->layout);
-    CLATTN_CHECK_ARG(ctx, fn, isfinite(r->theta) && r->theta >= 0.0f,
-                     "rope->theta is %g: it must be a finite base > 0 (0 for 10000)",
-                     (double)r->theta);
-    size_t rot = r->rotary_dim ? r->rotary_dim : dk;
-    CLATTN_CHECK_ARG(ctx, fn, rot % 2 == 0 && rot <= dk,
-                     "rope->rotary_dim is %zu: it must be even and at most d_k = %zu", rot, dk);
-    spec->rot_dim = rot;
-    spec->interleaved = r->layout == CLATTN_ROPE_INTERLEAVED;
-    spec->theta = r->theta > 0.0f ? (double)r->theta : 10000.0;
-    spec->pos0 = r->query_offset;
-    return CLATTN_OK;
-}
-
-/* q and k rotated into the workspace; p's views then point at the copies. */
-static clattn_status apply_rope(clattn_context *ctx, clattn_attention_problem *p,
-                                clattn_rotary_spec spec, size_t key_offset)
-{
-    size_t q_floats = p->batch * p->heads * p->seq_q * p->dk;
-    size_t k_floats = p->batch * p->kv_heads * p->seq_k * p->dk;
-    size_t floats = q_floats + k_floats, bytes;
-    if (floats < q_floats || !clattn__mul_size(floats, sizeof(float), &bytes))
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: rotated q and k overflow size_t", fn);
-    cl_mem scratch;
-    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_ROTARY, bytes, &scratch);
-    if (status != CLATTN_OK ||
-        (status = clattn__rotary(ctx, &p->q, p->batch, p->heads, p->seq_q, p->dk, &spec, scratch,
-                                 0, &p->q)))
-        return status;
-    spec.pos0 = key_offset;
-    return clattn__rotary(ctx, &p->k, p->batch, p->kv_heads, p->seq_k, p->dk, &spec, scratch,
-                          q_floats, &p->k);
-}
-
 clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes)
 {
     CLATTN_CHECK_ARG(NULL, "clattn_alibi_slopes", slopes, "slopes is NULL");
@@ -150,7 +109,7 @@ clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q, const cla
     if ((status = clattn__score_mods_of(ctx, fn, &mods, p.heads, &p.mods)))
         return status;
     clattn_rotary_spec rope;
-    if (params->rope && (status = rope_spec_of(ctx, params->rope, p.dk, &rope)))
+    if (params->rope && (status = clattn__rope_spec_of(ctx, fn, params->rope, p.dk, &rope)))
         return status;
 
     p.scale = params->scale != 0.0f ? params->scale : (float)(1.0 / sqrt((double)p.dk));
@@ -161,7 +120,7 @@ clattn_status clattn_sdpa(clattn_context *ctx, const clattn_tensor *q, const cla
         p.weights = params->attn_weights->mem;
         p.weights_offset = params->attn_weights->offset;
     }
-    if (params->rope && (status = apply_rope(ctx, &p, rope, params->rope->key_offset)))
+    if (params->rope && (status = clattn__rope_qk(ctx, &p, &rope, params->rope->key_offset)))
         return status;
     return clattn__attention(ctx, &p);
 }

@@ -2,7 +2,11 @@
  * contiguous rotated copy; the cosines and sines come from the context's table. */
 #include "rotary.h"
 #include "runtime/context_internal.h"
+#include "runtime/buffers.h"
 #include "runtime/rotary_table.h"
+#include "runtime/shape.h"
+
+#include <math.h>
 
 #include <stdint.h>
 
@@ -38,4 +42,49 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
     size_t global[3] = {d, n, batch * heads};
     *rotated = (clattn_head_view){out, out_offset, heads * n * d, n * d, d};
     return clattn__launch(ctx, &args, "rotary", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *fn,
+                                   const clattn_rope_params *r, size_t dk,
+                                   clattn_rotary_spec *spec)
+{
+    CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(r->reserved, sizeof(r->reserved)),
+                     "rope->reserved is not zero (initialise it with clattn_rope_params_default)");
+    CLATTN_CHECK_ARG(ctx, fn, r->layout == CLATTN_ROPE_HALF || r->layout == CLATTN_ROPE_INTERLEAVED,
+                     "rope->layout is %d, not a clattn_rope_layout", (int)r->layout);
+    CLATTN_CHECK_ARG(ctx, fn, isfinite(r->theta) && r->theta >= 0.0f,
+                     "rope->theta is %g: it must be a finite base > 0 (0 for 10000)",
+                     (double)r->theta);
+    size_t rot = r->rotary_dim ? r->rotary_dim : dk;
+    CLATTN_CHECK_ARG(ctx, fn, rot % 2 == 0 && rot <= dk,
+                     "rope->rotary_dim is %zu: it must be even and at most d_k = %zu", rot, dk);
+    spec->rot_dim = rot;
+    spec->interleaved = r->layout == CLATTN_ROPE_INTERLEAVED;
+    spec->theta = r->theta > 0.0f ? (double)r->theta : 10000.0;
+    spec->pos0 = r->query_offset;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__rope_qk(clattn_context *ctx, clattn_attention_problem *p,
+                              const clattn_rotary_spec *spec, size_t key_pos0)
+{
+    if (p->kv_half)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "rotary embeddings on a half-precision key cache are not supported");
+    size_t kv_heads = p->kv_heads ? p->kv_heads : p->heads;
+    size_t q_floats = p->batch * p->heads * p->seq_q * p->dk;
+    size_t k_floats = p->batch * kv_heads * p->seq_k * p->dk;
+    size_t floats = q_floats + k_floats, bytes;
+    if (floats < q_floats || !clattn__mul_size(floats, sizeof(float), &bytes))
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "rotated q and k overflow size_t");
+    cl_mem scratch;
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_ROTARY, bytes, &scratch);
+    if (status != CLATTN_OK ||
+        (status = clattn__rotary(ctx, &p->q, p->batch, p->heads, p->seq_q, p->dk, spec, scratch,
+                                 0, &p->q)))
+        return status;
+    clattn_rotary_spec keys = *spec;
+    keys.pos0 = key_pos0;
+    return clattn__rotary(ctx, &p->k, p->batch, kv_heads, p->seq_k, p->dk, &keys, scratch,
+                          q_floats, &p->k);
 }

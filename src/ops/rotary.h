@@ -18,4 +18,16 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
                              size_t heads, size_t n, size_t d, const clattn_rotary_spec *spec,
                              cl_mem out, size_t out_offset, clattn_head_view *rotated);
 
+/* Checks the public RoPE parameters against the head width d_k (errors name `function`) and
+ * fills *spec for the queries (pos0 = r->query_offset; the keys' offset is r->key_offset). */
+clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *function,
+                                   const clattn_rope_params *r, size_t dk,
+                                   clattn_rotary_spec *spec);
+
+/* Rotates p's q (positions from spec->pos0) and k (positions from key_pos0) into the
+ * workspace slot CLATTN_SLOT_ROTARY; p's views then point at the copies. A half-precision k
+ * (p->kv_half) is CLATTN_ERROR_UNSUPPORTED. */
+clattn_status clattn__rope_qk(clattn_context *ctx, clattn_attention_problem *p,
+                              const clattn_rotary_spec *spec, size_t key_pos0);
+
 #endif /* CLATTN_ROTARY_H */
