@@ -432,10 +432,10 @@ def decoder_cases():
         901, Cfg(24, 3, 3, 32, 2, positions='rope'), 2, 9, 6, (3, 1, 1, 2, 1, 1),
         mem_pad=[[F_] * 6, [F_, F_, F_, F_, T_, T_]])
     yield 'decpos_rope_interleaved_gqa', make_decoder_case(
-        'RoPE, GPT-J interleaved layout on 4 of 8 channels (theta 500): two pre-LN layers with '
+        'RoPE, GPT-J interleaved layout on 4 of 6 channels (theta 500): two pre-LN layers with '
         'a final norm, 4 query heads on 2 key/value heads, target and memory padding; steps '
         '4, 1, 1, 1, 1.',
-        902, Cfg(32, 4, 2, 48, 2, norm_first=True, final_norm=True, positions='rope',
+        902, Cfg(24, 4, 2, 32, 2, norm_first=True, final_norm=True, positions='rope',
                  theta=500.0, rot=4, interleaved=True), 2, 8, 5, (4, 1, 1, 1, 1),
         tgt_pad=[[F_] * 8, [F_, F_, F_, F_, F_, F_, T_, T_]],
         mem_pad=[[F_, F_, F_, T_, T_], [F_] * 5])
@@ -541,7 +541,7 @@ def pad_rows(rows, width):
 
 
 def make_s2s_case(description, seed, positions, theta=10000.0, rot=0, interleaved=False,
-                  E=16, H=4, ff=32, V=11, layers=2, B=3, S=6, max_new=7, beam=3, alpha=0.6,
+                  E=16, H=4, ff=32, V=11, layers=1, B=3, S=6, max_new=7, beam=3, alpha=0.6,
                   eos_bias=0.0):
     """eos_bias: added to generator.bias[eos_id] (sentences of several lengths)."""
     torch.manual_seed(seed)
@@ -596,14 +596,14 @@ def make_s2s_case(description, seed, positions, theta=10000.0, rot=0, interleave
 def s2s_cases():
     yield 'decpos_s2s_rope', make_s2s_case(
         'An encoder–decoder model file with positional "rope" (half-split, every channel of '
-        'd_k 4, theta 10000) in the encoder\'s and the decoder\'s self-attention: 2 + 2 post-LN '
+        'd_k 4, theta 10000) in the encoder\'s and the decoder\'s self-attention: 1 + 1 post-LN '
         'layers, vocabulary 11, padded sources; greedy and beam (3, alpha 0.6) ids.',
-        915, 'rope', eos_bias=-1.5)
+        920, 'rope', eos_bias=-1.5)
     yield 'decpos_s2s_alibi', make_s2s_case(
         'An encoder–decoder model file with positional "alibi" (symmetric in the encoder, '
-        'causal in the decoder): 2 + 2 post-LN layers, vocabulary 11, padded sources; greedy '
+        'causal in the decoder): 1 + 1 post-LN layers, vocabulary 11, padded sources; greedy '
         'and beam (3, alpha 0.6) ids.',
-        916, 'alibi', eos_bias=0.5)
+        925, 'alibi', eos_bias=-0.5)
 
 
 def main():
