@@ -34,3 +34,24 @@ __kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_of
     }
     y[y_off + ((ulong)z * n + row) * d + c] = out;
 }
+
+/* The same rotation in place on a head view x (a [B, H, N, d] operand anywhere in a buffer, e.g.
+ * the projections of new tokens before their keys are cached): one work-item per rotated pair
+ * reads both channels before it writes them, so no work-item reads what another writes.
+ * Channels c >= rot_dim are not touched. NDRange: (rot_dim / 2, n, pairs). */
+__kernel void clattn_rotary_in_place(CLATTN_OUT_VIEW_PARAMS(x), uint heads, uint pairs, uint n,
+                                     uint rot_dim, int interleaved, __global const float *table,
+                                     uint pos0)
+{
+    uint k = get_global_id(0), row = get_global_id(1), z = get_global_id(2);
+    uint half_r = rot_dim / 2;
+    if (k >= half_r || row >= n || z >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(z, heads, b, h);
+    __global float *xr = CLATTN_VIEW_ROW(x, b, h, row);
+    uint a = interleaved ? 2 * k : k, c = interleaved ? 2 * k + 1 : k + half_r;
+    float2 cs = vload2((ulong)(pos0 + row) * half_r + k, table);
+    float xa = xr[a], xc = xr[c];
+    xr[a] = xa * cs.x - xc * cs.y;
+    xr[c] = xc * cs.x + xa * cs.y;
+}

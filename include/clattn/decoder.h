@@ -14,6 +14,25 @@
  * LayerNorm (nn.TransformerDecoder.norm). Masks follow PyTorch: boolean true / nonzero = ignore,
  * float masks are added (see attention.h).
  *
+ * Positions inside the self-attention (clattn_decoder_config; none by default, as
+ * nn.TransformerDecoder): target token t of a sequence is at position t, counted from the first
+ * token (padding included: pad on the right). clattn_decoder_forward places tgt's rows at
+ * 0 .. T - 1; clattn_decoder_step places its n new tokens at past .. past + n - 1 (past =
+ * clattn_decoder_state_length before the step) and the cached keys at 0 .. past + n - 1, so a
+ * step gives what the teacher-forced forward gives at those positions.
+ *   - ALiBi (alibi = 1; BLOOM, MPT): with s the scaled score of the query at position i
+ *     against the key at position j, s -= m_h·|i - j|, which over the keys j <= i that the
+ *     causal mask leaves is -m_h·(i - j); m_h = clattn_alibi_slopes(nhead)[h] for query head h
+ *     (grouped-query attention included). Applied before the masks (attention.h's order).
+ *   - RoPE (rope_theta > 0; GPT-NeoX, Llama, GPT-J): q and k of every head are rotated at their
+ *     positions as clattn_rope_params describes (attention.h: r = rotary_dim, 0 for d_k;
+ *     angle p·θ^(-2k/r); rope_interleaved selects GPT-J's pairs (2k, 2k + 1) over GPT-NeoX's
+ *     halves (k, k + r/2)). A decoding state caches the keys rotated (as transformers' models
+ *     do), in float or half (clattn_decoder_state_params.half_cache: then the rotated key is
+ *     what is rounded), with grouped-query attention the num_kv_heads keys.
+ * Both may be set together; neither adds anything to the input. Encoder–decoder model files
+ * select them with the metadata "positional" (transformer.h).
+ *
  * Weights use nn.TransformerDecoder's state_dict names (see clattn_decoder_load_weights). Same
  * thread-safety rule as the context.
  */
@@ -44,7 +63,15 @@ typedef struct clattn_decoder_config {
      * the K and V projections are num_kv_heads·d_k and num_kv_heads·d_v wide (as
      * clattn_mha_config.num_kv_heads), and the decoding state caches only the kv heads. */
     size_t num_kv_heads;
-    uint8_t reserved[56]; /* must be zero */
+    /* ---- positions in the self-attention (the top of this file); cross-attention has none ----
+     * The same fields and meanings as clattn_encoder_config's. */
+    /* 1: ALiBi, s -= m_h·(i - j) on the keys j <= i, slopes clattn_alibi_slopes(nhead). */
+    uint8_t alibi;
+    /* > 0: rotary embeddings on the self-attention's q and k with this base θ; 0: none. */
+    float rope_theta;
+    uint32_t rotary_dim;      /* with rope_theta: channels rotated per head, even, <= d_k; 0: all */
+    uint8_t rope_interleaved; /* with rope_theta: 1 GPT-J's pairs (2k, 2k + 1); 0 halves */
+    uint8_t reserved[43];     /* must be zero */
 } clattn_decoder_config;
 
 /* nn.TransformerDecoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm. */
@@ -52,7 +79,10 @@ CLATTN_API void clattn_decoder_config_default(clattn_decoder_config *config, siz
                                               size_t nhead, size_t num_layers,
                                               size_t dim_feedforward);
 
-/* Creates a decoder without weights. Errors: invalid sizes, non-zero reserved bytes. */
+/* Creates a decoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes,
+ * num_kv_heads not dividing nhead, alibi or rope_interleaved other than 0 or 1, a rope_theta
+ * that is negative or not finite, an odd rotary_dim or one above d_k (with rotary_dim 0 and
+ * rope_theta > 0: an odd d_k), non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **decoder,
                                                const clattn_decoder_config *config);
 

@@ -13,6 +13,7 @@
     X(SCORES, "clattn_scores")                   \
     X(SCORE_MODS, "clattn_score_mods")           \
     X(ROTARY, "clattn_rotary")                   \
+    X(ROTARY_IN_PLACE, "clattn_rotary_in_place") \
     X(SOFTMAX, "clattn_softmax")                 \
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \

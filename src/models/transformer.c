@@ -99,6 +99,67 @@ static clattn_status meta_id(const clattn_safetensors *st, const char *path, con
     return CLATTN_OK;
 }
 
+/* How the model places its tokens: metadata "positional". */
+typedef struct positions {
+    bool sinusoidal;        /* the paper's table added to both embeddings */
+    bool alibi;             /* ALiBi in the encoder's and the decoder's self-attention */
+    float rope_theta;       /* > 0: RoPE in the encoder's and the decoder's self-attention */
+    uint32_t rotary_dim;    /* 0: all of d_k */
+    uint8_t rope_interleaved;
+} positions;
+
+/* Metadata "positional": "sinusoidal" (the default of a model of token ids), "none" (the default
+ * of a model of float inputs, which never adds a table), "rope" (with the optional rope_theta,
+ * rotary_dim, rope_interleaved) or "alibi". */
+static clattn_status read_positions(const clattn_safetensors *st, const char *path, bool tokens,
+                                    positions *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *kind = clattn_safetensors_metadata(st, "positional");
+    if (!kind)
+        kind = tokens ? "sinusoidal" : "none";
+    if (strcmp(kind, "sinusoidal") == 0) {
+        out->sinusoidal = tokens;
+        return CLATTN_OK;
+    }
+    if (strcmp(kind, "alibi") == 0) {
+        out->alibi = true;
+        return CLATTN_OK;
+    }
+    if (strcmp(kind, "none") == 0)
+        return CLATTN_OK;
+    if (strcmp(kind, "rope") != 0)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "metadata \"positional\" is \"%.32s\", not one of none, "
+                               "sinusoidal, rope, alibi",
+                               kind);
+    const char *theta = clattn_safetensors_metadata(st, "rope_theta");
+    const char *dim = clattn_safetensors_metadata(st, "rotary_dim");
+    const char *interleaved = clattn_safetensors_metadata(st, "rope_interleaved");
+    char *end = NULL;
+    out->rope_theta = 10000.0f;
+    if (theta) {
+        out->rope_theta = strtof(theta, &end);
+        if (end == theta || *end || !isfinite(out->rope_theta) || !(out->rope_theta > 0.0f))
+            return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                                   "metadata \"rope_theta\" is \"%.32s\", not a positive number",
+                                   theta);
+    }
+    if (dim) {
+        size_t width;
+        clattn_status status = meta_size(st, path, "rotary_dim", &width);
+        if (status != CLATTN_OK)
+            return status;
+        out->rotary_dim = (uint32_t)width;
+    }
+    if (interleaved && strcmp(interleaved, "true") != 0 && strcmp(interleaved, "false") != 0)
+        return clattn__fail_in(fn_load, path, CLATTN_ERROR_FORMAT,
+                               "metadata \"rope_interleaved\" is \"%.32s\" (true or false)",
+                               interleaved);
+    out->rope_interleaved = interleaved && strcmp(interleaved, "true") == 0;
+    return CLATTN_OK;
+}
+
 /* The layer stacks' shared settings from the metadata. */
 static clattn_status read_stack(const clattn_safetensors *st, const char *path,
                                 clattn_activation *act, int *norm_first, float *eps)
@@ -242,18 +303,28 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
         return clattn__fail_in(fn_load, path, CLATTN_ERROR_SHAPE_MISMATCH,
                                "generator.bias must be [%zu]", info->tgt_vocab);
 
+    positions pos;
+    if ((status = read_positions(st, path, tokens, &pos)))
+        return status;
+    m->sinusoidal = pos.sinusoidal;
     clattn_encoder_config ec;
     clattn_encoder_config_default(&ec, info->d_model, info->nhead, info->num_encoder_layers,
                                   info->dim_feedforward);
     ec.activation = act, ec.norm_first = norm_first, ec.layer_norm_eps = eps;
     ec.final_norm = clattn_safetensors_find(st, "encoder.norm.weight") != NULL;
-    ec.positional = tokens ? CLATTN_POSITIONAL_SINUSOIDAL : CLATTN_POSITIONAL_NONE;
+    ec.positional = pos.sinusoidal ? CLATTN_POSITIONAL_SINUSOIDAL : CLATTN_POSITIONAL_NONE;
     ec.vocab_size = info->src_vocab;
+    ec.alibi = pos.alibi;
+    ec.rope_theta = pos.rope_theta, ec.rotary_dim = pos.rotary_dim;
+    ec.rope_interleaved = pos.rope_interleaved;
     clattn_decoder_config dc;
     clattn_decoder_config_default(&dc, info->d_model, info->nhead, info->num_decoder_layers,
                                   info->dim_feedforward);
     dc.activation = act, dc.norm_first = norm_first, dc.layer_norm_eps = eps;
     dc.num_kv_heads = info->num_kv_heads;
+    dc.alibi = pos.alibi;
+    dc.rope_theta = pos.rope_theta, dc.rotary_dim = pos.rotary_dim;
+    dc.rope_interleaved = pos.rope_interleaved;
     dc.final_norm = clattn_safetensors_find(st, "decoder.norm.weight") != NULL;
     prefixed enc_names = {st, "encoder.", tokens ? "src_embedding.weight" : NULL, {{0}}, 0};
     prefixed dec_names = {st, "decoder.", NULL, {{0}}, 0};
@@ -372,7 +443,8 @@ clattn_status clattn__transformer_encode(clattn_transformer *m, const char *fn,
     return clattn_encoder_forward_tokens(m->encoder, src, B, S, *memory, &params);
 }
 
-/* x [B, n, E] = tgt_embedding[ids]·√E + PE[offset + t] for host ids [B, n]. */
+/* x [B, n, E] = tgt_embedding[ids]·√E + PE[offset + t] (the table only with m->sinusoidal) for
+ * host ids [B, n]. */
 clattn_status clattn__transformer_embed(clattn_transformer *m, const char *fn,
                                         const int64_t *ids, size_t B, size_t n, size_t offset,
                                         clattn_tensor *x)
@@ -404,7 +476,7 @@ clattn_status clattn__transformer_embed(clattn_transformer *m, const char *fn,
     }
     free(ids32);
     if (status == CLATTN_OK &&
-        !(status = clattn__positional_table(ctx, offset + n, E, &e.positions)))
+        !(m->sinusoidal && (status = clattn__positional_table(ctx, offset + n, E, &e.positions))))
         status = clattn__embed(ctx, &e, tokens, n, E, x->mem);
     return status;
 }

@@ -14,6 +14,8 @@ struct clattn_transformer {
     cl_mem generator_w, generator_b; /* [V_tgt, E] (NULL when tied), [V_tgt] or NULL */
     clattn_gemm_weight generator;   /* the output projection as the GEMMs read it */
     clattn_transformer_info info;
+    bool sinusoidal;                /* the embeddings add the sinusoidal table (metadata
+                                     * "positional"; else RoPE, ALiBi or nothing) */
 };
 
 /* The source through the encoder: memory [B, S, E] (new), and the padding as a float key-padding
@@ -22,7 +24,8 @@ clattn_status clattn__transformer_encode(clattn_transformer *m, const char *fn,
                                          const int64_t *src, size_t B, size_t S,
                                          const uint8_t *padding, clattn_tensor **memory,
                                          clattn_tensor **mask);
-/* x [B, n, E] = tgt_embedding[ids]·√E + PE[offset + t] for host ids [B, n]. */
+/* x [B, n, E] = tgt_embedding[ids]·√E (+ PE[offset + t] with m->sinusoidal) for host ids
+ * [B, n]. */
 clattn_status clattn__transformer_embed(clattn_transformer *m, const char *fn,
                                         const int64_t *ids, size_t B, size_t n, size_t offset,
                                         clattn_tensor *x);

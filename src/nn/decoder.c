@@ -39,6 +39,20 @@ void clattn_decoder_forward_params_default(clattn_decoder_forward_params *params
     params->path = CLATTN_PATH_AUTO;
 }
 
+/* The ALiBi slopes of the self-attention's heads, on the device once. */
+static clattn_status upload_alibi_slopes(clattn_context *ctx, size_t heads, cl_mem *slopes_mem)
+{
+    float *slopes = malloc(heads * sizeof(float));
+    if (!slopes)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "clattn_decoder_create: out of host memory");
+    clattn_status status = clattn_alibi_slopes(heads, slopes);
+    if (status == CLATTN_OK)
+        status = clattn__upload(ctx, slopes, heads, "ALiBi slopes", slopes_mem);
+    free(slopes);
+    return status;
+}
+
 clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **out,
                                     const clattn_decoder_config *config)
 {
@@ -60,15 +74,28 @@ clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **out,
     stack.norm_first = config->norm_first;
     stack.layer_norm_eps = config->layer_norm_eps;
     stack.final_norm = config->final_norm;
+    stack.alibi = config->alibi;
+    stack.rope_theta = config->rope_theta;
+    stack.rotary_dim = config->rotary_dim;
+    stack.rope_interleaved = config->rope_interleaved;
     clattn_status status = clattn__resolve_layer_config(ctx, fn, &stack, &resolved);
     if (status != CLATTN_OK)
         return status;
     size_t kv_heads = config->num_kv_heads ? config->num_kv_heads : config->nhead;
     CLATTN_CHECK_ARG(ctx, fn, config->nhead % kv_heads == 0,
                      "num_kv_heads %zu does not divide nhead %zu", kv_heads, config->nhead);
+    CLATTN_CHECK_ARG(ctx, fn,
+                     config->rope_theta == 0.0f || config->rotary_dim ||
+                         resolved.head_dim_qk % 2 == 0,
+                     "rotary_dim 0 rotates all of d_k = %zu, which is odd: give an even "
+                     "rotary_dim", resolved.head_dim_qk);
     clattn_decoder *dec = calloc(1, sizeof(*dec));
     if (!dec)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (config->alibi && (status = upload_alibi_slopes(ctx, config->nhead, &dec->alibi_slopes))) {
+        free(dec);
+        return status;
+    }
     dec->ctx = ctx;
     dec->cfg = *config;
     dec->cfg.head_dim_qk = resolved.head_dim_qk;
@@ -85,6 +112,7 @@ void clattn_decoder_destroy(clattn_decoder **pdec)
     if (!pdec || !*pdec)
         return;
     clattn__decoder_weights_release(&(*pdec)->weights, (*pdec)->cfg.num_layers);
+    clattn__release_mem(&(*pdec)->alibi_slopes);
     free(*pdec);
     *pdec = NULL;
 }
@@ -216,6 +244,24 @@ static clattn_status check_sequence(clattn_decoder *dec, const char *fn, const c
     return CLATTN_OK;
 }
 
+/* The self-attention's positions (ALiBi, RoPE) from the configuration, rows from position 0
+ * (a step's past is added by clattn__mha_run_cached). */
+static void self_positions(const clattn_decoder *dec, clattn_mha_io *self)
+{
+    const clattn_decoder_config *c = &dec->cfg;
+    if (c->alibi) {
+        self->mods.flags |= CLATTN_MOD_ALIBI;
+        self->mods.alibi = dec->alibi_slopes;
+        self->mods.alibi_offset = 0;
+    }
+    if (c->rope_theta > 0.0f) {
+        self->rope = true;
+        self->rope_q = (clattn_rotary_spec){c->rotary_dim ? c->rotary_dim : c->head_dim_qk,
+                                            c->rope_interleaved != 0, (double)c->rope_theta, 0};
+        self->rope_key_pos0 = 0;
+    }
+}
+
 /* The teacher-forced pass's attention templates: masks over the whole target and the memory. */
 static clattn_status full_templates(pass *p, const clattn_tensor *memory, size_t B, size_t T,
                                     const clattn_decoder_forward_params *params, const char *fn)
@@ -310,6 +356,7 @@ clattn_status clattn__decoder_run(clattn_decoder *dec, clattn_decoder_state *sta
     } else if ((status = full_templates(&p, memory, B, T, params, fn))) {
         return status;
     }
+    self_positions(dec, &p.self);
     size_t row = c->d_model * sizeof(float), hidden_row = c->dim_feedforward * sizeof(float);
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p.tokens * row, &p.x)) ||
         (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p.tokens * row, &p.sub)) ||

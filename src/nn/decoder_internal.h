@@ -25,6 +25,7 @@ struct clattn_decoder {
     clattn_context *ctx;
     clattn_decoder_config cfg; /* head widths resolved */
     clattn_decoder_weights weights;
+    cl_mem alibi_slopes;       /* [nhead] clattn_alibi_slopes (cfg.alibi), or NULL */
     bool loaded;
 };
 

@@ -526,10 +526,23 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
     size_t P = mha->in_width, n = io->seq_q, rows = io->batch * n;
     cl_mem proj;
     clattn_status status;
+    /* With RoPE the new queries and keys are rotated in the projection buffer at their
+     * positions past .. past + n - 1 before the keys are cached: the cache holds rotated keys
+     * (as transformers' models keep them), float or half alike, and no step rotates it again. */
+    clattn_rotary_spec q_spec = io->rope_q, k_spec = io->rope_q;
+    q_spec.pos0 += past;
+    k_spec.pos0 = io->rope_key_pos0 + past;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * P * sizeof(float),
                                          &proj)) ||
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
-                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
+                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)))
+        return status;
+    clattn_head_view q_view = {proj, 0, n * P, c->head_dim_qk, P};
+    clattn_head_view k_view = {proj, qk, n * P, c->head_dim_qk, P};
+    if ((io->rope &&
+         ((status = clattn__rotary_in_place(ctx, &q_view, io->batch, c->num_heads, n, &q_spec)) ||
+          (status = clattn__rotary_in_place(ctx, &k_view, io->batch, c->num_kv_heads, n,
+                                            &k_spec)))) ||
         (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
                               kw, cache->half)) ||
         (status = append_rows(ctx, proj, qk + kw, P, cache->v, cache->capacity, past, io->batch,
@@ -537,10 +550,10 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
         return status;
     clattn_mha_io step = *io;
     step.seq_k = past + n;
-    step.rope_q.pos0 += past;
+    step.rope = false; /* rotated above */
     clattn_attention_problem p = problem_of(mha, &step);
     p.causal_shift = past;
-    p.q = (clattn_head_view){proj, 0, n * P, c->head_dim_qk, P};
+    p.q = q_view;
     p.k = (clattn_head_view){cache->k, 0, cache->capacity * kw, c->head_dim_qk, kw};
     p.v = (clattn_head_view){cache->v, 0, cache->capacity * vw, c->head_dim_v, vw};
     p.kv_half = cache->half;

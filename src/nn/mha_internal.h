@@ -48,7 +48,8 @@ typedef struct clattn_kv_cache {
 /* Incremental self-attention: the io->seq_q new tokens of io->query are projected, their keys
  * and values appended to the cache at rows past .., and the queries attend to the cache's
  * past + seq_q keys (causally when io->causal: query i sees keys up to past + i). With io->rope
- * the queries are at positions rope_q.pos0 + past + i and the cached keys at rope_key_pos0 + j.
+ * the new queries are rotated at positions rope_q.pos0 + past + i and the new keys at
+ * rope_key_pos0 + past + i before they are cached (the cache holds rotated keys, float or half).
  * The caller checks that past + seq_q <= capacity. */
 clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
                                      const clattn_kv_cache *cache, size_t past);

@@ -88,3 +88,35 @@ clattn_status clattn__rope_qk(clattn_context *ctx, clattn_attention_problem *p,
     return clattn__rotary(ctx, &p->k, p->batch, kv_heads, p->seq_k, p->dk, &keys, scratch,
                           q_floats, &p->k);
 }
+
+clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_view *x,
+                                      size_t batch, size_t heads, size_t n,
+                                      const clattn_rotary_spec *spec)
+{
+    if (spec->pos0 > UINT32_MAX - n)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
+                            "rotary positions %zu + %zu exceed the kernel's 32-bit range",
+                            spec->pos0, n);
+    size_t pairs_per_row = spec->rot_dim / 2;
+    if (pairs_per_row == 0 || n == 0 || batch * heads == 0)
+        return CLATTN_OK;
+    cl_mem table;
+    clattn_status status =
+        clattn__rotary_table(ctx, spec->pos0 + n, pairs_per_row, spec->theta, &table);
+    if (status != CLATTN_OK)
+        return status;
+    cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
+    cl_uint rot_dim = (cl_uint)spec->rot_dim, pos0 = (cl_uint)spec->pos0;
+    cl_int interleaved = spec->interleaved;
+    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROTARY_IN_PLACE], 0, CL_SUCCESS};
+    clattn__head_view_args(&args, x);
+    CLATTN_ARG(&args, h);
+    CLATTN_ARG(&args, pairs);
+    CLATTN_ARG(&args, rows);
+    CLATTN_ARG(&args, rot_dim);
+    CLATTN_ARG(&args, interleaved);
+    CLATTN_ARG(&args, table);
+    CLATTN_ARG(&args, pos0);
+    size_t global[3] = {pairs_per_row, n, batch * heads};
+    return clattn__launch(ctx, &args, "rotary in place", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}

@@ -18,6 +18,12 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
                              size_t heads, size_t n, size_t d, const clattn_rotary_spec *spec,
                              cl_mem out, size_t out_offset, clattn_head_view *rotated);
 
+/* Rotates x [batch, heads, n, d] (a head view, e.g. into a projection buffer) in place: row i
+ * at position spec->pos0 + i, the first spec->rot_dim channels of every head. */
+clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_view *x,
+                                      size_t batch, size_t heads, size_t n,
+                                      const clattn_rotary_spec *spec);
+
 /* Checks the public RoPE parameters against the head width d_k (errors name `function`) and
  * fills *spec for the queries (pos0 = r->query_offset; the keys' offset is r->key_offset). */
 clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *function,
