@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +253,23 @@ static void decoder_matches_the_pytorch_references(void **state)
 
 /* ---- encoder–decoder model files ---- */
 
+/* scores [B] against the json array (each step's logits move them: the ids alone may not see a
+ * small error in a step). */
+static void check_scores(const double *got, json_t *want, const char *what, const char *dir,
+                         double *worst)
+{
+    for (size_t b = 0; b < json_array_size(want); b++) {
+        double expected = json_number_value(json_array_get(want, b));
+        double err = fabs(got[b] - expected);
+        if (!(err <= 1e-4)) {
+            print_error("%s: %s score %zu is %.9g, expected %.9g\n", dir, what, b, got[b],
+                        expected);
+            fail();
+        }
+        keep_max(worst, err);
+    }
+}
+
 /* got [B, L] and lengths [B] against want and the lengths json array. */
 static void check_ids(const int64_t *got, const clattn_npy_array *want, const size_t *lengths,
                       json_t *want_lengths, const char *what, const char *dir)
@@ -270,7 +288,8 @@ static void check_ids(const int64_t *got, const clattn_npy_array *want, const si
     }
 }
 
-static void run_model_case(clattn_context *ctx, const char *dir, double *worst_logits)
+static void run_model_case(clattn_context *ctx, const char *dir, double *worst_logits,
+                           double *worst_scores)
 {
     char file[1100];
     snprintf(file, sizeof(file), "%s/meta.json", dir);
@@ -295,25 +314,34 @@ static void run_model_case(clattn_context *ctx, const char *dir, double *worst_l
         padding[i] = pad->i64[i] != 0;
     int64_t *out = malloc(B * L * sizeof(int64_t));
     size_t *lengths = malloc(B * sizeof(size_t));
+    double *scores = malloc(B * sizeof(double));
     clattn_generate_params gp;
     for (int half = 0; half < 2; half++) { /* greedy with a float and a half cache */
         clattn_generate_params_default(&gp);
         gp.max_new = L;
         gp.half_cache = half;
+        gp.alpha = (float)number_of(meta, "alpha");
+        gp.scores = half ? NULL : scores;
         assert_int_equal(clattn_transformer_generate(model, src->i64, B, S, padding, &gp, out,
                                                      lengths),
                          CLATTN_OK);
         check_ids(out, greedy, lengths, json_object_get(meta, "greedy_lengths"),
                   half ? "greedy (half cache)" : "greedy", dir);
+        if (!half)
+            check_scores(scores, json_object_get(meta, "greedy_scores"), "greedy", dir,
+                         worst_scores);
     }
     clattn_generate_params_default(&gp);
     gp.max_new = L;
     gp.beam = size_of(meta, "beam");
     gp.alpha = (float)number_of(meta, "alpha");
+    gp.scores = scores;
     assert_int_equal(clattn_transformer_generate(model, src->i64, B, S, padding, &gp, out,
                                                  lengths),
                      CLATTN_OK);
     check_ids(out, beam, lengths, json_object_get(meta, "beam_lengths"), "beam", dir);
+    check_scores(scores, json_object_get(meta, "beam_scores"), "beam", dir, worst_scores);
+    free(scores);
 
     size_t T = tgt->shape[1], V = logits->shape[2];
     clattn_tensor *t_logits = test_tensor_from(ctx, 3, (size_t[]){B, T, V}, NULL);
@@ -336,14 +364,15 @@ static void model_files_with_rope_and_alibi_generate_as_pytorch(void **state)
 {
     test_fixture *f = *state;
     static const char *const cases[] = {"decpos_s2s_rope", "decpos_s2s_alibi"};
-    double worst = 0.0;
+    double worst = 0.0, worst_scores = 0.0;
     for (size_t i = 0; i < 2; i++) {
         char dir[1024];
         snprintf(dir, sizeof(dir), "%s/%s", GOLDEN_DIR, cases[i]);
-        run_model_case(f->ctx, dir, &worst);
+        run_model_case(f->ctx, dir, &worst, &worst_scores);
     }
     print_message("    rope and alibi model files: greedy (float and half cache) and beam ids "
-                  "exact; teacher-forced logits within %.2e\n", worst);
+                  "exact, their scores within %.2e; teacher-forced logits within %.2e\n",
+                  worst_scores, worst);
 }
 
 /* The model file with one metadata value replaced by another of the same length. */

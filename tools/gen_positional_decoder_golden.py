@@ -52,6 +52,9 @@ Model-file cases tests/golden/decpos_s2s_<rope|alibi>/ (kind "seq2seq_positions"
   src.npy int64 [B, S], src_padding.npy bool [B, S]
   greedy.npy int64 [B, max_new]: greedy ids (eos included), right-padded with pad_id
   beam.npy   int64 [B, max_new]: beam search (meta "beam", "alpha"; rule of TOY.md)
+  meta "greedy_lengths", "beam_lengths", and "greedy_scores", "beam_scores": each result's sum
+      of log-probabilities / ((5 + length) / 6)^alpha (clattn_generate_params.scores), which
+      every step's logits move (the ids alone may not see a small error)
   tgt.npy int64 [B, T] and logits.npy float32 [B, T, V]: teacher-forced logits
   Every greedy arg-max beats the runner-up by meta "greedy_margin" (> 1e-3) so that float32
   cannot flip it.
@@ -482,12 +485,14 @@ class Seq2Seq:
         return x @ self.T['generator.weight'].T + self.T['generator.bias']
 
 
-def greedy(model, src, pad, max_new):
-    """Greedy ids for each sentence, decoded incrementally with a cache, and the smallest
-    margin between the arg-max and the runner-up; the full recomputation must agree."""
+def greedy(model, src, pad, max_new, alpha):
+    """Greedy ids for each sentence, decoded incrementally with a cache, their scores (the sum of
+    log-probabilities / lp(length), as clattn_generate_params.scores), and the smallest margin
+    between the arg-max and the runner-up; the full recomputation must agree."""
     mem = model.encode(src, pad)
-    rows, margin = [], float('inf')
+    rows, scores, margin = [], [], float('inf')
     for b in range(src.shape[0]):
+        total = 0.0
         caches = [dict() for _ in range(model.cd.layers)]
         ys, tok = [BOS], BOS
         for t in range(max_new):
@@ -500,11 +505,13 @@ def greedy(model, src, pad, max_new):
             top = torch.topk(logit, 2).values
             margin = min(margin, float(top[0] - top[1]))
             tok = int(logit.argmax())
+            total += float(torch.log_softmax(logit, -1)[tok])
             ys.append(tok)
             if tok == EOS:
                 break
         rows.append(ys[1:])
-    return rows, margin
+        scores.append(total / lp(len(ys) - 1, alpha))
+    return rows, scores, margin
 
 
 def beam_search(model, src_row, pad_row, max_new, k, alpha):
@@ -530,7 +537,7 @@ def beam_search(model, src_row, pad_row, max_new, k, alpha):
         alive = [(alive[h][0] + [v], sc) for sc, h, v in cands[:k]]
         if step == max_new or best[1] >= max(s for _, s in alive) / lp(max_new, alpha):
             break
-    return best[0], gap
+    return best[0], best[1], gap
 
 
 def pad_rows(rows, width):
@@ -570,12 +577,13 @@ def make_s2s_case(description, seed, positions, theta=10000.0, rot=0, interleave
     pad[1, S - 2:] = True
     pad[2, S - 1:] = True
     src[pad] = PAD
-    rows, margin = greedy(model, src, pad, max_new)
+    rows, greedy_scores, margin = greedy(model, src, pad, max_new, alpha)
     assert margin > 1e-3, f'greedy margin {margin}: pick another seed'
-    beams, gap = [], float('inf')
+    beams, beam_scores, gap = [], [], float('inf')
     for b in range(B):
-        ids, g = beam_search(model, src[b:b + 1], pad[b:b + 1], max_new, beam, alpha)
+        ids, score, g = beam_search(model, src[b:b + 1], pad[b:b + 1], max_new, beam, alpha)
         beams.append(ids)
+        beam_scores.append(score)
         gap = min(gap, g)
     assert gap > 1e-4, f'beam gap {gap}: pick another seed'
     # the greedy ids after bos_id, then id 3 to max_new tokens (teacher forcing scores any ids)
@@ -589,6 +597,8 @@ def make_s2s_case(description, seed, positions, theta=10000.0, rot=0, interleave
             'torch_version': torch.__version__, 'tolerance': TOLERANCE, 'positional': positions,
             'max_new': max_new, 'beam': beam, 'alpha': alpha,
             'greedy_lengths': [len(r) for r in rows], 'beam_lengths': [len(r) for r in beams],
+            'greedy_scores': [float(f'{x:.9g}') for x in greedy_scores],
+            'beam_scores': [float(f'{x:.9g}') for x in beam_scores],
             'greedy_margin': float(f'{margin:.3g}'), 'beam_gap': float(f'{gap:.3g}')}
     return meta, arrays, {'model.safetensors': blob}
 
