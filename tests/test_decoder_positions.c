@@ -270,20 +270,24 @@ static void check_scores(const double *got, json_t *want, const char *what, cons
     }
 }
 
-/* got [B, L] and lengths [B] against want and the lengths json array. */
-static void check_ids(const int64_t *got, const clattn_npy_array *want, const size_t *lengths,
-                      json_t *want_lengths, const char *what, const char *dir)
+/* got [B, max_new] and lengths [B] against want [B, L] (L <= max_new, padded with pad_id as the
+ * rest of got's rows) and the lengths json array. */
+static void check_ids(const int64_t *got, size_t max_new, int64_t pad,
+                      const clattn_npy_array *want, const size_t *lengths, json_t *want_lengths,
+                      const char *what, const char *dir)
 {
     size_t B = want->shape[0], L = want->shape[1];
+    assert_true(L <= max_new);
     for (size_t b = 0; b < B; b++) {
         size_t n = (size_t)json_integer_value(json_array_get(want_lengths, b));
-        for (size_t t = 0; t < L; t++)
-            if (got[b * L + t] != want->i64[b * L + t]) {
+        for (size_t t = 0; t < max_new; t++) {
+            int64_t expected = t < L ? want->i64[b * L + t] : pad;
+            if (got[b * max_new + t] != expected) {
                 print_error("%s: %s sentence %zu differs at %zu: %lld, expected %lld\n", dir,
-                            what, b, t, (long long)got[b * L + t],
-                            (long long)want->i64[b * L + t]);
+                            what, b, t, (long long)got[b * max_new + t], (long long)expected);
                 fail();
             }
+        }
         assert_int_equal(lengths[b], n);
     }
 }
@@ -302,13 +306,15 @@ static void run_model_case(clattn_context *ctx, const char *dir, double *worst_l
     if (status != CLATTN_OK)
         print_error("%s\n", clattn_last_error(ctx));
     assert_int_equal(status, CLATTN_OK);
+    clattn_transformer_info info;
+    assert_int_equal(clattn_transformer_get_info(model, &info), CLATTN_OK);
     clattn_npy_array *src = load_npy(dir, "src.npy", false, true);
     clattn_npy_array *pad = load_npy(dir, "src_padding.npy", false, true);
     clattn_npy_array *greedy = load_npy(dir, "greedy.npy", false, true);
     clattn_npy_array *beam = load_npy(dir, "beam.npy", false, true);
     clattn_npy_array *tgt = load_npy(dir, "tgt.npy", false, true);
     clattn_npy_array *logits = load_npy(dir, "logits.npy", false, false);
-    size_t B = src->shape[0], S = src->shape[1], L = greedy->shape[1];
+    size_t B = src->shape[0], S = src->shape[1], L = size_of(meta, "max_new");
     uint8_t *padding = malloc(B * S);
     for (size_t i = 0; i < B * S; i++)
         padding[i] = pad->i64[i] != 0;
@@ -325,7 +331,7 @@ static void run_model_case(clattn_context *ctx, const char *dir, double *worst_l
         assert_int_equal(clattn_transformer_generate(model, src->i64, B, S, padding, &gp, out,
                                                      lengths),
                          CLATTN_OK);
-        check_ids(out, greedy, lengths, json_object_get(meta, "greedy_lengths"),
+        check_ids(out, L, info.pad_id, greedy, lengths, json_object_get(meta, "greedy_lengths"),
                   half ? "greedy (half cache)" : "greedy", dir);
         if (!half)
             check_scores(scores, json_object_get(meta, "greedy_scores"), "greedy", dir,
@@ -339,7 +345,7 @@ static void run_model_case(clattn_context *ctx, const char *dir, double *worst_l
     assert_int_equal(clattn_transformer_generate(model, src->i64, B, S, padding, &gp, out,
                                                  lengths),
                      CLATTN_OK);
-    check_ids(out, beam, lengths, json_object_get(meta, "beam_lengths"), "beam", dir);
+    check_ids(out, L, info.pad_id, beam, lengths, json_object_get(meta, "beam_lengths"), "beam", dir);
     check_scores(scores, json_object_get(meta, "beam_scores"), "beam", dir, worst_scores);
     free(scores);
 

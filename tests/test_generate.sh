@@ -3,7 +3,8 @@
 # tools/train_toy_seq2seq.py): usage errors (exit 2), runtime errors (exit 1) naming the cause,
 # teacher-forced logits equal to PyTorch's, greedy and beam-search ids equal to the golden ones;
 # beam search's length penalty against a plain-Python reference (tests/golden/beam_alpha,
-# tools/gen_beam_golden.py); a model of float inputs against nn.Transformer's forward
+# tools/gen_beam_golden.py); model files with positional rope and alibi (tests/golden/decpos_s2s_*,
+# tools/gen_positional_decoder_golden.py); a model of float inputs against nn.Transformer's forward
 # (tests/golden/float_transformer, tools/gen_float_transformer_golden.py); SIGINT, progress and
 # the key/value cache's size check on a model that never ends.
 # usage: test_generate.sh GENERATE NPY_COMPARE GOLDEN_DIR
@@ -188,6 +189,35 @@ sys.exit(0 if c[(3, 1.0)] != c[(1, 1.0)] and c[(3, 1.0)] != c[(3, 0.0)] else 1)
 PY
 then echo "ok:   the golden's beam search differs from greedy and alpha decides its winner"
 else echo "FAIL: tests/golden/beam_alpha no longer shows the length penalty"; failures=$((failures + 1)); fi
+
+echo "--- model files with positional rope and alibi (tools/gen_positional_decoder_golden.py)"
+# Random one-layer models whose self-attention places tokens by RoPE or ALiBi (no sinusoidal
+# table): greedy (float and half cache) and beam ids exactly the float64 reference's, the
+# teacher-forced logits to 1e-4.
+for kind in rope alibi; do
+    case_dir=$golden/decpos_s2s_$kind
+    read -r max_new beam alpha < <(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1])); print(m["max_new"], m["beam"], m["alpha"])' "$case_dir/meta.json")
+    run=("$generate" --model "$case_dir/model.safetensors" --src "$case_dir/src.npy"
+         --src-mask "$case_dir/src_padding.npy")
+    if "${run[@]}" --max-new "$max_new" --output "$tmp/$kind-greedy.npy" &&
+        "$compare" "$tmp/$kind-greedy.npy" "$case_dir/greedy.npy" 0 &&
+        "${run[@]}" --max-new "$max_new" --half-cache --output "$tmp/$kind-greedy-half.npy" &&
+        "$compare" "$tmp/$kind-greedy-half.npy" "$case_dir/greedy.npy" 0 &&
+        "${run[@]}" --max-new "$max_new" --beam "$beam" --alpha "$alpha" \
+            --output "$tmp/$kind-beam.npy" &&
+        "$compare" "$tmp/$kind-beam.npy" "$case_dir/beam.npy" 0 &&
+        "${run[@]}" --tgt "$case_dir/tgt.npy" --output "$tmp/$kind-logits.npy" &&
+        "$compare" "$tmp/$kind-logits.npy" "$case_dir/logits.npy" 1e-4; then
+        echo "ok:   positional $kind: greedy and beam ids, teacher-forced logits"
+    else
+        echo "FAIL: positional $kind"; failures=$((failures + 1))
+    fi
+done
+edit_model "$golden/decpos_s2s_rope/model.safetensors" "$tmp/learned.safetensors" \
+    positional=learned
+expect 1 'metadata "positional" is "learned", not one of none, sinusoidal, rope, alibi' -- \
+    "$generate" --model "$tmp/learned.safetensors" --src "$golden/decpos_s2s_rope/src.npy"
 
 echo "--- a model of float inputs (nn.Transformer without embeddings) against PyTorch"
 float_golden=$golden/float_transformer

@@ -50,8 +50,9 @@ Model-file cases tests/golden/decpos_s2s_<rope|alibi>/ (kind "seq2seq_positions"
   model.safetensors  as clattn/transformer.h with metadata positional "rope" or "alibi"
       (rope_theta, rotary_dim, rope_interleaved too for rope); no sinusoidal table anywhere.
   src.npy int64 [B, S], src_padding.npy bool [B, S]
-  greedy.npy int64 [B, max_new]: greedy ids (eos included), right-padded with pad_id
-  beam.npy   int64 [B, max_new]: beam search (meta "beam", "alpha"; rule of TOY.md)
+  greedy.npy int64 [B, L]: greedy ids (eos included), right-padded with pad_id to the longest
+      (L; examples/generate's --output)
+  beam.npy   int64 [B, L]: beam search (meta "beam", "alpha"; rule of TOY.md)
   meta "greedy_lengths", "beam_lengths", and "greedy_scores", "beam_scores": each result's sum
       of log-probabilities / ((5 + length) / 6)^alpha (clattn_generate_params.scores), which
       every step's logits move (the ids alone may not see a small error)
@@ -369,8 +370,9 @@ def torch_check(cfg, T, tgt, mem, tkpm, mkpm):
                                    else None).eval()
     module.load_state_dict({k: v.float() for k, v in T.items()})
     Tq = tgt.shape[1]
-    want = module(tgt.float(), mem.float(), tgt_mask=nn.Transformer.generate_square_subsequent_mask(Tq),
-                  tgt_key_padding_mask=tkpm, memory_key_padding_mask=mkpm).double()
+    causal = nn.Transformer.generate_square_subsequent_mask(Tq)
+    want = module(tgt.float(), mem.float(), tgt_mask=causal, tgt_key_padding_mask=tkpm,
+                  memory_key_padding_mask=mkpm).double()
     plain = Cfg(cfg.E, cfg.H, cfg.kv, cfg.ff, cfg.layers, cfg.norm_first, cfg.final_norm)
     got = decoder(plain, T, tgt, mem, tkpm, mkpm)
     diff = float((got - want).abs().max())
@@ -591,7 +593,8 @@ def make_s2s_case(description, seed, positions, theta=10000.0, rot=0, interleave
     mem = model.encode(src, pad)
     logits = model.logits(mem, pad, tgt)
     arrays = {'src': src.numpy().astype(np.int64), 'src_padding': pad.numpy(),
-              'greedy': pad_rows(rows, max_new), 'beam': pad_rows(beams, max_new),
+              'greedy': pad_rows(rows, max(map(len, rows))),
+              'beam': pad_rows(beams, max(map(len, beams))),
               'tgt': tgt.numpy().astype(np.int64), 'logits': logits.float().numpy()}
     meta = {'kind': 'seq2seq_positions', 'description': description,
             'torch_version': torch.__version__, 'tolerance': TOLERANCE, 'positional': positions,
