@@ -7,14 +7,23 @@
  * encoder.layers.{i}.* and encoder.norm.* (as clattn_encoder_load_weights' names),
  * decoder.layers.{i}.* and decoder.norm.* (as clattn_decoder_load_weights') — plus
  * src_embedding.weight [V_src, E] and tgt_embedding.weight [V_tgt, E] (multiplied by √E, then the
- * paper's sinusoidal table added, section 3.4/3.5) and generator.weight [V_tgt, E],
+ * paper's sinusoidal table added, section 3.4/3.5, unless metadata "positional" says otherwise,
+ * below) and generator.weight [V_tgt, E],
  * generator.bias [V_tgt] (logits = decoder output · generator.weightᵀ + bias; with metadata
  * tie_embeddings "true" the generator is tgt_embedding.weight without bias). Metadata (strings):
  * d_model, nhead, num_encoder_layers, num_decoder_layers, dim_feedforward, activation,
  * norm_first, layer_norm_eps, bos_id, eos_id, pad_id, and optionally num_kv_heads: the
  * decoder's key/value heads (grouped-query attention in its self- and cross-attention, see
  * clattn_decoder_config; its K/V projection rows then num_kv_heads·d_k wide). encoder.norm and
- * decoder.norm are used when present (nn.Transformer always has them). The layer counts must
+ * decoder.norm are used when present (nn.Transformer always has them). Optional metadata
+ * "positional": "sinusoidal" (the default for a model of token ids: the table above), "none"
+ * (no positions), "rope" or "alibi": positions inside the encoder's and the decoder's
+ * self-attention instead of the table (cross-attention takes none) — RoPE with the optional
+ * "rope_theta" (default 10000), "rotary_dim" (default 0: all of d_k; even, <= d_k) and
+ * "rope_interleaved" ("true": GPT-J's pairs; "false", the default: GPT-NeoX's halves), as
+ * clattn_encoder_config and clattn_decoder_config's rope_theta, rotary_dim, rope_interleaved;
+ * ALiBi with clattn_alibi_slopes(nhead): -m_h·|i - j| in the encoder, -m_h·(i - j) in the causal
+ * decoder. Any other "positional" is CLATTN_ERROR_FORMAT naming the four. The layer counts must
  * be the number of layers the file holds (encoder.layers.0 .. encoder.layers.{n-1}): a count
  * that disagrees is CLATTN_ERROR_FORMAT naming both.
  *
