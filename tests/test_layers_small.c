@@ -1,5 +1,6 @@
 /*
- * Small multi-head attention and encoder forward passes against the plain-C reference, sized for
+ * Small multi-head attention and encoder forward passes against the plain-C reference, and a small
+ * decoder with RoPE and ALiBi stepping through its cache against its own forward, sized for
  * oclgrind (each pass well under a minute there): test_mha and test_encoder run whole grids and
  * PyTorch golden files, too slow to interpret. Registered as a unit test, under oclgrind with the
  * keep-buffers shim (all tests), and under oclgrind without it (only
@@ -206,6 +207,66 @@ static void nothing_released_before_the_end(void **state)
     free(bank);
 }
 
+/* A one-layer decoder with RoPE (interleaved, 2 of 4 channels) and ALiBi, 2 query heads on 1
+ * key/value head: steps of 2, 1, 1, 1 tokens with a float and a half cache equal the causal
+ * teacher-forced forward (1e-5; the half cache 2e-3): the in-place rotation of the new queries
+ * and keys (cl/rotary.cl clattn_rotary_in_place) and the cache's offset under oclgrind. */
+static void decoder_steps_with_rope_and_alibi(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    enum { T = 5, S = 3 };
+    static const size_t steps[] = {2, 1, 1, 1};
+    clattn_decoder_config cfg;
+    clattn_decoder_config_default(&cfg, E, H, 1, FF);
+    cfg.num_kv_heads = 1;
+    cfg.alibi = 1;
+    cfg.rope_theta = 100.0f;
+    cfg.rotary_dim = 2;
+    cfg.rope_interleaved = 1;
+    clattn_decoder *dec = NULL;
+    assert_int_equal(clattn_decoder_create(ctx, &dec, &cfg), CLATTN_OK);
+    assert_int_equal(clattn_decoder_init_random(dec, 50), CLATTN_OK);
+    float tgt[B * T * E], mem[B * S * E], full[B * T * E];
+    test_fill_uniform(tgt, B * T * E, 51, -1, 1);
+    test_fill_uniform(mem, B * S * E, 52, -1, 1);
+    clattn_tensor *t_tgt = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, tgt);
+    clattn_tensor *t_mem = test_tensor_from(ctx, 3, (size_t[]){B, S, E}, mem);
+    clattn_tensor *t_out = test_tensor_from(ctx, 3, (size_t[]){B, T, E}, NULL);
+    clattn_decoder_forward_params params;
+    clattn_decoder_forward_params_default(&params);
+    params.tgt_is_causal = 1;
+    assert_int_equal(clattn_decoder_forward(dec, t_tgt, t_mem, t_out, &params), CLATTN_OK);
+    assert_int_equal(clattn_tensor_read(t_out, full, B * T * E), CLATTN_OK);
+    for (int half = 0; half < 2; half++) {
+        clattn_decoder_state *st = NULL;
+        clattn_decoder_state_params sp;
+        clattn_decoder_state_params_default(&sp, B, T);
+        sp.half_cache = half;
+        assert_int_equal(clattn_decoder_state_create_with(dec, &st, &sp), CLATTN_OK);
+        assert_int_equal(clattn_decoder_state_set_memory(st, t_mem, NULL), CLATTN_OK);
+        size_t t0 = 0;
+        for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+            size_t n = steps[i];
+            float x[B * T * E], got[B * T * E];
+            for (size_t b = 0; b < B; b++)
+                memcpy(x + b * n * E, tgt + (b * T + t0) * E, n * E * sizeof(float));
+            clattn_tensor *t_x = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, x);
+            clattn_tensor *t_y = test_tensor_from(ctx, 3, (size_t[]){B, n, E}, NULL);
+            assert_int_equal(clattn_decoder_step(st, t_x, t_y), CLATTN_OK);
+            assert_int_equal(clattn_tensor_read(t_y, got, B * n * E), CLATTN_OK);
+            for (size_t b = 0; b < B; b++)
+                assert_close(got + b * n * E, full + (b * T + t0) * E, n * E,
+                             half ? 2e-3 : 1e-5);
+            clattn_tensor_destroy(&t_x), clattn_tensor_destroy(&t_y);
+            t0 += n;
+        }
+        clattn_decoder_state_destroy(&st);
+    }
+    clattn_tensor_destroy(&t_tgt), clattn_tensor_destroy(&t_mem), clattn_tensor_destroy(&t_out);
+    clattn_decoder_destroy(&dec);
+}
+
 int main(void)
 {
     const char *filter = getenv("CLATTN_TEST_FILTER");
@@ -215,6 +276,7 @@ int main(void)
         cmocka_unit_test(mha_forward_both_paths),
         cmocka_unit_test(encoder_post_and_pre_ln),
         cmocka_unit_test(nothing_released_before_the_end),
+        cmocka_unit_test(decoder_steps_with_rope_and_alibi),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
 }
