@@ -210,7 +210,8 @@ static void nothing_released_before_the_end(void **state)
 /* A one-layer decoder with RoPE (interleaved, 2 of 4 channels) and ALiBi, 2 query heads on 1
  * key/value head: steps of 2, 1, 1, 1 tokens with a float and a half cache equal the causal
  * teacher-forced forward (1e-5; the half cache 2e-3): the in-place rotation of the new queries
- * and keys (cl/rotary.cl clattn_rotary_in_place) and the cache's offset under oclgrind. */
+ * and keys (cl/rotary.cl clattn_rotary_in_place) and the cache's offset under oclgrind (the
+ * half cache there, see below). */
 static void decoder_steps_with_rope_and_alibi(void **state)
 {
     test_fixture *f = *state;
@@ -238,7 +239,10 @@ static void decoder_steps_with_rope_and_alibi(void **state)
     params.tgt_is_causal = 1;
     assert_int_equal(clattn_decoder_forward(dec, t_tgt, t_mem, t_out, &params), CLATTN_OK);
     assert_int_equal(clattn_tensor_read(t_out, full, B * T * E), CLATTN_OK);
-    for (int half = 0; half < 2; half++) {
+    /* Under oclgrind (small mode) the half cache only: oclgrind 21.10 does not mark what
+     * clEnqueueCopyBufferRect writes (the float cache's append) as initialised, and reports the
+     * attention's reads of it; the half cache is written by a kernel. */
+    for (int half = test_small_mode() ? 1 : 0; half < 2; half++) {
         clattn_decoder_state *st = NULL;
         clattn_decoder_state_params sp;
         clattn_decoder_state_params_default(&sp, B, T);
