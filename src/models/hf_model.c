@@ -8,6 +8,9 @@
 
 #include <jansson.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +215,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
 
 /* The lookup's state: the file, its name prefix, and the packed q/k/v tensors it builds. */
 typedef struct hf_lookup {
-    const clattn_safetensors *st;
+    clattn_safetensors *st;   /* its layers' floats are freed as the encoder copies them */
+    size_t released_below;    /* the file's layers below this one have been freed */
     const hf_family *family;
     const char *prefix; /* "" or the family's prefix ("bert.") */
     clattn_host_tensor packed[2]; /* in_proj_weight, in_proj_bias of the layer asked last */
@@ -226,7 +230,7 @@ static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
     char name[256];
     snprintf(name, sizeof(name), "%s%s", l->prefix, hf_name);
     const clattn_safetensors_tensor *t = clattn_safetensors_find(l->st, name);
-    if (!t)
+    if (!t || !t->data)
         return NULL;
     /* The file's tensor seen as a host tensor (the encoder copies it before asking again; a rank
      * above CLATTN_MAX_DIMS keeps its ndim and fails the shape check). */
@@ -249,7 +253,7 @@ static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char
         snprintf(name, sizeof(name), "%sencoder.layer.%zu.%s%s.%s", l->prefix, layer,
                  l->family->qkv_part, l->family->qkv[i], what);
         parts[i] = clattn_safetensors_find(l->st, name);
-        if (!parts[i])
+        if (!parts[i] || !parts[i]->data)
             return NULL; /* reported as the packed tensor missing; the message names it */
     }
     for (int i = 1; i < 3; i++)
@@ -308,10 +312,55 @@ static int family_names(const hf_family *f, const char *ours, char bert[3][256],
     return 0;
 }
 
+/* The layer number of a tensor name in the file ("...layer.<n>." or "...layers.<n>."). */
+static bool file_layer_of(const char *name, size_t *layer)
+{
+    for (const char *p = strstr(name, "layer"); p; p = strstr(p + 1, "layer")) {
+        const char *q = p + 5 + (p[5] == 's');
+        size_t n = 0, digits = 0;
+        if (*q++ != '.')
+            continue;
+        for (; *q >= '0' && *q <= '9' && digits < 9; q++, digits++)
+            n = 10 * n + (size_t)(*q - '0');
+        if (digits > 0 && *q == '.') {
+            *layer = n;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Frees the floats of the file's layer tensors below `layer` (SIZE_MAX: all of them). The
+ * encoder asks for its layers in order, then the rest, and copies each tensor to the device
+ * before asking for the next: a large model is never held twice in host memory. */
+static void release_layers_below(hf_lookup *l, size_t layer)
+{
+    if (layer <= l->released_below)
+        return;
+    bool freed = false;
+    for (size_t i = 0; i < l->st->tensor_count; i++) {
+        clattn_safetensors_tensor *t = &l->st->tensors[i];
+        size_t n;
+        if (t->data && file_layer_of(t->name, &n) && n < layer) {
+            free(t->data);
+            t->data = NULL;
+            freed = true;
+        }
+    }
+    l->released_below = layer;
+#ifdef __GLIBC__
+    if (freed) /* glibc keeps freed chunks below its mmap threshold: hand them back */
+        malloc_trim(0);
+#endif
+}
+
 /* Maps the encoder's PyTorch names onto the family's. */
 static const clattn_host_tensor *lookup(void *user, const char *name)
 {
     hf_lookup *l = user;
+    size_t asked_layer;
+    release_layers_below(l, sscanf(name, "layers.%zu.", &asked_layer) == 1 ? asked_layer
+                                                                           : SIZE_MAX);
     char bert[3][256];
     size_t layer = 0;
     const char *what = NULL;
@@ -426,6 +475,9 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
     free(l.packed_data[0]);
     free(l.packed_data[1]);
     clattn_safetensors_destroy(&st);
+#ifdef __GLIBC__
+    malloc_trim(0); /* the file's floats, freed: back to the system */
+#endif
     return status;
 }
 
