@@ -191,7 +191,8 @@ static void unsupported_keys_are_named(void **state)
     refused(ctx, "\"prenorm\": false", "\"prenorm\": true", unsupported,
             "prenorm true is not supported");
     refused(ctx, "\"activation_function\": \"swiglu\"", "\"activation_function\": \"glu\"",
-            unsupported, "activation_function \"glu\" is not supported (nomic_bert: swiglu, geglu)");
+            unsupported,
+            "activation_function \"glu\" is not supported (nomic_bert: swiglu, geglu)");
     refused(ctx, "\"activation_function\": \"swiglu\"", "\"activation_function\": \"gelu\"",
             unsupported, "activation_function \"gelu\" is not supported");
     refused(ctx, "\"rotary_emb_scale_base\": null", "\"rotary_emb_scale_base\": 512", unsupported,
