@@ -185,7 +185,7 @@ static void unsupported_keys_are_named(void **state)
     const clattn_status unsupported = CLATTN_ERROR_UNSUPPORTED;
     refused(ctx, "\"model_type\": \"nomic_bert\"", "\"model_type\": \"nomic\"", unsupported,
             "model_type \"nomic\" is not supported (supported: \"bert\", \"mpnet\", "
-            "\"nomic_bert\")");
+            "\"nomic_bert\"");
     refused(ctx, "\"rotary_scaling_factor\": null", "\"rotary_scaling_factor\": 2", unsupported,
             "rotary_scaling_factor 2 is not supported (dynamic NTK scaling");
     refused(ctx, "\"prenorm\": false", "\"prenorm\": true", unsupported,
