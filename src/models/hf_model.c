@@ -250,16 +250,14 @@ static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder
         (status = config_bool(path, root, "mlp_fc1_bias", true, &fc1_bias)) ||
         (status = config_bool(path, root, "mlp_fc2_bias", true, &fc2_bias)))
         return status;
-    static const char *const ignored_by_published[] = {"causal", "use_rms_norm",
-                                                       "parallel_block", "rotary_head_dim",
-                                                       "norm_mlp"};
-    for (size_t i = 0; i < COUNT(ignored_by_published); i++) {
-        if ((status = config_bool(path, root, ignored_by_published[i], false, &flag)))
+    static const char *const unsupported_flags[] = {"causal", "use_rms_norm", "parallel_block",
+                                                    "rotary_head_dim", "norm_mlp"};
+    for (size_t i = 0; i < COUNT(unsupported_flags); i++) {
+        if ((status = config_bool(path, root, unsupported_flags[i], false, &flag)))
             return status;
         if (flag)
             return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                   "%s true is not supported (nomic_bert)",
-                                   ignored_by_published[i]);
+                                   "%s true is not supported (nomic_bert)", unsupported_flags[i]);
     }
     const char *act = json_string_value(json_object_get(root, "activation_function"));
     bool swiglu = act && strcmp(act, "swiglu") == 0, geglu = act && strcmp(act, "geglu") == 0;
