@@ -26,7 +26,10 @@ loader), NomicBertMLP (the ungated activations), the dynamic-NTK rotary class (o
 rotary_scaling_factor, refused by the loader) and einops (rearrange/repeat written as
 view/cat/repeat_interleave). `--published DIR` imports the published files from DIR (both files;
 they need einops) and asserts that the transcription gives the same last_hidden_state to 1e-12
-on every case; the files in tests/golden/nomic were checked so.
+on every case; the files in tests/golden/nomic were checked so. To get them (the venv also needs
+`pip install einops`), from a clone of nomic-ai/contrastors:
+    for f in modeling_hf_nomic_bert configuration_hf_nomic_bert; do
+        git show 613ddfd:src/contrastors/models/huggingface/$f.py >DIR/$f.py; done
 
 What the published forward computes, for ids [B, N] and attention_mask [B, N]:
   x = word_embeddings[ids] + token_type_embeddings[0]    (+ position_embeddings[0..N-1] only
@@ -63,11 +66,12 @@ Each case folder holds what save_pretrained would write for such a model plus th
 The weights: normal(0, 0.2) linears (so that attention is far from uniform), N(0, 1)
 embeddings, LayerNorm weights 1 + N(0, 0.1²) and biases N(0, 0.1²).
 
-The folder "st" is a sentence-transformers folder as nomic-embed-text-v1.5 ships it (modules.json
-with Transformer, Pooling (mean) and Normalize, 1_Pooling/config.json, sentence_bert_config.json,
-config_sentence_transformers.json with nomic's task prompts, tokenizer.json: a BERT WordPiece
-tokenizer (BertNormalizer lowercasing, BertPreTokenizer, [CLS] $A [SEP]) over a small vocabulary
-made with the `tokenizers` package, tokenizer_config.json, special_tokens_map.json) and:
+The folder "basic" is also a sentence-transformers folder as nomic-embed-text-v1.5 ships one
+(modules.json with Transformer, Pooling (mean) and Normalize, 1_Pooling/config.json,
+sentence_bert_config.json (max_seq_length 48 here), config_sentence_transformers.json with nomic's
+task prompts, tokenizer.json: a BERT WordPiece tokenizer (BertNormalizer lowercasing,
+BertPreTokenizer, [CLS] $A [SEP]) over a small vocabulary made with the `tokenizers` package,
+tokenizer_config.json, special_tokens_map.json), with:
   texts.txt          one text per line
   ids.txt            each text's ids as `embed --tokenize` prints them (tokenizers' encode,
                      truncated to max_seq_length)
@@ -76,12 +80,13 @@ made with the `tokenizers` package, tokenizer_config.json, special_tokens_map.js
                      cannot run here offline: the code is fetched from the hub)
   embeddings_search_query.npy  the same with --prompt-name search_query ("search_query: " put
                      before each text, pooled over as sentence-transformers does)
+The folder "long" holds inputs and outputs only: it runs basic's model (meta.json's model_from).
+NomciBertGatedMLP rounds n_inner up to a multiple of 256, so every MLP here is 256 wide.
 """
 import argparse
 import copy
 import importlib
 import json
-import math
 import os
 import shutil
 import sys
