@@ -262,6 +262,13 @@ static void bad_flags_are_named(void **state)
     c.rotary_dim = 3;
     assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
                       CLATTN_ERROR_INVALID_ARGUMENT, "rotary_dim is 3");
+    clattn_encoder_config_default(&c, 36, 4, 2, 48); /* d_k 9 */
+    c.rope_theta = 1000.0f;
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "all of d_k = 9, which is odd");
+    c.rotary_dim = 8;
+    assert_int_equal(clattn_encoder_create(f->ctx, &enc, &c), CLATTN_OK);
+    clattn_encoder_destroy(&enc);
     assert_null(enc);
     clattn_encoder_config_default(&c, 32, 4, 2, 48);
     c.reserved[0] = 1;

@@ -84,11 +84,6 @@ clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **out,
     size_t kv_heads = config->num_kv_heads ? config->num_kv_heads : config->nhead;
     CLATTN_CHECK_ARG(ctx, fn, config->nhead % kv_heads == 0,
                      "num_kv_heads %zu does not divide nhead %zu", kv_heads, config->nhead);
-    CLATTN_CHECK_ARG(ctx, fn,
-                     config->rope_theta == 0.0f || config->rotary_dim ||
-                         resolved.head_dim_qk % 2 == 0,
-                     "rotary_dim 0 rotates all of d_k = %zu, which is odd: give an even "
-                     "rotary_dim", resolved.head_dim_qk);
     clattn_decoder *dec = calloc(1, sizeof(*dec));
     if (!dec)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);

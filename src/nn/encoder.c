@@ -91,6 +91,11 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
     CLATTN_CHECK_ARG(ctx, fn, in->rotary_dim % 2 == 0 && in->rotary_dim <= out->head_dim_qk,
                      "rotary_dim is %u: it must be even and at most d_k = %zu",
                      (unsigned)in->rotary_dim, out->head_dim_qk);
+    CLATTN_CHECK_ARG(ctx, fn, in->rope_theta == 0.0f || in->rotary_dim ||
+                              out->head_dim_qk % 2 == 0,
+                     "rotary_dim 0 rotates all of d_k = %zu, which is odd (set an even "
+                     "rotary_dim)",
+                     out->head_dim_qk);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
                               in->positional == CLATTN_POSITIONAL_LEARNED ||
