@@ -25,7 +25,8 @@ expect 0 "" -- cmp "$tmp/ids.txt" "$golden/embed/ids.txt"
 for batch in 32 1 3; do
     "$embed" --model "$model" --input "$golden/embed/texts.txt" --batch-size "$batch" \
         --output "$tmp/emb$batch.npy"
-    expect 0 "max abs difference" -- "$compare" "$tmp/emb$batch.npy" "$golden/embed/embeddings.npy" 1e-5
+    expect 0 "max abs difference" -- \
+        "$compare" "$tmp/emb$batch.npy" "$golden/embed/embeddings.npy" 1e-5
 done
 # The family's refusals reach embed's message: an unknown feed_forward_type is named.
 sed -i 's/"feed_forward_type": "geglu"/"feed_forward_type": "swiglu"/' "$model/config.json"

@@ -1,5 +1,5 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT and MPNet encoders, pooling, and sentence
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet and JinaBERT encoders, pooling, and sentence
  * embeddings (text in, the same vectors as sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
@@ -9,12 +9,19 @@
  *                               pad_token_id (position_embedding_type, when present, "absolute");
  *                               or model_type "mpnet": the same without type_vocab_size, and
  *                               relative_attention_num_buckets (32, the only value transformers'
- *                               MPNet uses)
+ *                               MPNet uses); or JinaBERT (jina-embeddings-v2,
+ *                               jinaai/jina-bert-implementation): model_type "bert" with
+ *                               position_embedding_type "alibi", feed_forward_type "geglu" or
+ *                               "reglu", emb_pooler null or "mean" (hidden_act is not used;
+ *                               max_position_embeddings is only the longest text, no table)
  *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
  *                               output.LayerNorm, encoder.relative_attention_bias.weight), with
- *                               or without "mpnet."; tensors inference does not use
+ *                               or without "mpnet."; JinaBERT's (BERT's without
+ *                               position_embeddings, encoder.layer.N.mlp.gated_layers.weight
+ *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
+ *                               without "bert."; tensors inference does not use
  *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
  *                               lm_head.*) are skipped
  *   tokenizer.json or vocab.txt the WordPiece tokenizer (clattn/tokenizer.h)
@@ -25,18 +32,23 @@
  *                               (masked mean when the file is absent; one must be true)
  *
  * The encoder is the library's encoder (clattn/encoder.h) with BERT's embeddings — word + token
- * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN
- * layers with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
- * approximation) or "relu". MPNet's embeddings are word + learned position, the positions
- * counted from padding_idx 1 over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED), then
- * LayerNorm; its layers add the relative position bias (relative_attention_buckets 32,
- * max_distance 128; see clattn/encoder.h). Anything else (another model_type, hidden_act, or
- * position embedding type) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
- * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet")'); a missing or malformed file, a
- * missing tensor or a wrong shape fails with the file's name and what is wrong. A tensor stored
- * in a dtype that is not read (an integer type, for one) is named with its dtype ("tensor X is
- * I32, expected F32 (or F16, BF16)"); a num_hidden_layers other than the number of layers
- * model.safetensors holds (encoder.layer.<n>.*) is CLATTN_ERROR_FORMAT naming both.
+ * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN layers
+ * with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
+ * approximation) or "relu". MPNet's embeddings are word + learned position, the positions counted
+ * from padding_idx 1 over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED), then LayerNorm;
+ * its layers add the relative position bias (relative_attention_buckets 32, max_distance 128; see
+ * clattn/encoder.h). JinaBERT's embeddings are word + token type, then LayerNorm; its layers add
+ * ALiBi's -m_h·|i - j| (alibi) and have the gated feed-forward layernorm(x + wo(act(g) ⊙ u)), g and
+ * u the first and second half of gated_layers' rows (ffn_gated: linear1_gate = g's rows, linear1 =
+ * u's, both without bias; act gelu (erf) for "geglu", relu for "reglu"). Anything else (another
+ * model_type, hidden_act, or position embedding type; for JinaBERT another feed_forward_type or
+ * emb_pooler, or the jina-bert-v2-qk-post-norm code its auto_map names) fails with
+ * CLATTN_ERROR_UNSUPPORTED naming the field (an unknown model_type: 'model_type "x" is not
+ * supported (supported: "bert", "mpnet")'); a missing or malformed file, a missing tensor or a
+ * wrong shape fails with the file's name and what is wrong. A tensor stored in a dtype that is not
+ * read (an integer type, for one) is named with its dtype ("tensor X is I32, expected F32 (or F16,
+ * BF16)"); a num_hidden_layers other than the number of layers model.safetensors holds
+ * (encoder.layer.<n>.*) is CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -51,11 +63,13 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT or MPNet folder (config.json + model.safetensors, see
- * above) onto the context's device. Its configuration: positional LEARNED (max_position_embeddings
- * rows), type_vocab_size token types, embedding_norm, embedding_scale 1, post-LN, eps
- * layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
- * relative_attention_buckets 32 (max distance 128). On error *encoder is NULL.
+ * Loads the encoder of a Hugging Face BERT, MPNet or JinaBERT folder (config.json +
+ * model.safetensors, see above) onto the context's device. Its configuration: positional LEARNED
+ * (max_position_embeddings rows), type_vocab_size token types, embedding_norm, embedding_scale 1,
+ * post-LN, eps layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
+ * relative_attention_buckets 32 (max distance 128); JinaBERT: positional NONE, alibi 1, ffn_gated 1
+ * with activation GELU ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions
+ * = max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);
