@@ -4,7 +4,7 @@
 # WordPiece), modules.json (Transformer, Pooling, Normalize) and 1_Pooling/config.json (mean).
 # --tokenize gives the ids of the tokenizers package, and the embeddings equal the float64
 # reference's (tools/gen_jina_golden.py: jinaai/jina-bert-implementation's forward pass
-# transcribed) to 1e-5, whatever the batching.
+# transcribed) to 1e-5, whatever the batching, and for a text of 4096 tokens.
 #
 #   test_jina_embed.sh EMBED NPY_COMPARE GOLDEN_DIR
 set -u
@@ -28,6 +28,11 @@ for batch in 32 1 3; do
     expect 0 "max abs difference" -- \
         "$compare" "$tmp/emb$batch.npy" "$golden/embed/embeddings.npy" 1e-5
 done
+# A text of 4096 tokens (ALiBi over distances up to 4095; tools/gen_jina_golden.py's LONG_TEXT).
+for _ in $(seq 700); do printf 'the cat sat on the mat '; done >"$tmp/long.txt"
+"$embed" --model "$model" --max-length 4096 --input "$tmp/long.txt" --output "$tmp/long.npy"
+expect 0 "max abs difference" -- \
+    "$compare" "$tmp/long.npy" "$golden/embed/long_text_embedding.npy" 1e-5
 # The family's refusals reach embed's message: an unknown feed_forward_type is named.
 sed -i 's/"feed_forward_type": "geglu"/"feed_forward_type": "swiglu"/' "$model/config.json"
 expect 1 'feed_forward_type "swiglu" is not supported for JinaBERT' -- "$embed" --model "$model" x

@@ -72,7 +72,10 @@ Written (each case folder removed first):
                       1_Pooling/config.json (mean), texts.txt, ids.txt (what the tokenizer gives
                       each text, as `embed --tokenize` prints it) and embeddings.npy (float32
                       [texts, hidden]: the reference's mean pooling, L2-normalised, each text
-                      alone)
+                      alone); long_text_embedding.npy (float32 [1, hidden]): the same for
+                      LONG_TEXT ("the cat sat on the mat " 700 times, 5602 tokens) truncated to
+                      LONG_MAX_LENGTH (4096) tokens ([CLS], the first 4094, [SEP]), as
+                      `embed --max-length 4096` does: ALiBi over distances up to 4095
 """
 import json
 import math
@@ -511,6 +514,10 @@ def write_slopes():
         f.write("\n")
 
 
+LONG_TEXT = "the cat sat on the mat " * 700
+LONG_MAX_LENGTH = 4096
+
+
 def write_embed():
     """The files that make tests/golden/jina/basic a sentence-transformers folder, and the
     embeddings of a few texts through it."""
@@ -555,7 +562,15 @@ def write_embed():
     with open(os.path.join(folder, "ids.txt"), "w") as f:
         f.write("".join(line + "\n" for line in id_lines))
     np.save(os.path.join(folder, "embeddings.npy"), np.stack(rows).astype(np.float32))
-    print("embed: %d texts" % len(EMBED_TEXTS))
+    tok.enable_truncation(LONG_MAX_LENGTH)
+    ids = tok.encode(LONG_TEXT).ids
+    assert len(ids) == LONG_MAX_LENGTH and ids[0] == 2 and ids[-1] == 3
+    x = torch.tensor([ids], dtype=torch.int64)
+    with torch.no_grad():
+        h = ref(x, torch.ones_like(x)).numpy()
+    row = pooled(h, np.ones((1, len(ids)), dtype=np.int64))[1]
+    np.save(os.path.join(folder, "long_text_embedding.npy"), row.astype(np.float32))
+    print("embed: %d texts and a long one" % len(EMBED_TEXTS))
 
 
 def main():
