@@ -8,19 +8,27 @@ no network, nothing downloaded.)
 
 JinaBERT's modelling code is not in transformers: jina-embeddings-v2-{small,base}-en load it with
 trust_remote_code from the Hugging Face repository jinaai/jina-bert-implementation (files
-configuration_bert.py and modeling_bert.py; the revision transformers_modules caches for
-jina-embeddings-v2-base-en is f3ec4cf7de7e561007f27c9efc7148b0bd713f81). The classes below
-transcribe the part of modeling_bert.py that an inference forward pass of JinaBertModel runs,
-under the same names, with the same arithmetic and the same parameter names (so that the
-state_dict keys are the checkpoint's). That file itself was not reachable from where this was
-written; the transcription was checked line by line against the copies of its code that are
-public on GitHub: MosaicBERT's BertGatedLinearUnitMLP (mosaicml/examples,
-bert/src/bert_layers.py), whose gated_layers / wo / layernorm JinaBertGLUMLP keeps;
-huggingface/candle candle-transformers/src/models/jina_bert.rs (the same tensor names, no
-"bert." prefix in jina-embeddings-v2-base-en's model.safetensors, exact gelu on the first half);
-vllm-project/vllm vllm/model_executor/models/jina_bert.py ("Adapted from
-jinaai/jina-bert-implementation": GeluAndMul, i.e. gelu(first half) * second half, "bert."
-prefix optional). What it says, with the source's names:
+configuration_bert.py and modeling_bert.py; revision f3ec4cf7de7e561007f27c9efc7148b0bd713f81 is
+the one transformers_modules caches for jina-embeddings-v2-base-en in scripts on GitHub). The
+classes below transcribe the part of modeling_bert.py that an inference forward pass of
+JinaBertModel runs, under the same class and parameter names (so that the state_dict keys are
+the checkpoint's), with the same arithmetic. The Hugging Face repository itself could not be
+read from where this was written (no copy of it is on GitHub); the transcription follows the
+public code that derives from it or that it derives from, which agree on every point below:
+  - mosaicml/examples examples/benchmarks/bert/src/bert_layers.py (commit cb78d90a):
+    MosaicBERT's BertGatedLinearUnitMLP, the origin of gated_layers / wo / layernorm, GELU with
+    approximate='none' on the first half, and its _get_alibi_head_slopes and symmetric
+    -slope·|i - j| bias;
+  - huggingface/candle candle-transformers/src/models/jina_bert.rs (commit beb13ff8), written
+    for jina-embeddings-v2-base-en: the same tensor names at the top level of its
+    model.safetensors (no "bert." prefix), exact gelu on the first half, the same slopes;
+  - vllm-project/vllm vllm/model_executor/models/jina_bert.py (commit ecdda796), "Adapted from
+    jinaai/jina-bert-implementation": GeluAndMul (gelu(first half) · second half), "bert."
+    prefix optional;
+  - huggingface/text-embeddings-inference backends/candle/src/models/jina.rs: the same names,
+    "bert." prefix optional (it takes the activation from hidden_act, candle's tanh gelu: a
+    divergence from Jina's nn.GELU(), not followed here).
+What it says, with the source's names:
 
   JinaBertEmbeddings (position_embedding_type "alibi": no position_embeddings module):
       LayerNorm(word_embeddings(input_ids) + token_type_embeddings(token_type_ids or 0))
