@@ -88,6 +88,19 @@ clattn_gemm_cpu_pack_b(__global const float *b, ulong b_off, ulong ldb, uint n, 
     bp[((ulong)panel * k + kk) * GEMM_NR + c] = v;
 }
 
+/* The inverse of clattn_gemm_cpu_pack_b: B[n, k] (contiguous) from its panels; global size
+ * (n, k). */
+__kernel void clattn_gemm_cpu_unpack_b(__global const float *bp, uint n, uint k,
+                                       __global float *b)
+{
+    uint col = get_global_id(0);
+    uint kk = get_global_id(1);
+    if (col >= n || kk >= k)
+        return;
+    uint panel = col / GEMM_NR, c = col % GEMM_NR;
+    b[(ulong)col * k + kk] = bp[((ulong)panel * k + kk) * GEMM_NR + c];
+}
+
 /* Packs A[M,K] (row stride lda) into micro-panels (GEMM_PACK_A); global size
  * (K rounded up to GEMM_VW, tiles · GEMM_MR), local size (GEMM_VW, 1). */
 __kernel __attribute__((reqd_work_group_size(GEMM_VW, 1, 1))) void

@@ -6,6 +6,7 @@
  */
 #include "common/test_util.h"
 #include "common/weight_bank.h"
+#include "nn/encoder_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -501,6 +502,85 @@ static void random_weights_are_deterministic(void **state)
         assert_true(isfinite(out[0][i]));
 }
 
+/* On the library's CPU GEMM the encoder keeps its linear weights only packed (held once); a
+ * later switch to CLBlast (tuning gemm_kernel 0) unpacks them on the fly and gives the same
+ * result to rounding, and switching back gives the first bytes again. */
+static void weights_kept_packed_run_on_either_gemm(void **state)
+{
+    test_fixture *f = *state;
+    clattn_tuning saved, tuning;
+    assert_int_equal(clattn_context_get_tuning(f->ctx, &saved), CLATTN_OK);
+    for (int gated = 0; gated < 2; gated++) {
+        clattn_encoder_config cfg;
+        clattn_encoder_config_default(&cfg, 32, 4, 2, 64);
+        cfg.ffn_gated = (uint8_t)gated;
+        cfg.activation = gated ? CLATTN_ACTIVATION_SILU : CLATTN_ACTIVATION_GELU;
+        clattn_encoder *enc = NULL;
+        assert_int_equal(clattn_encoder_create(f->ctx, &enc, &cfg), CLATTN_OK);
+        assert_int_equal(clattn_encoder_init_random(enc, 5 + (uint64_t)gated), CLATTN_OK);
+        const clattn_ffn *ffn = &enc->weights.layers[0].ffn;
+        if (saved.gemm_kernel) /* packed, and the unpacked copies released */
+            assert_true(ffn->lin1.packed && !ffn->w1 && ffn->lin2.packed && !ffn->w2);
+        else
+            assert_true(ffn->w1 && ffn->w2);
+        float x[2 * 7 * 32], out[3][2 * 7 * 32];
+        test_fill_uniform(x, 2 * 7 * 32, 40 + (uint64_t)gated, -1, 1);
+        clattn_tensor *tx = test_tensor_from(f->ctx, 3, (size_t[]){2, 7, 32}, x);
+        clattn_tensor *ty = test_tensor_from(f->ctx, 3, (size_t[]){2, 7, 32}, NULL);
+        for (int run = 0; run < 3; run++) {
+            tuning = saved;
+            tuning.gemm_kernel = run == 1 ? !saved.gemm_kernel : saved.gemm_kernel;
+            assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
+            assert_int_equal(clattn_encoder_forward(enc, tx, ty, NULL), CLATTN_OK);
+            assert_int_equal(clattn_tensor_read(ty, out[run], 2 * 7 * 32), CLATTN_OK);
+        }
+        assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
+        assert_close(out[1], out[0], 2 * 7 * 32, 1e-5);
+        assert_memory_equal(out[2], out[0], sizeof(out[0]));
+        clattn_tensor_destroy(&tx), clattn_tensor_destroy(&ty);
+        clattn_encoder_destroy(&enc);
+    }
+}
+
+/* A long input runs the feed-forward block over blocks of rows (clattn__ffn_chunk_rows): each
+ * sequence of a batch whose hidden activations exceed one block equals, byte for byte, the
+ * sequence run alone in one block. */
+static void long_inputs_run_the_feed_forward_in_blocks(void **state)
+{
+    test_fixture *f = *state;
+    const size_t B = 2, N = 2100, d = 16, ff = 4096;
+    for (int gated = 0; gated < 2; gated++) {
+        assert_true(clattn__ffn_chunk_rows(B * N, ff, gated) < B * N);
+        assert_int_equal(clattn__ffn_chunk_rows(N, ff, gated), gated ? 2048 : N);
+        clattn_encoder_config cfg;
+        clattn_encoder_config_default(&cfg, d, 2, 1, ff);
+        cfg.ffn_gated = (uint8_t)gated;
+        clattn_encoder *enc = NULL;
+        assert_int_equal(clattn_encoder_create(f->ctx, &enc, &cfg), CLATTN_OK);
+        assert_int_equal(clattn_encoder_init_random(enc, 9), CLATTN_OK);
+        float *x = malloc(B * N * d * sizeof(float)), *all = malloc(B * N * d * sizeof(float));
+        float *one = malloc(N * d * sizeof(float));
+        test_fill_uniform(x, B * N * d, 41, -1, 1);
+        clattn_tensor *tx = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, x);
+        clattn_tensor *ty = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, NULL);
+        assert_int_equal(clattn_encoder_forward(enc, tx, ty, NULL), CLATTN_OK);
+        assert_int_equal(clattn_tensor_read(ty, all, B * N * d), CLATTN_OK);
+        for (size_t b = 0; b < B; b++) {
+            clattn_tensor *sx = test_tensor_from(f->ctx, 3, (size_t[]){1, N, d}, x + b * N * d);
+            clattn_tensor *sy = test_tensor_from(f->ctx, 3, (size_t[]){1, N, d}, NULL);
+            assert_int_equal(clattn_encoder_forward(enc, sx, sy, NULL), CLATTN_OK);
+            assert_int_equal(clattn_tensor_read(sy, one, N * d), CLATTN_OK);
+            assert_memory_equal(one, all + b * N * d, N * d * sizeof(float));
+            clattn_tensor_destroy(&sx), clattn_tensor_destroy(&sy);
+        }
+        for (size_t i = 0; i < B * N * d; i++)
+            assert_true(isfinite(all[i]));
+        clattn_tensor_destroy(&tx), clattn_tensor_destroy(&ty);
+        clattn_encoder_destroy(&enc);
+        free(x), free(all), free(one);
+    }
+}
+
 /* ---- invalid arguments ---- */
 
 static void create_rejects_bad_configurations(void **state)
@@ -685,6 +765,8 @@ int main(void)
         cmocka_unit_test(analytic_counts),
         cmocka_unit_test(counters_agree_with_the_analytic_count),
         cmocka_unit_test(random_weights_are_deterministic),
+        cmocka_unit_test(weights_kept_packed_run_on_either_gemm),
+        cmocka_unit_test(long_inputs_run_the_feed_forward_in_blocks),
         cmocka_unit_test(create_rejects_bad_configurations),
         cmocka_unit_test(load_weights_names_what_is_missing_or_wrong),
         cmocka_unit_test(forward_rejects_bad_arguments),

@@ -1,6 +1,6 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT, MPNet and JinaBERT encoders, pooling, and sentence
- * embeddings (text in, the same vectors as sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT and JinaBERT encoders, pooling,
+ * and sentence embeddings (text in, the same vectors as sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
@@ -9,7 +9,15 @@
  *                               pad_token_id (position_embedding_type, when present, "absolute");
  *                               or model_type "mpnet": the same without type_vocab_size, and
  *                               relative_attention_num_buckets (32, the only value transformers'
- *                               MPNet uses); or JinaBERT (jina-embeddings-v2,
+ *                               MPNet uses); or model_type "nomic_bert" (nomic-embed-text v1,
+ *                               v1.5; GPT-2's key names): n_embd, n_head, n_layer, n_inner,
+ *                               n_positions, layer_norm_epsilon, activation_function ("swiglu"
+ *                               or "geglu"), vocab_size, pad_vocab_size_multiple,
+ *                               type_vocab_size, rotary_emb_fraction, rotary_emb_base,
+ *                               rotary_emb_interleaved, qkv_proj_bias, mlp_fc1_bias,
+ *                               mlp_fc2_bias (all true or all false), and refused when set:
+ *                               rotary_scaling_factor (dynamic NTK), prenorm, ... (hf_model.c's
+ *                               nomic_config lists them); or JinaBERT (jina-embeddings-v2,
  *                               jinaai/jina-bert-implementation): model_type "bert" with
  *                               position_embedding_type "alibi", feed_forward_type "geglu" or
  *                               "reglu", emb_pooler null or "mean" (hidden_act is not used;
@@ -18,7 +26,10 @@
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
  *                               output.LayerNorm, encoder.relative_attention_bias.weight), with
- *                               or without "mpnet."; JinaBERT's (BERT's without
+ *                               or without "mpnet."; NomicBERT's (embeddings.*, emb_ln,
+ *                               encoder.layers.N.attn.Wqkv (q, k, v packed), attn.out_proj,
+ *                               mlp.fc11 (up), mlp.fc12 (gate), mlp.fc2, norm1, norm2), with or
+ *                               without "bert."; JinaBERT's (BERT's without
  *                               position_embeddings, encoder.layer.N.mlp.gated_layers.weight
  *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
  *                               without "bert."; tensors inference does not use
@@ -32,23 +43,30 @@
  *                               (masked mean when the file is absent; one must be true)
  *
  * The encoder is the library's encoder (clattn/encoder.h) with BERT's embeddings — word + token
- * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN layers
- * with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
- * approximation) or "relu". MPNet's embeddings are word + learned position, the positions counted
- * from padding_idx 1 over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED), then LayerNorm;
- * its layers add the relative position bias (relative_attention_buckets 32, max_distance 128; see
- * clattn/encoder.h). JinaBERT's embeddings are word + token type, then LayerNorm; its layers add
- * ALiBi's -m_h·|i - j| (alibi) and have the gated feed-forward layernorm(x + wo(act(g) ⊙ u)), g and
- * u the first and second half of gated_layers' rows (ffn_gated: linear1_gate = g's rows, linear1 =
- * u's, both without bias; act gelu (erf) for "geglu", relu for "reglu"). Anything else (another
- * model_type, hidden_act, or position embedding type; for JinaBERT another feed_forward_type or
- * emb_pooler, or the jina-bert-v2-qk-post-norm code its auto_map names) fails with
- * CLATTN_ERROR_UNSUPPORTED naming the field (an unknown model_type: 'model_type "x" is not
- * supported (supported: "bert", "mpnet")'); a missing or malformed file, a missing tensor or a
- * wrong shape fails with the file's name and what is wrong. A tensor stored in a dtype that is not
- * read (an integer type, for one) is named with its dtype ("tensor X is I32, expected F32 (or F16,
- * BF16)"); a num_hidden_layers other than the number of layers model.safetensors holds
- * (encoder.layer.<n>.*) is CLATTN_ERROR_FORMAT naming both.
+ * type + learned position, then LayerNorm (eps from the config), no √d scaling — and post-LN
+ * layers with the configured activation: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
+ * approximation) or "relu". MPNet's embeddings are word + learned position, the positions
+ * counted from padding_idx 1 over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED), then
+ * LayerNorm; its layers add the relative position bias (relative_attention_buckets 32,
+ * max_distance 128; see clattn/encoder.h). NomicBERT's (the published modeling_hf_nomic_bert.py,
+ * nomic-ai/contrastors): word + token type embeddings, then LayerNorm emb_ln; post-LN layers
+ * with rotary embeddings on q and k (clattn/encoder.h's rope_theta, rotary_dim,
+ * rope_interleaved), a gated feed-forward act(fc12(x)) ⊙ fc11(x) (SwiGLU: silu; GeGLU: erf
+ * gelu) n_inner wide rounded up to a multiple of 256, and no linear biases unless the config
+ * has them. JinaBERT's (jinaai/jina-bert-implementation): word + token type embeddings, then
+ * LayerNorm; post-LN layers with ALiBi's -m_h·|i - j| (alibi) and the gated feed-forward
+ * layernorm(x + wo(act(g) ⊙ u)), g and u the first and second half of gated_layers' rows
+ * (ffn_gated: linear1_gate = g's rows, linear1 = u's, both without bias; act erf gelu for
+ * "geglu", relu for "reglu"). Anything else (another model_type, hidden_act,
+ * activation_function, position embedding type, a NomicBERT option the encoder does not
+ * implement, a JinaBERT feed_forward_type or emb_pooler, or the jina-bert-v2-qk-post-norm code
+ * its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
+ * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert")'); a
+ * missing or malformed file, a missing tensor or a wrong shape fails with the file's name and
+ * what is wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named
+ * with its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other
+ * than the number of layers model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer,
+ * encoder.layers.<n>.*) is CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -63,13 +81,17 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT, MPNet or JinaBERT folder (config.json +
+ * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT or JinaBERT folder (config.json +
  * model.safetensors, see above) onto the context's device. Its configuration: positional LEARNED
  * (max_position_embeddings rows), type_vocab_size token types, embedding_norm, embedding_scale 1,
  * post-LN, eps layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
- * relative_attention_buckets 32 (max distance 128); JinaBERT: positional NONE, alibi 1, ffn_gated 1
- * with activation GELU ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions
- * = max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
+ * relative_attention_buckets 32 (max distance 128); NomicBERT: positional NONE with rope_theta
+ * rotary_emb_base and rotary_dim d_k · rotary_emb_fraction (LEARNED from
+ * embeddings.position_embeddings when rotary_emb_fraction is 0), max_positions n_positions (the
+ * longest input), ffn_gated with silu or gelu, linear_no_bias without biases, eps
+ * layer_norm_epsilon; JinaBERT: positional NONE, alibi 1, ffn_gated 1 with activation GELU
+ * ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions =
+ * max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);
@@ -102,7 +124,8 @@ typedef struct clattn_sentence_model clattn_sentence_model;
 /*
  * Loads a sentence-transformers folder: the encoder (clattn_encoder_load_hf), the tokenizer, the
  * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings;
- * at most max_position_embeddings - 2 for MPNet, whose positions start at 2),
+ * at most max_position_embeddings - 2 for MPNet, whose positions start at 2; NomicBERT: at most
+ * n_positions),
  * the pooling and normalisation. The pooling comes from the Pooling module's config.json (mean
  * when the folder has none): pooling_mode_mean_tokens or pooling_mode_cls_token must be true;
  * none true is CLATTN_ERROR_FORMAT, another mode (max, mean_sqrt_len, weightedmean, lasttoken)

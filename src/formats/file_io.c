@@ -27,11 +27,8 @@ static const char *file_kind(mode_t mode)
     return "not a regular file";
 }
 
-/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). The
- * open never blocks (O_NONBLOCK: a FIFO without a writer would wait forever) and anything but a
- * regular file is rejected before a byte is read. */
-clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
-                                size_t *size)
+clattn_status clattn__open_regular(const char *function, const char *path, int *fd_out,
+                                   size_t *size)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -53,17 +50,19 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
                         "the file (%jd bytes) is too large to read into memory",
                         (intmax_t)st.st_size);
     }
-    size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf) {
-        close(fd);
-        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                        "cannot allocate %zu bytes to read the file", n);
-    }
+    *fd_out = fd;
+    *size = (size_t)st.st_size;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__read_at(const char *function, const char *path, int fd, size_t offset,
+                              void *dst, size_t count)
+{
+    unsigned char *out = dst;
     size_t got = 0;
     int err = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
+    while (got < count) {
+        ssize_t r = pread(fd, out + got, count - got, (off_t)(offset + got));
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -72,14 +71,39 @@ clattn_status clattn__read_file(const char *function, const char *path, unsigned
             break;
         got += (size_t)r;
     }
-    close(fd);
-    if (got != n) {
-        free(buf);
-        if (err)
-            return clattn__fail_in(function, path, CLATTN_ERROR_IO, "read failed after %zu of %zu "
-                            "bytes: %s", got, n, strerror(err));
+    if (got == count)
+        return CLATTN_OK;
+    if (err)
         return clattn__fail_in(function, path, CLATTN_ERROR_IO,
-                        "the file shrank while being read (%zu of %zu bytes)", got, n);
+                               "read failed after %zu of %zu bytes at offset %zu: %s", got, count,
+                               offset, strerror(err));
+    return clattn__fail_in(function, path, CLATTN_ERROR_IO,
+                           "the file shrank while being read (%zu of %zu bytes at offset %zu)",
+                           got, count, offset);
+}
+
+/* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). The
+ * open never blocks (O_NONBLOCK: a FIFO without a writer would wait forever) and anything but a
+ * regular file is rejected before a byte is read. */
+clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
+                                size_t *size)
+{
+    int fd;
+    size_t n;
+    clattn_status status = clattn__open_regular(function, path, &fd, &n);
+    if (status != CLATTN_OK)
+        return status;
+    unsigned char *buf = malloc(n ? n : 1);
+    if (!buf) {
+        close(fd);
+        return clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                        "cannot allocate %zu bytes to read the file", n);
+    }
+    status = clattn__read_at(function, path, fd, 0, buf, n);
+    close(fd);
+    if (status != CLATTN_OK) {
+        free(buf);
+        return status;
     }
     *bytes = buf;
     *size = n;

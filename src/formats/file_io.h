@@ -8,6 +8,12 @@
 
 #include "base/errors.h"
 
+/* Opens a regular file for reading (never blocking; anything else is refused, named) and gives
+ * its descriptor (close it) and size. */
+clattn_status clattn__open_regular(const char *function, const char *path, int *fd, size_t *size);
+/* Reads exactly count bytes at offset; a short file or a read error is CLATTN_ERROR_IO. */
+clattn_status clattn__read_at(const char *function, const char *path, int fd, size_t offset,
+                              void *dst, size_t count);
 /* Reads a whole regular file into a new malloc'd buffer (never more than the file's size). */
 clattn_status clattn__read_file(const char *function, const char *path, unsigned char **bytes,
                                 size_t *size);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 /* The length prefix, and the alignment the reference writer pads the header to. */
@@ -215,6 +216,11 @@ typedef struct st_source {
     const char *function, *name;
     size_t data_size; /* bytes in the data section */
     bool skip_other;  /* integer, bool and F64 tensors are checked, then left out */
+    /* The data section: in memory, or (data NULL) in the file fd from data_base, read one
+     * tensor at a time so that a file is never held whole beside its floats. */
+    const unsigned char *data;
+    int fd;
+    size_t data_base;
 } st_source;
 
 /* The dtype of an entry that is checked but left out (clattn_safetensors_read_floats). */
@@ -442,10 +448,36 @@ static clattn_status check_no_overlap(const st_source *src, const st_entry *entr
     return CLATTN_OK;
 }
 
+/* An entry's elements as floats into dst: converted in place from memory, or read from the
+ * file in chunks and converted. */
+static clattn_status tensor_floats(const st_source *src, const st_entry *e, float *dst)
+{
+    size_t width = e->dtype == CLATTN_SAFETENSORS_F32 ? 4 : 2;
+    if (src->data) {
+        convert(e->dtype, src->data + e->begin, e->numel, dst);
+        return CLATTN_OK;
+    }
+    enum { CHUNK = 1 << 20 };
+    unsigned char *chunk = malloc(CHUNK);
+    if (!chunk)
+        return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "cannot allocate a read buffer");
+    clattn_status status = CLATTN_OK;
+    for (size_t done = 0; done < e->numel && status == CLATTN_OK;) {
+        size_t n = e->numel - done < CHUNK / width ? e->numel - done : CHUNK / width;
+        status = clattn__read_at(src->function, src->name, src->fd,
+                                 src->data_base + e->begin + done * width, chunk, n * width);
+        if (status == CLATTN_OK)
+            convert(e->dtype, chunk, n, dst + done);
+        done += n;
+    }
+    free(chunk);
+    return status;
+}
+
 /* Builds the result from checked entries and metadata. */
-static clattn_status build(const st_source *src, const unsigned char *data,
-                           const st_entry *entries, size_t count, json_t *metadata,
-                           clattn_safetensors **out)
+static clattn_status build(const st_source *src, const st_entry *entries, size_t count,
+                           json_t *metadata, clattn_safetensors **out)
 {
     clattn_safetensors *st = calloc(1, sizeof(*st));
     if (!st)
@@ -508,7 +540,11 @@ static clattn_status build(const st_source *src, const unsigned char *data,
         t->ndim = e->ndim;
         memcpy(t->shape, e->shape, sizeof(t->shape));
         t->numel = e->numel;
-        convert(e->dtype, data + e->begin, e->numel, t->data);
+        clattn_status status = tensor_floats(src, e, t->data);
+        if (status != CLATTN_OK) {
+            clattn_safetensors_destroy(&st);
+            return status;
+        }
     }
 
     size_t meta_count = metadata ? json_object_size(metadata) : 0;
@@ -539,25 +575,14 @@ static clattn_status build(const st_source *src, const unsigned char *data,
     return CLATTN_OK;
 }
 
-/* Parses a whole file image; *out is set only on success. */
-static clattn_status load(const char *function, const char *name, const unsigned char *bytes,
-                          size_t size, bool skip_other, clattn_safetensors **out)
+/* Parses the JSON header (header_len bytes) against src's data section; *out is set only on
+ * success. */
+static clattn_status parse_header(st_source *src, const unsigned char *header, size_t header_len,
+                                  clattn_safetensors **out)
 {
-    if (size < ST_PREFIX)
-        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
-                       "truncated: %zu bytes is shorter than the 8-byte header length", size);
-    uint64_t header_len = 0;
-    for (int i = ST_PREFIX - 1; i >= 0; i--)
-        header_len = header_len << 8 | bytes[i];
-    if (header_len > size - ST_PREFIX)
-        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
-                       "the header length %llu is larger than the %zu bytes that follow the "
-                       "length (the file has %zu bytes)",
-                       (unsigned long long)header_len, size - ST_PREFIX, size);
-
+    const char *function = src->function, *name = src->name;
     json_error_t error;
-    json_t *root = json_loadb((const char *)bytes + ST_PREFIX, (size_t)header_len,
-                              JSON_REJECT_DUPLICATES, &error);
+    json_t *root = json_loadb((const char *)header, header_len, JSON_REJECT_DUPLICATES, &error);
     if (!root) {
         if (json_error_code(&error) == json_error_out_of_memory)
             return clattn__fail_in(function, name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
@@ -577,8 +602,6 @@ static clattn_status load(const char *function, const char *name, const unsigned
         json_decref(root);
         return status;
     }
-
-    st_source src = {function, name, size - ST_PREFIX - (size_t)header_len, skip_other};
     size_t keys = json_object_size(root), count = 0;
     st_entry *entries = calloc(keys ? keys : 1, sizeof(*entries));
     if (!entries) {
@@ -595,10 +618,10 @@ static clattn_status load(const char *function, const char *name, const unsigned
     {
         if (strcmp(key, metadata_key) == 0) {
             metadata = value;
-            status = parse_metadata(&src, metadata);
+            status = parse_metadata(src, metadata);
         } else {
             entries[count].position = position;
-            status = parse_entry(&src, key, value, &entries[count]);
+            status = parse_entry(src, key, value, &entries[count]);
             count++;
         }
         position++;
@@ -607,13 +630,46 @@ static clattn_status load(const char *function, const char *name, const unsigned
     }
     if (status == CLATTN_OK) {
         qsort(entries, count, sizeof(*entries), compare_entries);
-        status = check_no_overlap(&src, entries, count);
+        status = check_no_overlap(src, entries, count);
     }
     if (status == CLATTN_OK)
-        status = build(&src, bytes + ST_PREFIX + header_len, entries, count, metadata, out);
+        status = build(src, entries, count, metadata, out);
     free(entries);
     json_decref(root);
     return status;
+}
+
+
+/* The header's length from the first 8 bytes, checked against the file's size. */
+static clattn_status header_length(const char *function, const char *name,
+                                   const unsigned char *prefix, size_t size, size_t *header_len)
+{
+    uint64_t len = 0;
+    for (int i = ST_PREFIX - 1; i >= 0; i--)
+        len = len << 8 | prefix[i];
+    if (len > size - ST_PREFIX)
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
+                       "the header length %llu is larger than the %zu bytes that follow the "
+                       "length (the file has %zu bytes)",
+                       (unsigned long long)len, size - ST_PREFIX, size);
+    *header_len = (size_t)len;
+    return CLATTN_OK;
+}
+
+/* Parses a whole file image; *out is set only on success. */
+static clattn_status load(const char *function, const char *name, const unsigned char *bytes,
+                          size_t size, bool skip_other, clattn_safetensors **out)
+{
+    if (size < ST_PREFIX)
+        return clattn__fail_in(function, name, CLATTN_ERROR_FORMAT,
+                       "truncated: %zu bytes is shorter than the 8-byte header length", size);
+    size_t header_len = 0;
+    clattn_status status = header_length(function, name, bytes, size, &header_len);
+    if (status != CLATTN_OK)
+        return status;
+    st_source src = {function, name, size - ST_PREFIX - header_len, skip_other,
+                     bytes + ST_PREFIX + header_len, -1, 0};
+    return parse_header(&src, bytes + ST_PREFIX, header_len, out);
 }
 
 static clattn_status read_path(const char *function, clattn_safetensors **out, const char *path,
@@ -623,12 +679,35 @@ static clattn_status read_path(const char *function, clattn_safetensors **out, c
         *out = NULL;
     CLATTN_CHECK_ARG(NULL, function, path, "path is NULL");
     CLATTN_CHECK_ARG(NULL, function, out, "out is NULL");
-    unsigned char *bytes = NULL;
-    size_t size = 0;
-    clattn_status status = clattn__read_file(function, path, &bytes, &size);
-    if (status == CLATTN_OK)
-        status = load(function, path, bytes, size, skip_other, out);
-    free(bytes);
+    /* The header first, then each tensor straight into its floats (the file is never held
+     * whole in memory). */
+    int fd;
+    size_t size;
+    clattn_status status = clattn__open_regular(function, path, &fd, &size);
+    if (status != CLATTN_OK)
+        return status;
+    unsigned char prefix[ST_PREFIX];
+    unsigned char *header = NULL;
+    size_t header_len = 0;
+    if (size < ST_PREFIX)
+        status = clattn__fail_in(function, path, CLATTN_ERROR_FORMAT,
+                         "truncated: %zu bytes is shorter than the 8-byte header length", size);
+    if (status == CLATTN_OK &&
+        !(status = clattn__read_at(function, path, fd, 0, prefix, ST_PREFIX)) &&
+        !(status = header_length(function, path, prefix, size, &header_len))) {
+        header = malloc(header_len ? header_len : 1);
+        if (!header)
+            status = clattn__fail_in(function, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                             "cannot allocate %zu bytes for the header", header_len);
+    }
+    if (status == CLATTN_OK &&
+        !(status = clattn__read_at(function, path, fd, ST_PREFIX, header, header_len))) {
+        st_source src = {function, path, size - ST_PREFIX - header_len, skip_other, NULL, fd,
+                         ST_PREFIX + header_len};
+        status = parse_header(&src, header, header_len, out);
+    }
+    free(header);
+    close(fd);
     return status;
 }
 

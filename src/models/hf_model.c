@@ -1,5 +1,5 @@
 /* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT,
- * MPNet and JinaBERT, each a table of tensor names and a few lines of configuration. */
+ * MPNet, NomicBERT and JinaBERT, each a table of tensor names and a few lines of configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"
@@ -8,6 +8,9 @@
 
 #include <jansson.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +26,14 @@ typedef struct name_pair {
 typedef struct hf_family {
     const char *model_type;
     const char *prefix;    /* the prefix of a task model's file ("bert.") */
-    const char *qkv_part;  /* q/k/v: "encoder.layer.<n>.<qkv_part><name>.<weight|bias>" */
+    const char *qkv_part;  /* q/k/v: "encoder.layer.<n>.<qkv_part><name>.<weight|bias>"; NULL:
+                            * the layer table names in_proj_weight / in_proj_bias (packed) */
     const char *qkv[3];
     const name_pair *fixed, *layer;
     size_t fixed_count, layer_count;
+    const char *layers; /* the layers' names: "<layers><n>."; NULL: "encoder.layer." */
+    /* config.json in the family's own keys (not BERT's); NULL: BERT's keys */
+    clattn_status (*read_config)(const char *path, json_t *root, clattn_encoder_config *cfg);
 } hf_family;
 
 static const name_pair bert_fixed[] = {
@@ -70,6 +77,37 @@ static const name_pair mpnet_layer[] = {
     {"norm2.bias", "output.LayerNorm.bias"},
 };
 
+/* NomicBERT (nomic-embed-text v1, v1.5): NomicBertModel of nomic-ai/contrastors'
+ * src/contrastors/models/huggingface/modeling_hf_nomic_bert.py, which the checkpoints run with
+ * (tools/gen_nomic_golden.py transcribes it). q, k, v come packed as attn.Wqkv [3E, E] (q, k, v
+ * blocks of heads · d rows: "... (three h d)"); NomciBertGatedMLP computes
+ * fc2(fc11(x) · act(fc12(x))): fc12 is the activated factor (the gate), fc11 the other ("up").
+ * Linear biases only when the config asks for them; the LayerNorms have theirs. */
+static const name_pair nomic_fixed[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"pos_embedding.weight", "embeddings.position_embeddings.weight"},
+    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
+    {"embedding_norm.weight", "emb_ln.weight"},
+    {"embedding_norm.bias", "emb_ln.bias"},
+};
+static const name_pair nomic_layer[] = {
+    {"self_attn.in_proj_weight", "attn.Wqkv.weight"},
+    {"self_attn.in_proj_bias", "attn.Wqkv.bias"},
+    {"self_attn.out_proj.weight", "attn.out_proj.weight"},
+    {"self_attn.out_proj.bias", "attn.out_proj.bias"},
+    {"norm1.weight", "norm1.weight"},
+    {"norm1.bias", "norm1.bias"},
+    {"linear1.weight", "mlp.fc11.weight"},
+    {"linear1.bias", "mlp.fc11.bias"},
+    {"linear1_gate.weight", "mlp.fc12.weight"},
+    {"linear1_gate.bias", "mlp.fc12.bias"},
+    {"linear2.weight", "mlp.fc2.weight"},
+    {"linear2.bias", "mlp.fc2.bias"},
+    {"norm2.weight", "norm2.weight"},
+    {"norm2.bias", "norm2.bias"},
+};
+static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder_config *cfg);
+
 /* JinaBERT (jinaai/jina-bert-implementation's modeling_bert.py; jina-embeddings-v2): BERT's
  * embeddings without the position table, ALiBi, and JinaBertGLUMLP:
  * layernorm(x + wo(act(gated) * non_gated)) with gated / non_gated the first / second half of
@@ -102,13 +140,15 @@ static const name_pair jina_layer[] = {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const hf_family families[] = {
     {"bert", "bert.", "attention.self.", {"query", "key", "value"}, bert_fixed, bert_layer,
-     COUNT(bert_fixed), COUNT(bert_layer)},
+     COUNT(bert_fixed), COUNT(bert_layer), NULL, NULL},
     {"mpnet", "mpnet.", "attention.attn.", {"q", "k", "v"}, mpnet_fixed, mpnet_layer,
-     COUNT(mpnet_fixed), COUNT(mpnet_layer)},
+     COUNT(mpnet_fixed), COUNT(mpnet_layer), NULL, NULL},
+    {"nomic_bert", "bert.", NULL, {NULL, NULL, NULL}, nomic_fixed, nomic_layer,
+     COUNT(nomic_fixed), COUNT(nomic_layer), "encoder.layers.", nomic_config},
     {JINA_FAMILY, "bert.", "attention.self.", {"query", "key", "value"}, jina_fixed, jina_layer,
-     COUNT(jina_fixed), COUNT(jina_layer)},
+     COUNT(jina_fixed), COUNT(jina_layer), NULL, NULL},
 };
-#define SUPPORTED_TYPES "\"bert\", \"mpnet\""
+#define SUPPORTED_TYPES "\"bert\", \"mpnet\", \"nomic_bert\""
 
 /* The family of config.json's model_type, or NULL. */
 static const hf_family *family_of(const char *model_type)
@@ -172,6 +212,165 @@ static clattn_status mpnet_config(const char *path, json_t *root, clattn_encoder
     return CLATTN_OK;
 }
 
+/* config.json's `key` as a number: `fallback` when absent or null. */
+static clattn_status config_number(const char *path, json_t *root, const char *key,
+                                   double fallback, double *out)
+{
+    json_t *v = json_object_get(root, key);
+    *out = !v || json_is_null(v) ? fallback : json_number_value(v);
+    if (v && !json_is_null(v) && (!json_is_number(v) || !isfinite(*out)))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "the field \"%s\" must be a number", key);
+    return CLATTN_OK;
+}
+
+/* config.json's `key` as a boolean: `fallback` when absent or null. */
+static clattn_status config_bool(const char *path, json_t *root, const char *key, bool fallback,
+                                 bool *out)
+{
+    json_t *v = json_object_get(root, key);
+    *out = !v || json_is_null(v) ? fallback : json_is_true(v);
+    if (v && !json_is_null(v) && !json_is_boolean(v))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "the field \"%s\" must be true or false", key);
+    return CLATTN_OK;
+}
+
+/* NomicBERT's config.json (NomicBertConfig, a GPT2Config: n_embd, n_head, n_layer, n_inner,
+ * n_positions, layer_norm_epsilon, activation_function; absent optional keys take
+ * NomicBertConfig's and GPT2Config's defaults). What the published NomicBertModel computes with
+ * it and this encoder cannot is refused, naming the key:
+ *   activation_function other than "swiglu" (silu gate) or "geglu" (erf gelu gate): "glu" and
+ *     the ungated NomicBertMLP of "gelu", "gelu_new", ...
+ *   prenorm true: NomicBertBlock's pre-norm path ends on the last MLP output without its
+ *     residual, which no norm_first encoder computes
+ *   rotary_scaling_factor other than null or 0: dynamic NTK scaling of the rotary base past
+ *     max_trained_positions (NomicBertDynamicNTKRotaryEmbedding)
+ *   rotary_emb_scale_base (xPos scaling), rotary_head_dim, num_heads_kv other than n_head,
+ *     norm_mlp, moe_every_n_layers (nomic-embed-text-v2-moe's experts); and causal, use_rms_norm
+ *     and parallel_block true, which the published code ignores but the training code behind a
+ *     checkpoint would not
+ *   qkv_proj_bias, mlp_fc1_bias, mlp_fc2_bias not all equal (the encoder's linear_no_bias is
+ *     one switch for every linear)
+ * The MLP's width is n_inner (null: int(8·n_embd / 3)) rounded up to a multiple of 256, as
+ * NomciBertGatedMLP rounds it; the vocabulary is vocab_size rounded up to a multiple of
+ * pad_vocab_size_multiple. rotary_emb_fraction > 0: RoPE on d_k · rotary_emb_fraction channels
+ * per head (an even whole number), base rotary_emb_base, positions 0 .. N-1, and n_positions the
+ * longest input (max_positions, which the sentence model reads); rotary_emb_fraction 0: learned
+ * positions (embeddings.position_embeddings, n_positions rows). */
+static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder_config *cfg)
+{
+    size_t hidden = 0, heads = 0, layers = 0, vocab = 0;
+    double inner, positions, types, multiple, eps, fraction, base, scaling, heads_kv, moe;
+    bool prenorm, interleaved, qkv_bias, fc1_bias, fc2_bias, flag;
+    clattn_status status;
+    if ((status = config_size(path, root, "n_embd", &hidden)) ||
+        (status = config_size(path, root, "n_head", &heads)) ||
+        (status = config_size(path, root, "n_layer", &layers)) ||
+        (status = config_size(path, root, "vocab_size", &vocab)) ||
+        (status = config_number(path, root, "n_inner", 0.0, &inner)) ||
+        (status = config_number(path, root, "n_positions", 1024.0, &positions)) ||
+        (status = config_number(path, root, "type_vocab_size", 2.0, &types)) ||
+        (status = config_number(path, root, "pad_vocab_size_multiple", 1.0, &multiple)) ||
+        (status = config_number(path, root, "layer_norm_epsilon", 1e-5, &eps)) ||
+        (status = config_number(path, root, "rotary_emb_fraction", 0.0, &fraction)) ||
+        (status = config_number(path, root, "rotary_emb_base", 10000.0, &base)) ||
+        (status = config_number(path, root, "rotary_scaling_factor", 0.0, &scaling)) ||
+        (status = config_number(path, root, "num_heads_kv", (double)heads, &heads_kv)) ||
+        (status = config_number(path, root, "moe_every_n_layers", 0.0, &moe)) ||
+        (status = config_bool(path, root, "prenorm", false, &prenorm)) ||
+        (status = config_bool(path, root, "rotary_emb_interleaved", false, &interleaved)) ||
+        (status = config_bool(path, root, "qkv_proj_bias", true, &qkv_bias)) ||
+        (status = config_bool(path, root, "mlp_fc1_bias", true, &fc1_bias)) ||
+        (status = config_bool(path, root, "mlp_fc2_bias", true, &fc2_bias)))
+        return status;
+    static const char *const unsupported_flags[] = {"causal", "use_rms_norm", "parallel_block",
+                                                    "rotary_head_dim", "norm_mlp"};
+    for (size_t i = 0; i < COUNT(unsupported_flags); i++) {
+        if ((status = config_bool(path, root, unsupported_flags[i], false, &flag)))
+            return status;
+        if (flag)
+            return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                   "%s true is not supported (nomic_bert)", unsupported_flags[i]);
+    }
+    const char *act = json_string_value(json_object_get(root, "activation_function"));
+    bool swiglu = act && strcmp(act, "swiglu") == 0, geglu = act && strcmp(act, "geglu") == 0;
+    json_t *scale_base = json_object_get(root, "rotary_emb_scale_base");
+    double rotary = 0.0;
+    if (!swiglu && !geglu)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "activation_function \"%.64s\" is not supported (nomic_bert: "
+                               "swiglu, geglu)",
+                               act ? act : "(missing)");
+    if (prenorm)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "prenorm true is not supported (NomicBertBlock's pre-norm path "
+                               "returns the last MLP output without its residual)");
+    if (scaling != 0.0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "rotary_scaling_factor %g is not supported (dynamic NTK scaling "
+                               "of the rotary base; null: plain rotary embeddings)",
+                               scaling);
+    if (scale_base && !json_is_null(scale_base))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "rotary_emb_scale_base is not supported (only null)");
+    if (heads_kv != (double)heads)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "num_heads_kv %g is not supported (only n_head, %zu)", heads_kv,
+                               heads);
+    if (moe != 0.0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "moe_every_n_layers %g is not supported (mixture-of-experts "
+                               "layers)",
+                               moe);
+    if (qkv_bias != fc1_bias || qkv_bias != fc2_bias)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "qkv_proj_bias (%s), mlp_fc1_bias (%s) and mlp_fc2_bias (%s) "
+                               "must be all true or all false",
+                               qkv_bias ? "true" : "false", fc1_bias ? "true" : "false",
+                               fc2_bias ? "true" : "false");
+    if (hidden % heads != 0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "n_embd %zu is not divisible by n_head %zu", hidden, heads);
+    if (fraction > 0.0)
+        rotary = (double)(hidden / heads) * fraction;
+    if (fraction > 1.0 || rotary != floor(rotary) || fmod(rotary, 2.0) != 0.0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "rotary_emb_fraction %g rotates %g of the %zu channels of a head: "
+                               "not an even whole number of at most %zu",
+                               fraction, rotary, hidden / heads, hidden / heads);
+    if (positions <= 0.0 && rotary > 0.0)
+        positions = 2048.0; /* as NomicBertPreTrainedModel.from_pretrained sets it */
+    if (!(inner >= 0.0 && inner < 1 << 30 && inner == floor(inner)) ||
+        !(positions >= 1.0 && positions < 1 << 30 && positions == floor(positions)) ||
+        !(types >= 0.0 && types < 1 << 30 && types == floor(types)) ||
+        !(multiple >= 1.0 && multiple < 1 << 20 && multiple == floor(multiple)) ||
+        !(eps > 0.0) || !(base > 0.0 && base < 1e30))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "n_inner, n_positions (> 0), type_vocab_size and "
+                               "pad_vocab_size_multiple (> 0) must be whole numbers below 2^30, "
+                               "layer_norm_epsilon and rotary_emb_base positive numbers");
+    size_t width = inner > 0.0 ? (size_t)inner : (size_t)(8.0 * (double)hidden / 3.0);
+    clattn_encoder_config_default(cfg, hidden, heads, layers, (width + 255) / 256 * 256);
+    cfg->activation = swiglu ? CLATTN_ACTIVATION_SILU : CLATTN_ACTIVATION_GELU;
+    cfg->ffn_gated = 1;
+    cfg->linear_no_bias = !qkv_bias;
+    cfg->layer_norm_eps = (float)eps;
+    cfg->vocab_size = (vocab + (size_t)multiple - 1) / (size_t)multiple * (size_t)multiple;
+    cfg->type_vocab_size = (size_t)types;
+    cfg->embedding_norm = 1;
+    cfg->embedding_scale = 1.0f;
+    cfg->max_positions = (size_t)positions;
+    if (rotary > 0.0) {
+        cfg->rope_theta = (float)base;
+        cfg->rotary_dim = (uint32_t)rotary;
+        cfg->rope_interleaved = interleaved;
+    } else {
+        cfg->positional = CLATTN_POSITIONAL_LEARNED;
+    }
+    return CLATTN_OK;
+}
+
 /* JinaBERT's configuration beyond BERT's (config.json: model_type "bert", position_embedding_type
  * "alibi"): the gated feed-forward's activation from feed_forward_type (hidden_act is not used
  * there), ALiBi, no position table (max_position_embeddings only bounds the length). */
@@ -232,6 +431,13 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
     if (jina || (family && strcmp(family->model_type, JINA_FAMILY) == 0))
         family = jina ? family_of(JINA_FAMILY) : NULL;
     const char *ff = json_string_value(json_object_get(root, "feed_forward_type"));
+    if (family && family->read_config) { /* a family with config keys of its own */
+        status = family->read_config(path, root, cfg);
+        if (status == CLATTN_OK && family_type)
+            *family_type = family->model_type;
+        json_decref(root);
+        return status;
+    }
     if (!family)
         status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
                                  "model_type \"%.64s\" is not supported (supported: "
@@ -289,7 +495,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
 
 /* The lookup's state: the file, its name prefix, and the packed q/k/v tensors it builds. */
 typedef struct hf_lookup {
-    const clattn_safetensors *st;
+    clattn_safetensors *st;   /* its layers' floats are freed as the encoder copies them */
+    size_t released_below;    /* the file's layers below this one have been freed */
     const hf_family *family;
     const char *prefix; /* "" or the family's prefix ("bert.") */
     clattn_host_tensor packed[2]; /* in_proj_weight, in_proj_bias of the layer asked last */
@@ -305,7 +512,7 @@ static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
     char name[256];
     snprintf(name, sizeof(name), "%s%s", l->prefix, hf_name);
     const clattn_safetensors_tensor *t = clattn_safetensors_find(l->st, name);
-    if (!t)
+    if (!t || !t->data)
         return NULL;
     /* The file's tensor seen as a host tensor (the encoder copies it before asking again; a rank
      * above CLATTN_MAX_DIMS keeps its ndim and fails the shape check). */
@@ -355,7 +562,7 @@ static const clattn_host_tensor *pack_qkv(hf_lookup *l, size_t layer, const char
         snprintf(name, sizeof(name), "%sencoder.layer.%zu.%s%s.%s", l->prefix, layer,
                  l->family->qkv_part, l->family->qkv[i], what);
         parts[i] = clattn_safetensors_find(l->st, name);
-        if (!parts[i])
+        if (!parts[i] || !parts[i]->data)
             return NULL; /* reported as the packed tensor missing; the message names it */
     }
     for (int i = 1; i < 3; i++)
@@ -397,8 +604,8 @@ static int family_names(const hf_family *f, const char *ours, char bert[3][256],
     if (sscanf(ours, "layers.%zu.%n", &layer, &used) != 1 || used == 0)
         return 0;
     const char *rest = ours + used;
-    if (strcmp(rest, "self_attn.in_proj_weight") == 0 ||
-        strcmp(rest, "self_attn.in_proj_bias") == 0) {
+    if (f->qkv_part && (strcmp(rest, "self_attn.in_proj_weight") == 0 ||
+                        strcmp(rest, "self_attn.in_proj_bias") == 0)) {
         *packed_layer = layer;
         *what = strcmp(rest, "self_attn.in_proj_weight") == 0 ? "weight" : "bias";
         for (int i = 0; i < 3; i++)
@@ -408,16 +615,62 @@ static int family_names(const hf_family *f, const char *ours, char bert[3][256],
     }
     for (size_t i = 0; i < f->layer_count; i++)
         if (strcmp(rest, f->layer[i].ours) == 0) {
-            snprintf(bert[0], sizeof(bert[0]), "encoder.layer.%zu.%s", layer, f->layer[i].theirs);
+            snprintf(bert[0], sizeof(bert[0]), "%s%zu.%s", f->layers ? f->layers : "encoder.layer.",
+                     layer, f->layer[i].theirs);
             return 1;
         }
     return 0;
+}
+
+/* The layer number of a tensor name in the file ("...layer.<n>." or "...layers.<n>."). */
+static bool file_layer_of(const char *name, size_t *layer)
+{
+    for (const char *p = strstr(name, "layer"); p; p = strstr(p + 1, "layer")) {
+        const char *q = p + 5 + (p[5] == 's');
+        size_t n = 0, digits = 0;
+        if (*q++ != '.')
+            continue;
+        for (; *q >= '0' && *q <= '9' && digits < 9; q++, digits++)
+            n = 10 * n + (size_t)(*q - '0');
+        if (digits > 0 && *q == '.') {
+            *layer = n;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Frees the floats of the file's layer tensors below `layer` (SIZE_MAX: all of them). The
+ * encoder asks for its layers in order, then the rest, and copies each tensor to the device
+ * before asking for the next: a large model is never held twice in host memory. */
+static void release_layers_below(hf_lookup *l, size_t layer)
+{
+    if (layer <= l->released_below)
+        return;
+    bool freed = false;
+    for (size_t i = 0; i < l->st->tensor_count; i++) {
+        clattn_safetensors_tensor *t = &l->st->tensors[i];
+        size_t n;
+        if (t->data && file_layer_of(t->name, &n) && n < layer) {
+            free(t->data);
+            t->data = NULL;
+            freed = true;
+        }
+    }
+    l->released_below = layer;
+#ifdef __GLIBC__
+    if (freed) /* glibc keeps freed chunks below its mmap threshold: hand them back */
+        malloc_trim(0);
+#endif
 }
 
 /* Maps the encoder's PyTorch names onto the family's. */
 static const clattn_host_tensor *lookup(void *user, const char *name)
 {
     hf_lookup *l = user;
+    size_t asked_layer;
+    release_layers_below(l, sscanf(name, "layers.%zu.", &asked_layer) == 1 ? asked_layer
+                                                                           : SIZE_MAX);
     char bert[3][256];
     size_t layer = 0;
     const char *what = NULL;
@@ -484,7 +737,8 @@ static clattn_status check_layer_count(const hf_lookup *l, const char *path, siz
     if (!numbers)
         return clattn__fail_in(fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     char prefix[64];
-    snprintf(prefix, sizeof(prefix), "%sencoder.layer.", l->prefix);
+    snprintf(prefix, sizeof(prefix), "%s%s", l->prefix,
+             l->family->layers ? l->family->layers : "encoder.layer.");
     for (size_t i = 0; i < n; i++) {
         const char *name = i < st->tensor_count ? st->tensors[i].name
                                                 : st->left_out[i - st->tensor_count].name;
@@ -496,8 +750,9 @@ static clattn_status check_layer_count(const hf_lookup *l, const char *path, siz
     if (exact)
         return CLATTN_OK;
     return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
-                           "config.json's num_hidden_layers is %zu but the file holds %s (%s<n>.*)",
-                           num_layers, held, prefix);
+                           "config.json's %s is %zu but the file holds %s (%s<n>.*)",
+                           l->family->read_config ? "n_layer" : "num_hidden_layers", num_layers,
+                           held, prefix);
 }
 
 clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
@@ -550,6 +805,9 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
     free(l.packed_data[1]);
     free(l.zeros);
     clattn_safetensors_destroy(&st);
+#ifdef __GLIBC__
+    malloc_trim(0); /* the file's floats, freed: back to the system */
+#endif
     return status;
 }
 

@@ -232,7 +232,7 @@ typedef struct pass {
     cl_mem x;      /* [T, d_model] the activations */
     cl_mem sub;    /* [T, d_model] a sub-layer's output */
     cl_mem normed; /* [T, d_model] pre-LN's normalised activations */
-    cl_mem hidden; /* [T, d_ff], gated [T, 2·d_ff] */
+    cl_mem hidden; /* [rows, d_ff], gated [rows, 2·d_ff]: clattn__ffn_chunk_rows */
     clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
 } pass;
 
@@ -351,10 +351,11 @@ static clattn_status borrow_workspace(pass *p)
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t row = c->d_model * sizeof(float);
     size_t hidden_row = (c->ffn_gated ? 2 : 1) * c->dim_feedforward * sizeof(float);
+    size_t hidden_rows = clattn__ffn_chunk_rows(p->tokens, c->dim_feedforward, c->ffn_gated);
     clattn_status status;
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
         (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, p->tokens * hidden_row,
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, hidden_rows * hidden_row,
                                          &p->hidden)))
         return status;
     if (c->norm_first)

@@ -1,5 +1,6 @@
 /* Loading the encoder's weights by their PyTorch names, and seeded random initialisation. */
 #include "encoder_internal.h"
+#include "mha_internal.h"
 #include "runtime/buffers.h"
 
 #include <stdio.h>
@@ -40,9 +41,14 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_enco
                                          c->head_dim_v, bias, &layer->attn)) ||
         (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, c->ffn_gated, bias,
                                    &layer->ffn)) ||
-        (status = clattn__load_norm(l, norm1, c->d_model, norm_bias, &layer->norm1)))
+        (status = clattn__load_norm(l, norm1, c->d_model, norm_bias, &layer->norm1)) ||
+        (status = clattn__load_norm(l, norm2, c->d_model, norm_bias, &layer->norm2)))
         return status;
-    return clattn__load_norm(l, norm2, c->d_model, norm_bias, &layer->norm2);
+    /* On the CPU GEMM the layer's linear weights are held once, packed (not also as loaded);
+     * packed layer by layer, so the next layer's uploads reuse the memory released here. */
+    if ((status = clattn__mha_keep_packed_only(layer->attn)))
+        return status;
+    return clattn__ffn_keep_packed_only(l->ctx, &layer->ffn);
 }
 
 static clattn_status load_all(clattn_encoder *enc, clattn_weight_provider provide, void *user)

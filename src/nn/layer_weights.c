@@ -107,6 +107,23 @@ static clattn_status load_stacked(const clattn_weight_loader *l, const char *pre
     return status;
 }
 
+clattn_status clattn__ffn_keep_packed_only(clattn_context *ctx, clattn_ffn *ffn)
+{
+    bool packed[2] = {false, false};
+    clattn_status status = clattn__gemm_weight_pack(ctx, &ffn->lin1, &packed[0]);
+    if (status == CLATTN_OK)
+        status = clattn__gemm_weight_pack(ctx, &ffn->lin2, &packed[1]);
+    if (packed[0]) {
+        clattn__release_mem(&ffn->w1);
+        ffn->lin1.mem = NULL;
+    }
+    if (packed[1]) {
+        clattn__release_mem(&ffn->w2);
+        ffn->lin2.mem = NULL;
+    }
+    return status;
+}
+
 void clattn__norm_release(clattn_norm *norm)
 {
     clattn__release_mem(&norm->weight), clattn__release_mem(&norm->bias);
@@ -219,21 +236,34 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
     return clattn_mha_load_weights(*attn, &w);
 }
 
+size_t clattn__ffn_chunk_rows(size_t tokens, size_t ff, bool gated)
+{
+    size_t per_row = (gated ? 2 : 1) * ff;
+    size_t rows = CLATTN_FFN_CHUNK_FLOATS / (per_row ? per_row : 1);
+    if (rows == 0)
+        rows = 1;
+    return rows < tokens ? rows : tokens;
+}
+
 clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
                                   size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out)
 {
-    /* Gated: hidden [T, 2·d_ff] = [gate | up], then gate = act(gate)·up in place, and linear2
-     * reads the gate half with leading dimension 2·d_ff. */
-    size_t ld = ffn->gated ? 2 * ff : ff;
-    clattn_status status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, input, 0, d,
-                                          &ffn->lin1, ffn->b1, 0,
-                                          ffn->gated ? CLATTN_ACT_NONE : act, hidden, 0, ld);
-    if (status == CLATTN_OK && ffn->gated)
-        status = clattn__glu(ctx, hidden, tokens, ff, act);
-    if (status != CLATTN_OK)
-        return status;
-    return clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, tokens, hidden, 0, ld, &ffn->lin2, NULL, 0,
-                          CLATTN_ACT_NONE, out, 0, d);
+    /* Gated: hidden [rows, 2·d_ff] = [gate | up], then gate = act(gate)·up in place, and linear2
+     * reads the gate half with leading dimension 2·d_ff. Row blocks of at most
+     * clattn__ffn_chunk_rows (every row's result is the same whatever the block). */
+    size_t ld = ffn->gated ? 2 * ff : ff, chunk = clattn__ffn_chunk_rows(tokens, ff, ffn->gated);
+    clattn_status status = CLATTN_OK;
+    for (size_t r0 = 0; r0 < tokens && status == CLATTN_OK; r0 += chunk) {
+        size_t rows = tokens - r0 < chunk ? tokens - r0 : chunk;
+        status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, rows, input, r0 * d, d, &ffn->lin1,
+                                ffn->b1, 0, ffn->gated ? CLATTN_ACT_NONE : act, hidden, 0, ld);
+        if (status == CLATTN_OK && ffn->gated)
+            status = clattn__glu(ctx, hidden, rows, ff, act);
+        if (status == CLATTN_OK)
+            status = clattn__linear(ctx, CLATTN_OP_FEED_FORWARD, rows, hidden, 0, ld, &ffn->lin2,
+                                    NULL, 0, CLATTN_ACT_NONE, out, r0 * d, d);
+    }
+    return status;
 }
 
 /* ---- seeded random weights ---- */

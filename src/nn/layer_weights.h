@@ -33,6 +33,10 @@ typedef struct clattn_ffn {
     bool gated;
 } clattn_ffn;
 
+/* When the context's GEMM is the CPU GEMM, packs linear1 and linear2 and releases their unpacked
+ * buffers (clattn__gemm_weight_pack), so that they are held once. */
+clattn_status clattn__ffn_keep_packed_only(clattn_context *ctx, clattn_ffn *ffn);
+
 /* A LayerNorm's weight and bias [d]. */
 typedef struct clattn_norm {
     cl_mem weight, bias;
@@ -62,9 +66,16 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
                                      size_t nhead, size_t kv_heads, size_t dk, size_t dv,
                                      bool bias, clattn_mha **attn);
 
-/* out [T, d] = act(input [T, d]·W1ᵀ + b1)·W2ᵀ through hidden [T, d_ff] (linear2's bias is left
- * to the caller's residual step); gated, out = (act(input·Wgᵀ + bg) ⊙ (input·W1ᵀ + b1))·W2ᵀ
- * through hidden [T, 2·d_ff]. The block's GEMM weights keep their packed forms. */
+/* The hidden activations the feed-forward block holds at once, in floats: it runs over blocks
+ * of rows so that a long input does not need a [T, d_ff] buffer. */
+#define CLATTN_FFN_CHUNK_FLOATS ((size_t)16 << 20)
+/* The rows of one block: hidden needs clattn__ffn_chunk_rows · d_ff (gated: 2·d_ff) floats. */
+size_t clattn__ffn_chunk_rows(size_t tokens, size_t ff, bool gated);
+
+/* out [T, d] = act(input [T, d]·W1ᵀ + b1)·W2ᵀ through hidden [rows, d_ff] (linear2's bias is
+ * left to the caller's residual step); gated, out = (act(input·Wgᵀ + bg) ⊙ (input·W1ᵀ +
+ * b1))·W2ᵀ through hidden [rows, 2·d_ff]; rows = clattn__ffn_chunk_rows. The block's GEMM
+ * weights keep their packed forms. */
 clattn_status clattn__ffn_forward(clattn_context *ctx, clattn_ffn *ffn, size_t tokens, size_t d,
                                   size_t ff, int act, cl_mem input, cl_mem hidden, cl_mem out);
 

@@ -35,6 +35,7 @@ struct clattn_mha {
     clattn_gemm_weight in_all;       /* [2·h·d_k + h·d_v, E]: self-attention's one projection */
     clattn_gemm_weight in_q, in_k, in_v; /* the three parts, for cross-attention */
     clattn_gemm_weight out_w;        /* [E, h·d_v] */
+    bool self_only; /* w_in kept only packed (clattn__mha_keep_packed_only): no cross-attention */
 };
 
 static void gemm_weights_release(clattn_mha *mha)
@@ -289,7 +290,31 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
     mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL};
     mha->in_v = (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL};
     mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL};
+    mha->self_only = false;
     mha->loaded = true;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__mha_keep_packed_only(clattn_mha *mha)
+{
+    bool in_packed = false, out_packed = false;
+    clattn_status status = clattn__gemm_weight_pack(mha->ctx, &mha->in_all, &in_packed);
+    if (status == CLATTN_OK && mha->w_out)
+        status = clattn__gemm_weight_pack(mha->ctx, &mha->out_w, &out_packed);
+    if (status != CLATTN_OK)
+        return status;
+    if (in_packed) {
+        clattn__release_mem(&mha->w_in);
+        mha->in_all.mem = NULL;
+        clattn__gemm_weight_release(&mha->in_q); /* cross-attention's views of w_in */
+        clattn__gemm_weight_release(&mha->in_k);
+        clattn__gemm_weight_release(&mha->in_v);
+        mha->self_only = true;
+    }
+    if (out_packed) {
+        clattn__release_mem(&mha->w_out);
+        mha->out_w.mem = NULL;
+    }
     return CLATTN_OK;
 }
 
@@ -413,6 +438,10 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
         return CLATTN_OK;
     }
 
+    if (mha->self_only)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: this layer's projections are kept packed for self-attention only",
+                            fn_forward);
     /* Three GEMMs: Q [B·Nq, h·d_k] | K [B·Nk, h_kv·d_k] | V [B·Nk, h_kv·d_v], one after
      * another. */
     size_t k_at = rows_q * qk, v_at = k_at + rows_k * kw, total = v_at + rows_k * vw;

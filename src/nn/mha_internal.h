@@ -33,6 +33,11 @@ typedef struct clattn_mha_io {
     size_t weights_offset;
 } clattn_mha_io;
 
+/* For a layer that only ever runs self-attention (an encoder's): when the context's GEMM is the
+ * CPU GEMM, packs its projection weights and releases their unpacked buffers, so that they are
+ * held once (clattn__gemm_weight_pack); cross-attention on the layer is then refused. */
+clattn_status clattn__mha_keep_packed_only(clattn_mha *mha);
+
 /* Runs the layer: projections, attention, output projection. Borrows the workspace slots
  * CLATTN_SLOT_PROJECTIONS and CLATTN_SLOT_HEADS (and attention's own). */
 clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io);

@@ -45,6 +45,7 @@ typedef enum clattn_slot {
     CLATTN_SLOT_ROTARY,        /* SDPA with RoPE: rotated q and k [B·H·Nq + B·H_kv·Nk, d_k] */
     CLATTN_SLOT_POSITION_ROWS, /* encoder: int32 rows of the position table per token [T] */
     CLATTN_SLOT_ATTN_BIAS,     /* encoder: relative position bias [H, N, N] */
+    CLATTN_SLOT_UNPACKED_WEIGHT, /* GEMM: a weight kept only packed, unpacked for CLBlast [n, k] */
     CLATTN_SLOT_COUNT
 } clattn_slot;
 

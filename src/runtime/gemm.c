@@ -1,5 +1,6 @@
 /* Projection GEMMs through CLBlast. */
 #include "gemm.h"
+#include "buffers.h"
 #include "context_internal.h"
 #include "base/constants.h"
 #include "launch.h"
@@ -281,6 +282,57 @@ static clattn_status cpu_gemm(clattn_context *ctx, clattn_gemm_cpu **out)
     return CLATTN_OK;
 }
 
+/* w's packed form, made on first use. */
+static clattn_status ensure_packed(clattn_context *ctx, clattn_gemm_cpu *g, clattn_gemm_weight *w)
+{
+    if (w->packed)
+        return CLATTN_OK;
+    if (!w->mem)
+        return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                            "a GEMM weight [%zu, %zu] has neither its buffer nor a packed form",
+                            w->n, w->k);
+    cl_event event = NULL;
+    clattn_status status = clattn__gemm_cpu_pack_b(g, ctx->queue, w->n, w->k, w->mem, w->offset,
+                                                   w->ld, &w->packed,
+                                                   ctx->profiling ? &event : NULL);
+    if (status != CLATTN_OK)
+        return clattn__fail(ctx, status, "packing a weight for the CPU GEMM: %s",
+                            clattn__gemm_cpu_error(g));
+    return clattn__account(ctx, "gemm_pack", CLATTN_OP_OTHER, 0, NULL, event);
+}
+
+clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *w, bool *packed)
+{
+    *packed = false;
+    if (!ctx->tuning.gemm_kernel || w->n == 0 || w->k == 0)
+        return CLATTN_OK;
+    clattn_gemm_cpu *g;
+    clattn_status status = cpu_gemm(ctx, &g);
+    if (status == CLATTN_OK && (status = ensure_packed(ctx, g, w)) == CLATTN_OK)
+        *packed = true;
+    /* Finished before the caller releases the unpacked buffer: a release waits for the
+     * commands that use it, so without this every weight would be held twice until the end. */
+    cl_int err = status == CLATTN_OK ? clFinish(ctx->queue) : CL_SUCCESS;
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "packing a weight for the CPU GEMM");
+    return status;
+}
+
+/* A weight kept only packed, unpacked into the workspace for CLBlast: *b its buffer. */
+static clattn_status unpacked(clattn_context *ctx, const clattn_gemm_weight *w, cl_mem *b)
+{
+    clattn_gemm_cpu *g;
+    clattn_status status = cpu_gemm(ctx, &g);
+    if (status != CLATTN_OK ||
+        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_UNPACKED_WEIGHT,
+                                         w->n * w->k * sizeof(float), b)))
+        return status;
+    if ((status = clattn__gemm_cpu_unpack_b(g, ctx->queue, w->n, w->k, w->packed, *b)))
+        return clattn__fail(ctx, status, "unpacking a weight for CLBlast: %s",
+                            clattn__gemm_cpu_error(g));
+    return CLATTN_OK;
+}
+
 static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
                              size_t a_offset, size_t lda, clattn_gemm_weight *w, cl_mem bias,
                              size_t bias_offset, int act, cl_mem c, size_t c_offset, size_t ldc,
@@ -290,16 +342,8 @@ static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem
     clattn_status status = cpu_gemm(ctx, &g);
     if (status != CLATTN_OK)
         return status;
-    if (!w->packed) {
-        cl_event event = NULL;
-        status = clattn__gemm_cpu_pack_b(g, ctx->queue, w->n, w->k, w->mem, w->offset, w->ld,
-                                         &w->packed, ctx->profiling ? &event : NULL);
-        if (status != CLATTN_OK)
-            return clattn__fail(ctx, status, "packing a weight for the CPU GEMM: %s",
-                                clattn__gemm_cpu_error(g));
-        if ((status = clattn__account(ctx, "gemm_pack", CLATTN_OP_OTHER, 0, NULL, event)))
-            return status;
-    }
+    if ((status = ensure_packed(ctx, g, w)))
+        return status;
     clattn_gemm_cpu_act fused = act == CLATTN_ACT_RELU   ? CLATTN_GEMM_CPU_ACT_RELU
                                 : act == CLATTN_ACT_GELU ? CLATTN_GEMM_CPU_ACT_GELU
                                                          : CLATTN_GEMM_CPU_ACT_NONE;
@@ -331,6 +375,17 @@ clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m,
                        left);
     left->bias = bias != NULL;
     left->act = act;
+    if (!w->mem) {
+        cl_mem b;
+        clattn_status status = w->packed ? unpacked(ctx, w, &b)
+                                         : clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                                                        "a GEMM weight [%zu, %zu] has no buffer",
+                                                        w->n, w->k);
+        if (status != CLATTN_OK)
+            return status;
+        return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, b, 0, w->k, 0.0f, c,
+                               c_offset, ldc);
+    }
     return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, w->mem, w->offset, w->ld,
                            0.0f, c, c_offset, ldc);
 }

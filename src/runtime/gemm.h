@@ -21,6 +21,12 @@ typedef struct clattn_gemm_weight {
 /* Releases the packed form (not the weight itself) and clears the struct. */
 void clattn__gemm_weight_release(clattn_gemm_weight *w);
 
+/* When the context's GEMM is the library's CPU GEMM (tuning gemm_kernel 1), packs w now and sets
+ * *packed: its owner may then release the weight's buffer and clear w->mem, so that the weight
+ * is held once (the CPU GEMM reads only the packed form). A weight without mem is unpacked into
+ * the workspace whenever CLBlast runs it (the tuning changed afterwards): slower, still exact. */
+clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *w, bool *packed);
+
 /* What a GEMM left for the caller's epilogue kernel. */
 typedef struct clattn_gemm_left {
     bool bias; /* the bias is still to be added */

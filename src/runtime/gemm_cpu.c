@@ -15,7 +15,7 @@ struct clattn_gemm_cpu {
     cl_context context;
     cl_device_id device;
     cl_program program;
-    cl_kernel gemm, pack, pack_a;
+    cl_kernel gemm, pack, pack_a, unpack;
     cl_mem a_scratch; /* packed A (pack_a), grown on demand */
     size_t a_scratch_bytes;
     clattn_gemm_cpu_params params;
@@ -180,6 +180,8 @@ clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
         g->pack = clCreateKernel(g->program, "clattn_gemm_cpu_pack_b", &err);
     if (err == CL_SUCCESS)
         g->pack_a = clCreateKernel(g->program, "clattn_gemm_cpu_pack_a", &err);
+    if (err == CL_SUCCESS)
+        g->unpack = clCreateKernel(g->program, "clattn_gemm_cpu_unpack_b", &err);
     if (err != CL_SUCCESS)
         status = fail(g, status_from_cl(err), "clCreateKernel (gemm_cpu.cl) failed: %d", (int)err);
 out:
@@ -203,6 +205,8 @@ void clattn__gemm_cpu_release(clattn_gemm_cpu *g)
         clReleaseKernel(g->pack);
     if (g->pack_a)
         clReleaseKernel(g->pack_a);
+    if (g->unpack)
+        clReleaseKernel(g->unpack);
     if (g->a_scratch)
         clReleaseMemObject(g->a_scratch);
     if (g->program)
@@ -268,6 +272,29 @@ clattn_status clattn__gemm_cpu_pack_b(clattn_gemm_cpu *g, cl_command_queue queue
                     n, k, (int)err);
     }
     *packed = out;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__gemm_cpu_unpack_b(clattn_gemm_cpu *g, cl_command_queue queue, size_t n,
+                                        size_t k, cl_mem packed, cl_mem b)
+{
+    if (n == 0 || k == 0 || n > UINT32_MAX || k > UINT32_MAX)
+        return fail(g, CLATTN_ERROR_INVALID_ARGUMENT,
+                    "CPU GEMM unpack: n=%zu k=%zu (need 0 < n, k < 2^32)", n, k);
+    cl_uint un = (cl_uint)n, uk = (cl_uint)k;
+    cl_kernel kern = g->unpack;
+    cl_int e = CL_SUCCESS;
+    e |= clSetKernelArg(kern, 0, sizeof(cl_mem), &packed);
+    e |= clSetKernelArg(kern, 1, sizeof(un), &un);
+    e |= clSetKernelArg(kern, 2, sizeof(uk), &uk);
+    e |= clSetKernelArg(kern, 3, sizeof(cl_mem), &b);
+    if (e != CL_SUCCESS)
+        return fail(g, CLATTN_ERROR_OPENCL, "clSetKernelArg (CPU GEMM unpack) failed");
+    size_t global[2] = {n, k};
+    cl_int err = clEnqueueNDRangeKernel(queue, kern, 2, NULL, global, NULL, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return fail(g, status_from_cl(err),
+                    "enqueueing the CPU GEMM unpack (n=%zu k=%zu) failed: %d", n, k, (int)err);
     return CLATTN_OK;
 }
 

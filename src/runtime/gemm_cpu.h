@@ -61,6 +61,9 @@ size_t clattn__gemm_cpu_packed_bytes(const clattn_gemm_cpu *g, size_t n, size_t 
 clattn_status clattn__gemm_cpu_pack_b(clattn_gemm_cpu *g, cl_command_queue queue, size_t n,
                                       size_t k, cl_mem b, size_t b_offset, size_t ldb,
                                       cl_mem *packed, cl_event *event);
+/* The inverse: B [n, k] (contiguous) from packed (clattn__gemm_cpu_pack_b's, the same n and k). */
+clattn_status clattn__gemm_cpu_unpack_b(clattn_gemm_cpu *g, cl_command_queue queue, size_t n,
+                                        size_t k, cl_mem packed, cl_mem b);
 
 /* C[m, n] = act(A[m, k]·Bᵀ + bias[n] + beta·C), A row-major with row stride lda, C with ldc,
  * offsets and strides in floats; `packed` from clattn__gemm_cpu_pack_b with the same n and k;

@@ -1,0 +1,277 @@
+/*
+ * Hugging Face NomicBERT folders (model_type "nomic_bert"): small random models against the
+ * float64 reference transcribed from the published modelling code (tests/golden/nomic,
+ * tools/gen_nomic_golden.py) on the fused and unfused attention paths, the configuration they
+ * map to, and bad folders: every config value the encoder does not implement is refused naming
+ * its key. (The sentence-transformers folder tests/golden/nomic/basic runs through examples/embed
+ * in tests/test_nomic_embed.sh.)
+ */
+#include "common/test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOMIC_DIR GOLDEN_DIR "/nomic"
+
+static json_t *load_json(const char *path)
+{
+    json_error_t error;
+    json_t *root = json_load_file(path, 0, &error);
+    if (!root)
+        print_error("%s: %s\n", path, error.text);
+    assert_non_null(root);
+    return root;
+}
+
+static clattn_npy_array *load_npy(const char *dir, const char *name, bool ints)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    clattn_npy_array *a = NULL;
+    clattn_status status = ints ? clattn_npy_read_i64(&a, path) : clattn_npy_read_f32(&a, path);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(NULL));
+    assert_int_equal(status, CLATTN_OK);
+    return a;
+}
+
+/* The configuration a case's config.json maps to, against its meta.json. */
+static void check_config(const clattn_encoder_config *cfg, json_t *meta)
+{
+    size_t d = (size_t)json_integer_value(json_object_get(meta, "hidden_size"));
+    size_t heads = (size_t)json_integer_value(json_object_get(meta, "heads"));
+    double fraction = json_real_value(json_object_get(meta, "rotary_emb_fraction"));
+    assert_int_equal(cfg->d_model, d);
+    assert_int_equal(cfg->nhead, heads);
+    assert_int_equal(cfg->num_layers, json_integer_value(json_object_get(meta, "num_layers")));
+    assert_int_equal(cfg->dim_feedforward, 256); /* n_inner rounded up as NomciBertGatedMLP */
+    assert_int_equal(cfg->vocab_size, json_integer_value(json_object_get(meta, "vocab_size")));
+    assert_int_equal(cfg->ffn_gated, 1);
+    const char *act = json_string_value(json_object_get(meta, "activation_function"));
+    assert_int_equal(cfg->activation, strcmp(act, "swiglu") == 0 ? CLATTN_ACTIVATION_SILU
+                                                                 : CLATTN_ACTIVATION_GELU);
+    assert_int_equal(cfg->norm_first, 0);
+    assert_int_equal(cfg->embedding_norm, 1);
+    assert_int_equal(cfg->type_vocab_size, 2);
+    assert_true(cfg->layer_norm_eps ==
+                (float)json_real_value(json_object_get(meta, "layer_norm_epsilon")));
+    if (fraction > 0.0) {
+        assert_int_equal(cfg->positional, CLATTN_POSITIONAL_NONE);
+        assert_true(cfg->rope_theta ==
+                    (float)json_number_value(json_object_get(meta, "rotary_emb_base")));
+        assert_int_equal(cfg->rotary_dim, (uint32_t)(fraction * (double)(d / heads)));
+        assert_int_equal(cfg->rope_interleaved,
+                         json_is_true(json_object_get(meta, "rotary_emb_interleaved")));
+    } else {
+        assert_int_equal(cfg->positional, CLATTN_POSITIONAL_LEARNED);
+        assert_true(cfg->rope_theta == 0.0f);
+    }
+}
+
+/* One case on one attention path: hidden states and mean poolings against the reference. */
+static double run_case(clattn_context *ctx, const char *name, clattn_attention_path path)
+{
+    char dir[1024], model_dir[1024], meta_path[1100];
+    snprintf(dir, sizeof(dir), "%s/%s", NOMIC_DIR, name);
+    snprintf(meta_path, sizeof(meta_path), "%s/meta.json", dir);
+    json_t *meta = load_json(meta_path);
+    double tol = json_real_value(json_object_get(meta, "tolerance"));
+    assert_true(tol > 0.0 && tol <= 1e-5);
+    /* "long" runs basic's model: its folder holds inputs and outputs only */
+    const char *model_from = json_string_value(json_object_get(meta, "model_from"));
+    snprintf(model_dir, sizeof(model_dir), "%s/%s", NOMIC_DIR, model_from ? model_from : name);
+    clattn_encoder *enc = NULL;
+    clattn_status status = clattn_encoder_load_hf(ctx, &enc, model_dir);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_encoder_config cfg;
+    assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
+    check_config(&cfg, meta);
+
+    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *attention = load_npy(dir, "attention_mask.npy", true);
+    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    size_t B = ids->shape[0], N = ids->shape[1], d = cfg.d_model;
+    float *pad = malloc(B * N * sizeof(float));
+    for (size_t i = 0; i < B * N; i++)
+        pad[i] = attention->i64[i] ? 0.0f : 1.0f;
+    clattn_tensor *mask = test_tensor_from(ctx, 2, (size_t[]){B, N}, pad);
+    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.key_padding_mask = mask;
+    params.path = path;
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params), CLATTN_OK);
+    float *got = test_tensor_to_host(out);
+    double worst = test_max_abs_diff(got, expect->f32, B * N * d);
+    assert_close(got, expect->f32, B * N * d, tol);
+    free(got);
+
+    static const char *const files[2] = {"mean_pooled.npy", "mean_pooled_normalized.npy"};
+    clattn_tensor *pooled = test_tensor_from(ctx, 2, (size_t[]){B, d}, NULL);
+    for (int normalize = 0; normalize <= 1; normalize++) {
+        clattn_npy_array *want = load_npy(dir, files[normalize], false);
+        assert_int_equal(clattn_pool(ctx, out, mask, CLATTN_POOLING_MEAN, normalize, pooled),
+                         CLATTN_OK);
+        got = test_tensor_to_host(pooled);
+        double err = test_max_abs_diff(got, want->f32, B * d);
+        worst = err > worst ? err : worst;
+        assert_close(got, want->f32, B * d, tol);
+        free(got);
+        clattn_npy_array_destroy(&want);
+    }
+    clattn_tensor_destroy(&pooled);
+    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&out);
+    clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&attention);
+    clattn_npy_array_destroy(&expect);
+    free(pad);
+    clattn_encoder_destroy(&enc);
+    json_decref(meta);
+    return worst;
+}
+
+static void small_nomic_models_match_reference(void **state)
+{
+    test_fixture *f = *state;
+    static const char *const cases[] = {"basic", "long", "partial_interleaved", "pretraining"};
+    static const struct {
+        clattn_attention_path path;
+        const char *name;
+    } paths[] = {{CLATTN_PATH_AUTO, "auto"},
+                 {CLATTN_PATH_FUSED, "fused"},
+                 {CLATTN_PATH_UNFUSED, "unfused"}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+            double err = run_case(f->ctx, cases[c], paths[p].path);
+            print_message("    %-19s %-7s largest error against the reference %.2e\n", cases[c],
+                          paths[p].name, err);
+        }
+}
+
+/* A copy of basic's config.json and model.safetensors with config.json's text `from` replaced
+ * by `to` (sed's syntax). */
+static void nomic_folder(char *dir, size_t size, const char *from, const char *to)
+{
+    assert_int_equal(test_temp_dir_create(dir, size, "clattn_nomic_"), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "cp %s/basic/model.safetensors %s/ && sed 's/%s/%s/' %s/basic/config.json "
+             "> %s/config.json && grep -q '%s' %s/config.json",
+             NOMIC_DIR, dir, from, to, NOMIC_DIR, dir, to, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* basic's config.json with `from` replaced by `to` must be refused with `status` and `message`. */
+static void refused(clattn_context *ctx, const char *from, const char *to, clattn_status status,
+                    const char *message)
+{
+    char dir[1024];
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    nomic_folder(dir, sizeof(dir), from, to);
+    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, message);
+    assert_null(enc);
+    test_temp_dir_remove(dir);
+}
+
+static void unsupported_keys_are_named(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    const clattn_status unsupported = CLATTN_ERROR_UNSUPPORTED;
+    refused(ctx, "\"model_type\": \"nomic_bert\"", "\"model_type\": \"nomic\"", unsupported,
+            "model_type \"nomic\" is not supported (supported: \"bert\", \"mpnet\", "
+            "\"nomic_bert\"");
+    refused(ctx, "\"rotary_scaling_factor\": null", "\"rotary_scaling_factor\": 2", unsupported,
+            "rotary_scaling_factor 2 is not supported (dynamic NTK scaling");
+    refused(ctx, "\"prenorm\": false", "\"prenorm\": true", unsupported,
+            "prenorm true is not supported");
+    refused(ctx, "\"activation_function\": \"swiglu\"", "\"activation_function\": \"glu\"",
+            unsupported,
+            "activation_function \"glu\" is not supported (nomic_bert: swiglu, geglu)");
+    refused(ctx, "\"activation_function\": \"swiglu\"", "\"activation_function\": \"gelu\"",
+            unsupported, "activation_function \"gelu\" is not supported");
+    refused(ctx, "\"rotary_emb_scale_base\": null", "\"rotary_emb_scale_base\": 512", unsupported,
+            "rotary_emb_scale_base is not supported (only null)");
+    refused(ctx, "\"causal\": false", "\"causal\": true", unsupported,
+            "causal true is not supported");
+    refused(ctx, "\"use_rms_norm\": false", "\"use_rms_norm\": true", unsupported,
+            "use_rms_norm true is not supported");
+    refused(ctx, "\"parallel_block\": false", "\"parallel_block\": true", unsupported,
+            "parallel_block true is not supported");
+    refused(ctx, "\"mlp_fc2_bias\": false", "\"mlp_fc2_bias\": true", unsupported,
+            "qkv_proj_bias (false), mlp_fc1_bias (false) and mlp_fc2_bias (true) must be all "
+            "true or all false");
+    refused(ctx, "\"rotary_emb_fraction\": 1.0", "\"rotary_emb_fraction\": 0.3", unsupported,
+            "rotary_emb_fraction 0.3 rotates 2.4 of the 8 channels of a head");
+    refused(ctx, "\"rotary_emb_fraction\": 1.0", "\"rotary_emb_fraction\": 1.5", unsupported,
+            "rotary_emb_fraction 1.5 rotates 12 of the 8 channels of a head");
+    refused(ctx, "\"use_cache\": true", "\"use_cache\": true, \"moe_every_n_layers\": 2",
+            unsupported, "moe_every_n_layers 2 is not supported");
+    refused(ctx, "\"use_cache\": true", "\"use_cache\": true, \"num_heads_kv\": 2", unsupported,
+            "num_heads_kv 2 is not supported (only n_head, 4)");
+    refused(ctx, "\"prenorm\": false", "\"prenorm\": 0", CLATTN_ERROR_FORMAT,
+            "the field \"prenorm\" must be true or false");
+    refused(ctx, "\"n_embd\": 32", "\"n_embdx\": 32", CLATTN_ERROR_FORMAT,
+            "the field \"n_embd\" is missing");
+    refused(ctx, "\"n_layer\": 2", "\"n_layer\": 3", CLATTN_ERROR_FORMAT,
+            "config.json's n_layer is 3 but the file holds layers 0-1 (encoder.layers.<n>.*)");
+    /* The values that change nothing the encoder computes load: rotary_scaling_factor 0 (the
+     * published code tests its truth), a null n_inner of a model 96 wide (256 after rounding). */
+    char dir[1024];
+    clattn_encoder *enc = NULL;
+    nomic_folder(dir, sizeof(dir), "\"rotary_scaling_factor\": null",
+                 "\"rotary_scaling_factor\": 0");
+    assert_int_equal(clattn_encoder_load_hf(ctx, &enc, dir), CLATTN_OK);
+    clattn_encoder_destroy(&enc);
+    test_temp_dir_remove(dir);
+    nomic_folder(dir, sizeof(dir), "\"n_inner\": 256", "\"n_inner\": null");
+    assert_int_equal(clattn_encoder_load_hf(ctx, &enc, dir), CLATTN_OK);
+    clattn_encoder_destroy(&enc);
+    test_temp_dir_remove(dir);
+}
+
+/* A missing or misshapen NomicBERT tensor is named as the file names it. */
+static void bad_tensors_are_named(void **state)
+{
+    test_fixture *f = *state;
+    clattn_encoder *enc = NULL;
+    char dir[1024], cmd[2048];
+    nomic_folder(dir, sizeof(dir), "\"n_layer\": 2", "\"n_layer\": 2");
+    snprintf(cmd, sizeof(cmd), "sed -i 's/encoder.layers.1.mlp.fc12.weight/"
+                               "encoder.layers.1.mlp.fc12.wxight/' %s/model.safetensors", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
+                      "missing tensor layers.1.linear1_gate.weight (in this file: "
+                      "encoder.layers.1.mlp.fc12.weight)");
+    test_temp_dir_remove(dir);
+    /* n_inner 300 (512 after rounding) asks for a wider MLP than the file's 256 */
+    nomic_folder(dir, sizeof(dir), "\"n_inner\": 256", "\"n_inner\": 300");
+    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir),
+                      CLATTN_ERROR_SHAPE_MISMATCH,
+                      "layers.0.linear1_gate.weight has shape [256, 32] but the configuration "
+                      "needs [512, 32]");
+    test_temp_dir_remove(dir);
+    /* basic: no linear biases, LayerNorms with theirs, n_positions the longest input */
+    clattn_encoder_config cfg;
+    assert_int_equal(clattn_encoder_load_hf(f->ctx, &enc, NOMIC_DIR "/basic"), CLATTN_OK);
+    assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
+    assert_int_equal(cfg.linear_no_bias, 1);
+    assert_int_equal(cfg.norm_no_bias, 0);
+    assert_int_equal(cfg.max_positions, 8192);
+    clattn_encoder_destroy(&enc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(small_nomic_models_match_reference),
+        cmocka_unit_test(unsupported_keys_are_named),
+        cmocka_unit_test(bad_tensors_are_named),
+    };
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
+}
