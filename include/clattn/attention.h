@@ -47,8 +47,9 @@
  *     x[c]·sin a_c
  *   CLATTN_ROPE_INTERLEAVED (GPT-J, RoFormer): channels 2k and 2k + 1:  x'[2k] = x[2k]·cos a_k -
  *     x[2k + 1]·sin a_k,  x'[2k + 1] = x[2k + 1]·cos a_k + x[2k]·sin a_k
- * channels c >= r are unchanged. The cosines and sines are computed in double precision and
- * rounded to float. The offsets move RoPE's positions only (the other modifiers and the causal
+ * channels c >= r are unchanged. The angles are computed as PyTorch's rotary code computes them
+ * (transformers, GPT-NeoX, NomicBERT): θ^(-2k/r) and p·θ^(-2k/r) in float32, then their cosines
+ * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the other modifiers and the causal
  * mask use the row indices i and j).
  *
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not

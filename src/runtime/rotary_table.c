@@ -1,4 +1,4 @@
-/* Rotary embeddings' table: computed on the host in double precision, kept on the device. */
+/* Rotary embeddings' table: computed on the host as PyTorch computes it, kept on the device. */
 #include "rotary_table.h"
 #include "buffers.h"
 #include "context_internal.h"
@@ -24,12 +24,17 @@ clattn_status clattn__rotary_table(clattn_context *ctx, size_t positions, size_t
     if (!host)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                             "out of host memory for the rotary table [%zu, %zu, 2]", rows, pairs);
+    /* As transformers' and the models' own rotary code: inv_freq = 1 / θ^(2k / r) and the angle
+     * p · inv_freq in float32 (torch.arange(0, r, 2).float() / r, torch.outer), then the cosine
+     * and sine of that float angle (here in double, rounded). At position 8192 the float32
+     * angle is off the exact one by up to ~5e-4 rad: the models were trained with it. */
     for (size_t k = 0; k < pairs; k++) {
-        double inv_freq = 1.0 / pow(theta, (double)(2 * k) / (double)(2 * pairs));
+        float exponent = (float)(2 * k) / (float)(2 * pairs);
+        float inv_freq = 1.0f / powf((float)theta, exponent);
         for (size_t p = 0; p < rows; p++) {
-            double angle = (double)p * inv_freq;
-            host[(p * pairs + k) * 2] = (float)cos(angle);
-            host[(p * pairs + k) * 2 + 1] = (float)sin(angle);
+            float angle = (float)p * inv_freq;
+            host[(p * pairs + k) * 2] = (float)cos((double)angle);
+            host[(p * pairs + k) * 2 + 1] = (float)sin((double)angle);
         }
     }
     cl_mem mem = NULL;
