@@ -1,6 +1,6 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT, MPNet and NomicBERT encoders, pooling, and
- * sentence embeddings (text in, the same vectors as sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT and JinaBERT encoders, pooling,
+ * and sentence embeddings (text in, the same vectors as sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
@@ -17,7 +17,11 @@
  *                               rotary_emb_interleaved, qkv_proj_bias, mlp_fc1_bias,
  *                               mlp_fc2_bias (all true or all false), and refused when set:
  *                               rotary_scaling_factor (dynamic NTK), prenorm, ... (hf_model.c's
- *                               nomic_config lists them)
+ *                               nomic_config lists them); or JinaBERT (jina-embeddings-v2,
+ *                               jinaai/jina-bert-implementation): model_type "bert" with
+ *                               position_embedding_type "alibi", feed_forward_type "geglu" or
+ *                               "reglu", emb_pooler null or "mean" (hidden_act is not used;
+ *                               max_position_embeddings is only the longest text, no table)
  *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
@@ -25,6 +29,9 @@
  *                               or without "mpnet."; NomicBERT's (embeddings.*, emb_ln,
  *                               encoder.layers.N.attn.Wqkv (q, k, v packed), attn.out_proj,
  *                               mlp.fc11 (up), mlp.fc12 (gate), mlp.fc2, norm1, norm2), with or
+ *                               without "bert."; JinaBERT's (BERT's without
+ *                               position_embeddings, encoder.layer.N.mlp.gated_layers.weight
+ *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
  *                               without "bert."; tensors inference does not use
  *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
  *                               lm_head.*) are skipped
@@ -46,15 +53,20 @@
  * with rotary embeddings on q and k (clattn/encoder.h's rope_theta, rotary_dim,
  * rope_interleaved), a gated feed-forward act(fc12(x)) ⊙ fc11(x) (SwiGLU: silu; GeGLU: erf
  * gelu) n_inner wide rounded up to a multiple of 256, and no linear biases unless the config
- * has them. Anything else (another model_type, hidden_act, activation_function, position
- * embedding type, a NomicBERT option the encoder does not implement) fails with
- * CLATTN_ERROR_UNSUPPORTED naming the field (an unknown model_type: 'model_type "x" is not
- * supported (supported: "bert", "mpnet", "nomic_bert")'); a missing or malformed file, a
- * missing tensor or a wrong shape fails with the file's name and what is wrong. A tensor stored
- * in a dtype that is not read (an integer type, for one) is named with its dtype ("tensor X is
- * I32, expected F32 (or F16, BF16)"); a num_hidden_layers other than the number of layers
- * model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer, encoder.layers.<n>.*) is
- * CLATTN_ERROR_FORMAT naming both.
+ * has them. JinaBERT's (jinaai/jina-bert-implementation): word + token type embeddings, then
+ * LayerNorm; post-LN layers with ALiBi's -m_h·|i - j| (alibi) and the gated feed-forward
+ * layernorm(x + wo(act(g) ⊙ u)), g and u the first and second half of gated_layers' rows
+ * (ffn_gated: linear1_gate = g's rows, linear1 = u's, both without bias; act erf gelu for
+ * "geglu", relu for "reglu"). Anything else (another model_type, hidden_act,
+ * activation_function, position embedding type, a NomicBERT option the encoder does not
+ * implement, a JinaBERT feed_forward_type or emb_pooler, or the jina-bert-v2-qk-post-norm code
+ * its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
+ * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert")'); a
+ * missing or malformed file, a missing tensor or a wrong shape fails with the file's name and
+ * what is wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named
+ * with its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other
+ * than the number of layers model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer,
+ * encoder.layers.<n>.*) is CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -69,16 +81,17 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT, MPNet or NomicBERT folder (config.json +
- * model.safetensors, see
- * above) onto the context's device. Its configuration: positional LEARNED (max_position_embeddings
- * rows), type_vocab_size token types, embedding_norm, embedding_scale 1, post-LN, eps
- * layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
+ * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT or JinaBERT folder (config.json +
+ * model.safetensors, see above) onto the context's device. Its configuration: positional LEARNED
+ * (max_position_embeddings rows), type_vocab_size token types, embedding_norm, embedding_scale 1,
+ * post-LN, eps layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
  * relative_attention_buckets 32 (max distance 128); NomicBERT: positional NONE with rope_theta
  * rotary_emb_base and rotary_dim d_k · rotary_emb_fraction (LEARNED from
  * embeddings.position_embeddings when rotary_emb_fraction is 0), max_positions n_positions (the
  * longest input), ffn_gated with silu or gelu, linear_no_bias without biases, eps
- * layer_norm_epsilon. On error *encoder is NULL.
+ * layer_norm_epsilon; JinaBERT: positional NONE, alibi 1, ffn_gated 1 with activation GELU
+ * ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions =
+ * max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);

@@ -1,5 +1,5 @@
 /* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT,
- * MPNet and NomicBERT, each a table of tensor names and a few lines of configuration. */
+ * MPNet, NomicBERT and JinaBERT, each a table of tensor names and a few lines of configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"
@@ -108,6 +108,35 @@ static const name_pair nomic_layer[] = {
 };
 static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder_config *cfg);
 
+/* JinaBERT (jinaai/jina-bert-implementation's modeling_bert.py; jina-embeddings-v2): BERT's
+ * embeddings without the position table, ALiBi, and JinaBertGLUMLP:
+ * layernorm(x + wo(act(gated) * non_gated)) with gated / non_gated the first / second half of
+ * the rows of gated_layers.weight [2·d_ff, d], which has no bias. A name "<tensor>|<k>" hands out
+ * half k of the tensor's rows; "|zeros" a zero bias of d_ff. */
+static const name_pair jina_fixed[] = {
+    {"embedding.weight", "embeddings.word_embeddings.weight"},
+    {"token_type_embedding.weight", "embeddings.token_type_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.LayerNorm.weight"},
+    {"embedding_norm.bias", "embeddings.LayerNorm.bias"},
+};
+static const name_pair jina_layer[] = {
+    {"self_attn.out_proj.weight", "attention.output.dense.weight"},
+    {"self_attn.out_proj.bias", "attention.output.dense.bias"},
+    {"norm1.weight", "attention.output.LayerNorm.weight"},
+    {"norm1.bias", "attention.output.LayerNorm.bias"},
+    {"linear1_gate.weight", "mlp.gated_layers.weight|0"},
+    {"linear1.weight", "mlp.gated_layers.weight|1"},
+    {"linear1_gate.bias", "|zeros"},
+    {"linear1.bias", "|zeros"},
+    {"linear2.weight", "mlp.wo.weight"},
+    {"linear2.bias", "mlp.wo.bias"},
+    {"norm2.weight", "mlp.layernorm.weight"},
+    {"norm2.bias", "mlp.layernorm.bias"},
+};
+/* JinaBERT's config.json says model_type "bert" (with position_embedding_type "alibi"): this
+ * name is only the family's, never a config's. */
+#define JINA_FAMILY "bert (JinaBERT)"
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const hf_family families[] = {
     {"bert", "bert.", "attention.self.", {"query", "key", "value"}, bert_fixed, bert_layer,
@@ -116,6 +145,8 @@ static const hf_family families[] = {
      COUNT(mpnet_fixed), COUNT(mpnet_layer), NULL, NULL},
     {"nomic_bert", "bert.", NULL, {NULL, NULL, NULL}, nomic_fixed, nomic_layer,
      COUNT(nomic_fixed), COUNT(nomic_layer), "encoder.layers.", nomic_config},
+    {JINA_FAMILY, "bert.", "attention.self.", {"query", "key", "value"}, jina_fixed, jina_layer,
+     COUNT(jina_fixed), COUNT(jina_layer), NULL, NULL},
 };
 #define SUPPORTED_TYPES "\"bert\", \"mpnet\", \"nomic_bert\""
 
@@ -340,6 +371,41 @@ static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder
     return CLATTN_OK;
 }
 
+/* JinaBERT's configuration beyond BERT's (config.json: model_type "bert", position_embedding_type
+ * "alibi"): the gated feed-forward's activation from feed_forward_type (hidden_act is not used
+ * there), ALiBi, no position table (max_position_embeddings only bounds the length). */
+static clattn_status jina_config(const char *path, json_t *root, clattn_encoder_config *cfg)
+{
+    const char *ff = json_string_value(json_object_get(root, "feed_forward_type"));
+    json_t *pooler = json_object_get(root, "emb_pooler");
+    const char *names[] = {"AutoModel", "AutoConfig"};
+    for (int i = 0; i < 2; i++) {
+        const char *impl =
+            json_string_value(json_object_get(json_object_get(root, "auto_map"), names[i]));
+        if (impl && strstr(impl, "qk-post-norm"))
+            return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                   "auto_map's %s \"%.96s\": JinaBERT with LayerNorms on queries "
+                                   "and keys (jina-bert-v2-qk-post-norm) is not supported",
+                                   names[i], impl);
+    }
+    if (!ff || (strcmp(ff, "geglu") != 0 && strcmp(ff, "reglu") != 0))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "feed_forward_type \"%.64s\" is not supported for JinaBERT "
+                               "(\"geglu\", \"reglu\")",
+                               ff ? ff : "(missing)");
+    if (pooler && !json_is_null(pooler) &&
+        !(json_is_string(pooler) && strcmp(json_string_value(pooler), "mean") == 0))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "emb_pooler must be null or \"mean\" (JinaBertModel.encode's "
+                               "pooling)");
+    /* nn.GELU() (the erf form) or nn.ReLU() on the first half of gated_layers' rows. */
+    cfg->activation = ff[0] == 'g' ? CLATTN_ACTIVATION_GELU : CLATTN_ACTIVATION_RELU;
+    cfg->ffn_gated = 1;
+    cfg->positional = CLATTN_POSITIONAL_NONE;
+    cfg->alibi = 1;
+    return CLATTN_OK;
+}
+
 clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg,
                                      const char **family_type)
 {
@@ -361,6 +427,10 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
     clattn_activation act = CLATTN_ACTIVATION_GELU;
     const hf_family *family = family_of(model_type);
     bool bert = family && strcmp(family->model_type, "bert") == 0;
+    bool jina = bert && position_type && strcmp(position_type, "alibi") == 0;
+    if (jina || (family && strcmp(family->model_type, JINA_FAMILY) == 0))
+        family = jina ? family_of(JINA_FAMILY) : NULL;
+    const char *ff = json_string_value(json_object_get(root, "feed_forward_type"));
     if (family && family->read_config) { /* a family with config keys of its own */
         status = family->read_config(path, root, cfg);
         if (status == CLATTN_OK && family_type)
@@ -373,11 +443,16 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
                                  "model_type \"%.64s\" is not supported (supported: "
                                  SUPPORTED_TYPES ")",
                                  model_type ? model_type : "(missing)");
-    else if (position_type && strcmp(position_type, "absolute") != 0)
+    else if (position_type && strcmp(position_type, "absolute") != 0 && !jina)
         status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                 "position_embedding_type \"%.64s\" is not supported (only "
-                                 "\"absolute\")",
+                                 "position_embedding_type \"%.64s\" is not supported "
+                                 "(\"absolute\", or \"alibi\" for JinaBERT)",
                                  position_type);
+    else if (bert && !jina && ff && strcmp(ff, "original") != 0)
+        status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                 "feed_forward_type \"%.64s\" is supported only with "
+                                 "position_embedding_type \"alibi\" (JinaBERT)",
+                                 ff);
     else if (eps && (!json_is_number(eps) || !(json_number_value(eps) > 0.0) ||
                      !isfinite(json_number_value(eps))))
         status = clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
@@ -405,7 +480,9 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
         cfg->vocab_size = vocab;
         cfg->embedding_norm = 1;
         cfg->embedding_scale = 1.0f;
-        if (!bert)
+        if (jina)
+            status = jina_config(path, root, cfg);
+        else if (!bert)
             status = mpnet_config(path, root, cfg);
         if (family_type)
             *family_type = family->model_type;
@@ -426,6 +503,8 @@ typedef struct hf_lookup {
     float *packed_data[2];
     clattn_host_tensor views[4];  /* the last tensors handed out (the encoder copies each) */
     size_t next_view;
+    size_t d_ff;  /* the configuration's: the rows of a half ("|k") and of "|zeros" */
+    float *zeros; /* "|zeros": d_ff zeros */
 } hf_lookup;
 
 static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
@@ -443,6 +522,33 @@ static const clattn_host_tensor *find(hf_lookup *l, const char *hf_name)
     view->ndim = t->ndim;
     for (int d = 0; d < t->ndim && d < CLATTN_MAX_DIMS; d++)
         view->shape[d] = t->shape[d];
+    return view;
+}
+
+/* A name "<tensor>|<k>": half k of the tensor's rows, a view into the file's row-major data (a
+ * tensor that does not have 2·d_ff rows is handed out whole, for the shape check to name);
+ * "|zeros": d_ff zeros. */
+static const clattn_host_tensor *find_part(hf_lookup *l, const char *hf_name)
+{
+    const char *bar = strchr(hf_name, '|');
+    if (strcmp(bar, "|zeros") == 0) {
+        if (!l->zeros && !(l->zeros = calloc(l->d_ff + 1, sizeof(float))))
+            return NULL;
+        clattn_host_tensor *view = &l->views[l->next_view++ % 4];
+        memset(view, 0, sizeof(*view));
+        view->data = l->zeros;
+        view->ndim = 1;
+        view->shape[0] = l->d_ff;
+        return view;
+    }
+    char name[256];
+    snprintf(name, sizeof(name), "%.*s", (int)(bar - hf_name), hf_name);
+    clattn_host_tensor *view = (clattn_host_tensor *)find(l, name);
+    size_t half = (size_t)(bar[1] - '0');
+    if (view && view->ndim == 2 && view->shape[0] == 2 * l->d_ff && half < 2) {
+        view->data += half * l->d_ff * view->shape[1];
+        view->shape[0] = l->d_ff;
+    }
     return view;
 }
 
@@ -571,6 +677,8 @@ static const clattn_host_tensor *lookup(void *user, const char *name)
     int count = family_names(l->family, name, bert, &layer, &what);
     if (count == 3)
         return pack_qkv(l, layer, what, strcmp(what, "weight") == 0 ? 0 : 1);
+    if (count == 1 && strchr(bert[0], '|'))
+        return find_part(l, bert[0]);
     return count == 1 ? find(l, bert[0]) : NULL;
 }
 
@@ -593,6 +701,11 @@ static void explain_missing(const hf_lookup *l, const char *ours, char *message,
     size_t layer = 0;
     const char *what = NULL;
     int count = family_names(l->family, ours, bert, &layer, &what);
+    char *bar = count == 1 ? strchr(bert[0], '|') : NULL;
+    if (bar && strcmp(bar, "|zeros") == 0)
+        return;
+    if (bar)
+        *bar = '\0'; /* rows of the tensor before it */
     for (int i = 0; i < count; i++) {
         char full[272];
         snprintf(full, sizeof(full), "%.8s%.255s", l->prefix, bert[i]);
@@ -607,6 +720,10 @@ static void explain_missing(const hf_lookup *l, const char *ours, char *message,
         snprintf(extra, extra_size, " (in this file: %sencoder.layer.%zu.%s{%s,%s,%s}.%s)",
                  l->prefix, layer, l->family->qkv_part, l->family->qkv[0], l->family->qkv[1],
                  l->family->qkv[2], what);
+    else if (bar)
+        snprintf(extra, extra_size, " (in this file: rows %zu to %zu of %s%s)",
+                 bar[1] == '0' ? (size_t)0 : l->d_ff, bar[1] == '0' ? l->d_ff - 1 : 2 * l->d_ff - 1,
+                 l->prefix, bert[0]);
     else if (count == 1)
         snprintf(extra, extra_size, " (in this file: %s%s)", l->prefix, bert[0]);
 }
@@ -662,17 +779,23 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
     if (!clattn_safetensors_find(st, "embeddings.word_embeddings.weight") &&
         clattn_safetensors_find(st, prefixed))
         l.prefix = family->prefix;
-    clattn_encoder_config cfg;
-    if (!(status = clattn_encoder_get_config(enc, &cfg)) &&
-        !(status = check_layer_count(&l, path, cfg.num_layers)) &&
+    clattn_encoder_config cfg = {0};
+    status = clattn_encoder_get_config(enc, &cfg);
+    l.d_ff = cfg.dim_feedforward;
+    if (!status && !(status = check_layer_count(&l, path, cfg.num_layers)) &&
         (status = clattn_encoder_load_weights(enc, lookup, &l)) != CLATTN_OK) {
         /* Name the file and, for a missing tensor, its name in the file or its dtype. */
         char message[1024], extra[400] = "";
         snprintf(message, sizeof(message), "%s", clattn_last_error(NULL));
         const char *missing = strstr(message, "missing tensor ");
-        if (missing) {
+        const char *shape = strstr(message, " has shape "), *start = shape;
+        while (shape && start > message && start[-1] != ' ')
+            start--; /* "<function>: <name> has shape ..." */
+        if (missing || shape) {
             char ours[256];
-            snprintf(ours, sizeof(ours), "%s", missing + strlen("missing tensor "));
+            snprintf(ours, sizeof(ours), "%.*s",
+                     missing ? 255 : (int)(shape - start),
+                     missing ? missing + strlen("missing tensor ") : start);
             ours[strcspn(ours, " ")] = '\0'; /* the name ends the message or a space does */
             explain_missing(&l, ours, message, sizeof(message), extra, sizeof(extra));
         }
@@ -680,6 +803,7 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
     }
     free(l.packed_data[0]);
     free(l.packed_data[1]);
+    free(l.zeros);
     clattn_safetensors_destroy(&st);
 #ifdef __GLIBC__
     malloc_trim(0); /* the file's floats, freed: back to the system */

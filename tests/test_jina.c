@@ -1,0 +1,301 @@
+/*
+ * JinaBERT (jina-embeddings-v2) Hugging Face folders: small random models against the float64
+ * PyTorch transcription of jinaai/jina-bert-implementation's modeling_bert.py (tests/golden/jina,
+ * tools/gen_jina_golden.py) on every attention path, ALiBi's slopes against that code's
+ * _get_alibi_head_slopes, and folders the loader refuses, each with a message naming the key or
+ * the tensor. (examples/embed on such a folder: tests/test_jina_embed.sh.)
+ */
+#include "common/test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JINA_DIR GOLDEN_DIR "/jina"
+
+static json_t *load_json(const char *path)
+{
+    json_error_t error;
+    json_t *root = json_load_file(path, 0, &error);
+    if (!root)
+        print_error("%s: %s\n", path, error.text);
+    assert_non_null(root);
+    return root;
+}
+
+static clattn_npy_array *load_npy(const char *dir, const char *name, bool ints)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    clattn_npy_array *a = NULL;
+    clattn_status status = ints ? clattn_npy_read_i64(&a, path) : clattn_npy_read_f32(&a, path);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(NULL));
+    assert_int_equal(status, CLATTN_OK);
+    return a;
+}
+
+/* One case on one attention path: hidden states and mean poolings against the reference. */
+static double run_case(clattn_context *ctx, const char *name, clattn_attention_path path)
+{
+    char dir[1024], meta_path[1100];
+    snprintf(dir, sizeof(dir), "%s/%s", JINA_DIR, name);
+    snprintf(meta_path, sizeof(meta_path), "%s/meta.json", dir);
+    json_t *meta = load_json(meta_path);
+    double tol = json_real_value(json_object_get(meta, "tolerance"));
+    assert_true(tol > 0.0 && tol <= 1e-5);
+    clattn_encoder *enc = NULL;
+    clattn_status status = clattn_encoder_load_hf(ctx, &enc, dir);
+    if (status != CLATTN_OK)
+        print_error("%s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_encoder_config cfg;
+    assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
+    assert_int_equal(cfg.d_model, json_integer_value(json_object_get(meta, "hidden_size")));
+    assert_int_equal(cfg.nhead, json_integer_value(json_object_get(meta, "heads")));
+    assert_int_equal(cfg.dim_feedforward,
+                     json_integer_value(json_object_get(meta, "intermediate")));
+    bool geglu = strcmp(json_string_value(json_object_get(meta, "feed_forward_type")), "geglu")
+                 == 0;
+    assert_int_equal(cfg.activation, geglu ? CLATTN_ACTIVATION_GELU : CLATTN_ACTIVATION_RELU);
+    assert_int_equal(cfg.positional, CLATTN_POSITIONAL_NONE);
+    assert_int_equal(cfg.alibi, 1);
+    assert_int_equal(cfg.ffn_gated, 1);
+    assert_int_equal(cfg.linear_no_bias, 0);
+    assert_int_equal(cfg.norm_first, 0);
+    assert_int_equal(cfg.type_vocab_size, 2);
+    assert_int_equal(cfg.embedding_norm, 1);
+    assert_true(cfg.rope_theta == 0.0f);
+    assert_int_equal(cfg.max_positions, 8192); /* only a length limit: no table */
+
+    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *attention = load_npy(dir, "attention_mask.npy", true);
+    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    size_t B = ids->shape[0], N = ids->shape[1], d = cfg.d_model;
+    float *pad = malloc(B * N * sizeof(float));
+    for (size_t i = 0; i < B * N; i++)
+        pad[i] = attention->i64[i] ? 0.0f : 1.0f;
+    clattn_tensor *mask = test_tensor_from(ctx, 2, (size_t[]){B, N}, pad);
+    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    params.key_padding_mask = mask;
+    params.path = path;
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params), CLATTN_OK);
+    float *got = test_tensor_to_host(out);
+    double worst = test_max_abs_diff(got, expect->f32, B * N * d);
+    assert_close(got, expect->f32, B * N * d, tol);
+    free(got);
+
+    static const char *const files[2] = {"mean_pooled.npy", "mean_pooled_normalized.npy"};
+    clattn_tensor *pooled = test_tensor_from(ctx, 2, (size_t[]){B, d}, NULL);
+    for (int normalize = 0; normalize <= 1; normalize++) {
+        clattn_npy_array *want = load_npy(dir, files[normalize], false);
+        assert_int_equal(clattn_pool(ctx, out, mask, CLATTN_POOLING_MEAN, normalize, pooled),
+                         CLATTN_OK);
+        got = test_tensor_to_host(pooled);
+        double err = test_max_abs_diff(got, want->f32, B * d);
+        worst = err > worst ? err : worst;
+        assert_close(got, want->f32, B * d, tol);
+        free(got);
+        clattn_npy_array_destroy(&want);
+    }
+    clattn_tensor_destroy(&pooled);
+    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&out);
+    clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&attention);
+    clattn_npy_array_destroy(&expect);
+    free(pad);
+    clattn_encoder_destroy(&enc);
+    json_decref(meta);
+    return worst;
+}
+
+static void small_jina_models_match_reference(void **state)
+{
+    test_fixture *f = *state;
+    static const char *const cases[] = {"basic", "long", "heads6", "reglu"};
+    static const struct {
+        clattn_attention_path path;
+        const char *name;
+    } paths[] = {{CLATTN_PATH_AUTO, "auto"},
+                 {CLATTN_PATH_FUSED, "fused"},
+                 {CLATTN_PATH_UNFUSED, "unfused"}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+            double err = run_case(f->ctx, cases[c], paths[p].path);
+            print_message("    %-7s %-7s largest error against the reference %.2e\n", cases[c],
+                          paths[p].name, err);
+        }
+}
+
+/* clattn_alibi_slopes (BLOOM's) are, bit for bit, the float32 slopes of Jina's
+ * _get_alibi_head_slopes for 1 to 16 heads (4, 6 and 12 among them), and of every case. */
+static void alibi_slopes_are_jinas(void **state)
+{
+    (void)state;
+    json_t *root = load_json(JINA_DIR "/slopes.json");
+    json_t *all = json_object_get(root, "slopes");
+    assert_int_equal(json_object_size(all), 16);
+    for (size_t n = 1; n <= 16; n++) {
+        char key[8];
+        snprintf(key, sizeof(key), "%zu", n);
+        json_t *want = json_object_get(all, key);
+        assert_int_equal(json_array_size(want), n);
+        float got[16];
+        assert_int_equal(clattn_alibi_slopes(n, got), CLATTN_OK);
+        for (size_t h = 0; h < n; h++) {
+            float w = (float)json_real_value(json_array_get(want, h));
+            if (got[h] != w)
+                print_error("%zu heads, head %zu: %.9g, Jina's %.9g\n", n, h, got[h], w);
+            assert_true(got[h] == w);
+        }
+    }
+    json_decref(root);
+    static const char *const cases[] = {"basic", "heads6", "reglu"};
+    for (size_t c = 0; c < 3; c++) {
+        char path[1100];
+        snprintf(path, sizeof(path), "%s/%s/meta.json", JINA_DIR, cases[c]);
+        json_t *meta = load_json(path);
+        json_t *want = json_object_get(meta, "alibi_slopes");
+        size_t n = json_array_size(want);
+        assert_int_equal(n, json_integer_value(json_object_get(meta, "heads")));
+        float got[16];
+        assert_int_equal(clattn_alibi_slopes(n, got), CLATTN_OK);
+        for (size_t h = 0; h < n; h++)
+            assert_true(got[h] == (float)json_real_value(json_array_get(want, h)));
+        json_decref(meta);
+    }
+}
+
+/* A copy of basic's folder with config.json's text `from` replaced by `to` (sed syntax). */
+static void jina_folder(char *dir, size_t size, const char *from, const char *to)
+{
+    assert_int_equal(test_temp_dir_create(dir, size, "clattn_jina_"), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "cp %s/basic/model.safetensors %s/ && sed 's/%s/%s/' %s/basic/config.json "
+             "> %s/config.json && grep -q '%s' %s/config.json",
+             JINA_DIR, dir, from, to, JINA_DIR, dir, to, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* basic's folder with one of config.json's lines replaced, and the error it gives. */
+static void expect_config_error(clattn_context *ctx, const char *from, const char *to,
+                                clattn_status status, const char *needle)
+{
+    char dir[1024];
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    jina_folder(dir, sizeof(dir), from, to);
+    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, needle);
+    assert_null(enc);
+    test_temp_dir_remove(dir);
+}
+
+/* basic's folder with a tensor name in model.safetensors changed (same length), and the error. */
+static void expect_tensor_error(clattn_context *ctx, const char *from, const char *to,
+                                clattn_status status, const char *needle)
+{
+    char dir[1024], cmd[2048];
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    jina_folder(dir, sizeof(dir), "\"model_type\": \"bert\"", "\"model_type\": \"bert\"");
+    snprintf(cmd, sizeof(cmd), "sed -i 's/%s/%s/' %s/model.safetensors", from, to, dir);
+    assert_int_equal(system(cmd), 0);
+    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, needle);
+    assert_null(enc);
+    test_temp_dir_remove(dir);
+}
+
+static void bad_folders_are_named(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    expect_config_error(ctx, "\"feed_forward_type\": \"geglu\"",
+                        "\"feed_forward_type\": \"original\"", CLATTN_ERROR_UNSUPPORTED,
+                        "feed_forward_type \"original\" is not supported for JinaBERT "
+                        "(\"geglu\", \"reglu\")");
+    expect_config_error(ctx, "\"feed_forward_type\": \"geglu\",", "", CLATTN_ERROR_UNSUPPORTED,
+                        "feed_forward_type \"(missing)\"");
+    expect_config_error(ctx, "\"emb_pooler\": \"mean\"", "\"emb_pooler\": \"cls\"",
+                        CLATTN_ERROR_UNSUPPORTED, "emb_pooler must be null or \"mean\"");
+    expect_config_error(ctx, "\"position_embedding_type\": \"alibi\"",
+                        "\"position_embedding_type\": \"relative_key\"",
+                        CLATTN_ERROR_UNSUPPORTED,
+                        "position_embedding_type \"relative_key\" is not supported "
+                        "(\"absolute\", or \"alibi\" for JinaBERT)");
+    /* A BERT config (absolute positions) with a gated feed-forward: JinaBERT's code would build
+     * a position table, which jina-embeddings-v2 never has. */
+    expect_config_error(ctx, "\"position_embedding_type\": \"alibi\"",
+                        "\"position_embedding_type\": \"absolute\"", CLATTN_ERROR_UNSUPPORTED,
+                        "feed_forward_type \"geglu\" is supported only with "
+                        "position_embedding_type \"alibi\" (JinaBERT)");
+    expect_config_error(ctx, "bert-implementation--modeling_bert.JinaBertModel\"",
+                        "bert-v2-qk-post-norm--modeling_bert.JinaBertModel\"",
+                        CLATTN_ERROR_UNSUPPORTED,
+                        "jina-bert-v2-qk-post-norm--modeling_bert.JinaBertModel\": JinaBERT "
+                        "with LayerNorms on queries and keys");
+    expect_config_error(ctx, "\"type_vocab_size\": 2,", "", CLATTN_ERROR_FORMAT,
+                        "the field \"type_vocab_size\" is missing");
+    /* The family's name is not a model_type a config may give. */
+    expect_config_error(ctx, "\"model_type\": \"bert\"", "\"model_type\": \"bert (JinaBERT)\"",
+                        CLATTN_ERROR_UNSUPPORTED,
+                        "model_type \"bert (JinaBERT)\" is not supported");
+    /* intermediate_size that does not match gated_layers' rows: named with the file's tensor. */
+    expect_config_error(ctx, "\"intermediate_size\": 48", "\"intermediate_size\": 47",
+                        CLATTN_ERROR_SHAPE_MISMATCH,
+                        "linear1_gate.weight has shape [96, 32] but the configuration needs "
+                        "[47, 32] (in this file: rows 0 to 46 of "
+                        "encoder.layer.0.mlp.gated_layers.weight)");
+    /* Missing tensors are named as the file names them. */
+    expect_tensor_error(ctx, "encoder.layer.1.mlp.gated_layers.weight",
+                        "encoder.layer.1.mlp.gated_layers.wxight", CLATTN_ERROR_FORMAT,
+                        "missing tensor layers.1.linear1_gate.weight (in this file: rows 0 to 47 "
+                        "of encoder.layer.1.mlp.gated_layers.weight)");
+    expect_tensor_error(ctx, "encoder.layer.0.mlp.wo.bias", "encoder.layer.0.mlp.wo.bixs",
+                        CLATTN_ERROR_FORMAT,
+                        "missing tensor layers.0.linear2.bias (in this file: "
+                        "encoder.layer.0.mlp.wo.bias)");
+    expect_tensor_error(ctx, "encoder.layer.0.mlp.layernorm.weight",
+                        "encoder.layer.0.mlp.layernxrm.weight", CLATTN_ERROR_FORMAT,
+                        "(in this file: encoder.layer.0.mlp.layernorm.weight)");
+    expect_tensor_error(ctx, "embeddings.token_type_embeddings.weight",
+                        "embeddings.token_type_embeddings.wxight", CLATTN_ERROR_FORMAT,
+                        "(in this file: embeddings.token_type_embeddings.weight)");
+}
+
+/* No position table: config.json's max_position_embeddings (16 here) sizes nothing, and the
+ * encoder runs 600 tokens (as Jina's code, which rebuilds its ALiBi tensor for a longer input). */
+static void no_position_table(void **state)
+{
+    test_fixture *f = *state;
+    clattn_encoder *enc = NULL;
+    char dir[1024];
+    jina_folder(dir, sizeof(dir), "\"max_position_embeddings\": 8192",
+                "\"max_position_embeddings\": 16");
+    assert_int_equal(clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_OK);
+    size_t n = 600;
+    int64_t *ids = malloc(n * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int64_t)(5 + i % 90);
+    clattn_tensor *out = test_tensor_from(f->ctx, 3, (size_t[]){1, n, 32}, NULL);
+    assert_int_equal(clattn_encoder_forward_tokens(enc, ids, 1, n, out, NULL), CLATTN_OK);
+    float *got = test_tensor_to_host(out);
+    for (size_t i = 0; i < n * 32; i++)
+        assert_true(isfinite(got[i]));
+    free(got), free(ids);
+    clattn_tensor_destroy(&out);
+    clattn_encoder_destroy(&enc);
+    test_temp_dir_remove(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(small_jina_models_match_reference),
+        cmocka_unit_test(alibi_slopes_are_jinas),
+        cmocka_unit_test(bad_folders_are_named),
+        cmocka_unit_test(no_position_table),
+    };
+    return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);
+}
