@@ -109,6 +109,10 @@ expect 2 "of --model $tmp/guard/; refusing to overwrite" -- \
     "$embed" --model "$tmp/guard/" --output "$tmp/weights.link" hello
 expect 2 "of --model" -- "$embed" --model "$tmp/guard" --output "$tmp/guard/./vocab.txt" hello
 expect 0 "" -- diff -r "$tmp/guard" "$tmp/guard.orig"
+# ... but a result written into the model folder (no model file is an array) may be replaced.
+expect 0 "" -- "$embed" --model "$tmp/guard" --output "$tmp/guard/out.npy" hello
+expect 0 "" -- "$embed" --model "$tmp/guard" --output "$tmp/guard/out.npy" hello again
+rm "$tmp/guard/out.npy"
 # The corpus job's own files (OUT.partial, OUT.progress) are never the input.
 cp "$tmp/corpus.txt" "$tmp/in.npy.partial"
 cp "$tmp/corpus.txt" "$tmp/in.npy.progress"

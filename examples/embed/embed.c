@@ -117,8 +117,17 @@ static bool same_file(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Whether a name ends with suffix. */
+static bool ends_with(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), m = strlen(suffix);
+    return n >= m && strcmp(name + n - m, suffix) == 0;
+}
+
 /* Whether a file in dir or its folders (depth levels down at most), links followed, is the file
- * out; its path goes to found. */
+ * out; its path goes to found. Arrays (.npy, and a corpus job's .npy.partial and .npy.progress)
+ * are not looked at: a model folder's files are JSON, safetensors and vocabularies, and an
+ * earlier result written into the folder may be replaced. */
 static bool folder_holds(const char *dir, const struct stat *out, int depth, char *found,
                          size_t found_size)
 {
@@ -130,6 +139,8 @@ static bool folder_holds(const char *dir, const struct stat *out, int depth, cha
         char path[4096];
         struct stat st;
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            ends_with(e->d_name, ".npy") || ends_with(e->d_name, ".npy" EMBED_JOB_PARTIAL_SUFFIX) ||
+            ends_with(e->d_name, ".npy" EMBED_JOB_PROGRESS_SUFFIX) ||
             snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) ||
             stat(path, &st) != 0)
             continue;
