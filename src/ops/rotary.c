@@ -10,17 +10,26 @@
 
 #include <stdint.h>
 
-clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, size_t batch,
-                             size_t heads, size_t n, size_t d, const clattn_rotary_spec *spec,
-                             cl_mem out, size_t out_offset, clattn_head_view *rotated)
+/* The context's table covering positions spec->pos0 .. pos0 + n - 1 (the kernels' positions are
+ * 32-bit: beyond is CLATTN_ERROR_TOO_LARGE). With table NULL: only the range check. */
+static clattn_status table_for(clattn_context *ctx, const clattn_rotary_spec *spec, size_t n,
+                               cl_mem *table)
 {
     if (spec->pos0 > UINT32_MAX - n)
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                             "rotary positions %zu + %zu exceed the kernel's 32-bit range",
                             spec->pos0, n);
+    if (!table)
+        return CLATTN_OK;
+    return clattn__rotary_table(ctx, spec->pos0 + n, spec->rot_dim / 2, spec->theta, table);
+}
+
+clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, size_t batch,
+                             size_t heads, size_t n, size_t d, const clattn_rotary_spec *spec,
+                             cl_mem out, size_t out_offset, clattn_head_view *rotated)
+{
     cl_mem table;
-    clattn_status status =
-        clattn__rotary_table(ctx, spec->pos0 + n, spec->rot_dim / 2, spec->theta, &table);
+    clattn_status status = table_for(ctx, spec, n, &table);
     if (status != CLATTN_OK)
         return status;
     cl_ulong y_off = out_offset;
@@ -93,16 +102,11 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
                                       size_t batch, size_t heads, size_t n,
                                       const clattn_rotary_spec *spec)
 {
-    if (spec->pos0 > UINT32_MAX - n)
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
-                            "rotary positions %zu + %zu exceed the kernel's 32-bit range",
-                            spec->pos0, n);
     size_t pairs_per_row = spec->rot_dim / 2;
     if (pairs_per_row == 0 || n == 0 || batch * heads == 0)
-        return CLATTN_OK;
+        return spec->pos0 > UINT32_MAX - n ? table_for(ctx, spec, n, NULL) : CLATTN_OK;
     cl_mem table;
-    clattn_status status =
-        clattn__rotary_table(ctx, spec->pos0 + n, pairs_per_row, spec->theta, &table);
+    clattn_status status = table_for(ctx, spec, n, &table);
     if (status != CLATTN_OK)
         return status;
     cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
