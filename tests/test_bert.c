@@ -4,6 +4,7 @@
  * positions, bad folders, and the real all-MiniLM-L6-v2 against sentence-transformers
  * (tests/golden/minilm, tools/gen_minilm_golden.py).
  */
+#include "common/hf_golden.h"
 #include "common/test_util.h"
 
 #include <jansson.h>
@@ -17,68 +18,34 @@
 
 #define BERT_DIR GOLDEN_DIR "/bert"
 
-static json_t *load_meta(const char *dir)
-{
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/meta.json", dir);
-    json_error_t error;
-    json_t *meta = json_load_file(path, 0, &error);
-    if (!meta)
-        print_error("%s: %s\n", path, error.text);
-    assert_non_null(meta);
-    return meta;
-}
-
-static clattn_npy_array *load_npy(const char *dir, const char *name, bool ints)
-{
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    clattn_npy_array *a = NULL;
-    clattn_status status = ints ? clattn_npy_read_i64(&a, path) : clattn_npy_read_f32(&a, path);
-    if (status != CLATTN_OK)
-        print_error("%s\n", clattn_last_error(NULL));
-    assert_int_equal(status, CLATTN_OK);
-    return a;
-}
-
 /* One golden case: the encoder's hidden states and every pooling, against transformers. */
 static double run_case(clattn_context *ctx, const char *name)
 {
     char dir[1024];
     snprintf(dir, sizeof(dir), "%s/%s", BERT_DIR, name);
-    json_t *meta = load_meta(dir);
+    json_t *meta = hf_golden_load_meta(dir);
     double tol = json_real_value(json_object_get(meta, "tolerance"));
     assert_true(tol > 0.0);
-    clattn_encoder *enc = NULL;
-    clattn_status status = clattn_encoder_load_hf(ctx, &enc, dir);
-    if (status != CLATTN_OK)
-        print_error("%s\n", clattn_last_error(ctx));
-    assert_int_equal(status, CLATTN_OK);
+    clattn_encoder *enc = hf_golden_load_encoder(ctx, dir);
     clattn_encoder_config cfg;
     assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
     assert_int_equal(cfg.d_model, json_integer_value(json_object_get(meta, "hidden_size")));
     assert_int_equal(cfg.num_layers, json_integer_value(json_object_get(meta, "num_layers")));
     assert_int_equal(cfg.positional, CLATTN_POSITIONAL_LEARNED);
 
-    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
-    clattn_npy_array *types = load_npy(dir, "token_type_ids.npy", true);
-    clattn_npy_array *attention = load_npy(dir, "attention_mask.npy", true);
-    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    clattn_npy_array *ids = hf_golden_load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *types = hf_golden_load_npy(dir, "token_type_ids.npy", true);
+    clattn_npy_array *attention = hf_golden_load_npy(dir, "attention_mask.npy", true);
+    clattn_npy_array *expect = hf_golden_load_npy(dir, "last_hidden_state.npy", false);
     size_t B = ids->shape[0], N = ids->shape[1], d = cfg.d_model;
-    float *pad = malloc(B * N * sizeof(float)); /* key padding: 1 where attention_mask is 0 */
-    for (size_t i = 0; i < B * N; i++)
-        pad[i] = attention->i64[i] ? 0.0f : 1.0f;
-    clattn_tensor *mask = test_tensor_from(ctx, 2, (size_t[]){B, N}, pad);
+    clattn_tensor *mask = hf_golden_key_padding_mask(ctx, attention);
     clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
     clattn_encoder_forward_params params;
     clattn_encoder_forward_params_default(&params);
     params.key_padding_mask = mask;
     params.token_type_ids = types->i64;
     assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params), CLATTN_OK);
-    float *got = test_tensor_to_host(out);
-    double worst = test_max_abs_diff(got, expect->f32, B * N * d);
-    assert_close(got, expect->f32, B * N * d, tol);
-    free(got);
+    double worst = hf_golden_compare_tensor(out, expect->f32, tol);
 
     static const struct {
         const char *file;
@@ -89,22 +56,15 @@ static double run_case(clattn_context *ctx, const char *name)
                     {"cls_pooled.npy", CLATTN_POOLING_CLS, 0}};
     clattn_tensor *pooled = test_tensor_from(ctx, 2, (size_t[]){B, d}, NULL);
     for (size_t p = 0; p < 3; p++) {
-        clattn_npy_array *want = load_npy(dir, poolings[p].file, false);
-        assert_int_equal(clattn_pool(ctx, out, mask, poolings[p].pooling, poolings[p].normalize,
-                                     pooled),
-                         CLATTN_OK);
-        got = test_tensor_to_host(pooled);
-        double err = test_max_abs_diff(got, want->f32, B * d);
+        double err = hf_golden_compare_pooling(ctx, out, mask, poolings[p].pooling,
+                                               poolings[p].normalize, pooled, dir,
+                                               poolings[p].file, tol);
         worst = err > worst ? err : worst;
-        assert_close(got, want->f32, B * d, tol);
-        free(got);
-        clattn_npy_array_destroy(&want);
     }
     clattn_tensor_destroy(&pooled);
     clattn_tensor_destroy(&mask), clattn_tensor_destroy(&out);
     clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&types);
     clattn_npy_array_destroy(&attention), clattn_npy_array_destroy(&expect);
-    free(pad);
     clattn_encoder_destroy(&enc);
     json_decref(meta);
     return worst;
@@ -132,8 +92,8 @@ static void token_types_and_mask_matter(void **state)
     snprintf(dir, sizeof(dir), "%s/gelu", BERT_DIR);
     clattn_encoder *enc = NULL;
     assert_int_equal(clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_OK);
-    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
-    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
+    clattn_npy_array *ids = hf_golden_load_npy(dir, "input_ids.npy", true);
+    clattn_npy_array *expect = hf_golden_load_npy(dir, "last_hidden_state.npy", false);
     size_t B = ids->shape[0], N = ids->shape[1], d = expect->shape[2];
     clattn_tensor *out = test_tensor_from(f->ctx, 3, (size_t[]){B, N, d}, NULL);
     assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, NULL), CLATTN_OK);
@@ -520,7 +480,7 @@ static void real_model_embeddings_match_sentence_transformers(void **state)
         texts[i] = json_string_value(text);
         lengths[i] = json_string_length(text);
     }
-    clattn_npy_array *expect = load_npy(GOLDEN_DIR "/minilm", "embeddings.npy", false);
+    clattn_npy_array *expect = hf_golden_load_npy(GOLDEN_DIR "/minilm", "embeddings.npy", false);
     assert_int_equal(expect->shape[0], count);
     float *got = malloc(count * d * sizeof(float));
     size_t tokens = 0;

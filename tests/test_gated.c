@@ -4,6 +4,7 @@
  * attention paths, loaded by name and from the file with its metadata (clattn_encoder_load_file);
  * the configuration's checks, sizes and counts.
  */
+#include "common/hf_golden.h"
 #include "common/test_util.h"
 
 #include <jansson.h>
@@ -15,28 +16,6 @@
 #include <string.h>
 
 #define GATED_DIR GOLDEN_DIR "/gated"
-
-static json_t *load_json(const char *path)
-{
-    json_error_t error;
-    json_t *root = json_load_file(path, 0, &error);
-    if (!root)
-        print_error("%s: %s\n", path, error.text);
-    assert_non_null(root);
-    return root;
-}
-
-static clattn_npy_array *load_npy(const char *dir, const char *name)
-{
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    clattn_npy_array *a = NULL;
-    clattn_status status = clattn_npy_read_f32(&a, path);
-    if (status != CLATTN_OK)
-        print_error("%s\n", clattn_last_error(NULL));
-    assert_int_equal(status, CLATTN_OK);
-    return a;
-}
 
 /* A clattn_weight_lookup over a safetensors file that counts the tensors it handed out. */
 typedef struct file_lookup {
@@ -99,8 +78,7 @@ static double run_case(clattn_context *ctx, const char *name)
 {
     char dir[1024], path[1100];
     snprintf(dir, sizeof(dir), "%s/%s", GATED_DIR, name);
-    snprintf(path, sizeof(path), "%s/meta.json", dir);
-    json_t *meta = load_json(path);
+    json_t *meta = hf_golden_load_meta(dir);
     double tol = json_real_value(json_object_get(meta, "tolerance"));
     assert_true(tol > 0.0 && tol <= 1e-5);
     json_t *jc = json_object_get(meta, "config");
@@ -133,9 +111,9 @@ static double run_case(clattn_context *ctx, const char *name)
         assert_true(fl.used[i]);
     }
 
-    clattn_npy_array *input = load_npy(dir, "input.npy");
-    clattn_npy_array *kpm = load_npy(dir, "key_padding_mask.npy");
-    clattn_npy_array *want = load_npy(dir, "out.npy");
+    clattn_npy_array *input = hf_golden_load_npy(dir, "input.npy", false);
+    clattn_npy_array *kpm = hf_golden_load_npy(dir, "key_padding_mask.npy", false);
+    clattn_npy_array *want = hf_golden_load_npy(dir, "out.npy", false);
     assert_int_equal(input->ndim, 3);
     assert_int_equal(input->shape[2], cfg.d_model);
     size_t B = input->shape[0], N = input->shape[1];

@@ -6,6 +6,7 @@
  * its key. (The sentence-transformers folder tests/golden/nomic/basic runs through examples/embed
  * in tests/test_nomic_embed.sh.)
  */
+#include "common/hf_golden.h"
 #include "common/test_util.h"
 
 #include <jansson.h>
@@ -16,28 +17,6 @@
 #include <string.h>
 
 #define NOMIC_DIR GOLDEN_DIR "/nomic"
-
-static json_t *load_json(const char *path)
-{
-    json_error_t error;
-    json_t *root = json_load_file(path, 0, &error);
-    if (!root)
-        print_error("%s: %s\n", path, error.text);
-    assert_non_null(root);
-    return root;
-}
-
-static clattn_npy_array *load_npy(const char *dir, const char *name, bool ints)
-{
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    clattn_npy_array *a = NULL;
-    clattn_status status = ints ? clattn_npy_read_i64(&a, path) : clattn_npy_read_f32(&a, path);
-    if (status != CLATTN_OK)
-        print_error("%s\n", clattn_last_error(NULL));
-    assert_int_equal(status, CLATTN_OK);
-    return a;
-}
 
 /* The configuration a case's config.json maps to, against its meta.json. */
 static void check_config(const clattn_encoder_config *cfg, json_t *meta)
@@ -72,98 +51,21 @@ static void check_config(const clattn_encoder_config *cfg, json_t *meta)
     }
 }
 
-/* One case on one attention path: hidden states and mean poolings against the reference. */
-static double run_case(clattn_context *ctx, const char *name, clattn_attention_path path)
-{
-    char dir[1024], model_dir[1024], meta_path[1100];
-    snprintf(dir, sizeof(dir), "%s/%s", NOMIC_DIR, name);
-    snprintf(meta_path, sizeof(meta_path), "%s/meta.json", dir);
-    json_t *meta = load_json(meta_path);
-    double tol = json_real_value(json_object_get(meta, "tolerance"));
-    assert_true(tol > 0.0 && tol <= 1e-5);
-    /* "long" runs basic's model: its folder holds inputs and outputs only */
-    const char *model_from = json_string_value(json_object_get(meta, "model_from"));
-    snprintf(model_dir, sizeof(model_dir), "%s/%s", NOMIC_DIR, model_from ? model_from : name);
-    clattn_encoder *enc = NULL;
-    clattn_status status = clattn_encoder_load_hf(ctx, &enc, model_dir);
-    if (status != CLATTN_OK)
-        print_error("%s\n", clattn_last_error(ctx));
-    assert_int_equal(status, CLATTN_OK);
-    clattn_encoder_config cfg;
-    assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
-    check_config(&cfg, meta);
-
-    clattn_npy_array *ids = load_npy(dir, "input_ids.npy", true);
-    clattn_npy_array *attention = load_npy(dir, "attention_mask.npy", true);
-    clattn_npy_array *expect = load_npy(dir, "last_hidden_state.npy", false);
-    size_t B = ids->shape[0], N = ids->shape[1], d = cfg.d_model;
-    float *pad = malloc(B * N * sizeof(float));
-    for (size_t i = 0; i < B * N; i++)
-        pad[i] = attention->i64[i] ? 0.0f : 1.0f;
-    clattn_tensor *mask = test_tensor_from(ctx, 2, (size_t[]){B, N}, pad);
-    clattn_tensor *out = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
-    clattn_encoder_forward_params params;
-    clattn_encoder_forward_params_default(&params);
-    params.key_padding_mask = mask;
-    params.path = path;
-    assert_int_equal(clattn_encoder_forward_tokens(enc, ids->i64, B, N, out, &params), CLATTN_OK);
-    float *got = test_tensor_to_host(out);
-    double worst = test_max_abs_diff(got, expect->f32, B * N * d);
-    assert_close(got, expect->f32, B * N * d, tol);
-    free(got);
-
-    static const char *const files[2] = {"mean_pooled.npy", "mean_pooled_normalized.npy"};
-    clattn_tensor *pooled = test_tensor_from(ctx, 2, (size_t[]){B, d}, NULL);
-    for (int normalize = 0; normalize <= 1; normalize++) {
-        clattn_npy_array *want = load_npy(dir, files[normalize], false);
-        assert_int_equal(clattn_pool(ctx, out, mask, CLATTN_POOLING_MEAN, normalize, pooled),
-                         CLATTN_OK);
-        got = test_tensor_to_host(pooled);
-        double err = test_max_abs_diff(got, want->f32, B * d);
-        worst = err > worst ? err : worst;
-        assert_close(got, want->f32, B * d, tol);
-        free(got);
-        clattn_npy_array_destroy(&want);
-    }
-    clattn_tensor_destroy(&pooled);
-    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&out);
-    clattn_npy_array_destroy(&ids), clattn_npy_array_destroy(&attention);
-    clattn_npy_array_destroy(&expect);
-    free(pad);
-    clattn_encoder_destroy(&enc);
-    json_decref(meta);
-    return worst;
-}
-
+/* Hidden states and mean poolings against the reference on every attention path ("long" runs
+ * basic's model: its folder holds inputs and outputs only). */
 static void small_nomic_models_match_reference(void **state)
 {
     test_fixture *f = *state;
     static const char *const cases[] = {"basic", "long", "partial_interleaved", "pretraining"};
-    static const struct {
-        clattn_attention_path path;
-        const char *name;
-    } paths[] = {{CLATTN_PATH_AUTO, "auto"},
-                 {CLATTN_PATH_FUSED, "fused"},
-                 {CLATTN_PATH_UNFUSED, "unfused"}};
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-        for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
-            double err = run_case(f->ctx, cases[c], paths[p].path);
-            print_message("    %-19s %-7s largest error against the reference %.2e\n", cases[c],
-                          paths[p].name, err);
-        }
+    hf_golden_run_cases_on_every_path(f->ctx, NOMIC_DIR, cases, sizeof(cases) / sizeof(cases[0]),
+                                      check_config, 19, "the reference");
 }
 
 /* A copy of basic's config.json and model.safetensors with config.json's text `from` replaced
  * by `to` (sed's syntax). */
 static void nomic_folder(char *dir, size_t size, const char *from, const char *to)
 {
-    assert_int_equal(test_temp_dir_create(dir, size, "clattn_nomic_"), 0);
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cp %s/basic/model.safetensors %s/ && sed 's/%s/%s/' %s/basic/config.json "
-             "> %s/config.json && grep -q '%s' %s/config.json",
-             NOMIC_DIR, dir, from, to, NOMIC_DIR, dir, to, dir);
-    assert_int_equal(system(cmd), 0);
+    hf_golden_basic_copy_with_config_edit(dir, size, NOMIC_DIR, "clattn_nomic_", from, to);
 }
 
 /* basic's config.json with `from` replaced by `to` must be refused with `status` and `message`. */
