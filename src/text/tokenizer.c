@@ -1,6 +1,7 @@
 /* The tokenizer's encode pipeline (special tokens, normalisation, pre-tokenisation, WordPiece,
  * truncation) and its accessors. Loading is in tokenizer_load.c. */
 #include "tokenizer_internal.h"
+#include "tokenizer_unigram.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@ typedef struct encode_state {
     char *scratch;
     size_t scratch_size;
     bool out_of_memory;
+    bool no_unk;           /* Unigram: a character without a piece and no unk_id */
+    bool at_text_start;    /* the piece being encoded starts the text */
 } encode_state;
 
 static bool full(const encode_state *st)
@@ -54,7 +57,7 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
     clattn__cps norm = {0};
-    if (!clattn__normalize(&tok->norm, cps, n, &norm)) {
+    if (!clattn__tokenizer_normalize(tok, cps, n, &norm)) {
         st->out_of_memory = true;
         return false;
     }
@@ -71,7 +74,14 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
     bool go = true;
     for (size_t m = 0; m <= match_count && go && !full(st); m++) {
         size_t end = m < match_count ? matches[m].start : norm.count;
-        if (at < end) {
+        if (at < end && tok->unigram) {
+            clattn__unigram_result r =
+                clattn__unigram_encode(tok->unigram, &tok->vocab, norm.data + at, end - at,
+                                       st->at_text_start && at == 0, &st->ids);
+            st->out_of_memory = r == CLATTN__UNIGRAM_OUT_OF_MEMORY;
+            st->no_unk = r == CLATTN__UNIGRAM_NO_UNK;
+            go = r == CLATTN__UNIGRAM_OK;
+        } else if (at < end) {
             st->cps = norm.data + at;
             go = clattn__pre_tokenize(norm.data + at, end - at, on_word, st);
         }
@@ -85,7 +95,15 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
     }
     free(matches);
     clattn__cps_free(&norm);
-    return !st->out_of_memory;
+    return !st->out_of_memory && !st->no_unk;
+}
+
+bool clattn__tokenizer_normalize(const clattn_tokenizer *tok, const uint32_t *in, size_t n,
+                                 clattn__cps *out)
+{
+    if (tok->unigram)
+        return clattn__unigram_normalize(tok->unigram, in, n, out);
+    return clattn__normalize(&tok->norm, in, n, out);
 }
 
 clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
@@ -138,6 +156,7 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
     size_t at = 0;
     for (size_t m = 0; ok && m <= match_count && !full(&st); m++) {
         size_t end = m < match_count ? matches[m].start : n;
+        st.at_text_start = at == 0;
         if (at < end)
             ok = encode_piece(&st, cps + at, end - at);
         if (ok && m < match_count && !full(&st)) {
@@ -148,6 +167,12 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
     free(matches);
     free(cps);
     free(st.scratch);
+    if (!ok && st.no_unk) {
+        free(st.ids.data);
+        return clattn__fail(NULL, CLATTN_ERROR_FORMAT,
+                            "%s: the text has a character that no piece of the Unigram model "
+                            "covers, and the model has no unk_id", encode_fn);
+    }
     if (!ok) {
         free(st.ids.data);
         return clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
@@ -231,6 +256,7 @@ void clattn_tokenizer_destroy(clattn_tokenizer **tok)
     if (!tok || !*tok)
         return;
     clattn__vocab_free(&(*tok)->vocab);
+    clattn__unigram_free((*tok)->unigram);
     free((*tok)->wp.prefix);
     clattn__tokenizer_free_added(*tok);
     free(*tok);

@@ -134,8 +134,11 @@ bool clattn__added_find(const clattn__added_token *tokens, size_t token_count, b
 
 /* ---- the tokenizer (tokenizer.c, tokenizer_load.c) ---- */
 
+struct clattn__unigram;
+
 struct clattn_tokenizer {
     clattn__vocab vocab;
+    struct clattn__unigram *unigram; /* a Unigram model (tokenizer_unigram.c), else NULL */
     clattn__normalizer norm;
     clattn__wordpiece wp;
     clattn__added_token *added;
@@ -145,6 +148,11 @@ struct clattn_tokenizer {
     size_t vocab_size;   /* with the added tokens */
     size_t max_length;   /* SIZE_MAX: unlimited */
 };
+
+/* The tokenizer's normaliser on in[0..n-1] (BertNormalizer, or a Unigram model's chain),
+ * appended to *out. False when out of memory. */
+bool clattn__tokenizer_normalize(const clattn_tokenizer *tok, const uint32_t *in, size_t n,
+                                 clattn__cps *out);
 
 /* Frees tok->added and everything its entries own. */
 void clattn__tokenizer_free_added(clattn_tokenizer *tok);

@@ -1,5 +1,6 @@
 /* Loading a tokenizer: a model folder, a tokenizer.json (jansson) or a vocab.txt. */
 #include "tokenizer_internal.h"
+#include "tokenizer_unigram.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -124,7 +125,7 @@ static clattn_status add_token(clattn_tokenizer *tok, const char *where, const c
     memcpy(t->text, content, length + 1);
     if (normalized) {
         clattn__cps norm = {0};
-        if (!clattn__normalize(&tok->norm, t->content, t->length, &norm)) {
+        if (!clattn__tokenizer_normalize(tok, t->content, t->length, &norm)) {
             clattn__cps_free(&norm);
             return clattn__fail_in(load_fn, where, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                    "cannot allocate an added token");
@@ -299,11 +300,20 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     const json_t *model = json_object_get(root, "model");
     const json_t *vocab = json_object_get(model, "vocab");
     const char *type = json_string_value(json_object_get(model, "type"));
+    const char *unk = NULL;
     if (!json_is_object(model)) {
         s = FORMAT_FAIL("\"model\" is missing or not an object");
+    } else if (type && strcmp(type, "Unigram") == 0) {
+        /* The model, its normaliser and pre-tokeniser (tokenizer_unigram.c); the rest below. */
+        s = clattn__unigram_load(&tok->unigram, &tok->vocab, root, &tok->special.unk, load_fn,
+                                 path);
+        tok->vocab_size = tok->vocab.count;
+        if (s)
+            goto done;
+        goto added_tokens;
     } else if (type && strcmp(type, "WordPiece") != 0) {
         s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
-                            "model type '%s' is not supported (only WordPiece)", type);
+                            "model type '%s' is not supported (WordPiece or Unigram)", type);
     } else if (!json_is_object(vocab)) {
         s = FORMAT_FAIL("\"model\".\"vocab\" is missing or not an object");
     }
@@ -353,7 +363,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         s = FORMAT_FAIL("\"model\".\"unk_token\" is not a string");
         goto done;
     }
-    const char *unk = json_is_string(v) ? json_string_value(v) : "[UNK]";
+    unk = json_is_string(v) ? json_string_value(v) : "[UNK]";
 
     /* The normaliser. */
     const json_t *norm = json_object_get(root, "normalizer");
@@ -392,6 +402,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     }
 
     /* The added tokens. */
+added_tokens:;
     const json_t *added = json_object_get(root, "added_tokens");
     if (added && !json_is_null(added) && !json_is_array(added)) {
         s = FORMAT_FAIL("\"added_tokens\" is not an array");
@@ -419,9 +430,10 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     }
 
     /* Special ids. */
-    if ((s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
+    if (unk && (s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
         goto done;
-    tok->special.unk = tok->wp.unk;
+    if (unk)
+        tok->special.unk = tok->wp.unk;
     bool found;
     if ((s = post_processor_tokens(json_object_get(root, "post_processor"), path,
                                    &tok->special.cls, &tok->special.sep, &found)))
@@ -569,8 +581,8 @@ clattn_status clattn_tokenizer_load(clattn_tokenizer **tok, const char *path)
         s = load_tokenizer_json(t, path);
     if (!s) {
         if (t->special.pad < 0)
-            t->special.pad = clattn_tokenizer_token_id(t, "[PAD]");
-        t->special.mask = clattn_tokenizer_token_id(t, "[MASK]");
+            t->special.pad = clattn_tokenizer_token_id(t, t->unigram ? "<pad>" : "[PAD]");
+        t->special.mask = clattn_tokenizer_token_id(t, t->unigram ? "<mask>" : "[MASK]");
     }
     if (s) {
         clattn_tokenizer_destroy(&t);

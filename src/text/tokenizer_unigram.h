@@ -1,0 +1,66 @@
+/* Internal declarations of the SentencePiece-style tokenizer read from tokenizer.json: the
+ * Precompiled normaliser (tokenizer_precompiled.c), the Replace and Strip normalisers, the
+ * Metaspace and WhitespaceSplit pre-tokenisers and the Unigram model (tokenizer_unigram.c).
+ * Each follows the tokenizers crate 0.19.1 (and spm_precompiled 0.1.4) rule for rule. */
+#ifndef CLATTN_TOKENIZER_UNIGRAM_H
+#define CLATTN_TOKENIZER_UNIGRAM_H
+
+#include "tokenizer_internal.h"
+
+#include <jansson.h>
+
+/* ---- Precompiled: SentencePiece's charsmap (tokenizer_precompiled.c) ---- */
+
+/* The decoded precompiled_charsmap: [u32 trie size in bytes][the Darts double array][the
+ * normalised strings, each ended by NUL]. */
+typedef struct clattn__precompiled {
+    uint32_t *array;     /* the double array's units */
+    size_t array_count;
+    char *normalized;    /* the strings' blob (valid UTF-8) */
+    size_t normalized_length;
+} clattn__precompiled;
+
+/* Decodes the standard base64 text `b64` (padding "=" required as Rust's base64 STANDARD
+ * engine requires it) and parses the charsmap. Fails with CLATTN_ERROR_FORMAT, naming `where`. */
+clattn_status clattn__precompiled_init(clattn__precompiled *p, const char *b64,
+                                       const char *function, const char *where);
+void clattn__precompiled_free(clattn__precompiled *p);
+
+/* Appends the normalised form of in[0..n-1] to *out as the crate's Precompiled normaliser
+ * does (extended grapheme clusters; a cluster under 6 bytes looked up whole first, else each
+ * character; the shortest match of the trie wins). False when out of memory. */
+bool clattn__precompiled_normalize(const clattn__precompiled *p, const uint32_t *in, size_t n,
+                                   clattn__cps *out);
+
+/* ---- the normaliser chain, the pre-tokeniser and Unigram (tokenizer_unigram.c) ---- */
+
+typedef struct clattn__unigram clattn__unigram;
+
+/* Reads "model" (type "Unigram": "vocab" [[piece, score], ...], "unk_id", "byte_fallback"),
+ * "normalizer" and "pre_tokenizer" of a parsed tokenizer.json into a new *out, and fills
+ * `vocab` (the pieces as ids) and *unk (unk_id, or -1). Unsupported normaliser or
+ * pre-tokeniser types are CLATTN_ERROR_UNSUPPORTED errors naming the type. */
+clattn_status clattn__unigram_load(clattn__unigram **out, clattn__vocab *vocab,
+                                   const json_t *root, int32_t *unk, const char *function,
+                                   const char *where);
+void clattn__unigram_free(clattn__unigram *u);
+
+/* Appends the normalised form of in[0..n-1] to *out (the "normalizer" chain). False when out
+ * of memory. */
+bool clattn__unigram_normalize(const clattn__unigram *u, const uint32_t *in, size_t n,
+                               clattn__cps *out);
+
+/* The result of clattn__unigram_encode. */
+typedef enum clattn__unigram_result {
+    CLATTN__UNIGRAM_OK,
+    CLATTN__UNIGRAM_OUT_OF_MEMORY,
+    CLATTN__UNIGRAM_NO_UNK, /* a character has no piece, no byte fallback and unk_id is null */
+} clattn__unigram_result;
+
+/* Pre-tokenises the normalised piece cps[0..n-1] and appends the Unigram ids of its words to
+ * *ids. `first` tells whether the piece starts the text (Metaspace's prepend_scheme "first"). */
+clattn__unigram_result clattn__unigram_encode(const clattn__unigram *u, const clattn__vocab *vocab,
+                                              const uint32_t *cps, size_t n, bool first,
+                                              clattn__ids *ids);
+
+#endif /* CLATTN_TOKENIZER_UNIGRAM_H */
