@@ -56,8 +56,12 @@ static bool on_word(void *user, size_t start, size_t end)
 static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
-    clattn__cps norm = {0};
-    if (!clattn__tokenizer_normalize(tok, cps, n, &norm)) {
+    clattn__cps norm = {0}, zero = {0};
+    if (tok->unigram ? !clattn__unigram_normalize(tok->unigram, cps, n, &norm,
+                                                  st->at_text_start ? &zero : NULL)
+                     : !clattn__normalize(&tok->norm, cps, n, &norm)) {
+        clattn__cps_free(&norm);
+        clattn__cps_free(&zero);
         st->out_of_memory = true;
         return false;
     }
@@ -67,6 +71,7 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
         !clattn__added_find(tok->added, tok->added_count, true, norm.data, norm.count, &matches,
                             &match_count, &match_capacity)) {
         clattn__cps_free(&norm);
+        clattn__cps_free(&zero);
         st->out_of_memory = true;
         return false;
     }
@@ -77,7 +82,7 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
         if (at < end && tok->unigram) {
             clattn__unigram_result r =
                 clattn__unigram_encode(tok->unigram, &tok->vocab, norm.data + at, end - at,
-                                       st->at_text_start && at == 0, &st->ids);
+                                       zero.count ? zero.data + at : NULL, &st->ids);
             st->out_of_memory = r == CLATTN__UNIGRAM_OUT_OF_MEMORY;
             st->no_unk = r == CLATTN__UNIGRAM_NO_UNK;
             go = r == CLATTN__UNIGRAM_OK;
@@ -95,6 +100,7 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
     }
     free(matches);
     clattn__cps_free(&norm);
+    clattn__cps_free(&zero);
     return !st->out_of_memory && !st->no_unk;
 }
 
@@ -102,7 +108,7 @@ bool clattn__tokenizer_normalize(const clattn_tokenizer *tok, const uint32_t *in
                                  clattn__cps *out)
 {
     if (tok->unigram)
-        return clattn__unigram_normalize(tok->unigram, in, n, out);
+        return clattn__unigram_normalize(tok->unigram, in, n, out, NULL);
     return clattn__normalize(&tok->norm, in, n, out);
 }
 

@@ -184,9 +184,39 @@ static bool transform(const clattn__precompiled *p, const unsigned char *key, si
     return false;
 }
 
-/* Appends the code points of the UTF-8 string s[0..n-1] (valid: from the checked blob). */
-static bool push_utf8(clattn__cps *out, const char *s, size_t n)
+/* The crate's transformations: each output character with its change (0: replaces the next
+ * input character, 1: inserted, -k: replaces the next one and removes k more). */
+typedef struct changes {
+    clattn__cps *out;
+    size_t first;      /* out->data[first] is the first output of this call */
+    int64_t *change;   /* [out->count - first] */
+    size_t capacity;
+} changes;
+
+static bool push_change(changes *t, uint32_t cp, int64_t change)
 {
+    if (!clattn__cps_push(t->out, cp))
+        return false;
+    size_t count = t->out->count - t->first;
+    if (count > t->capacity) {
+        size_t cap = t->capacity ? 2 * t->capacity : 64;
+        while (cap < count)
+            cap *= 2;
+        int64_t *grown = realloc(t->change, cap * sizeof(*grown));
+        if (!grown)
+            return false;
+        t->change = grown;
+        t->capacity = cap;
+    }
+    t->change[count - 1] = change;
+    return true;
+}
+
+/* normalizers/precompiled.rs's replace(): old_count input characters become the UTF-8 string
+ * s[0..n-1] (from the checked blob). */
+static bool push_replacement(changes *t, size_t old_count, const char *s, size_t n)
+{
+    size_t new_count = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t k = clattn__utf8_decode((const unsigned char *)s + i, n - i, &cp);
@@ -194,19 +224,31 @@ static bool push_utf8(clattn__cps *out, const char *s, size_t n)
             i++;
             continue;
         }
-        if (!clattn__cps_push(out, cp))
+        if (!push_change(t, cp, 0))
             return false;
+        new_count++;
         i += k;
+    }
+    if (new_count > old_count) {
+        /* The last (new - old) transformations of the whole list are insertions. */
+        size_t count = t->out->count - t->first;
+        for (size_t k = 0; k < new_count - old_count; k++)
+            t->change[count - 1 - k] = 1;
+    } else if (new_count < old_count && t->out->count > t->first) {
+        /* The last transformation of the whole list (perhaps an earlier cluster's) removes the
+         * rest; with none before, the removal is dropped. */
+        t->change[t->out->count - t->first - 1] -= (int64_t)(old_count - new_count);
     }
     return true;
 }
 
 bool clattn__precompiled_normalize(const clattn__precompiled *p, const uint32_t *in, size_t n,
-                                   clattn__cps *out)
+                                   const uint32_t *zin, clattn__cps *out, clattn__cps *zout)
 {
-    size_t start = 0;
+    size_t start = 0, first = out->count;
     utf8proc_int32_t state = 0;
     unsigned char buf[4 * 8];
+    changes t = {out, first, NULL, 0};
     while (start < n) {
         /* The extended grapheme cluster in[start..end-1]. */
         size_t end = start + 1;
@@ -225,20 +267,41 @@ bool clattn__precompiled_normalize(const clattn__precompiled *p, const uint32_t 
             bytes += clattn__utf8_encode(in[i], (char *)buf + bytes);
         }
         if (small && bytes < 6 && transform(p, buf, bytes, &repl, &repl_length)) {
-            if (!push_utf8(out, repl, repl_length))
-                return false;
+            if (!push_replacement(&t, end - start, repl, repl_length))
+                goto oom;
         } else {
             for (size_t i = start; i < end; i++) {
                 size_t k = clattn__utf8_encode(in[i], (char *)buf);
                 if (transform(p, buf, k, &repl, &repl_length)) {
-                    if (!push_utf8(out, repl, repl_length))
-                        return false;
-                } else if (!clattn__cps_push(out, in[i])) {
-                    return false;
+                    if (!push_replacement(&t, 1, repl, repl_length))
+                        goto oom;
+                } else if (!push_change(&t, in[i], 0)) {
+                    goto oom;
                 }
             }
         }
         start = end;
     }
+    if (zout) {
+        /* NormalizedString::transform's alignments: whether each output character is aligned
+         * with the start of the text (zin: the same of each input character). */
+        size_t offset = 0;
+        for (size_t i = first; i < out->count; i++) {
+            int64_t ch = t.change[i - first];
+            uint32_t z;
+            if (ch > 0) {
+                z = offset == 0 ? 1 : zin[offset - 1];
+            } else {
+                z = offset < n ? zin[offset] : 0;
+                offset += 1 + (size_t)(-ch);
+            }
+            if (!clattn__cps_push(zout, z))
+                goto oom;
+        }
+    }
+    free(t.change);
     return true;
+oom:
+    free(t.change);
+    return false;
 }

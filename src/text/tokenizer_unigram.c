@@ -363,8 +363,11 @@ void clattn__unigram_free(clattn__unigram *u)
 
 /* ---- normalisation ---- */
 
-/* Replace: every non-overlapping match, left to right, becomes the content. */
-static bool replace(const norm_step *st, const uint32_t *in, size_t n, clattn__cps *out)
+/* Replace: every non-overlapping match, left to right, becomes the content. The content's
+ * characters are insertions aligned as the match's last character (NormalizedString::replace);
+ * zin/zout (may be NULL) carry each character's alignment with the start of the text. */
+static bool replace(const norm_step *st, const uint32_t *in, const uint32_t *zin, size_t n,
+                    clattn__cps *out, clattn__cps *zout)
 {
     size_t i = 0;
     while (i < n) {
@@ -380,64 +383,72 @@ static bool replace(const norm_step *st, const uint32_t *in, size_t n, clattn__c
         }
         if (match) {
             for (size_t k = 0; k < st->content_length; k++)
-                if (!clattn__cps_push(out, st->content[k]))
+                if (!clattn__cps_push(out, st->content[k]) ||
+                    (zout && !clattn__cps_push(zout, zin[i + match - 1])))
                     return false;
             i += match;
-        } else if (!clattn__cps_push(out, in[i++])) {
-            return false;
+        } else {
+            if (!clattn__cps_push(out, in[i]) || (zout && !clattn__cps_push(zout, zin[i])))
+                return false;
+            i++;
         }
     }
     return true;
 }
 
 bool clattn__unigram_normalize(const clattn__unigram *u, const uint32_t *in, size_t n,
-                               clattn__cps *out)
+                               clattn__cps *out, clattn__cps *zero)
 {
-    clattn__cps a = {0}, b = {0};
-    const uint32_t *cur = in;
-    size_t count = n;
+    /* a/za: the current text and its alignment flags; b/zb: the next step's. */
+    clattn__cps a = {0}, b = {0}, za = {0}, zb = {0};
     bool ok = true;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = clattn__cps_push(&a, in[i]) && (!zero || clattn__cps_push(&za, i == 0));
     for (size_t k = 0; ok && k < u->norm_count; k++) {
         const norm_step *st = &u->norms[k];
-        b.count = 0;
+        b.count = zb.count = 0;
         if (st->kind == NORM_PRECOMPILED) {
-            ok = clattn__precompiled_normalize(&st->pre, cur, count, &b);
+            ok = clattn__precompiled_normalize(&st->pre, a.data, a.count, za.data, &b,
+                                               zero ? &zb : NULL);
         } else if (st->kind == NORM_STRIP) {
-            size_t lo = 0, hi = count;
-            while (st->left && lo < hi && clattn__is_whitespace(cur[lo]))
+            size_t lo = 0, hi = a.count;
+            while (st->left && lo < hi && clattn__is_whitespace(a.data[lo]))
                 lo++;
-            while (st->right && hi > lo && clattn__is_whitespace(cur[hi - 1]))
+            while (st->right && hi > lo && clattn__is_whitespace(a.data[hi - 1]))
                 hi--;
             for (size_t i = lo; ok && i < hi; i++)
-                ok = clattn__cps_push(&b, cur[i]);
+                ok = clattn__cps_push(&b, a.data[i]) &&
+                     (!zero || clattn__cps_push(&zb, za.data[i]));
         } else {
-            ok = replace(st, cur, count, &b);
+            ok = replace(st, a.data, za.data, a.count, &b, zero ? &zb : NULL);
         }
         clattn__cps t = a;
         a = b;
         b = t;
-        cur = a.data;
-        count = a.count;
+        t = za;
+        za = zb;
+        zb = t;
     }
-    for (size_t i = 0; ok && i < count; i++)
-        ok = clattn__cps_push(out, cur[i]);
+    for (size_t i = 0; ok && i < a.count; i++)
+        ok = clattn__cps_push(out, a.data[i]) && (!zero || clattn__cps_push(zero, za.data[i]));
     clattn__cps_free(&a);
     clattn__cps_free(&b);
+    clattn__cps_free(&za);
+    clattn__cps_free(&zb);
     return ok;
 }
 
 /* ---- pre-tokenisation ---- */
 
-/* The words of a piece: word i is cps.data[start[i] .. start[i] + length[i]); origin0: the
- * word starts where the text starts (offsets_original().0 == 0). */
+/* The words of a piece: word i is cps.data[start[i] .. start[i] + length[i]); zero.data[j]:
+ * character j is aligned with the start of the text. */
 typedef struct words {
-    clattn__cps cps;
+    clattn__cps cps, zero;
     size_t *start, *length;
-    bool *origin0;
     size_t count, capacity;
 } words;
 
-static bool words_push(words *w, size_t start, size_t length, bool origin0)
+static bool words_push(words *w, size_t start, size_t length)
 {
     if (length == 0)
         return true; /* the crate drops empty splits */
@@ -449,26 +460,27 @@ static bool words_push(words *w, size_t start, size_t length, bool origin0)
         size_t *l = realloc(w->length, cap * sizeof(*l));
         if (l)
             w->length = l;
-        bool *o = realloc(w->origin0, cap * sizeof(*o));
-        if (o)
-            w->origin0 = o;
-        if (!s || !l || !o)
+        if (!s || !l)
             return false;
         w->capacity = cap;
     }
     w->start[w->count] = start;
     w->length[w->count] = length;
-    w->origin0[w->count] = origin0;
     w->count++;
     return true;
+}
+
+static bool push_char(words *w, uint32_t cp, uint32_t zero)
+{
+    return clattn__cps_push(&w->cps, cp) && clattn__cps_push(&w->zero, zero);
 }
 
 static void words_free(words *w)
 {
     clattn__cps_free(&w->cps);
+    clattn__cps_free(&w->zero);
     free(w->start);
     free(w->length);
-    free(w->origin0);
     memset(w, 0, sizeof(*w));
 }
 
@@ -477,8 +489,8 @@ static bool pre_apply(const pre_step *st, const words *in, words *out)
 {
     for (size_t i = 0; i < in->count; i++) {
         const uint32_t *w = in->cps.data + in->start[i];
+        const uint32_t *z = in->zero.data + in->start[i];
         size_t n = in->length[i];
-        bool origin0 = in->origin0[i];
         if (!st->metaspace) { /* WhitespaceSplit: split at White_Space, removed */
             size_t at = 0;
             while (at < n) {
@@ -489,28 +501,30 @@ static bool pre_apply(const pre_step *st, const words *in, words *out)
                     end++;
                 size_t base = out->cps.count;
                 for (size_t k = at; k < end; k++)
-                    if (!clattn__cps_push(&out->cps, w[k]))
+                    if (!push_char(out, w[k], z[k]))
                         return false;
-                if (!words_push(out, base, end - at, origin0 && at == 0))
+                if (!words_push(out, base, end - at))
                     return false;
                 at = end;
             }
             continue;
         }
-        /* Metaspace: spaces become the replacement, which is prepended (by the scheme) and
-         * split before, merged with the next part. */
+        /* Metaspace: spaces become the replacement, which is prepended (by the scheme: "first"
+         * when the word's first character is aligned with the start of the text) and split
+         * before, merged with the next part. A prepended replacement shares the alignment of
+         * the character it goes before. */
         size_t base = out->cps.count;
         bool starts = n > 0 && (w[0] == ' ' || w[0] == st->replacement);
         bool prepend = n > 0 && !starts &&
-                       (st->prepend == PREPEND_ALWAYS || (st->prepend == PREPEND_FIRST && origin0));
-        if (prepend && !clattn__cps_push(&out->cps, st->replacement))
+                       (st->prepend == PREPEND_ALWAYS || (st->prepend == PREPEND_FIRST && z[0]));
+        if (prepend && !push_char(out, st->replacement, z[0]))
             return false;
         for (size_t k = 0; k < n; k++)
-            if (!clattn__cps_push(&out->cps, w[k] == ' ' ? st->replacement : w[k]))
+            if (!push_char(out, w[k] == ' ' ? st->replacement : w[k], z[k]))
                 return false;
         size_t total = out->cps.count - base;
         if (!st->split) {
-            if (!words_push(out, base, total, origin0))
+            if (!words_push(out, base, total))
                 return false;
             continue;
         }
@@ -518,7 +532,7 @@ static bool pre_apply(const pre_step *st, const words *in, words *out)
         size_t from = 0;
         for (size_t k = 1; k <= total; k++) {
             if (k == total || v[k] == st->replacement) {
-                if (!words_push(out, base + from, k - from, origin0 && from == 0))
+                if (!words_push(out, base + from, k - from))
                     return false;
                 from = k;
             }
@@ -612,8 +626,8 @@ static clattn__unigram_result encode_word(const clattn__unigram *u, const clattn
 }
 
 clattn__unigram_result clattn__unigram_encode(const clattn__unigram *u, const clattn__vocab *vocab,
-                                              const uint32_t *cps, size_t n, bool first,
-                                              clattn__ids *ids)
+                                              const uint32_t *cps, size_t n,
+                                              const uint32_t *zero, clattn__ids *ids)
 {
     words a = {0}, b = {0};
     clattn__unigram_result r = CLATTN__UNIGRAM_OUT_OF_MEMORY;
@@ -621,12 +635,12 @@ clattn__unigram_result clattn__unigram_encode(const clattn__unigram *u, const cl
     best_node *best = NULL;
     size_t *cuts = NULL;
     for (size_t i = 0; i < n; i++)
-        if (!clattn__cps_push(&a.cps, cps[i]))
+        if (!push_char(&a, cps[i], zero ? zero[i] : 0))
             goto done;
-    if (!words_push(&a, 0, n, first))
+    if (!words_push(&a, 0, n))
         goto done;
     for (size_t k = 0; k < u->pre_count; k++) {
-        b.cps.count = 0;
+        b.cps.count = b.zero.count = 0;
         b.count = 0;
         if (!pre_apply(&u->pres[k], &a, &b))
             goto done;

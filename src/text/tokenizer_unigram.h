@@ -28,9 +28,11 @@ void clattn__precompiled_free(clattn__precompiled *p);
 
 /* Appends the normalised form of in[0..n-1] to *out as the crate's Precompiled normaliser
  * does (extended grapheme clusters; a cluster under 6 bytes looked up whole first, else each
- * character; the shortest match of the trie wins). False when out of memory. */
+ * character; the shortest match of the trie wins). With zout, appends for each output
+ * character whether the crate aligns it with the start of the text (1) or not (0), given the
+ * same of each input character in zin. False when out of memory. */
 bool clattn__precompiled_normalize(const clattn__precompiled *p, const uint32_t *in, size_t n,
-                                   clattn__cps *out);
+                                   const uint32_t *zin, clattn__cps *out, clattn__cps *zout);
 
 /* ---- the normaliser chain, the pre-tokeniser and Unigram (tokenizer_unigram.c) ---- */
 
@@ -45,10 +47,12 @@ clattn_status clattn__unigram_load(clattn__unigram **out, clattn__vocab *vocab,
                                    const char *where);
 void clattn__unigram_free(clattn__unigram *u);
 
-/* Appends the normalised form of in[0..n-1] to *out (the "normalizer" chain). False when out
- * of memory. */
+/* Appends the normalised form of in[0..n-1] to *out (the "normalizer" chain). With zero,
+ * appends for each output character 1 when the crate's alignments put it at the start of the
+ * input (offsets_original().0 == 0 for a piece starting there: what Metaspace's prepend_scheme
+ * "first" reads), else 0. False when out of memory. */
 bool clattn__unigram_normalize(const clattn__unigram *u, const uint32_t *in, size_t n,
-                               clattn__cps *out);
+                               clattn__cps *out, clattn__cps *zero);
 
 /* The result of clattn__unigram_encode. */
 typedef enum clattn__unigram_result {
@@ -58,9 +62,10 @@ typedef enum clattn__unigram_result {
 } clattn__unigram_result;
 
 /* Pre-tokenises the normalised piece cps[0..n-1] and appends the Unigram ids of its words to
- * *ids. `first` tells whether the piece starts the text (Metaspace's prepend_scheme "first"). */
+ * *ids. zero[i] (from clattn__unigram_normalize; NULL: all 0) tells whether character i is
+ * aligned with the start of the text, for Metaspace's prepend_scheme "first". */
 clattn__unigram_result clattn__unigram_encode(const clattn__unigram *u, const clattn__vocab *vocab,
-                                              const uint32_t *cps, size_t n, bool first,
-                                              clattn__ids *ids);
+                                              const uint32_t *cps, size_t n,
+                                              const uint32_t *zero, clattn__ids *ids);
 
 #endif /* CLATTN_TOKENIZER_UNIGRAM_H */

@@ -1,0 +1,375 @@
+/* The Unigram tokenizer (SentencePiece's Precompiled normaliser, Metaspace, Viterbi, byte
+ * fallback) against Hugging Face's fast tokenizer, id for id: a small XLM-RoBERTa-style
+ * tokenizer trained offline and its golden ids (tools/gen_unigram_golden.py,
+ * tests/golden/unigram/ *.json.gz) in four configurations, on 3000 random multilingual strings
+ * and hand-picked ones, and on every code point (alone and after "a") through per-block hashes.
+ * Then the loader's errors for what is not supported. */
+#include "common/test_util.h"
+#include "clattn/tokenizer.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef GOLDEN_DIR
+#error "GOLDEN_DIR must name tests/golden (meson passes it with c_args)"
+#endif
+
+static char temp_dir[1024];
+static json_t *base;   /* the golden tokenizer.json */
+static json_t *golden; /* golden.json */
+
+/* A gzip'd JSON file of tests/golden/unigram, parsed (gzip -dc: no zlib in the tests). */
+static json_t *load_gz(const char *name)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "gzip -dc '%s/unigram/%s'", GOLDEN_DIR, name);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    json_error_t error;
+    json_t *j = json_loadf(p, JSON_ALLOW_NUL, &error);
+    if (!j)
+        fprintf(stderr, "%s: %s (line %d)\n", name, error.text, error.line);
+    if (pclose(p) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    base = load_gz("tokenizer.json.gz");
+    golden = load_gz("golden.json.gz");
+    if (!base || !golden)
+        return -1;
+    return test_temp_dir_create(temp_dir, sizeof(temp_dir), "clattn_unigram_");
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_temp_dir_remove(temp_dir);
+    json_decref(base);
+    json_decref(golden);
+    return 0;
+}
+
+/* Gives every {"type": "Precompiled"} without a charsmap in j the base tokenizer's charsmap. */
+static void fill_charsmap(json_t *j, json_t *charsmap)
+{
+    if (json_is_object(j)) {
+        const char *type = json_string_value(json_object_get(j, "type"));
+        if (type && strcmp(type, "Precompiled") == 0 &&
+            !json_object_get(j, "precompiled_charsmap"))
+            json_object_set(j, "precompiled_charsmap", charsmap);
+        const char *key;
+        json_t *value;
+        json_object_foreach(j, key, value) fill_charsmap(value, charsmap);
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            fill_charsmap(json_array_get(j, i), charsmap);
+    }
+}
+
+static json_t *base_charsmap(void)
+{
+    json_t *list = json_object_get(json_object_get(base, "normalizer"), "normalizers");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *charsmap = json_object_get(json_array_get(list, i), "precompiled_charsmap");
+        if (charsmap)
+            return charsmap;
+    }
+    fail_msg("the base tokenizer.json has no Precompiled normaliser");
+    return NULL;
+}
+
+/* Writes `j` as temp_dir/<name>.json and loads it (failing the test when it does not load). */
+static const char *write_json(json_t *j, const char *name)
+{
+    static char path[2048];
+    snprintf(path, sizeof(path), "%s/%s.json", temp_dir, name);
+    assert_int_equal(json_dump_file(j, path, JSON_COMPACT), 0);
+    return path;
+}
+
+/* The base tokenizer with a golden variant's overrides, loaded. */
+static clattn_tokenizer *load_variant(const json_t *variant)
+{
+    json_t *j = json_deep_copy(base);
+    static const char *const keys[] = {"normalizer", "pre_tokenizer", "post_processor"};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *v = json_object_get(variant, keys[k]);
+        if (v) {
+            json_t *copy = json_deep_copy(v);
+            fill_charsmap(copy, base_charsmap());
+            json_object_set_new(j, keys[k], copy);
+        }
+    }
+    json_t *bf = json_object_get(variant, "byte_fallback");
+    if (bf)
+        json_object_set(json_object_get(j, "model"), "byte_fallback", bf);
+    const char *path = write_json(j, json_string_value(json_object_get(variant, "name")));
+    json_decref(j);
+    clattn_tokenizer *tok = NULL;
+    clattn_status s = clattn_tokenizer_load(&tok, path);
+    if (s)
+        fail_msg("loading %s: %s", path, clattn_last_error(NULL));
+    return tok;
+}
+
+/* The ids of text[0..n-1] (malloc'd; *count set). */
+static int32_t *encode(const clattn_tokenizer *tok, const char *text, size_t n, size_t *count)
+{
+    clattn_status s = clattn_tokenizer_encode(tok, text, n, 0, NULL, 0, count);
+    if (s)
+        fail_msg("encode: %s", clattn_last_error(NULL));
+    int32_t *ids = malloc(*count * sizeof(*ids));
+    assert_non_null(ids);
+    s = clattn_tokenizer_encode(tok, text, n, 0, ids, *count, count);
+    if (s)
+        fail_msg("encode: %s", clattn_last_error(NULL));
+    return ids;
+}
+
+static void print_escaped(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            fprintf(stderr, "\\x%02x", c);
+        else
+            fputc(c, stderr);
+    }
+}
+
+static void print_ids(const char *label, const int32_t *ids, size_t n)
+{
+    fprintf(stderr, "      %s:", label);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %d", (int)ids[i]);
+    fputc('\n', stderr);
+}
+
+/* Every golden text through every variant, id for id. */
+static void test_golden_texts(void **state)
+{
+    (void)state;
+    json_t *texts = json_object_get(golden, "texts");
+    json_t *variants = json_object_get(golden, "variants");
+    assert_true(json_array_size(texts) >= 3000);
+    assert_int_equal(json_array_size(variants), 4);
+    size_t total_bad = 0;
+    for (size_t v = 0; v < json_array_size(variants); v++) {
+        json_t *variant = json_array_get(variants, v);
+        const char *name = json_string_value(json_object_get(variant, "name"));
+        json_t *want_all = json_object_get(json_object_get(golden, "ids"), name);
+        assert_int_equal(json_array_size(want_all), json_array_size(texts));
+        clattn_tokenizer *tok = load_variant(variant);
+        size_t bad = 0, ids_total = 0;
+        for (size_t t = 0; t < json_array_size(texts); t++) {
+            json_t *text = json_array_get(texts, t), *want = json_array_get(want_all, t);
+            size_t count = 0;
+            int32_t *ids = encode(tok, json_string_value(text), json_string_length(text),
+                                  &count);
+            bool same = count == json_array_size(want);
+            for (size_t i = 0; same && i < count; i++)
+                same = ids[i] == json_integer_value(json_array_get(want, i));
+            ids_total += count;
+            if (!same && ++bad <= 8) {
+                fprintf(stderr, "    %s text %zu \"", name, t);
+                print_escaped(json_string_value(text), json_string_length(text));
+                fprintf(stderr, "\"\n");
+                print_ids("ours", ids, count);
+                int32_t *w = malloc((json_array_size(want) + 1) * sizeof(*w));
+                for (size_t i = 0; i < json_array_size(want); i++)
+                    w[i] = (int32_t)json_integer_value(json_array_get(want, i));
+                print_ids("Hugging Face", w, json_array_size(want));
+                free(w);
+            }
+            free(ids);
+        }
+        printf("    %-14s %zu texts, %zu ids, %zu differ\n", name, json_array_size(texts),
+               ids_total, bad);
+        total_bad += bad;
+        clattn_tokenizer_destroy(&tok);
+    }
+    assert_int_equal(total_bad, 0);
+}
+
+static uint64_t fnv(uint64_t h, const unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+/* Every code point (surrogates aside), alone and after "a", hashed per block of 256 as the
+ * generator hashes Hugging Face's ids. */
+static void test_every_code_point(void **state)
+{
+    (void)state;
+    json_t *variants = json_object_get(golden, "variants");
+    json_t *cps = json_object_get(golden, "codepoints");
+    size_t bad_blocks = 0, checked = 0;
+    for (size_t v = 0; v < json_array_size(variants); v++) {
+        json_t *variant = json_array_get(variants, v);
+        const char *name = json_string_value(json_object_get(variant, "name"));
+        json_t *mine = json_object_get(cps, name);
+        if (!mine)
+            continue;
+        clattn_tokenizer *tok = load_variant(variant);
+        static const char *const kinds[] = {"alone", "after_a"};
+        for (int k = 0; k < 2; k++) {
+            json_t *blocks = json_object_get(mine, kinds[k]);
+            assert_int_equal(json_array_size(blocks), 0x1100);
+            for (uint32_t block = 0; block < 0x1100; block++) {
+                const char *want = json_string_value(json_array_get(blocks, block));
+                if (!want)
+                    continue; /* surrogates */
+                uint64_t h = 0xCBF29CE484222325ull;
+                for (uint32_t cp = block << 8; cp < (block + 1) << 8; cp++) {
+                    char text[8] = "a";
+                    size_t n = (size_t)k;
+                    unsigned char *u = (unsigned char *)text;
+                    if (cp < 0x80) {
+                        u[n++] = (unsigned char)cp;
+                    } else if (cp < 0x800) {
+                        u[n++] = (unsigned char)(0xC0 | cp >> 6);
+                        u[n++] = (unsigned char)(0x80 | (cp & 0x3F));
+                    } else if (cp < 0x10000) {
+                        u[n++] = (unsigned char)(0xE0 | cp >> 12);
+                        u[n++] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+                        u[n++] = (unsigned char)(0x80 | (cp & 0x3F));
+                    } else {
+                        u[n++] = (unsigned char)(0xF0 | cp >> 18);
+                        u[n++] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+                        u[n++] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+                        u[n++] = (unsigned char)(0x80 | (cp & 0x3F));
+                    }
+                    if (cp >= 0xD800 && cp <= 0xDFFF)
+                        continue;
+                    size_t count = 0;
+                    int32_t *ids = encode(tok, text, n, &count);
+                    for (size_t i = 0; i < count; i++) {
+                        unsigned char le[4] = {(unsigned char)ids[i],
+                                               (unsigned char)(ids[i] >> 8),
+                                               (unsigned char)(ids[i] >> 16),
+                                               (unsigned char)(ids[i] >> 24)};
+                        h = fnv(h, le, 4);
+                    }
+                    free(ids);
+                    static const unsigned char sep[4] = {0xFF, 0xFF, 0xFF, 0xFF};
+                    h = fnv(h, sep, 4);
+                }
+                char got[17];
+                snprintf(got, sizeof(got), "%016llx", (unsigned long long)h);
+                checked++;
+                if (strcmp(got, want) != 0 && ++bad_blocks <= 20)
+                    fprintf(stderr, "    %s %s: block U+%04X..U+%04X differs\n", name,
+                            kinds[k], block << 8, ((block + 1) << 8) - 1);
+            }
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    printf("    %zu blocks of 256 code points checked, %zu differ\n", checked, bad_blocks);
+    assert_int_equal(bad_blocks, 0);
+}
+
+/* A few rules by hand on the base tokenizer: the pieces are looked up by name. */
+static void test_hand(void **state)
+{
+    (void)state;
+    json_t *variant = json_pack("{s:s}", "name", "hand");
+    clattn_tokenizer *tok = load_variant(variant);
+    json_decref(variant);
+    clattn_tokenizer_special sp = clattn_tokenizer_special_ids(tok);
+    assert_int_equal(sp.cls, 0);
+    assert_int_equal(sp.sep, 2);
+    assert_int_equal(sp.pad, 1);
+    assert_int_equal(sp.unk, 3);
+    assert_int_equal(sp.mask, clattn_tokenizer_token_id(tok, "<mask>"));
+    assert_int_equal(clattn_tokenizer_vocab_size(tok),
+                     json_array_size(json_object_get(json_object_get(base, "model"), "vocab")));
+    /* An empty text, and one that normalises to nothing: <s> </s>. */
+    size_t count;
+    int32_t *ids = encode(tok, "   ", 3, &count);
+    assert_int_equal(count, 2);
+    free(ids);
+    /* A character outside the vocabulary takes the byte fallback: U+10348 is 4 bytes. */
+    ids = encode(tok, "\xF0\x90\x8D\x88", 4, &count);
+    int32_t sp_id = clattn_tokenizer_token_id(tok, "\xE2\x96\x81"); /* "▁" */
+    size_t at = 1;
+    if (sp_id >= 0 && ids[1] == sp_id)
+        at = 2;
+    assert_int_equal(count, at + 5);
+    assert_int_equal(ids[at], clattn_tokenizer_token_id(tok, "<0xF0>"));
+    assert_int_equal(ids[at + 3], clattn_tokenizer_token_id(tok, "<0x88>"));
+    free(ids);
+    clattn_tokenizer_destroy(&tok);
+}
+
+/* Loads the base tokenizer with `key` replaced by the JSON text `value`; expects `status` and
+ * `needle` in the message. */
+static void expect_load_error(const char *key, const char *value, clattn_status status,
+                              const char *needle)
+{
+    json_t *j = json_deep_copy(base);
+    json_error_t error;
+    json_t *v = json_loads(value, JSON_DECODE_ANY, &error);
+    assert_non_null(v);
+    if (strcmp(key, "model.unk_id") == 0)
+        json_object_set_new(json_object_get(j, "model"), "unk_id", v);
+    else
+        json_object_set_new(j, key, v);
+    const char *path = write_json(j, "error");
+    json_decref(j);
+    clattn_tokenizer *tok = NULL;
+    clattn_status s = clattn_tokenizer_load(&tok, path);
+    assert_null(tok);
+    if (s != status || !strstr(clattn_last_error(NULL), needle))
+        fail_msg("%s = %s: status %d, message \"%s\"; expected %d and \"%s\"", key, value,
+                 (int)s, clattn_last_error(NULL), (int)status, needle);
+}
+
+static void test_load_errors(void **state)
+{
+    (void)state;
+    expect_load_error("normalizer", "{\"type\": \"NFKC\"}", CLATTN_ERROR_UNSUPPORTED,
+                      "normalizer type 'NFKC' is not supported");
+    expect_load_error("normalizer",
+                      "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Lowercase\"}]}",
+                      CLATTN_ERROR_UNSUPPORTED, "normalizer type 'Lowercase'");
+    expect_load_error("normalizer",
+                      "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, "
+                      "\"content\": \" \"}",
+                      CLATTN_ERROR_UNSUPPORTED, "regular expression '\\s+' is not supported");
+    expect_load_error("normalizer", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": "
+                      "\"AAA\"}", CLATTN_ERROR_FORMAT, "not base64");
+    expect_load_error("normalizer", "{\"type\": \"Precompiled\", \"precompiled_charsmap\": "
+                      "\"/////w==\"}", CLATTN_ERROR_FORMAT, "does not fit");
+    expect_load_error("pre_tokenizer", "{\"type\": \"ByteLevel\"}", CLATTN_ERROR_UNSUPPORTED,
+                      "pre_tokenizer type 'ByteLevel' is not supported");
+    expect_load_error("pre_tokenizer", "{\"type\": \"Metaspace\", \"replacement\": \"ab\"}",
+                      CLATTN_ERROR_FORMAT, "not one character");
+    expect_load_error("pre_tokenizer", "{\"type\": \"Metaspace\", \"replacement\": \"_\", "
+                      "\"add_prefix_space\": false}", CLATTN_ERROR_FORMAT, "add_prefix_space");
+    expect_load_error("model.unk_id", "100000", CLATTN_ERROR_FORMAT, "unk_id");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand),
+        cmocka_unit_test(test_golden_texts),
+        cmocka_unit_test(test_every_code_point),
+        cmocka_unit_test(test_load_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
