@@ -2,8 +2,9 @@
  * fallback) against Hugging Face's fast tokenizer, id for id: a small XLM-RoBERTa-style
  * tokenizer trained offline and its golden ids (tools/gen_unigram_golden.py,
  * tests/golden/unigram/ *.json.gz) in four configurations, on 3000 random multilingual strings
- * and hand-picked ones, and on every code point (alone and after "a") through per-block hashes.
- * Then the loader's errors for what is not supported. */
+ * and hand-picked ones, and on every code point (alone and after "a") through per-block hashes;
+ * a hand-made vocabulary for ties, the unknown penalty and partial byte fallback. Then the
+ * loader's errors for what is not supported. */
 #include "common/test_util.h"
 #include "clattn/tokenizer.h"
 
@@ -315,6 +316,56 @@ static void test_hand(void **state)
     clattn_tokenizer_destroy(&tok);
 }
 
+/* The hand-made vocabulary (golden "small"): ties, the unknown penalty, partial byte
+ * fallback, a null unk_id (Hugging Face fails: so must we), id for id. */
+static void test_small_vocabulary(void **state)
+{
+    (void)state;
+    json_t *small = json_object_get(golden, "small");
+    json_t *texts = json_object_get(small, "texts"), *variants = json_object_get(small, "variants");
+    assert_true(json_array_size(texts) > 500);
+    size_t bad = 0, failures = 0;
+    for (size_t v = 0; v < json_array_size(variants); v++) {
+        json_t *variant = json_array_get(variants, v);
+        const char *name = json_string_value(json_object_get(variant, "name"));
+        json_t *j = json_deep_copy(json_object_get(small, "tokenizer"));
+        json_t *model = json_object_get(j, "model");
+        json_object_set(model, "unk_id", json_object_get(variant, "unk_id"));
+        json_object_set(model, "byte_fallback", json_object_get(variant, "byte_fallback"));
+        const char *path = write_json(j, name);
+        json_decref(j);
+        clattn_tokenizer *tok = NULL;
+        if (clattn_tokenizer_load(&tok, path))
+            fail_msg("loading %s: %s", path, clattn_last_error(NULL));
+        json_t *want_all = json_object_get(json_object_get(small, "ids"), name);
+        for (size_t t = 0; t < json_array_size(texts); t++) {
+            const char *text = json_string_value(json_array_get(texts, t));
+            json_t *want = json_array_get(want_all, t);
+            size_t count = 0;
+            int32_t ids[64];
+            clattn_status s = clattn_tokenizer_encode(tok, text, strlen(text), 0, ids, 64, &count);
+            bool same;
+            if (json_is_null(want)) {
+                same = s == CLATTN_ERROR_FORMAT && strstr(clattn_last_error(NULL), "unk_id");
+                failures++;
+            } else {
+                same = s == CLATTN_OK && count == json_array_size(want);
+                for (size_t i = 0; same && i < count; i++)
+                    same = ids[i] == json_integer_value(json_array_get(want, i));
+            }
+            if (!same && ++bad <= 8) {
+                fprintf(stderr, "    small %s text \"%s\": status %d\n", name, text, (int)s);
+                if (s == CLATTN_OK)
+                    print_ids("ours", ids, count);
+            }
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    printf("    small vocabulary: %zu variants x %zu texts (%zu expected failures), %zu differ\n",
+           json_array_size(variants), json_array_size(texts), failures, bad);
+    assert_int_equal(bad, 0);
+}
+
 /* Loads the base tokenizer with `key` replaced by the JSON text `value`; expects `status` and
  * `needle` in the message. */
 static void expect_load_error(const char *key, const char *value, clattn_status status,
@@ -368,6 +419,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand),
         cmocka_unit_test(test_golden_texts),
+        cmocka_unit_test(test_small_vocabulary),
         cmocka_unit_test(test_every_code_point),
         cmocka_unit_test(test_load_errors),
     };

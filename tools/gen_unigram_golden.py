@@ -25,7 +25,10 @@ downloaded.
                       "texts": [3000 random strings + hand-picked ones],
                       "ids": {variant: [[ids of text i]...]} (with the special tokens),
                       "codepoints": {variant: {"alone"|"after_a": [hex FNV-1a 64 of each
-                      block of 256 code points]}}}.
+                      block of 256 code points]}},
+                      "small": a hand-made vocabulary's "tokenizer" (tokenizer.json),
+                      "variants" (unk_id, byte_fallback), "texts" and "ids" (null where
+                      Hugging Face fails: no unk_id)}.
    A code point block's hash runs over the ids of each code point of the block in order (the
    text chr(cp) alone, or "a" + chr(cp)), surrogates skipped: FNV-1a 64 over each id as 4
    bytes little-endian, then 4 bytes 0xFF after each code point's ids.
@@ -41,6 +44,9 @@ import tempfile
 
 import sentencepiece as spm
 import tokenizers
+import tokenizers.models
+import tokenizers.pre_tokenizers
+import tokenizers.processors
 import transformers
 from tokenizers import Tokenizer
 from transformers import XLMRobertaTokenizerFast
@@ -227,6 +233,51 @@ def variant_json(base, v):
     return j
 
 
+# A hand-made Unigram vocabulary for the rules the trained one cannot reach: ties between
+# paths of equal score (the first found wins), the unknown-character penalty (lowest score - 10)
+# against a long piece, byte fallback with some <0xXX> pieces missing (then one <unk>), a null
+# unk_id (an error when a character has no piece).
+SMALL_VOCAB = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("▁", -2.0),
+               ("a", -1.0), ("b", -1.0), ("ab", -2.0), ("c", -3.0), ("▁a", -2.5),
+               ("xa", -30.0), ("zzz", -25.0), ("bc", -4.0), ("abc", -6.0), ("<0x78>", 0.0),
+               ("<0xC3>", 0.0), ("<0x61>", 0.0), ("z", -7.0), ("é", -9.5),
+               # "xcz" (the lowest score, -30) against <unk> + "cz": -40 + 5 < -30 with the
+               # penalty 10; another penalty (1: -31 + 5) would choose <unk> + "cz".
+               ("xcz", -30.0), ("cz", 5.0)]
+SMALL_TEXTS = ["", "a", "ab", "abc", "abab", "xa", "x", "xx", "xax", "é", "éé", "è", "èè",
+               "ñ", "ñx", "a b", "<s>ab</s>", "zzzz", "bcbc", "q", "qq a qq", "▁ab", "xé", "xcz", "xczxcz",
+               "qcz"]
+SMALL_VARIANTS = [
+    {"name": "fallback", "unk_id": 3, "byte_fallback": True},
+    {"name": "unk", "unk_id": 3, "byte_fallback": False},
+    {"name": "no_unk", "unk_id": None, "byte_fallback": False},
+    {"name": "no_unk_fallback", "unk_id": None, "byte_fallback": True},
+]
+
+
+def small(rng):
+    """The hand-made tokenizer.json and its variants' ids (null: Hugging Face fails)."""
+    texts = SMALL_TEXTS + ["".join(rng.choice("abcxzéèñ q") for _ in range(rng.randint(0, 10)))
+                           for _ in range(500)]
+    doc = {"texts": texts, "variants": SMALL_VARIANTS, "ids": {}}
+    for v in SMALL_VARIANTS:
+        tok = Tokenizer(tokenizers.models.Unigram(SMALL_VOCAB, v["unk_id"], v["byte_fallback"]))
+        tok.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace()
+        tok.post_processor = tokenizers.processors.TemplateProcessing(
+            single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+        tok.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>"])
+        if v["name"] == "fallback":
+            doc["tokenizer"] = json.loads(tok.to_str())
+        out = []
+        for t in texts:
+            try:
+                out.append(tok.encode(t).ids)
+            except Exception:  # the crate's MissingUnkId
+                out.append(None)
+        doc["ids"][v["name"]] = out
+    return doc
+
+
 def main():
     rng = random.Random(SEED)
     os.makedirs(OUT, exist_ok=True)
@@ -258,6 +309,7 @@ def main():
         "tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
         "sentencepiece": spm.__version__, "seed": SEED,
         "variants": VARIANTS, "texts": texts, "ids": ids, "codepoints": cps,
+        "small": small(rng),
     }
     for name, obj in (("tokenizer.json.gz", base), ("golden.json.gz", doc)):
         raw = json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":"))
