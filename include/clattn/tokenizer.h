@@ -1,5 +1,6 @@
 /*
- * libclattn — tokenizer.h: BERT's WordPiece tokenizer, as Hugging Face's fast tokenizer runs it.
+ * libclattn — tokenizer.h: BERT's WordPiece tokenizer and SentencePiece's Unigram tokenizer, as
+ * Hugging Face's fast tokenizer runs them.
  *
  * A clattn_tokenizer turns UTF-8 text into the token ids of a BERT-family model: [CLS], the
  * ids of the text, [SEP]. It reproduces Hugging Face's `BertTokenizerFast` (the `tokenizers`
@@ -9,7 +10,7 @@
  *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
  *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
  *     when that file gives one, else config.json's "max_position_embeddings" (less 2 for
- *     model_type "mpnet", whose positions start at 2), else
+ *     model_type "mpnet" and "xlm-roberta", whose positions start at 2), else
  *     (tokenizer.json only) its "truncation"."max_length", else unlimited. sentence_bert_config.json's
  *     "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
  *     applied: all-MiniLM-L6-v2 sets it false;
@@ -92,6 +93,48 @@
  * and 3000 random texts). Lower-case mappings follow Unicode 15.0 on both sides (Rust's
  * standard library).
  *
+ * Unigram (SentencePiece) tokenizers: XLM-RoBERTa, multilingual-e5, bge-m3,
+ * paraphrase-multilingual-MiniLM. A tokenizer.json whose "model"."type" is "Unigram" ("vocab":
+ * [[piece, score], ...], the piece of index i is id i; "unk_id", an id or null;
+ * "byte_fallback") is encoded as the tokenizers crate 0.19.1 encodes it:
+ *   1. Special tokens as above (XLM-R's <mask> is normalized and lstrip: found after step 2,
+ *      with the spaces before it).
+ *   2. Normalisation: "normalizer" null, or Precompiled, Strip, Replace, or a Sequence of them.
+ *      Precompiled is SentencePiece's precompiled_charsmap (standard base64 in the JSON: a
+ *      Darts double-array trie over UTF-8 bytes and its replacement strings, e.g. nmt_nfkc), as
+ *      spm_precompiled 0.1.4 applies it: the text is cut into extended grapheme clusters; a
+ *      cluster under 6 bytes is looked up whole, and replaced by the trie's shortest matching
+ *      key's replacement when there is one (so "Ａ" + U+0301 becomes "A": the fullwidth letter's
+ *      own entry wins and the accent goes); otherwise each character alone is looked up and
+ *      replaced or kept. Strip removes White_Space on the sides it names; Replace replaces
+ *      every match, left to right, of a {"String": ...} pattern or of the {"Regex": ...}
+ *      patterns made of one character and "+" or "{m,}" (" {2,}" in transformers' converters)
+ *      or of literal (escaped) characters; other regular expressions are
+ *      CLATTN_ERROR_UNSUPPORTED.
+ *   3. Pre-tokenisation: "pre_tokenizer" null, or Metaspace, WhitespaceSplit, or a Sequence of
+ *      them. Metaspace (replacement "▁", prepend_scheme always | first | never, or the older
+ *      add_prefix_space true; split true unless false) turns every U+0020 into the replacement,
+ *      puts one in front of a piece that does not start with one (always; first: only when the
+ *      piece's first character is, in the crate's alignments, at the start of the text: not
+ *      after a special token, not when Strip or Replace removed what was there), and splits
+ *      before each replacement. WhitespaceSplit splits at White_Space, removed.
+ *   4. Unigram: per word, the segmentation into pieces of the best total score (Viterbi over
+ *      the word's UTF-8 bytes; among equal scores the path found first, that is the one whose
+ *      last piece starts earliest); a character that no one-character piece covers is an
+ *      unknown piece of score (lowest score - 10); consecutive unknown pieces make one, which
+ *      becomes the "<0xXX>" pieces of its bytes when byte_fallback is true and all of them
+ *      exist, else unk_id. With unk_id null, a text with such a character fails with
+ *      CLATTN_ERROR_FORMAT, as Hugging Face's encode fails.
+ *   5. [CLS] and [SEP] are the post-processor's (XLM-R's <s> ... </s>); truncation as above.
+ * The padding id is "padding"."pad_id", else <pad>; the mask id <mask>. Grapheme clusters come
+ * from utf8proc (Unicode 15.0), the crate's from unicode-segmentation (Unicode 15.1): the one new
+ * rule (Indic conjuncts) joins clusters of 9 bytes or more, which are looked up character by
+ * character either way, so the results agree. Scores are read with strtod; serde_json's float
+ * parsing may differ from it in the last bit for some 17-digit scores, which could only matter
+ * for two segmentations of exactly equal score. tests/test_tokenizer_unigram.c checks four
+ * configurations of a trained multilingual model on 3053 texts and every code point (alone and
+ * after "a"), and a hand-made vocabulary, against Hugging Face: no difference.
+ *
  * Invalid UTF-8 is rejected, not replaced: a text with a byte sequence that is not UTF-8
  * (a stray continuation byte, a truncated sequence, an overlong form, a surrogate U+D800..
  * U+DFFF, a value past U+10FFFF) fails with CLATTN_ERROR_INVALID_ARGUMENT and a message giving
@@ -119,9 +162,11 @@
  *                                  byte; [UNK], [CLS] or [SEP] missing; a "max_seq_length",
  *                                  "max_position_embeddings" or "truncation"."max_length" that
  *                                  is not an integer of at least 2;
- *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece, a normaliser other than
- *                                  BertNormalizer (or null), a pre-tokeniser other than
- *                                  BertPreTokenizer, a post-processor other than
+ *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece or Unigram; with
+ *                                  WordPiece a normaliser other than BertNormalizer (or
+ *                                  null), a pre-tokeniser other than BertPreTokenizer; with
+ *                                  Unigram one that step 2 or 3 above does not list (the
+ *                                  message names its type); a post-processor other than
  *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken])
  *                                  or BertProcessing (or null: then the vocabulary's [CLS] and
  *                                  [SEP] are used);
