@@ -35,6 +35,13 @@ clattn_status clattn__vocab_check_complete(const clattn__vocab *v, const char *f
                                            const char *where);
 /* The id of the `length` bytes at token, or -1. */
 int32_t clattn__vocab_find(const clattn__vocab *v, const char *token, size_t length);
+/* The vocabulary's hash (FNV-1a 64) of n more bytes at s, continued from h (the hash of the
+ * empty string is CLATTN__VOCAB_HASH_EMPTY), so that the prefixes of a string hash in one pass;
+ * and clattn__vocab_find with the token's hash given. */
+#define CLATTN__VOCAB_HASH_EMPTY 1469598103934665603ull
+uint64_t clattn__vocab_hash(uint64_t h, const char *s, size_t n);
+int32_t clattn__vocab_find_hashed(const clattn__vocab *v, const char *token, size_t length,
+                                  uint64_t hash);
 void clattn__vocab_free(clattn__vocab *v);
 
 /* True when the `length` bytes at s are UTF-8 without NUL; *bad_at gets the offset of the first

@@ -567,8 +567,13 @@ static clattn__unigram_result encode_word(const clattn__unigram *u, const clattn
         double here = best[at].score;
         bool single = false;
         size_t most = size - at < vocab->longest ? size - at : vocab->longest;
+        uint64_t h = CLATTN__VOCAB_HASH_EMPTY;
         for (size_t len = 1; len <= most; len++) {
-            int32_t id = clattn__vocab_find(vocab, s + at, len);
+            h = clattn__vocab_hash(h, s + at + len - 1, 1);
+            /* Pieces are UTF-8: only whole characters can match. */
+            if (at + len < size && ((unsigned char)s[at + len] & 0xC0) == 0x80)
+                continue;
+            int32_t id = clattn__vocab_find_hashed(vocab, s + at, len, h);
             if (id < 0)
                 continue;
             best_node *t = &best[at + len];

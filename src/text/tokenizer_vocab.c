@@ -4,15 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* FNV-1a, 64-bit. */
+/* FNV-1a, 64-bit (clattn__vocab_hash, below, from the empty string's hash). */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return clattn__vocab_hash(CLATTN__VOCAB_HASH_EMPTY, s, n);
 }
 
 clattn_status clattn__vocab_init(clattn__vocab *v, size_t count, const char *function,
@@ -135,4 +130,28 @@ void clattn__vocab_free(clattn__vocab *v)
     free(v->lengths);
     free(v->slots);
     memset(v, 0, sizeof(*v));
+}
+
+uint64_t clattn__vocab_hash(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+int32_t clattn__vocab_find_hashed(const clattn__vocab *v, const char *token, size_t length,
+                                  uint64_t hash)
+{
+    if (!v->slots)
+        return -1;
+    size_t slot = (size_t)hash & v->mask;
+    while (v->slots[slot] >= 0) {
+        int32_t id = v->slots[slot];
+        if (v->lengths[id] == length && memcmp(v->tokens[id], token, length) == 0)
+            return id;
+        slot = (slot + 1) & v->mask;
+    }
+    return -1;
 }
