@@ -366,6 +366,115 @@ static void test_small_vocabulary(void **state)
     assert_int_equal(bad, 0);
 }
 
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static unsigned char *b64_decode(const char *text, size_t *size)
+{
+    size_t n = strlen(text);
+    unsigned char *out = malloc(n / 4 * 3 + 3);
+    assert_non_null(out);
+    size_t k = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n && text[i] != '='; i++) {
+        const char *c = strchr(b64_alphabet, text[i]);
+        assert_non_null(c);
+        acc = acc << 6 | (uint32_t)(c - b64_alphabet);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *size = k;
+    return out;
+}
+
+static char *b64_encode(const unsigned char *bytes, size_t n)
+{
+    char *out = malloc((n + 2) / 3 * 4 + 1);
+    assert_non_null(out);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)bytes[i] << 16;
+        if (i + 1 < n)
+            w |= (uint32_t)bytes[i + 1] << 8;
+        if (i + 2 < n)
+            w |= bytes[i + 2];
+        out[k++] = b64_alphabet[w >> 18 & 63];
+        out[k++] = b64_alphabet[w >> 12 & 63];
+        out[k++] = i + 1 < n ? b64_alphabet[w >> 6 & 63] : '=';
+        out[k++] = i + 2 < n ? b64_alphabet[w & 63] : '=';
+    }
+    out[k] = '\0';
+    return out;
+}
+
+/* Corrupt charsmaps (bytes changed anywhere, the trie size changed, the map cut short) either
+ * fail to load with CLATTN_ERROR_FORMAT or encode without reading outside their arrays (the
+ * sanitizer builds watch that); the untouched map round-trips through this test's base64. */
+static void test_corrupt_charsmap(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *map = b64_decode(json_string_value(base_charsmap()), &size);
+    assert_true(size > 1000);
+    json_t *texts = json_object_get(golden, "texts");
+    test_rng rng = {20261202};
+    size_t loaded = 0, refused = 0;
+    for (int trial = 0; trial < 120; trial++) {
+        unsigned char *copy = malloc(size);
+        assert_non_null(copy);
+        memcpy(copy, map, size);
+        size_t n = size;
+        int kind = trial % 4;
+        if (trial == 0) {
+            /* unchanged */
+        } else if (kind == 0) {
+            n = (size_t)(test_rng_next(&rng) % size);
+        } else if (kind == 1) {
+            uint32_t v = (uint32_t)test_rng_next(&rng) % (uint32_t)(2 * size);
+            memcpy(copy, &v, 4); /* little-endian hosts: the trie size */
+        } else {
+            for (int k = 0; k < 1 + trial % 16; k++)
+                copy[test_rng_next(&rng) % size] = (unsigned char)test_rng_next(&rng);
+        }
+        char *text = b64_encode(copy, n);
+        free(copy);
+        json_t *j = json_deep_copy(base);
+        json_t *norm = json_pack("{s:s, s:s}", "type", "Precompiled", "precompiled_charsmap",
+                                 text);
+        free(text);
+        json_object_set_new(j, "normalizer", norm);
+        const char *path = write_json(j, "corrupt");
+        json_decref(j);
+        clattn_tokenizer *tok = NULL;
+        clattn_status s = clattn_tokenizer_load(&tok, path);
+        if (s) {
+            if (s != CLATTN_ERROR_FORMAT)
+                fail_msg("trial %d: status %d: %s", trial, (int)s, clattn_last_error(NULL));
+            assert_true(trial != 0);
+            refused++;
+            continue;
+        }
+        loaded++;
+        for (size_t t = 0; t < 60; t++) {
+            json_t *str = json_array_get(texts, (size_t)trial * 7 + t);
+            size_t count = 0;
+            int32_t ids[4096];
+            assert_int_equal(clattn_tokenizer_encode(tok, json_string_value(str),
+                                                     json_string_length(str), SIZE_MAX, ids,
+                                                     4096, &count), CLATTN_OK);
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    free(map);
+    printf("    corrupt charsmaps: %zu loaded and encoded 60 texts each, %zu refused\n", loaded,
+           refused);
+    assert_true(loaded > 10);
+}
+
 /* Loads the base tokenizer with `key` replaced by the JSON text `value`; expects `status` and
  * `needle` in the message. */
 static void expect_load_error(const char *key, const char *value, clattn_status status,
@@ -422,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_small_vocabulary),
         cmocka_unit_test(test_every_code_point),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_corrupt_charsmap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
