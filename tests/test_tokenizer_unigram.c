@@ -314,6 +314,35 @@ static void test_hand(void **state)
     assert_int_equal(ids[at + 3], clattn_tokenizer_token_id(tok, "<0x88>"));
     free(ids);
     clattn_tokenizer_destroy(&tok);
+
+    /* A model folder: tokenizer.json and an XLM-R config.json (positions from 2: 514 rows give
+     * 512 tokens); a long text is cut to 511 ids and </s>. */
+    char path[2048];
+    snprintf(path, sizeof(path), "%s/tokenizer.json", temp_dir);
+    assert_int_equal(json_dump_file(base, path, JSON_COMPACT), 0);
+    snprintf(path, sizeof(path), "%s/config.json", temp_dir);
+    static const char config[] = "{\"model_type\": \"xlm-roberta\", "
+                                 "\"max_position_embeddings\": 514}";
+    test_write_file(path, config, strlen(config));
+    if (clattn_tokenizer_load(&tok, temp_dir))
+        fail_msg("loading %s: %s", temp_dir, clattn_last_error(NULL));
+    assert_int_equal(clattn_tokenizer_max_length(tok), 512);
+    char text[3000];
+    for (size_t i = 0; i < 1000; i++)
+        memcpy(text + 3 * i, i % 2 ? "ab " : "й ", 3);
+    size_t full;
+    int32_t *all = malloc(4096 * sizeof(*all));
+    assert_non_null(all);
+    assert_int_equal(clattn_tokenizer_encode(tok, text, 3000, SIZE_MAX, all, 4096, &full),
+                     CLATTN_OK);
+    assert_true(full > 512);
+    ids = encode(tok, text, 3000, &count);
+    assert_int_equal(count, 512);
+    assert_memory_equal(ids, all, 511 * sizeof(*ids));
+    assert_int_equal(ids[511], 2);
+    free(ids);
+    free(all);
+    clattn_tokenizer_destroy(&tok);
 }
 
 /* The hand-made vocabulary (golden "small"): ties, the unknown penalty, partial byte
