@@ -211,11 +211,30 @@ static uint64_t fnv(uint64_t h, const unsigned char *b, size_t n)
     return h;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 /* Every code point (surrogates aside), alone and after "a", hashed per block of 256 as the
- * generator hashes Hugging Face's ids. */
+ * generator hashes Hugging Face's ids. The suite uses no OpenCL device: on a leg that names one
+ * (CLATTN_DEVICE, e.g. tools/run-tests.sh's llvmpipe pass) it has already run on the default leg
+ * and is skipped; under AddressSanitizer (ten times slower) every 8th block is checked. */
 static void test_every_code_point(void **state)
 {
     (void)state;
+    const char *device = getenv("CLATTN_DEVICE");
+    if (device && *device) {
+        printf("    skipped on the CLATTN_DEVICE=%s leg (no device used)\n", device);
+        skip();
+    }
+    const uint32_t stride = SANITIZED ? 8 : 1;
     json_t *variants = json_object_get(golden, "variants");
     json_t *cps = json_object_get(golden, "codepoints");
     size_t bad_blocks = 0, checked = 0;
@@ -230,7 +249,7 @@ static void test_every_code_point(void **state)
         for (int k = 0; k < 2; k++) {
             json_t *blocks = json_object_get(mine, kinds[k]);
             assert_int_equal(json_array_size(blocks), 0x1100);
-            for (uint32_t block = 0; block < 0x1100; block++) {
+            for (uint32_t block = 0; block < 0x1100; block += stride) {
                 const char *want = json_string_value(json_array_get(blocks, block));
                 if (!want)
                     continue; /* surrogates */
