@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the Unigram tokenizer's golden files from Hugging Face's fast tokenizer.
 
-    python tools/gen_unigram_golden.py
+    python tools/gen_unigram_golden.py [--from-tokenizer FILE --out DIR]
 
 Needs tokenizers 0.19.1, transformers 4.40.2, protobuf and sentencepiece (0.2.x), e.g. the
 venv ~/.cache/clattn/venv-mpnet with `pip install sentencepiece`. Offline: nothing is
@@ -33,6 +33,11 @@ downloaded.
    text chr(cp) alone, or "a" + chr(cp)), surrogates skipped: FNV-1a 64 over each id as 4
    bytes little-endian, then 4 bytes 0xFF after each code point's ids.
 The files are deterministic: running the tool again gives the same bytes.
+
+With --from-tokenizer FILE --out DIR it skips the training and writes DIR/tokenizer.json.gz
+(FILE) and DIR/golden.json.gz for that tokenizer.json as it is (one variant "as_is", the same
+texts, every code point; no hand-made vocabulary), e.g. for a real model's tokenizer; then
+`CLATTN_UNIGRAM_GOLDEN=DIR build/tests/test_tokenizer_unigram` compares with them.
 """
 import copy
 import gzip
@@ -207,12 +212,23 @@ def codepoint_hashes(tok, prefix):
     return blocks
 
 
+def find_charsmap(n):
+    """The first precompiled_charsmap in a normalizer (of a Sequence or not), or None."""
+    if isinstance(n, dict):
+        if n.get("type") == "Precompiled" and "precompiled_charsmap" in n:
+            return n["precompiled_charsmap"]
+        n = list(n.values())
+    if isinstance(n, list):
+        for x in n:
+            found = find_charsmap(x)
+            if found:
+                return found
+    return None
+
+
 def variant_json(base, v):
     j = copy.deepcopy(base)
-    charsmap = None
-    for n in base["normalizer"]["normalizers"]:
-        if n["type"] == "Precompiled":
-            charsmap = n["precompiled_charsmap"]
+    charsmap = find_charsmap(base.get("normalizer"))
 
     def fill(n):
         if isinstance(n, dict):
@@ -280,7 +296,50 @@ def small(rng):
 
 def main():
     rng = random.Random(SEED)
-    os.makedirs(OUT, exist_ok=True)
+    args = sys.argv[1:]
+    out, variants, from_file = OUT, VARIANTS, None
+    if args:
+        # --from-tokenizer FILE --out DIR: golden files for an existing tokenizer.json (a real
+        # model's), as it is: one variant "as_is", no hand-made vocabulary. The test reads them
+        # with CLATTN_UNIGRAM_GOLDEN=DIR.
+        if len(args) != 4 or args[0] != "--from-tokenizer" or args[2] != "--out":
+            sys.exit("usage: gen_unigram_golden.py [--from-tokenizer FILE --out DIR]")
+        from_file, out, variants = args[1], args[3], [{"name": "as_is"}]
+    os.makedirs(out, exist_ok=True)
+    if from_file:
+        with open(from_file, encoding="utf-8") as fh:
+            base = json.load(fh)
+        corpus(rng)  # the same random texts as the committed files
+    else:
+        base = trained(rng)
+    texts = HAND + [random_text(rng) for _ in range(RANDOM_COUNT)]
+    ids, cps = {}, {}
+    for v in variants:
+        tok = Tokenizer.from_str(json.dumps(variant_json(base, v)))
+        ids[v["name"]] = [e.ids for e in tok.encode_batch(texts)]
+        if v["name"] in ("xlmr", "xlmr_old", "as_is"):
+            cps[v["name"]] = {"alone": codepoint_hashes(tok, ""),
+                              "after_a": codepoint_hashes(tok, "a")}
+        print(v["name"], "done", file=sys.stderr)
+
+    doc = {
+        "tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
+        "sentencepiece": spm.__version__, "seed": SEED,
+        "variants": variants, "texts": texts, "ids": ids, "codepoints": cps,
+    }
+    if not from_file:
+        doc["small"] = small(rng)
+    for name, obj in (("tokenizer.json.gz", base), ("golden.json.gz", doc)):
+        raw = json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":"))
+        with open(os.path.join(out, name), "wb") as fh:
+            # mtime 0: the same bytes on every run.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+                gz.write(raw.encode("utf-8"))
+    print("wrote", out, file=sys.stderr)
+
+
+def trained(rng):
+    """The trained tokenizer.json (step 1 and 2 above)."""
     with tempfile.TemporaryDirectory() as tmp:
         text = os.path.join(tmp, "corpus.txt")
         with open(text, "w", encoding="utf-8") as fh:
@@ -294,30 +353,7 @@ def main():
         fast = XLMRobertaTokenizerFast(vocab_file=prefix + ".model")
         base = json.loads(fast.backend_tokenizer.to_str())
     base["model"]["byte_fallback"] = True
-
-    texts = HAND + [random_text(rng) for _ in range(RANDOM_COUNT)]
-    ids, cps = {}, {}
-    for v in VARIANTS:
-        tok = Tokenizer.from_str(json.dumps(variant_json(base, v)))
-        ids[v["name"]] = [e.ids for e in tok.encode_batch(texts)]
-        if v["name"] in ("xlmr", "xlmr_old"):
-            cps[v["name"]] = {"alone": codepoint_hashes(tok, ""),
-                              "after_a": codepoint_hashes(tok, "a")}
-        print(v["name"], "done", file=sys.stderr)
-
-    doc = {
-        "tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
-        "sentencepiece": spm.__version__, "seed": SEED,
-        "variants": VARIANTS, "texts": texts, "ids": ids, "codepoints": cps,
-        "small": small(rng),
-    }
-    for name, obj in (("tokenizer.json.gz", base), ("golden.json.gz", doc)):
-        raw = json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":"))
-        with open(os.path.join(OUT, name), "wb") as fh:
-            # mtime 0: the same bytes on every run.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
-                gz.write(raw.encode("utf-8"))
-    print("wrote", OUT, file=sys.stderr)
+    return base
 
 
 if __name__ == "__main__":
