@@ -49,8 +49,8 @@
  *     x[2k + 1]·sin a_k,  x'[2k + 1] = x[2k + 1]·cos a_k + x[2k]·sin a_k
  * channels c >= r are unchanged. The angles are computed as PyTorch's rotary code computes them
  * (transformers, GPT-NeoX, NomicBERT): θ^(-2k/r) and p·θ^(-2k/r) in float32, then their cosines
- * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the other modifiers and the causal
- * mask use the row indices i and j).
+ * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the
+ * other modifiers and the causal mask use the row indices i and j).
  *
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
  * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).
