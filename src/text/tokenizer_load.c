@@ -299,11 +299,12 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     const json_t *model = json_object_get(root, "model");
     const json_t *vocab = json_object_get(model, "vocab");
     const char *type = json_string_value(json_object_get(model, "type"));
+    bool bpe = type && strcmp(type, "BPE") == 0; /* byte-level BPE: tokenizer_bpe_load.c */
     if (!json_is_object(model)) {
         s = FORMAT_FAIL("\"model\" is missing or not an object");
-    } else if (type && strcmp(type, "WordPiece") != 0) {
+    } else if (type && strcmp(type, "WordPiece") != 0 && !bpe) {
         s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
-                            "model type '%s' is not supported (only WordPiece)", type);
+                            "model type '%s' is not supported (WordPiece or BPE)", type);
     } else if (!json_is_object(vocab)) {
         s = FORMAT_FAIL("\"model\".\"vocab\" is missing or not an object");
     }
@@ -330,8 +331,10 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         goto done;
     tok->vocab_size = tok->vocab.count;
 
-    /* WordPiece's settings. */
+    /* BPE's settings and pre-tokeniser, or WordPiece's settings. */
     const json_t *v = json_object_get(model, "continuing_subword_prefix");
+    if (bpe && (s = clattn__bpe_load(tok, path, model, json_object_get(root, "pre_tokenizer"))))
+        goto done;
     if (v && !json_is_null(v) && !json_is_string(v)) {
         s = FORMAT_FAIL("\"model\".\"continuing_subword_prefix\" is not a string");
         goto done;
@@ -384,7 +387,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     /* The pre-tokeniser. */
     const json_t *pre = json_object_get(root, "pre_tokenizer");
     const char *ptype = json_string_value(json_object_get(pre, "type"));
-    if (!ptype || strcmp(ptype, "BertPreTokenizer") != 0) {
+    if (!bpe && (!ptype || strcmp(ptype, "BertPreTokenizer") != 0)) {
         s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
                             "pre_tokenizer type '%s' is not supported (only BertPreTokenizer)",
                             ptype ? ptype : "(none)");
@@ -419,9 +422,10 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     }
 
     /* Special ids. */
-    if ((s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
+    if (!bpe && (s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
         goto done;
-    tok->special.unk = tok->wp.unk;
+    if (!bpe)
+        tok->special.unk = tok->wp.unk;
     bool found;
     if ((s = post_processor_tokens(json_object_get(root, "post_processor"), path,
                                    &tok->special.cls, &tok->special.sep, &found)))
@@ -570,7 +574,11 @@ clattn_status clattn_tokenizer_load(clattn_tokenizer **tok, const char *path)
     if (!s) {
         if (t->special.pad < 0)
             t->special.pad = clattn_tokenizer_token_id(t, "[PAD]");
+        if (t->special.pad < 0)
+            t->special.pad = clattn_tokenizer_token_id(t, "<pad>");
         t->special.mask = clattn_tokenizer_token_id(t, "[MASK]");
+        if (t->special.mask < 0)
+            t->special.mask = clattn_tokenizer_token_id(t, "<mask>");
     }
     if (s) {
         clattn_tokenizer_destroy(&t);
