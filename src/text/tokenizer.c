@@ -49,7 +49,8 @@ static bool on_word(void *user, size_t start, size_t end)
     return !full(st);
 }
 
-/* Normalises, pre-tokenises and WordPieces (or BPEs) one piece of the text that is not an added token. */
+/* Normalises one piece of the text that is not an added token, then pre-tokenises and
+ * WordPieces it, or (a BPE model) runs the ByteLevel pre-tokeniser and BPE on it. */
 static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
