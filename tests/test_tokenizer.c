@@ -715,7 +715,7 @@ static void malformed_files(void **state)
         {"dupkey.json", "{\"model\": {\"vocab\": {\"a\": 0, \"a\": 1}}}", "invalid JSON",
          CLATTN_ERROR_FORMAT},
         {"norm.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
-         "\"NFC\"}}", "normalizer type 'NFC' is not supported", CLATTN_ERROR_UNSUPPORTED},
+         "\"NFKD\"}}", "normalizer type 'NFKD' is not supported", CLATTN_ERROR_UNSUPPORTED},
         {"normbool.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
          "\"BertNormalizer\", \"lowercase\": 1}}", "must be booleans", CLATTN_ERROR_FORMAT},
         {"pre.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": null}",

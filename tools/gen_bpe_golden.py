@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Trains small byte-level BPE tokenizers offline and writes their golden files.
 
-    python tools/gen_bpe_golden.py
+    python tools/gen_bpe_golden.py [--retrain]
 
 Needs the `tokenizers` package 0.19.1 (nothing else, no network), e.g. the venv of
-tools/gen_mpnet_golden.py (~/.cache/clattn/venv-mpnet). Deterministic: running it again gives
-the same bytes.
+tools/gen_mpnet_golden.py (~/.cache/clattn/venv-mpnet), and Debian's libutf8proc2. The two
+tokenizers are trained only when their files are absent or with --retrain (BpeTrainer breaks
+ties between equally frequent pairs in hash order, so a new training may number suffix.json's
+tokens differently); the golden files are computed from the tokenizer files as they are, and
+running the tool again gives the same bytes.
 
 Writes, under tests/data/tokenizer/bpe/:
   roberta.json  a RoBERTa-style tokenizer (BPE, ByteLevel pre-tokeniser without a prefix space,
@@ -20,20 +23,30 @@ and under tests/golden/tokenizer_bpe/:
                 Arabic, Devanagari, emoji, combining marks, whitespace runs, contractions,
                 special tokens) and samples of every Unicode block, with their ids; and for
                 variants of roberta.json (add_prefix_space true, use_regex false, ignore_merges
-                true) and for suffix.json, a few hundred texts each;
+                true, the normalizer NFC) and for suffix.json, a few hundred texts each (the NFC
+                ones that hold a code point of nfc.json's "differ" are marked "known_diff");
   unicode.json  every code point (but surrogates) through the ByteLevel regex: the pre-tokens
                 of the probe text PROBE(c), as lengths in characters, as runs of code points
                 with the same lengths; and the FNV-1a hash of roberta.json's ids of the text of
                 each block of 256 code points (CHUNK_TEXT), so that the C test covers every code
-                point end to end in a few kilobytes.
+                point end to end in a few kilobytes;
+  nfc.json      every code point (but surrogates) through the normalizer NFC: the code points
+                where Hugging Face's NFC (Unicode 8.0 tables) and utf8proc's (the library's,
+                Debian 12's utf8proc 2.8: Unicode 15.0; called here through ctypes) differ on
+                the probe NFC_PROBE(c), with Hugging Face's result ("differ"), and the FNV-1a
+                hash of Hugging Face's NFC (as UTF-32LE) of the probes of every other code point,
+                by blocks of 256.
 """
+import ctypes
 import json
 import os
 import random
+import sys
 import unicodedata
 
 import tokenizers
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from tokenizers import processors
 from tokenizers import trainers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -247,9 +260,64 @@ def unicode_table(tok):
 def variant(tok, **pre):
     data = json.loads(tok.to_str())
     model = pre.pop("model", {})
+    normalizer = pre.pop("normalizer", None)
     data["pre_tokenizer"].update(pre)
     data["model"].update(model)
-    return Tokenizer.from_str(json.dumps(data)), dict(pre_tokenizer=pre, model=model)
+    changes = dict(pre_tokenizer=pre, model=model)
+    if normalizer:
+        data["normalizer"] = normalizer
+        changes["normalizer"] = normalizer
+    return Tokenizer.from_str(json.dumps(data)), changes
+
+
+# utf8proc's NFC, the library's (Debian 12: libutf8proc2, utf8proc 2.8, Unicode 15.0).
+_UTF8PROC = ctypes.CDLL("libutf8proc.so.2")
+_UTF8PROC.utf8proc_NFC.restype = ctypes.c_void_p
+_UTF8PROC.utf8proc_NFC.argtypes = [ctypes.c_char_p]
+_LIBC = ctypes.CDLL(None)
+_LIBC.free.argtypes = [ctypes.c_void_p]
+
+
+def utf8proc_nfc(text):
+    p = _UTF8PROC.utf8proc_NFC(text.encode("utf-8"))
+    out = ctypes.string_at(p).decode("utf-8")
+    _LIBC.free(p)
+    return out
+
+
+# Every code point c through NFC: alone (its decomposition); after a mark of class 240 and
+# before one of class 1 (any combining class but 0 moves one of them), between marks of classes
+# 220 and 230; and as its canonical decomposition (Python's, Unicode 14.0) after a letter (the
+# compositions that rebuild it).
+NFC_PROBE = "{c} x\u0345{c} {c}\u0334 a\u0316{c}\u0301 x{d}{c}\u0301"
+
+
+def nfc_probe(cp):
+    c = chr(cp)
+    return NFC_PROBE.format(c=c, d=unicodedata.normalize("NFD", c))
+
+
+def utf32_fnv1a(text):
+    return fnv1a(ord(c) for c in text)
+
+
+def nfc_table():
+    hf = normalizers.NFC()
+    differ = []
+    for cp in range(1, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        text = nfc_probe(cp)
+        theirs = hf.normalize_str(text)
+        if theirs != utf8proc_nfc(text):
+            differ.append([cp, theirs])
+    skip = set(cp for cp, _ in differ)
+    chunks = []
+    for lo in range(0, 0x110000, CHUNK):
+        text = "".join(nfc_probe(cp) for cp in range(lo, lo + CHUNK)
+                       if cp not in skip and not 0xD800 <= cp <= 0xDFFF)
+        chunks.append(utf32_fnv1a(hf.normalize_str(text)))
+    return dict(probe=NFC_PROBE, chunk=CHUNK, differ=differ, chunk_fnv1a=chunks)
 
 
 def cases(tok, texts):
@@ -265,17 +333,16 @@ def write(path, obj):
 
 def main():
     os.makedirs(DATA, exist_ok=True)
-    roberta = train_roberta()
-    suffix = train_suffix()
-    roberta.save(os.path.join(DATA, "roberta.json"), pretty=False)
-    suffix.save(os.path.join(DATA, "suffix.json"), pretty=False)
+    for name, train in [("roberta.json", train_roberta), ("suffix.json", train_suffix)]:
+        if "--retrain" in sys.argv or not os.path.exists(os.path.join(DATA, name)):
+            train().save(os.path.join(DATA, name), pretty=False)
     # Read them back, as the C side does.
     roberta = Tokenizer.from_file(os.path.join(DATA, "roberta.json"))
     suffix = Tokenizer.from_file(os.path.join(DATA, "suffix.json"))
 
     rng = random.Random(SEED)
     texts = HAND + [random_text(rng) for _ in range(3000)]
-    small = [random_text(rng) for _ in range(300)] + HAND
+    small = [random_text(rng) for _ in range(200)] + HAND
     sets = [dict(name="roberta", file="roberta.json", changes=None, cases=cases(roberta, texts))]
     for name, pre in [("prefix_space", dict(add_prefix_space=True)),
                       ("no_regex", dict(use_regex=False)),
@@ -283,10 +350,21 @@ def main():
         tok, changes = variant(roberta, **pre)
         sets.append(dict(name=name, file="roberta.json", changes=changes,
                          cases=cases(tok, small)))
+    nfc = nfc_table()
+    known = set(chr(cp) for cp, _ in nfc["differ"])
+    tok, changes = variant(roberta, normalizer={"type": "NFC"})
+    nfc_texts = small + [random_text(rng) + "e\u0301a\u0316\u0301" + random_text(rng)
+                         for _ in range(100)]
+    nfc_cases = cases(tok, nfc_texts)
+    for case in nfc_cases:
+        if any(c in known for c in case["text"]):
+            case["known_diff"] = True
+    sets.append(dict(name="nfc", file="roberta.json", changes=changes, cases=nfc_cases))
     sets.append(dict(name="suffix", file="suffix.json", changes=None, cases=cases(suffix, small)))
     versions = dict(tokenizers=tokenizers.__version__, unicode=unicodedata.unidata_version)
     write(os.path.join(GOLDEN, "random.json"), dict(versions, seed=SEED, sets=sets))
     write(os.path.join(GOLDEN, "unicode.json"), dict(versions, **unicode_table(roberta)))
+    write(os.path.join(GOLDEN, "nfc.json"), dict(versions, **nfc))
 
 
 if __name__ == "__main__":

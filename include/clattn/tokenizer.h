@@ -97,11 +97,12 @@
  * Byte-level BPE ("model"."type" "BPE", as RoBERTa's, GPT-2's and ModernBERT's tokenizer.json;
  * tokenizers 0.19.1's models/bpe and pre_tokenizers/byte_level.rs). Steps 1 (added tokens:
  * RoBERTa's <mask> has lstrip, so "a <mask>" is a, <mask>) and 5 (truncation, <s> first and
- * </s> last) are as above; "normalizer" is null or BertNormalizer as above; then:
- *   3'. the ByteLevel pre-tokeniser ("pre_tokenizer" must be {"type": "ByteLevel"}) on each piece
- *      between added tokens: with add_prefix_space (default true; RoBERTa's and ModernBERT's
- *      files say false) a space is put before a piece that does not start with U+0020; with
- *      use_regex (default true) the piece is split by GPT-2's regex
+ * </s> last) are as above; "normalizer" is null, BertNormalizer as above, or "NFC" (below);
+ * then:
+ *   3'. the ByteLevel pre-tokeniser ("pre_tokenizer" must be {"type": "ByteLevel"}) on each
+ *      piece between added tokens: with add_prefix_space (default true; RoBERTa's and
+ *      ModernBERT's files say false) a space is put before a piece that does not start with
+ *      U+0020; with use_regex (default true) the piece is split by GPT-2's regex
  *        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  *      into pre-tokens (the text between matches too: the regex matches everything); each byte
  *      of a pre-token's UTF-8 becomes one character of GPT-2's byte alphabet (bytes_to_unicode:
@@ -122,11 +123,24 @@
  * Unicode against Hugging Face's splits, and end to end); built against a PCRE2 of a later
  * Unicode version (10.43 and up: Unicode 15.0 and later), the letters and digits assigned
  * since Unicode 14.0 (such as U+11F04 KAWI LETTER A) would be \p{L}/\p{N} here and
- * unassigned (split like symbols) for Hugging Face. Not supported (CLATTN_ERROR_UNSUPPORTED,
- * naming the option): "dropout" other than null (random, for training), "byte_fallback" true,
- * a pre-tokeniser other than ByteLevel (Metaspace, Split, Sequence), a normaliser other than
- * BertNormalizer or null (NFC), the post-processor ByteLevel (GPT-2's: no <s> and </s>; encode
- * always adds the first and last special tokens). An unk_token that is not in the vocabulary is
+ * unassigned (split like symbols) for Hugging Face. The normalizer {"type": "NFC"} (GPT-NeoX
+ * style files; with either model) is Unicode's NFC of each piece between added tokens, with
+ * utf8proc's Unicode 15.0 data; Hugging Face's crate has Unicode 8.0 tables, so 109 code points
+ * differ (checked over all of Unicode): the combining marks assigned since 8.0 (or whose class
+ * changed), which NFC reorders by class and Hugging Face leaves in place (U+07FD, U+0898..
+ * U+089F, U+08CA..U+08D3, U+09FE, U+0C3C, U+0D3B, U+0D3C, U+0EBA, U+1715, U+1ABF..U+1ACE,
+ * U+1DF6..U+1DFA, U+A82C, U+10D24..U+10D27, U+10EAB, U+10EAC, U+10EFD..U+10EFF,
+ * U+10F46..U+10F50, U+10F82..U+10F85, U+11070, U+1133B, U+1145E, U+11839, U+1183A,
+ * U+1193D, U+1193E, U+11943, U+119E0, U+11A34, U+11A47, U+11A99, U+11D42, U+11D44, U+11D45,
+ * U+11D97, U+11F41, U+11F42, U+16FF0, U+16FF1, U+1E08F, U+1E130..U+1E136, U+1E2AE,
+ * U+1E2EC..U+1E2EF, U+1E4EC..U+1E4EF), and U+11938 DIVES AKURU VOWEL SIGN O, whose
+ * decomposition (U+11935 U+11930, since Unicode 13.0) NFC composes here
+ * (tests/golden/tokenizer_bpe/nfc.json lists them with Hugging Face's results).
+ * Not supported (CLATTN_ERROR_UNSUPPORTED, naming the option): "dropout" other than null
+ * (random, for training), "byte_fallback" true, a pre-tokeniser other than ByteLevel
+ * (Metaspace, Split, Sequence), a normaliser other than BertNormalizer, NFC or null (NFKC,
+ * Sequence, ...), the post-processor ByteLevel (GPT-2's: no <s> and </s>; encode always adds
+ * the first and last special tokens). An unk_token that is not in the vocabulary is
  * an error when loading (Hugging Face fails only when a text needs it). This API encodes one
  * text; pairs (RoBERTa's <s> A </s></s> B </s>) are not encoded.
  *
@@ -160,8 +174,8 @@
  *                                  is not "A B" or ["A", "B"], or whose tokens (or merged
  *                                  token) are not in the vocabulary; an unk_token not in it;
  *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece or BPE, the BPE options
- *                                  named above, a normaliser other than BertNormalizer (or
- *                                  null), a pre-tokeniser other than BertPreTokenizer
+ *                                  named above, a normaliser other than BertNormalizer or NFC
+ *                                  (or null), a pre-tokeniser other than BertPreTokenizer
  *                                  (WordPiece) or ByteLevel (BPE), a post-processor other than
  *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken]),
  *                                  BertProcessing or RobertaProcessing (or null: then the

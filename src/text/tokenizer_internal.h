@@ -54,6 +54,7 @@ typedef struct clattn__normalizer {
     bool handle_chinese_chars;
     bool strip_accents;  /* already resolved: strip_accents, else lowercase */
     bool lowercase;
+    bool nfc;            /* the normalizer "NFC" instead of BertNormalizer's steps */
 } clattn__normalizer;
 
 /* A growable array of code points. */
@@ -66,7 +67,7 @@ bool clattn__cps_push(clattn__cps *a, uint32_t cp);
 void clattn__cps_free(clattn__cps *a);
 
 /* Appends the normalised form of in[0..n-1] to *out (BertNormalizer: clean, CJK, accents,
- * lower case, each as configured). False when out of memory. */
+ * lower case, each as configured; or NFC). False when out of memory. */
 bool clattn__normalize(const clattn__normalizer *norm, const uint32_t *in, size_t n,
                        clattn__cps *out);
 

@@ -141,7 +141,7 @@ static clattn_status add_token(clattn_tokenizer *tok, const char *where, const c
 /* The defaults of BertTokenizerFast for a vocab.txt. */
 static void bert_defaults(clattn_tokenizer *tok)
 {
-    tok->norm = (clattn__normalizer){true, true, true, true, true};
+    tok->norm = (clattn__normalizer){true, true, true, true, true, false};
     tok->wp.max_input_chars_per_word = 100;
     tok->max_length = SIZE_MAX;
 }
@@ -360,13 +360,15 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
 
     /* The normaliser. */
     const json_t *norm = json_object_get(root, "normalizer");
+    const char *ntype = json_string_value(json_object_get(norm, "type"));
     if (!norm || json_is_null(norm)) {
-        tok->norm = (clattn__normalizer){false, false, false, false, false};
+        tok->norm = (clattn__normalizer){false, false, false, false, false, false};
+    } else if (ntype && strcmp(ntype, "NFC") == 0) {
+        tok->norm = (clattn__normalizer){.enabled = true, .nfc = true};
     } else {
-        const char *ntype = json_string_value(json_object_get(norm, "type"));
         if (!json_is_object(norm) || !ntype || strcmp(ntype, "BertNormalizer") != 0) {
             s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                "normalizer type '%s' is not supported (only BertNormalizer)",
+                                "normalizer type '%s' is not supported (BertNormalizer or NFC)",
                                 ntype ? ntype : "(none)");
             goto done;
         }
@@ -381,7 +383,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
             goto done;
         }
         strip = sa && json_is_boolean(sa) ? json_is_true(sa) : lower;
-        tok->norm = (clattn__normalizer){true, clean, chinese, strip, lower};
+        tok->norm = (clattn__normalizer){true, clean, chinese, strip, lower, false};
     }
 
     /* The pre-tokeniser. */
