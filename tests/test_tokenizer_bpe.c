@@ -280,6 +280,136 @@ static void unsupported_options(void **state)
     json_decref(base);
 }
 
+/* Byte mutations of suffix.json (prefix, suffix, unk, merges): each mutant loads or fails with
+ * a message, and a loaded one encodes hostile texts (for the sanitizers). */
+static void fuzzed_bpe_json(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *orig = test_read_file(BPE_DIR "/suffix.json", &size);
+    unsigned char *buf = malloc(size);
+    assert_non_null(buf);
+    char dir[4096], path[4200];
+    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn-bpe-fuzz-"), 0);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    test_rng rng = {0xb9e};
+    static const char bytes[] = "{}[]\":,0123456789-tfn# \\\x80\xff\xc4\xa0";
+    const char *texts[] = {"", " ", "Hello world, it's 東京!", "\xc4\xa0\xc4\xa0 <s></s>",
+                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                           "\t\n \xe2\x80\xa8 \xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb x"};
+    size_t loaded = 0;
+    for (int iter = 0; iter < 300; iter++) {
+        memcpy(buf, orig, size);
+        int edits = 1 + (int)(test_rng_next(&rng) % 4);
+        for (int e = 0; e < edits; e++)
+            buf[test_rng_next(&rng) % size] =
+                (unsigned char)bytes[test_rng_next(&rng) % (sizeof(bytes) - 1)];
+        test_write_file(path, buf, size);
+        clattn_tokenizer *tok = NULL;
+        clattn_status s = clattn_tokenizer_load(&tok, path);
+        if (s) {
+            assert_null(tok);
+            assert_non_null(strstr(clattn_last_error(NULL), "clattn_tokenizer_load: "));
+            continue;
+        }
+        loaded++;
+        for (size_t t = 0; t < sizeof(texts) / sizeof(*texts); t++) {
+            int32_t ids[256];
+            size_t count;
+            s = clattn_tokenizer_encode(tok, texts[t], strlen(texts[t]), 0, ids, 256, &count);
+            assert_int_equal(s, CLATTN_OK);
+            assert_true(count >= 2);
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    test_temp_dir_remove(dir);
+    print_message("    fuzzed suffix.json: %zu of 300 byte mutants loaded\n", loaded);
+    free(buf);
+    free(orig);
+
+    /* Structured mutants: the options and merges changed, merges dropped or made up. */
+    json_t *base = load_json(BPE_DIR "/suffix.json");
+    static const char *const strings[] = {"", "##", "</w>", "\xc4\xa0", "<unk>", "a", "##a",
+                                          "a</w>", "<s>", "zz", "\xc3\xa9"};
+    const size_t ns = sizeof(strings) / sizeof(*strings);
+    size_t structured = 0;
+    for (int iter = 0; iter < 300; iter++) {
+        json_t *root = json_deep_copy(base);
+        json_t *model = json_object_get(root, "model");
+        json_t *merges = json_object_get(model, "merges");
+        int edits = 1 + (int)(test_rng_next(&rng) % 4);
+        for (int e = 0; e < edits; e++) {
+            const char *str = strings[test_rng_next(&rng) % ns];
+            const char *other = strings[test_rng_next(&rng) % ns];
+            size_t m = json_array_size(merges);
+            switch (test_rng_next(&rng) % 9) {
+            case 0:
+                json_object_set_new(model, "continuing_subword_prefix", json_string(str));
+                break;
+            case 1:
+                json_object_set_new(model, "end_of_word_suffix", json_string(str));
+                break;
+            case 2:
+                json_object_set_new(model, "unk_token",
+                                    test_rng_next(&rng) % 2 ? json_null() : json_string(str));
+                break;
+            case 3:
+                json_object_set_new(model, test_rng_next(&rng) % 2 ? "fuse_unk" : "ignore_merges",
+                                    json_boolean(test_rng_next(&rng) % 2));
+                break;
+            case 4:
+                json_object_set_new(json_object_get(root, "pre_tokenizer"),
+                                    test_rng_next(&rng) % 2 ? "add_prefix_space" : "use_regex",
+                                    json_boolean(test_rng_next(&rng) % 2));
+                break;
+            case 5:
+                if (m)
+                    json_array_remove(merges, test_rng_next(&rng) % m);
+                break;
+            case 6: {
+                char merge[64];
+                snprintf(merge, sizeof(merge), "%s %s", str, other);
+                json_array_insert_new(merges, m ? test_rng_next(&rng) % m : 0,
+                                      json_string(merge));
+                break;
+            }
+            case 7:
+                /* a merge of two existing merges' results, somewhere */
+                if (m >= 2) {
+                    json_t *pair = json_pack("[s,s]", json_string_value(json_array_get(merges,
+                                             test_rng_next(&rng) % m)), other);
+                    json_array_append_new(merges, pair);
+                }
+                break;
+            default:
+                json_object_set_new(root, "normalizer", test_rng_next(&rng) % 2
+                                        ? json_null() : json_pack("{s:s}", "type", "NFC"));
+                break;
+            }
+        }
+        clattn_tokenizer *tok = NULL;
+        clattn_status st = load_from_json(root, &tok);
+        json_decref(root);
+        if (st) {
+            assert_null(tok);
+            assert_non_null(strstr(clattn_last_error(NULL), "clattn_tokenizer_load: "));
+            continue;
+        }
+        structured++;
+        for (size_t t = 0; t < sizeof(texts) / sizeof(*texts); t++) {
+            int32_t ids[256];
+            size_t count;
+            assert_int_equal(clattn_tokenizer_encode(tok, texts[t], strlen(texts[t]), 0, ids,
+                                                     256, &count), CLATTN_OK);
+            assert_true(count >= 2);
+        }
+        clattn_tokenizer_destroy(&tok);
+    }
+    json_decref(base);
+    print_message("    structured mutants of suffix.json: %zu of 300 loaded\n", structured);
+    assert_true(structured > 50);
+}
+
 /* ---- the trained tokenizers against tokenizers 0.19.1 ---- */
 
 static void roberta_settings(void **state)
@@ -629,6 +759,7 @@ int main(void)
         cmocka_unit_test(byte_level_alphabet),
         cmocka_unit_test(merges_by_rank),
         cmocka_unit_test(unsupported_options),
+        cmocka_unit_test(fuzzed_bpe_json),
         cmocka_unit_test(roberta_settings),
         cmocka_unit_test(golden_random),
         cmocka_unit_test(golden_every_code_point),
