@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #include <utf8proc.h>
 
@@ -239,6 +240,19 @@ static void unsupported_options(void **state)
     root = json_deep_copy(base);
     json_object_set_new(root, "pre_tokenizer", json_pack("{s:s}", "type", "Metaspace"));
     expect_load_error(root, CLATTN_ERROR_UNSUPPORTED, "pre_tokenizer type 'Metaspace'");
+    json_decref(root);
+    root = json_deep_copy(base);
+    json_object_set_new(root, "pre_tokenizer", json_pack("{s:s, s:[]}", "type", "Sequence",
+                                                         "pretokenizers"));
+    expect_load_error(root, CLATTN_ERROR_UNSUPPORTED, "pre_tokenizer type 'Sequence'");
+    json_decref(root);
+    root = json_deep_copy(base);
+    json_object_set_new(root, "post_processor", json_pack("{s:s}", "type", "ByteLevel"));
+    expect_load_error(root, CLATTN_ERROR_UNSUPPORTED, "post_processor type 'ByteLevel'");
+    json_decref(root);
+    root = json_deep_copy(base);
+    json_object_set_new(root, "normalizer", json_pack("{s:s}", "type", "NFKC"));
+    expect_load_error(root, CLATTN_ERROR_UNSUPPORTED, "normalizer type 'NFKC'");
     json_decref(root);
     root = json_deep_copy(base);
     json_object_set_new(root, "pre_tokenizer", json_null());
@@ -753,6 +767,61 @@ static void golden_nfc_every_code_point(void **state)
     assert_int_equal(stale, 0);
 }
 
+/* The golden texts encoded by four threads at once on one tokenizer (the PCRE2 code and the
+ * merges are shared, match data per call): each thread's ids are the single-threaded ones. */
+typedef struct thread_job {
+    const clattn_tokenizer *tok;
+    const json_t *cases;
+    size_t mismatches;
+} thread_job;
+
+static int encode_thread(void *arg)
+{
+    thread_job *job = arg;
+    int32_t ids[4096];
+    for (int round = 0; round < 2; round++)
+        for (size_t c = 0; c < json_array_size(job->cases); c++) {
+            const json_t *one = json_array_get(job->cases, c);
+            const json_t *text = json_object_get(one, "text");
+            const json_t *want = json_object_get(one, "ids");
+            size_t count = 0;
+            if (clattn_tokenizer_encode(job->tok, json_string_value(text),
+                                        json_string_length(text), SIZE_MAX, ids, 4096,
+                                        &count) != CLATTN_OK ||
+                count != json_array_size(want)) {
+                job->mismatches++;
+                continue;
+            }
+            for (size_t i = 0; i < count; i++)
+                if (ids[i] != json_integer_value(json_array_get(want, i))) {
+                    job->mismatches++;
+                    break;
+                }
+        }
+    return 0;
+}
+
+static void concurrent_encoding(void **state)
+{
+    (void)state;
+    json_t *root = load_json(GOLDEN_DIR "/tokenizer_bpe/random.json");
+    const json_t *set = json_array_get(json_object_get(root, "sets"), 0);
+    assert_string_equal(json_string_value(json_object_get(set, "file")), "roberta.json");
+    clattn_tokenizer *tok = golden_tokenizer(set);
+    thrd_t threads[4];
+    thread_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (thread_job){tok, json_object_get(set, "cases"), 0};
+        assert_int_equal(thrd_create(&threads[i], encode_thread, &jobs[i]), thrd_success);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(thrd_join(threads[i], NULL), thrd_success);
+        assert_int_equal(jobs[i].mismatches, 0);
+    }
+    clattn_tokenizer_destroy(&tok);
+    json_decref(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +833,7 @@ int main(void)
         cmocka_unit_test(golden_random),
         cmocka_unit_test(golden_every_code_point),
         cmocka_unit_test(golden_nfc_every_code_point),
+        cmocka_unit_test(concurrent_encoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
