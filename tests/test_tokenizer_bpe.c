@@ -208,6 +208,16 @@ static void merges_by_rank(void **state)
     expect_tiny_ids(root, "ab b", (int32_t[]){258, 256, 257, 259}, 4);
     expect_tiny_ids(root, "a  b", (int32_t[]){258, 'a', ' ', 257, 259}, 5);
     json_decref(root);
+    /* ignore_merges: a pre-token that is a vocabulary entry is that entry, whatever the merges
+     * would make of it ("abc" is in the vocabulary, but no merge builds it). */
+    const char *extra5[] = {"ab", "abc"};
+    const char *merges5[] = {"a b"};
+    root = tiny_tokenizer(extra5, 2, merges5, 1);
+    expect_tiny_ids(root, "abc", (int32_t[]){258, 256, 'c', 259}, 4);
+    json_object_set_new(json_object_get(root, "model"), "ignore_merges", json_true());
+    expect_tiny_ids(root, "abc", (int32_t[]){258, 257, 259}, 3);
+    expect_tiny_ids(root, "abcab", (int32_t[]){258, 256, 'c', 256, 259}, 5);
+    json_decref(root);
 }
 
 static void expect_load_error(json_t *root, clattn_status status, const char *needle)
