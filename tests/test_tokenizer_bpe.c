@@ -465,6 +465,34 @@ static void roberta_settings(void **state)
     clattn_tokenizer_destroy(&tok);
 }
 
+/* A RoBERTa folder: tokenizer.json and config.json (max_position_embeddings 514, positions
+ * from 2): 512 ids at most. */
+static void roberta_folder(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200];
+    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn-roberta-"), 0);
+    size_t size;
+    unsigned char *bytes = test_read_file(BPE_DIR "/roberta.json", &size);
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    test_write_file(path, bytes, size);
+    free(bytes);
+    static const char *const types[][2] = {{"roberta", "512"}, {"xlm-roberta", "512"},
+                                           {"modernbert", "514"}};
+    for (size_t i = 0; i < 3; i++) {
+        char config[256];
+        int n = snprintf(config, sizeof(config),
+                         "{\"model_type\": \"%s\", \"max_position_embeddings\": 514}",
+                         types[i][0]);
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        test_write_file(path, config, (size_t)n);
+        clattn_tokenizer *tok = load_ok(dir);
+        assert_int_equal(clattn_tokenizer_max_length(tok), strtoul(types[i][1], NULL, 10));
+        clattn_tokenizer_destroy(&tok);
+    }
+    test_temp_dir_remove(dir);
+}
+
 /* Applies a golden set's "changes" ({"pre_tokenizer": {...}, "model": {...}} merged into
  * those objects, "normalizer": {...} in place of the file's) to the file. */
 static clattn_tokenizer *golden_tokenizer(const json_t *set)
@@ -840,6 +868,7 @@ int main(void)
         cmocka_unit_test(unsupported_options),
         cmocka_unit_test(fuzzed_bpe_json),
         cmocka_unit_test(roberta_settings),
+        cmocka_unit_test(roberta_folder),
         cmocka_unit_test(golden_random),
         cmocka_unit_test(golden_every_code_point),
         cmocka_unit_test(golden_nfc_every_code_point),

@@ -501,9 +501,10 @@ static clattn_status folder_integer(const char *dir, const char *file, const cha
     return s;
 }
 
-/* How many rows of config.json's position table the text cannot use: MPNet (model_type "mpnet")
- * counts positions from padding_idx + 1 = 2, so max_position_embeddings - 2 tokens fit (the
- * model_max_length 512 of its tokenizer_config.json); 0 for anything else. */
+/* How many rows of config.json's position table the text cannot use: MPNet, RoBERTa and
+ * XLM-RoBERTa (model_type "mpnet", "roberta", "xlm-roberta") count positions from
+ * padding_idx + 1 = 2, so max_position_embeddings - 2 tokens fit (the model_max_length 512 of
+ * their tokenizer_config.json); 0 for anything else. */
 static size_t reserved_positions(const char *dir)
 {
     char *path = path_join(dir, "config.json");
@@ -511,7 +512,8 @@ static size_t reserved_positions(const char *dir)
     json_t *root = NULL;
     if (path && exists(path) && read_json(path, &root) == CLATTN_OK) {
         const char *type = json_string_value(json_object_get(root, "model_type"));
-        reserved = type && strcmp(type, "mpnet") == 0 ? 2 : 0;
+        reserved = type && (strcmp(type, "mpnet") == 0 || strcmp(type, "roberta") == 0 ||
+                            strcmp(type, "xlm-roberta") == 0) ? 2 : 0;
         json_decref(root);
     }
     free(path);
