@@ -13,8 +13,8 @@
  *     when that file gives one, else config.json's "max_position_embeddings" (less 2 for
  *     model_type "mpnet", "roberta" or "xlm-roberta", whose positions start at 2), else
  *     (tokenizer.json only) its "truncation"."max_length", else unlimited.
- *     sentence_bert_config.json's "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
- *     applied: all-MiniLM-L6-v2 sets it false;
+ *     sentence_bert_config.json's "do_lower_case" (sentence-transformers' own lower-casing
+ *     before the tokenizer) is not applied: all-MiniLM-L6-v2 sets it false;
  *   - a tokenizer.json file: the vocabulary is "model"."vocab" ("model"."type" must be
  *     "WordPiece", or "BPE": see below), with its "unk_token", "continuing_subword_prefix" and
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
