@@ -49,7 +49,8 @@ static bool on_word(void *user, size_t start, size_t end)
     return !full(st);
 }
 
-/* Normalises, pre-tokenises and WordPieces one piece of the text that is not an added token. */
+/* Normalises one piece of the text that is not an added token, then pre-tokenises and
+ * WordPieces it, or (a BPE model) runs the ByteLevel pre-tokeniser and BPE on it. */
 static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
@@ -71,7 +72,13 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
     bool go = true;
     for (size_t m = 0; m <= match_count && go && !full(st); m++) {
         size_t end = m < match_count ? matches[m].start : norm.count;
-        if (at < end) {
+        if (at < end && tok->bpe) {
+            if (!clattn__bpe_piece(tok->bpe, &tok->vocab, norm.data + at, end - at, st->limit,
+                                   &st->ids)) {
+                st->out_of_memory = true;
+                go = false;
+            }
+        } else if (at < end) {
             st->cps = norm.data + at;
             go = clattn__pre_tokenize(norm.data + at, end - at, on_word, st);
         }
@@ -232,6 +239,7 @@ void clattn_tokenizer_destroy(clattn_tokenizer **tok)
         return;
     clattn__vocab_free(&(*tok)->vocab);
     free((*tok)->wp.prefix);
+    clattn__bpe_free((*tok)->bpe);
     clattn__tokenizer_free_added(*tok);
     free(*tok);
     *tok = NULL;
