@@ -8,7 +8,7 @@
  *   channels c >= r are copied.
  * x:     a head view (cl/common.cl) of `heads` heads; pair z = b·heads + h.
  * y:     [pairs, n, d] contiguous from y_off.
- * table: [positions, r / 2] pairs (cos a_k, sin a_k) computed in double precision on the host
+ * table: [positions, r / 2] pairs (cos a_k, sin a_k) of float32 angles, computed on the host
  *        (src/runtime/rotary_table.c); positions > pos0 + n - 1.
  * NDRange: (d, n, pairs). */
 __kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_off, uint heads,

@@ -7,6 +7,8 @@
 #include "common/test_util.h"
 #include "common/weight_bank.h"
 #include "nn/encoder_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/context_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -542,6 +544,22 @@ static void weights_kept_packed_run_on_either_gemm(void **state)
     }
 }
 
+/* Every workspace slot has a name for its messages (the unpacked-weight slot, added with the
+ * weights kept packed, had none: its allocation failures printed a NULL string). */
+static void every_workspace_slot_is_named(void **state)
+{
+    test_fixture *f = *state;
+    size_t too_large = (size_t)f->ctx->info.max_alloc_bytes + 1;
+    for (int slot = 0; slot < CLATTN_SLOT_COUNT; slot++) {
+        cl_mem mem = NULL;
+        assert_int_equal(clattn__workspace_slot(f->ctx, (clattn_slot)slot, too_large, &mem),
+                         CLATTN_ERROR_TOO_LARGE);
+        const char *message = clattn_last_error(f->ctx);
+        assert_non_null(strstr(message, "the "));
+        assert_null(strstr(message, "(null)"));
+    }
+}
+
 /* A long input runs the feed-forward block over blocks of rows (clattn__ffn_chunk_rows): each
  * sequence of a batch whose hidden activations exceed one block equals, byte for byte, the
  * sequence run alone in one block. */
@@ -766,6 +784,7 @@ int main(void)
         cmocka_unit_test(counters_agree_with_the_analytic_count),
         cmocka_unit_test(random_weights_are_deterministic),
         cmocka_unit_test(weights_kept_packed_run_on_either_gemm),
+        cmocka_unit_test(every_workspace_slot_is_named),
         cmocka_unit_test(long_inputs_run_the_feed_forward_in_blocks),
         cmocka_unit_test(create_rejects_bad_configurations),
         cmocka_unit_test(load_weights_names_what_is_missing_or_wrong),

@@ -232,6 +232,9 @@ static void bad_flags_are_named(void **state)
     c.rope_theta = -1.0f;
     assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
                       CLATTN_ERROR_INVALID_ARGUMENT, "rope_theta is -1");
+    c.rope_theta = 0.5f; /* a base below 1 (tiny ones overflow the inverse frequencies) */
+    assert_status_msg(f->ctx, clattn_encoder_create(f->ctx, &enc, &c),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "rope_theta is 0.5");
     clattn_encoder_config_default(&c, 32, 4, 2, 48);
     c.rope_theta = 1000.0f;
     c.rotary_dim = 10; /* d_k is 8 */

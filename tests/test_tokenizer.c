@@ -704,8 +704,8 @@ static void malformed_files(void **state)
         {"nomodel.json", "{}", "\"model\" is missing or not an object", CLATTN_ERROR_FORMAT},
         {"novocab.json", "{\"model\": {\"type\": \"WordPiece\"}}",
          "\"model\".\"vocab\" is missing or not an object", CLATTN_ERROR_FORMAT},
-        {"bpe.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}}}",
-         "model type 'BPE' is not supported", CLATTN_ERROR_UNSUPPORTED},
+        {"wordlevel.json", "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {}}}",
+         "model type 'WordLevel' is not supported", CLATTN_ERROR_UNSUPPORTED},
         {"gap.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0, \"a\": 2}}}",
          "token 'a' has id 2; the ids of 2 tokens must be 0..1", CLATTN_ERROR_FORMAT},
         {"dupid.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0, \"a\": 0}}}",
@@ -715,7 +715,7 @@ static void malformed_files(void **state)
         {"dupkey.json", "{\"model\": {\"vocab\": {\"a\": 0, \"a\": 1}}}", "invalid JSON",
          CLATTN_ERROR_FORMAT},
         {"norm.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
-         "\"NFC\"}}", "normalizer type 'NFC' is not supported", CLATTN_ERROR_UNSUPPORTED},
+         "\"NFKD\"}}", "normalizer type 'NFKD' is not supported", CLATTN_ERROR_UNSUPPORTED},
         {"normbool.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": {\"type\": "
          "\"BertNormalizer\", \"lowercase\": 1}}", "must be booleans", CLATTN_ERROR_FORMAT},
         {"pre.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"normalizer\": null}",

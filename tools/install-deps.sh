@@ -17,6 +17,7 @@ libclblast-dev
 libjansson-dev
 libmicrohttpd-dev curl python3-venv
 libutf8proc-dev
+libpcre2-dev
 libcmocka-dev
 libopenmpi-dev openmpi-bin
 oclgrind

@@ -49,8 +49,8 @@
  *     x[2k + 1]·sin a_k,  x'[2k + 1] = x[2k + 1]·cos a_k + x[2k]·sin a_k
  * channels c >= r are unchanged. The angles are computed as PyTorch's rotary code computes them
  * (transformers, GPT-NeoX, NomicBERT): θ^(-2k/r) and p·θ^(-2k/r) in float32, then their cosines
- * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the other modifiers and the causal
- * mask use the row indices i and j).
+ * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the
+ * other modifiers and the causal mask use the row indices i and j).
  *
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
  * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).
@@ -169,7 +169,7 @@ CLATTN_API clattn_status clattn_alibi_slopes(size_t num_heads, float *slopes);
  * dimension that is not contiguous, tensors of another context, an odd window, a negative or
  * non-finite softcap, num_buckets < 4 or max_distance <= num_buckets / 4, a modifier tensor that
  * is not contiguous, an odd rotary_dim or one above d_k, a rope layout that is not one, a theta
- * that is not finite and > 0 (0 selects 10000), rope->reserved not zero),
+ * that is not a finite number >= 1 (0 selects 10000), rope->reserved not zero),
  * CLATTN_ERROR_SHAPE_MISMATCH (shapes that do not agree, alibi_slopes not [H], relative_bias not
  * [num_buckets, H]; the message gives both shapes), CLATTN_ERROR_UNSUPPORTED (attention weights
  * with the fused path requested), CLATTN_ERROR_TOO_LARGE (see above).

@@ -81,7 +81,7 @@ CLATTN_API void clattn_decoder_config_default(clattn_decoder_config *config, siz
 
 /* Creates a decoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes,
  * num_kv_heads not dividing nhead, alibi or rope_interleaved other than 0 or 1, a rope_theta
- * that is negative or not finite, an odd rotary_dim or one above d_k (with rotary_dim 0 and
+ * that is not 0 nor a finite number >= 1, an odd rotary_dim or one above d_k (with rotary_dim 0 and
  * rope_theta > 0: an odd d_k), non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_decoder_create(clattn_context *ctx, clattn_decoder **decoder,
                                                const clattn_decoder_config *config);

@@ -150,7 +150,7 @@ CLATTN_API const char *const *clattn_encoder_preset_names(void);
 /* Creates an encoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes (zero,
  * d_model not divisible by nhead when a head width is derived), an unknown activation, ffn_gated,
  * linear_no_bias, norm_no_bias, alibi or rope_interleaved other than 0 or 1, a rope_theta that is
- * negative or not finite, an odd rotary_dim or one above d_k, non-zero reserved bytes. */
+ * not 0 nor a finite number >= 1, an odd rotary_dim or one above d_k, non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **encoder,
                                                const clattn_encoder_config *config);
 

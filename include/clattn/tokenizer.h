@@ -1,29 +1,32 @@
 /*
- * libclattn — tokenizer.h: BERT's WordPiece tokenizer and SentencePiece's Unigram tokenizer, as
- * Hugging Face's fast tokenizer runs them.
+ * libclattn — tokenizer.h: BERT's WordPiece tokenizer, byte-level BPE (RoBERTa, GPT-2,
+ * ModernBERT) and SentencePiece's Unigram (XLM-RoBERTa), as Hugging Face's fast tokenizer runs
+ * them.
  *
  * A clattn_tokenizer turns UTF-8 text into the token ids of a BERT-family model: [CLS], the
  * ids of the text, [SEP]. It reproduces Hugging Face's `BertTokenizerFast` (the `tokenizers`
  * crate: AddedVocabulary, BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing),
- * and gives the same ids for every text except where the Unicode tables differ (below). It is
- * loaded from one of:
+ * and gives the same ids for every text except where the Unicode tables differ (below). A
+ * tokenizer.json whose "model"."type" is "BPE" gives a byte-level BPE tokenizer instead (see
+ * "Byte-level BPE" below). It is loaded from one of:
  *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
  *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
  *     when that file gives one, else config.json's "max_position_embeddings" (less 2 for
- *     model_type "mpnet" and "xlm-roberta", whose positions start at 2), else
- *     (tokenizer.json only) its "truncation"."max_length", else unlimited. sentence_bert_config.json's
- *     "do_lower_case" (sentence-transformers' own lower-casing before the tokenizer) is not
- *     applied: all-MiniLM-L6-v2 sets it false;
+ *     model_type "mpnet", "roberta" or "xlm-roberta", whose positions start at 2), else
+ *     (tokenizer.json only) its "truncation"."max_length", else unlimited.
+ *     sentence_bert_config.json's "do_lower_case" (sentence-transformers' own lower-casing
+ *     before the tokenizer) is not applied: all-MiniLM-L6-v2 sets it false;
  *   - a tokenizer.json file: the vocabulary is "model"."vocab" ("model"."type" must be
- *     "WordPiece"), with its "unk_token", "continuing_subword_prefix" and
+ *     "WordPiece", or "BPE" or "Unigram": see below), with its "unk_token",
+ *     "continuing_subword_prefix" and
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
  *     "BertNormalizer": clean_text, handle_chinese_chars, strip_accents, lowercase; null: no
  *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
  *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing,
- *     BertProcessing, or RobertaProcessing: MPNet's <s> ... </s>) when present, else the
- *     vocabulary's "[CLS]" and "[SEP]"; the padding id from "padding"."pad_id" when given, else
- *     the vocabulary's "[PAD]"; the default maximum length from "truncation"."max_length"
- *     (unlimited when null);
+ *     BertProcessing, or RobertaProcessing: MPNet's and RoBERTa's <s> ... </s>) when present,
+ *     else the vocabulary's "[CLS]" and "[SEP]"; the padding id from "padding"."pad_id" when
+ *     given, else the token "[PAD]", else "<pad>"; the mask id of "[MASK]", else "<mask>"; the
+ *     default maximum length from "truncation"."max_length" (unlimited when null);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
  *     whitespace, "\r" included, is not part of the token): the settings of
  *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
@@ -93,6 +96,56 @@
  * and 3000 random texts). Lower-case mappings follow Unicode 15.0 on both sides (Rust's
  * standard library).
  *
+ * Byte-level BPE ("model"."type" "BPE", as RoBERTa's, GPT-2's and ModernBERT's tokenizer.json;
+ * tokenizers 0.19.1's models/bpe and pre_tokenizers/byte_level.rs). Steps 1 (added tokens:
+ * RoBERTa's <mask> has lstrip, so "a <mask>" is a, <mask>) and 5 (truncation, <s> first and
+ * </s> last) are as above; "normalizer" is null, BertNormalizer as above, or "NFC" (below);
+ * then:
+ *   3'. the ByteLevel pre-tokeniser ("pre_tokenizer" must be {"type": "ByteLevel"}) on each
+ *      piece between added tokens: with add_prefix_space (default true; RoBERTa's and
+ *      ModernBERT's files say false) a space is put before a piece that does not start with
+ *      U+0020; with use_regex (default true) the piece is split by GPT-2's regex
+ *        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *      into pre-tokens (the text between matches too: the regex matches everything); each byte
+ *      of a pre-token's UTF-8 becomes one character of GPT-2's byte alphabet (bytes_to_unicode:
+ *      the printable bytes '!'..'~', 0xA1..0xAC, 0xAE..0xFF stand for themselves, the 68
+ *      others for U+0100.. in order: a space is "Ġ" U+0120, a newline "Ċ" U+010A);
+ *   4'. BPE on each pre-token: each character's vocabulary id (continuing_subword_prefix before
+ *      every one but the first, end_of_word_suffix after the last, when the file sets them; a
+ *      character not in the vocabulary is unk_token's id, runs of them one id with fuse_unk, or
+ *      is dropped when unk_token is null), then the pair of neighbours with the lowest rank in
+ *      "merges" (its position there; "A B" strings or ["A", "B"] pairs; a pair listed twice
+ *      keeps its later rank) is merged, the leftmost first among equal pairs, until no pair is
+ *      a merge. With ignore_merges a pre-token that is itself a vocabulary entry is that id.
+ * The regex runs on PCRE2 (PCRE2_UTF | PCRE2_UCP; Debian 12's 10.42, Unicode 14.0), Hugging
+ * Face's on Oniguruma 6.9.8 (Unicode 14.0). Their \s differ: PCRE2's also matches U+180E
+ * MONGOLIAN VOWEL SEPARATOR (a format character since Unicode 6.3), Oniguruma's is exactly
+ * White_Space, so \s and \S are written as the White_Space class (the list in step 2a, with
+ * U+000B, U+000C and U+0085). \p{L} and \p{N} agree on every code point (checked over all of
+ * Unicode against Hugging Face's splits, and end to end); built against a PCRE2 of a later
+ * Unicode version (10.43 and up: Unicode 15.0 and later), the letters and digits assigned
+ * since Unicode 14.0 (such as U+11F04 KAWI LETTER A) would be \p{L}/\p{N} here and
+ * unassigned (split like symbols) for Hugging Face. The normalizer {"type": "NFC"} (GPT-NeoX
+ * style files; with either model) is Unicode's NFC of each piece between added tokens, with
+ * utf8proc's Unicode 15.0 data; Hugging Face's crate has Unicode 8.0 tables, so 109 code points
+ * differ (checked over all of Unicode): the combining marks assigned since 8.0 (or whose class
+ * changed), which NFC reorders by class and Hugging Face leaves in place (U+07FD, U+0898..
+ * U+089F, U+08CA..U+08D3, U+09FE, U+0C3C, U+0D3B, U+0D3C, U+0EBA, U+1715, U+1ABF..U+1ACE,
+ * U+1DF6..U+1DFA, U+A82C, U+10D24..U+10D27, U+10EAB, U+10EAC, U+10EFD..U+10EFF,
+ * U+10F46..U+10F50, U+10F82..U+10F85, U+11070, U+1133B, U+1145E, U+11839, U+1183A,
+ * U+1193D, U+1193E, U+11943, U+119E0, U+11A34, U+11A47, U+11A99, U+11D42, U+11D44, U+11D45,
+ * U+11D97, U+11F41, U+11F42, U+16FF0, U+16FF1, U+1E08F, U+1E130..U+1E136, U+1E2AE,
+ * U+1E2EC..U+1E2EF, U+1E4EC..U+1E4EF), and U+11938 DIVES AKURU VOWEL SIGN O, whose
+ * decomposition (U+11935 U+11930, since Unicode 13.0) NFC composes here
+ * (tests/golden/tokenizer_bpe/nfc.json lists them with Hugging Face's results).
+ * Not supported (CLATTN_ERROR_UNSUPPORTED, naming the option): "dropout" other than null
+ * (random, for training), "byte_fallback" true, a pre-tokeniser other than ByteLevel
+ * (Metaspace, Split, Sequence), a normaliser other than BertNormalizer, NFC or null (NFKC,
+ * Sequence, ...), the post-processor ByteLevel (GPT-2's: no <s> and </s>; encode always adds
+ * the first and last special tokens). An unk_token that is not in the vocabulary is
+ * an error when loading (Hugging Face fails only when a text needs it). This API encodes one
+ * text; pairs (RoBERTa's <s> A </s></s> B </s>) are not encoded.
+ *
  * Unigram (SentencePiece) tokenizers: XLM-RoBERTa, multilingual-e5, bge-m3,
  * paraphrase-multilingual-MiniLM. A tokenizer.json whose "model"."type" is "Unigram" ("vocab":
  * [[piece, score], ...], the piece of index i is id i; "unk_id", an id or null;
@@ -161,15 +214,19 @@
  *                                  token or id, ids that are not 0..n-1; a vocab.txt with a NUL
  *                                  byte; [UNK], [CLS] or [SEP] missing; a "max_seq_length",
  *                                  "max_position_embeddings" or "truncation"."max_length" that
- *                                  is not an integer of at least 2;
- *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece or Unigram; with
- *                                  WordPiece a normaliser other than BertNormalizer (or
- *                                  null), a pre-tokeniser other than BertPreTokenizer; with
- *                                  Unigram one that step 2 or 3 above does not list (the
- *                                  message names its type); a post-processor other than
- *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken])
- *                                  or BertProcessing (or null: then the vocabulary's [CLS] and
- *                                  [SEP] are used);
+ *                                  is not an integer of at least 2; a BPE "merges" entry that
+ *                                  is not "A B" or ["A", "B"], or whose tokens (or merged
+ *                                  token) are not in the vocabulary; an unk_token not in it;
+ *   CLATTN_ERROR_UNSUPPORTED       a model type other than WordPiece, BPE or Unigram, the BPE
+ *                                  options named above, with Unigram a normaliser or
+ *                                  pre-tokeniser that its steps 2 and 3 do not list (the
+ *                                  message names its type); otherwise a normaliser other
+ *                                  than BertNormalizer or NFC (or null), a pre-tokeniser
+ *                                  other than BertPreTokenizer (WordPiece) or ByteLevel
+ *                                  (BPE); a post-processor other than
+ *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken]),
+ *                                  BertProcessing or RobertaProcessing (or null: then the
+ *                                  vocabulary's [CLS] and [SEP] are used);
  *   CLATTN_ERROR_TOO_LARGE         a file too large to hold in memory, a vocabulary over
  *                                  2^31 - 1 entries;
  *   CLATTN_ERROR_OUT_OF_HOST_MEMORY  malloc (or jansson) failed.

@@ -85,8 +85,9 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
     CLATTN_CHECK_ARG(ctx, fn, in->alibi <= 1 && in->rope_interleaved <= 1,
                      "alibi (%u) and rope_interleaved (%u) must be 0 or 1", (unsigned)in->alibi,
                      (unsigned)in->rope_interleaved);
-    CLATTN_CHECK_ARG(ctx, fn, isfinite(in->rope_theta) && in->rope_theta >= 0.0f,
-                     "rope_theta is %g: it must be a finite base > 0 (0: no rotary embeddings)",
+    CLATTN_CHECK_ARG(ctx, fn,
+                     in->rope_theta == 0.0f || (isfinite(in->rope_theta) && in->rope_theta >= 1.0f),
+                     "rope_theta is %g: it must be a finite base >= 1 (0: no rotary embeddings)",
                      (double)in->rope_theta);
     CLATTN_CHECK_ARG(ctx, fn, in->rotary_dim % 2 == 0 && in->rotary_dim <= out->head_dim_qk,
                      "rotary_dim is %u: it must be even and at most d_k = %zu",

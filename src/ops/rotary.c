@@ -61,8 +61,8 @@ clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *fn,
                      "rope->reserved is not zero (initialise it with clattn_rope_params_default)");
     CLATTN_CHECK_ARG(ctx, fn, r->layout == CLATTN_ROPE_HALF || r->layout == CLATTN_ROPE_INTERLEAVED,
                      "rope->layout is %d, not a clattn_rope_layout", (int)r->layout);
-    CLATTN_CHECK_ARG(ctx, fn, isfinite(r->theta) && r->theta >= 0.0f,
-                     "rope->theta is %g: it must be a finite base > 0 (0 for 10000)",
+    CLATTN_CHECK_ARG(ctx, fn, r->theta == 0.0f || (isfinite(r->theta) && r->theta >= 1.0f),
+                     "rope->theta is %g: it must be a finite base >= 1 (0 for 10000)",
                      (double)r->theta);
     size_t rot = r->rotary_dim ? r->rotary_dim : dk;
     CLATTN_CHECK_ARG(ctx, fn, rot % 2 == 0 && rot <= dk,

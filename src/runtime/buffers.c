@@ -62,14 +62,17 @@ clattn_status clattn__upload(clattn_context *ctx, const float *data, size_t coun
     return status;
 }
 
-static const char *const slot_names[CLATTN_SLOT_COUNT] = {
+static const char *const slot_names[] = {
     "the attention scores",   "the packed keys and values", "the split-key partial states",
     "the Q/K/V projections",
     "the attention output",   "the encoder activations",    "the sub-layer output",
     "the normalised activations", "the feed-forward hidden layer", "the token ids",
     "the token type ids", "the pooled embeddings", "the rotated queries and keys",
-    "the position rows", "the relative position bias",
+    "the position rows", "the relative position bias", "the unpacked weight",
 };
+/* One name per slot: a slot added without its name would print a NULL string. */
+_Static_assert(sizeof(slot_names) / sizeof(slot_names[0]) == CLATTN_SLOT_COUNT,
+               "every workspace slot needs its name");
 
 clattn_status clattn__workspace_slot(clattn_context *ctx, clattn_slot slot, size_t bytes,
                                      cl_mem *buffer)

@@ -1,5 +1,5 @@
 /* Rotary position embeddings' cosines and sines on the device (rotary_table.c): computed on the
- * host in double precision, kept in the context and grown on demand. */
+ * host from float32 angles as PyTorch does, kept in the context and grown on demand. */
 #ifndef CLATTN_ROTARY_TABLE_H
 #define CLATTN_ROTARY_TABLE_H
 

@@ -52,7 +52,9 @@ static bool on_word(void *user, size_t start, size_t end)
     return !full(st);
 }
 
-/* Normalises, pre-tokenises and WordPieces one piece of the text that is not an added token. */
+/* Normalises one piece of the text that is not an added token, then pre-tokenises and
+ * WordPieces it, or (a BPE model) runs the ByteLevel pre-tokeniser and BPE on it, or (a Unigram
+ * model) its pre-tokenisers and Unigram. */
 static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
@@ -86,6 +88,12 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
             st->out_of_memory = r == CLATTN__UNIGRAM_OUT_OF_MEMORY;
             st->no_unk = r == CLATTN__UNIGRAM_NO_UNK;
             go = r == CLATTN__UNIGRAM_OK;
+        } else if (at < end && tok->bpe) {
+            if (!clattn__bpe_piece(tok->bpe, &tok->vocab, norm.data + at, end - at, st->limit,
+                                   &st->ids)) {
+                st->out_of_memory = true;
+                go = false;
+            }
         } else if (at < end) {
             st->cps = norm.data + at;
             go = clattn__pre_tokenize(norm.data + at, end - at, on_word, st);
@@ -264,6 +272,7 @@ void clattn_tokenizer_destroy(clattn_tokenizer **tok)
     clattn__vocab_free(&(*tok)->vocab);
     clattn__unigram_free((*tok)->unigram);
     free((*tok)->wp.prefix);
+    clattn__bpe_free((*tok)->bpe);
     clattn__tokenizer_free_added(*tok);
     free(*tok);
     *tok = NULL;

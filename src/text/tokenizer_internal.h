@@ -1,4 +1,4 @@
-/* Internal declarations of the WordPiece tokenizer (tokenizer*.c). */
+/* Internal declarations of the tokenizers (tokenizer*.c): WordPiece and byte-level BPE. */
 #ifndef CLATTN_TOKENIZER_INTERNAL_H
 #define CLATTN_TOKENIZER_INTERNAL_H
 
@@ -61,6 +61,7 @@ typedef struct clattn__normalizer {
     bool handle_chinese_chars;
     bool strip_accents;  /* already resolved: strip_accents, else lowercase */
     bool lowercase;
+    bool nfc;            /* the normalizer "NFC" instead of BertNormalizer's steps */
 } clattn__normalizer;
 
 /* A growable array of code points. */
@@ -73,7 +74,7 @@ bool clattn__cps_push(clattn__cps *a, uint32_t cp);
 void clattn__cps_free(clattn__cps *a);
 
 /* Appends the normalised form of in[0..n-1] to *out (BertNormalizer: clean, CJK, accents,
- * lower case, each as configured). False when out of memory. */
+ * lower case, each as configured; or NFC). False when out of memory. */
 bool clattn__normalize(const clattn__normalizer *norm, const uint32_t *in, size_t n,
                        clattn__cps *out);
 
@@ -139,6 +140,33 @@ bool clattn__added_find(const clattn__added_token *tokens, size_t token_count, b
                         const uint32_t *cps, size_t n, clattn__added_match **matches,
                         size_t *count, size_t *capacity);
 
+/* ---- byte-level BPE (tokenizer_bpe.c, tokenizer_bpe_load.c) ---- */
+
+/* The BPE model (vocabulary ids of the 256 bytes, merges by rank) and its ByteLevel
+ * pre-tokeniser (the GPT-2 regex through PCRE2). Immutable once loaded. */
+typedef struct clattn__bpe clattn__bpe;
+
+/* Reads "model" (type "BPE": its options and "merges"; tok->vocab already holds "vocab") and
+ * "pre_tokenizer" (ByteLevel) of a tokenizer.json into a new tok->bpe, and sets
+ * tok->special.unk. Errors name `path` and the offending option. */
+clattn_status clattn__bpe_load(clattn_tokenizer *tok, const char *path,
+                               const struct json_t *model, const struct json_t *pre_tokenizer);
+void clattn__bpe_free(clattn__bpe *bpe);
+
+/* Appends the ids of one piece of normalised text without added tokens (code points): the
+ * ByteLevel pre-tokeniser (prefix space, regex split, bytes to characters), then BPE on each
+ * pre-token. Stops after the pre-token that brings out->count to `limit` or past it. False
+ * when out of memory. */
+bool clattn__bpe_piece(const clattn__bpe *bpe, const clattn__vocab *vocab, const uint32_t *cps,
+                       size_t n, size_t limit, clattn__ids *out);
+
+/* The ByteLevel pre-tokeniser's split of the `length` bytes of valid UTF-8 at text (before its
+ * prefix space: only the regex, or the whole text when use_regex is false): calls
+ * piece(user, start, end) with byte offsets for each pre-token in order. False when out of
+ * memory or when `piece` returned false. For tests. */
+bool clattn__bpe_split(const clattn__bpe *bpe, const char *text, size_t length,
+                       bool (*piece)(void *user, size_t start, size_t end), void *user);
+
 /* ---- the tokenizer (tokenizer.c, tokenizer_load.c) ---- */
 
 struct clattn__unigram;
@@ -148,6 +176,7 @@ struct clattn_tokenizer {
     struct clattn__unigram *unigram; /* a Unigram model (tokenizer_unigram.c), else NULL */
     clattn__normalizer norm;
     clattn__wordpiece wp;
+    clattn__bpe *bpe;    /* non-NULL for a BPE model (then wp is unused) */
     clattn__added_token *added;
     size_t added_count;
     bool has_normalized_added;

@@ -142,7 +142,7 @@ static clattn_status add_token(clattn_tokenizer *tok, const char *where, const c
 /* The defaults of BertTokenizerFast for a vocab.txt. */
 static void bert_defaults(clattn_tokenizer *tok)
 {
-    tok->norm = (clattn__normalizer){true, true, true, true, true};
+    tok->norm = (clattn__normalizer){true, true, true, true, true, false};
     tok->wp.max_input_chars_per_word = 100;
     tok->max_length = SIZE_MAX;
 }
@@ -300,6 +300,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     const json_t *model = json_object_get(root, "model");
     const json_t *vocab = json_object_get(model, "vocab");
     const char *type = json_string_value(json_object_get(model, "type"));
+    bool bpe = type && strcmp(type, "BPE") == 0; /* byte-level BPE: tokenizer_bpe_load.c */
     const char *unk = NULL;
     if (!json_is_object(model)) {
         s = FORMAT_FAIL("\"model\" is missing or not an object");
@@ -311,9 +312,9 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         if (s)
             goto done;
         goto added_tokens;
-    } else if (type && strcmp(type, "WordPiece") != 0) {
+    } else if (type && strcmp(type, "WordPiece") != 0 && !bpe) {
         s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
-                            "model type '%s' is not supported (WordPiece or Unigram)", type);
+                            "model type '%s' is not supported (WordPiece, BPE or Unigram)", type);
     } else if (!json_is_object(vocab)) {
         s = FORMAT_FAIL("\"model\".\"vocab\" is missing or not an object");
     }
@@ -340,8 +341,10 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         goto done;
     tok->vocab_size = tok->vocab.count;
 
-    /* WordPiece's settings. */
+    /* BPE's settings and pre-tokeniser, or WordPiece's settings. */
     const json_t *v = json_object_get(model, "continuing_subword_prefix");
+    if (bpe && (s = clattn__bpe_load(tok, path, model, json_object_get(root, "pre_tokenizer"))))
+        goto done;
     if (v && !json_is_null(v) && !json_is_string(v)) {
         s = FORMAT_FAIL("\"model\".\"continuing_subword_prefix\" is not a string");
         goto done;
@@ -367,13 +370,15 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
 
     /* The normaliser. */
     const json_t *norm = json_object_get(root, "normalizer");
+    const char *ntype = json_string_value(json_object_get(norm, "type"));
     if (!norm || json_is_null(norm)) {
-        tok->norm = (clattn__normalizer){false, false, false, false, false};
+        tok->norm = (clattn__normalizer){false, false, false, false, false, false};
+    } else if (ntype && strcmp(ntype, "NFC") == 0) {
+        tok->norm = (clattn__normalizer){.enabled = true, .nfc = true};
     } else {
-        const char *ntype = json_string_value(json_object_get(norm, "type"));
         if (!json_is_object(norm) || !ntype || strcmp(ntype, "BertNormalizer") != 0) {
             s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                "normalizer type '%s' is not supported (only BertNormalizer)",
+                                "normalizer type '%s' is not supported (BertNormalizer or NFC)",
                                 ntype ? ntype : "(none)");
             goto done;
         }
@@ -388,13 +393,13 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
             goto done;
         }
         strip = sa && json_is_boolean(sa) ? json_is_true(sa) : lower;
-        tok->norm = (clattn__normalizer){true, clean, chinese, strip, lower};
+        tok->norm = (clattn__normalizer){true, clean, chinese, strip, lower, false};
     }
 
     /* The pre-tokeniser. */
     const json_t *pre = json_object_get(root, "pre_tokenizer");
     const char *ptype = json_string_value(json_object_get(pre, "type"));
-    if (!ptype || strcmp(ptype, "BertPreTokenizer") != 0) {
+    if (!bpe && (!ptype || strcmp(ptype, "BertPreTokenizer") != 0)) {
         s = clattn__fail_in(load_fn, path, CLATTN_ERROR_UNSUPPORTED,
                             "pre_tokenizer type '%s' is not supported (only BertPreTokenizer)",
                             ptype ? ptype : "(none)");
@@ -430,9 +435,9 @@ added_tokens:;
     }
 
     /* Special ids. */
-    if (unk && (s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
+    if (!bpe && unk && (s = require_token(tok, path, unk, "unknown", &tok->wp.unk)))
         goto done;
-    if (unk)
+    if (!bpe && unk)
         tok->special.unk = tok->wp.unk;
     bool found;
     if ((s = post_processor_tokens(json_object_get(root, "post_processor"), path,
@@ -507,10 +512,10 @@ static clattn_status folder_integer(const char *dir, const char *file, const cha
     return s;
 }
 
-/* How many rows of config.json's position table the text cannot use: MPNet (model_type "mpnet")
- * and XLM-RoBERTa ("xlm-roberta") count positions from padding_idx + 1 = 2, so
- * max_position_embeddings - 2 tokens fit (the model_max_length 512 of their
- * tokenizer_config.json); 0 for anything else. */
+/* How many rows of config.json's position table the text cannot use: MPNet, RoBERTa and
+ * XLM-RoBERTa (model_type "mpnet", "roberta", "xlm-roberta") count positions from
+ * padding_idx + 1 = 2, so max_position_embeddings - 2 tokens fit (the model_max_length 512 of
+ * their tokenizer_config.json); 0 for anything else. */
 static size_t reserved_positions(const char *dir)
 {
     char *path = path_join(dir, "config.json");
@@ -518,8 +523,8 @@ static size_t reserved_positions(const char *dir)
     json_t *root = NULL;
     if (path && exists(path) && read_json(path, &root) == CLATTN_OK) {
         const char *type = json_string_value(json_object_get(root, "model_type"));
-        reserved = type && (strcmp(type, "mpnet") == 0 || strcmp(type, "xlm-roberta") == 0)
-                       ? 2 : 0;
+        reserved = type && (strcmp(type, "mpnet") == 0 || strcmp(type, "roberta") == 0 ||
+                            strcmp(type, "xlm-roberta") == 0) ? 2 : 0;
         json_decref(root);
     }
     free(path);
@@ -583,8 +588,12 @@ clattn_status clattn_tokenizer_load(clattn_tokenizer **tok, const char *path)
         s = load_tokenizer_json(t, path);
     if (!s) {
         if (t->special.pad < 0)
-            t->special.pad = clattn_tokenizer_token_id(t, t->unigram ? "<pad>" : "[PAD]");
-        t->special.mask = clattn_tokenizer_token_id(t, t->unigram ? "<mask>" : "[MASK]");
+            t->special.pad = clattn_tokenizer_token_id(t, "[PAD]");
+        if (t->special.pad < 0)
+            t->special.pad = clattn_tokenizer_token_id(t, "<pad>");
+        t->special.mask = clattn_tokenizer_token_id(t, "[MASK]");
+        if (t->special.mask < 0)
+            t->special.mask = clattn_tokenizer_token_id(t, "<mask>");
     }
     if (s) {
         clattn_tokenizer_destroy(&t);

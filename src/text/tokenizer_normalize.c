@@ -157,6 +157,28 @@ static bool push_lower(uint32_t cp, clattn__cps *out)
     return clattn__cps_push(out, (uint32_t)utf8proc_tolower((utf8proc_int32_t)cp));
 }
 
+/* NFC (the tokenizers crate's normalizer "NFC"): canonical decomposition, canonical order,
+ * then canonical composition (utf8proc's, composition exclusions included), appended to out. */
+static bool nfc(const uint32_t *in, size_t n, clattn__cps *out)
+{
+    clattn__cps d = {0};
+    for (size_t i = 0; i < n; i++)
+        if (!decompose(in[i], &d)) {
+            clattn__cps_free(&d);
+            return false;
+        }
+    canonical_order(d.data, d.count);
+    utf8proc_ssize_t k = d.count ? utf8proc_normalize_utf32((utf8proc_int32_t *)d.data,
+                                                            (utf8proc_ssize_t)d.count,
+                                                            UTF8PROC_STABLE | UTF8PROC_COMPOSE)
+                                 : 0;
+    bool ok = k >= 0;
+    for (utf8proc_ssize_t i = 0; ok && i < k; i++)
+        ok = clattn__cps_push(out, d.data[i]);
+    clattn__cps_free(&d);
+    return ok;
+}
+
 bool clattn__normalize(const clattn__normalizer *norm, const uint32_t *in, size_t n,
                        clattn__cps *out)
 {
@@ -166,6 +188,8 @@ bool clattn__normalize(const clattn__normalizer *norm, const uint32_t *in, size_
                 return false;
         return true;
     }
+    if (norm->nfc)
+        return nfc(in, n, out);
     /* Cleaning and CJK spacing work character by character. */
     clattn__cps a = {0};
     for (size_t i = 0; i < n; i++) {
