@@ -287,6 +287,47 @@ static clattn_status add_pre(clattn__unigram *u, const json_t *p, int depth,
     return CLATTN_OK;
 }
 
+/* A score as the crate holds it. serde_json 1.0 (without its float_roundtrip feature, as the
+ * crate builds it) reads a decimal number as its digits, an integer, converted to f64 and then
+ * multiplied or divided by the power of ten: two roundings, so about one score in eight of a
+ * SentencePiece vocabulary ends one unit in the last place away from the correctly rounded
+ * value that jansson's strtod gives. The digits are those of the shortest decimal that reads
+ * back as `d` (what Python's json and serde_json itself write: every tokenizer.json). */
+static double serde_f64(double d)
+{
+    if (d == 0 || !isfinite(d))
+        return d;
+    char text[40];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(text, sizeof(text), "%.*e", digits - 1, d);
+        if (strtod(text, NULL) == d)
+            break;
+    }
+    const char *c = text + (text[0] == '-');
+    uint64_t significand = 0;
+    int after_point = 0;
+    bool point = false;
+    for (; *c && *c != 'e'; c++) {
+        if (*c == '.') {
+            point = true;
+            continue;
+        }
+        significand = significand * 10 + (uint64_t)(*c - '0');
+        after_point += point;
+    }
+    int exponent = (*c == 'e' ? atoi(c + 1) : 0) - after_point;
+    double f = (double)significand;
+    while (exponent < -308) { /* serde_json's loop for exponents past its table */
+        f /= 1e308;
+        exponent += 308;
+    }
+    char power[16];
+    snprintf(power, sizeof(power), "1e%d", exponent < 0 ? -exponent : exponent);
+    double p = strtod(power, NULL); /* serde_json's POW10 table: the correctly rounded power */
+    f = exponent >= 0 ? f * p : f / p;
+    return d < 0 ? -f : f;
+}
+
 clattn_status clattn__unigram_load(clattn__unigram **out, clattn__vocab *vocab,
                                    const json_t *root, int32_t *unk, const char *function,
                                    const char *where)
@@ -313,7 +354,8 @@ clattn_status clattn__unigram_load(clattn__unigram **out, clattn__vocab *vocab,
         }
         s = clattn__vocab_set(vocab, (int32_t)i, json_string_value(piece),
                               json_string_length(piece), function, where);
-        u->scores[i] = json_number_value(score);
+        u->scores[i] = json_is_integer(score) ? (double)json_integer_value(score)
+                                              : serde_f64(json_real_value(score));
         if (u->scores[i] < lowest)
             lowest = u->scores[i];
     }
