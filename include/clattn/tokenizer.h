@@ -182,9 +182,12 @@
  * The padding id is "padding"."pad_id", else <pad>; the mask id <mask>. Grapheme clusters come
  * from utf8proc (Unicode 15.0), the crate's from unicode-segmentation (Unicode 15.1): the one new
  * rule (Indic conjuncts) joins clusters of 9 bytes or more, which are looked up character by
- * character either way, so the results agree. Scores are read with strtod; serde_json's float
- * parsing may differ from it in the last bit for some 17-digit scores, which could only matter
- * for two segmentations of exactly equal score. tests/test_tokenizer_unigram.c checks four
+ * character either way, so the results agree. Scores are read as the crate's serde_json reads
+ * them (the decimal digits as an integer, to double, then times or divided by the power of
+ * ten: about one SentencePiece score in eight lands one unit in the last place away from the
+ * correctly rounded value, which decides ties between segmentations); this assumes each score
+ * is written as its shortest decimal, as Python and serde_json write them.
+ * tests/test_tokenizer_unigram.c checks four
  * configurations of a trained multilingual model on 3053 texts and every code point (alone and
  * after "a"), and a hand-made vocabulary, against Hugging Face: no difference.
  *
