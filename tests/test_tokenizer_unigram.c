@@ -486,7 +486,8 @@ static void test_corrupt_charsmap(void **state)
     json_t *texts = json_object_get(golden, "texts");
     test_rng rng = {20261202};
     size_t loaded = 0, refused = 0;
-    for (int trial = 0; trial < 120; trial++) {
+    int trials = custom ? 12 : 120; /* a real model's vocabulary loads in a second or so */
+    for (int trial = 0; trial < trials; trial++) {
         unsigned char *copy = malloc(size);
         assert_non_null(copy);
         memcpy(copy, map, size);
@@ -535,7 +536,7 @@ static void test_corrupt_charsmap(void **state)
     free(map);
     printf("    corrupt charsmaps: %zu loaded and encoded 60 texts each, %zu refused\n", loaded,
            refused);
-    assert_true(loaded > 10);
+    assert_true(loaded > (custom ? 0u : 10u));
 }
 
 /* Loads the base tokenizer with `key` replaced by the JSON text `value`; expects `status` and
@@ -583,7 +584,7 @@ static void test_load_errors(void **state)
                       CLATTN_ERROR_FORMAT, "not one character");
     expect_load_error("pre_tokenizer", "{\"type\": \"Metaspace\", \"replacement\": \"_\", "
                       "\"add_prefix_space\": false}", CLATTN_ERROR_FORMAT, "add_prefix_space");
-    expect_load_error("model.unk_id", "100000", CLATTN_ERROR_FORMAT, "unk_id");
+    expect_load_error("model.unk_id", "2000000000", CLATTN_ERROR_FORMAT, "unk_id");
 }
 
 int main(void)

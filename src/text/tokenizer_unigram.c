@@ -298,7 +298,18 @@ static double serde_f64(double d)
     if (d == 0 || !isfinite(d))
         return d;
     char text[40];
-    for (int digits = 1; digits <= 17; digits++) {
+    /* Fast path: when 15 digits read back as d and the power of ten is at most 1e22, serde's
+     * integer (below 2^53) and power are exact and its one division or product is correctly
+     * rounded: d itself. */
+    snprintf(text, sizeof(text), "%.14e", d);
+    bool fifteen = strtod(text, NULL) == d;
+    if (fifteen) {
+        int e = atoi(strchr(text, 'e') + 1);
+        if (e - 14 >= -22 && e <= 22)
+            return d;
+    }
+    /* The shortest digits: 16 or 17 when 15 do not read back (most f32 scores). */
+    for (int digits = fifteen ? 1 : 16; digits <= 17; digits++) {
         snprintf(text, sizeof(text), "%.*e", digits - 1, d);
         if (strtod(text, NULL) == d)
             break;
