@@ -265,8 +265,8 @@ SMALL_VOCAB = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("�
                # place lower: Hugging Face segments the word "▁km" as ▁k, m.
                ("▁k", -1.5), ("m", -2.4563765620777724), ("▁km", -3.9563765620777724)]
 SMALL_TEXTS = ["", "a", "ab", "abc", "abab", "xa", "x", "xx", "xax", "é", "éé", "è", "èè",
-               "ñ", "ñx", "a b", "<s>ab</s>", "zzzz", "bcbc", "q", "qq a qq", "▁ab", "xé", "xcz", "xczxcz",
-               "qcz", "km", "kmkm", "a km"]
+               "ñ", "ñx", "a b", "<s>ab</s>", "zzzz", "bcbc", "q", "qq a qq", "▁ab", "xé", "xcz",
+               "xczxcz", "qcz", "km", "kmkm", "a km"]
 SMALL_VARIANTS = [
     {"name": "fallback", "unk_id": 3, "byte_fallback": True},
     {"name": "unk", "unk_id": 3, "byte_fallback": False},
