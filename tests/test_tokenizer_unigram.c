@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <threads.h>
 
 #ifndef GOLDEN_DIR
 #error "GOLDEN_DIR must name tests/golden (meson passes it with c_args)"
@@ -211,6 +212,56 @@ static void test_golden_texts(void **state)
         clattn_tokenizer_destroy(&tok);
     }
     assert_int_equal(total_bad, 0);
+}
+
+/* The golden texts encoded by four threads at once on one tokenizer (the model, the charsmap
+ * and the vocabulary are shared and never written): each thread's ids are the golden ones. */
+typedef struct thread_job {
+    const clattn_tokenizer *tok;
+    const json_t *texts, *want;
+    size_t mismatches;
+} thread_job;
+
+static int encode_thread(void *arg)
+{
+    thread_job *job = arg;
+    int32_t ids[4096];
+    for (size_t t = 0; t < json_array_size(job->texts); t++) {
+        const json_t *text = json_array_get(job->texts, t), *want = json_array_get(job->want, t);
+        size_t count = 0;
+        if (clattn_tokenizer_encode(job->tok, json_string_value(text), json_string_length(text),
+                                    SIZE_MAX, ids, 4096, &count) != CLATTN_OK ||
+            count != json_array_size(want)) {
+            job->mismatches++;
+            continue;
+        }
+        for (size_t i = 0; i < count; i++)
+            if (ids[i] != json_integer_value(json_array_get(want, i))) {
+                job->mismatches++;
+                break;
+            }
+    }
+    return 0;
+}
+
+static void test_concurrent_encoding(void **state)
+{
+    (void)state;
+    json_t *variant = json_array_get(json_object_get(golden, "variants"), 0);
+    const char *name = json_string_value(json_object_get(variant, "name"));
+    clattn_tokenizer *tok = load_variant(variant);
+    thrd_t threads[4];
+    thread_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (thread_job){tok, json_object_get(golden, "texts"),
+                               json_object_get(json_object_get(golden, "ids"), name), 0};
+        assert_int_equal(thrd_create(&threads[i], encode_thread, &jobs[i]), thrd_success);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(thrd_join(threads[i], NULL), thrd_success);
+        assert_int_equal(jobs[i].mismatches, 0);
+    }
+    clattn_tokenizer_destroy(&tok);
 }
 
 static uint64_t fnv(uint64_t h, const unsigned char *b, size_t n)
@@ -593,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_hand),
         cmocka_unit_test(test_golden_texts),
         cmocka_unit_test(test_small_vocabulary),
+        cmocka_unit_test(test_concurrent_encoding),
         cmocka_unit_test(test_every_code_point),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_corrupt_charsmap),
