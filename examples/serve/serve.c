@@ -17,6 +17,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "request.h"
+#include "engine.h"
 #include "scheduler.h"
 
 #include <getopt.h>
@@ -360,7 +361,12 @@ int main(int argc, char **argv)
         .max_queued_jobs = o.max_concurrent_requests,
         .metrics = s.metrics,
     };
-    if (serve_scheduler_start(&s.scheduler, s.model, &sc, error, sizeof(error)) != 0) {
+    serve_engine engine;
+    if (serve_engine_of_sentence_model(&engine, s.model) != CLATTN_OK) {
+        shut_down(&s);
+        return runtime_error("%s", clattn_last_error(NULL));
+    }
+    if (serve_scheduler_start(&s.scheduler, &engine, &sc, error, sizeof(error)) != 0) {
         shut_down(&s);
         return runtime_error("cannot start the scheduler: %s", error);
     }
