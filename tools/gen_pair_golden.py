@@ -22,7 +22,8 @@ Writes, under tests/golden/tokenizer_pair/:
   vocab.txt       its vocabulary, one token a line (BertTokenizerFast's vocab_file);
   pairs.json.gz   {"tokenizers", "transformers", "seed", "sets": [{"name", "tokenizer" (a path
                   from tests/, or "minilm": the real all-MiniLM-L6-v2, found as the C tests find
-                  it), "post_processor" (absent: the file's; else the one to put in its place),
+                  it), "overrides" (absent: the file as it is; else members of tokenizer.json
+                  to put in place of the file's: "post_processor", "pre_tokenizer"),
                   "added" (the pair's special tokens, Hugging Face's added_tokens(true)),
                   "cases": [{"a", "b", "max_length" (null: no truncation), "ids",
                   "type_ids"}]}]}.
@@ -31,7 +32,8 @@ unusual pieces (B before A, a special token of two ids, type ids 2 and 3), and w
 template (tests/data/tokenizer/tokenizer.json's: nothing at all); its vocab.txt
 (BertTokenizerFast's own template); the byte-level BPE tests/data/tokenizer/bpe/roberta.json
 (RobertaProcessing); the Unigram tests/golden/unigram/tokenizer.json.gz (XLM-R's
-TemplateProcessing) and with RobertaProcessing; the real all-MiniLM-L6-v2 when
+TemplateProcessing), with RobertaProcessing, and with Metaspace's prepend_scheme "first" (each
+text of a pair gets its own prefix); the real all-MiniLM-L6-v2 when
 ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/all-MiniLM-L6-v2 exists (the C test skips that set when
 the model is absent). Texts are seeded random multilingual strings (the WordPiece ones without
 the code points of tests/tokenizer_unicode_diffs.h, where the library documents a difference),
@@ -174,9 +176,9 @@ def check_with_transformers(tok, cases):
         assert got["token_type_ids"][0] == c["type_ids"], (c, got)
 
 
-def with_post_processor(tok, post_processor):
+def with_overrides(tok, overrides):
     data = json.loads(tok.to_str())
-    data["post_processor"] = post_processor
+    data.update(copy.deepcopy(overrides))
     return Tokenizer.from_str(json.dumps(data))
 
 
@@ -236,7 +238,7 @@ def main():
     diffs = known_differences()
     wp_pairs = make_pairs(rng, lambda: wordpiece_text(rng, diffs), 400)
     bpe_pairs = make_pairs(rng, lambda: gen_bpe_golden.random_text(rng), 300)
-    uni_pairs = make_pairs(rng, lambda: gen_unigram_golden.random_text(rng), 300)
+    uni_pairs = make_pairs(rng, lambda: gen_unigram_golden.random_text(rng), 360)
 
     rel = lambda *p: "/".join(p)  # noqa: E731  (paths from tests/, as the C test joins them)
     bert_processing = {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}
@@ -249,18 +251,23 @@ def main():
         ("wordpiece", rel("golden", "tokenizer_pair", "wordpiece.json"), None, wordpiece,
          wp_pairs[:250]),
         ("wordpiece_bert_processing", rel("golden", "tokenizer_pair", "wordpiece.json"),
-         bert_processing, with_post_processor(wordpiece, bert_processing), wp_pairs[250:320]),
+         {"post_processor": bert_processing}, wordpiece, wp_pairs[250:320]),
         ("wordpiece_custom_template", rel("golden", "tokenizer_pair", "wordpiece.json"),
-         CUSTOM_PAIR, with_post_processor(wordpiece, CUSTOM_PAIR), wp_pairs[320:370]),
+         {"post_processor": CUSTOM_PAIR}, wordpiece, wp_pairs[320:370]),
         ("wordpiece_empty_template", rel("golden", "tokenizer_pair", "wordpiece.json"),
-         EMPTY_PAIR, with_post_processor(wordpiece, EMPTY_PAIR), wp_pairs[370:380]),
+         {"post_processor": EMPTY_PAIR}, wordpiece, wp_pairs[370:380]),
         ("vocab_txt", rel("golden", "tokenizer_pair", "vocab.txt"), None, vocab_tok,
          wp_pairs[380:400] + wp_pairs[:60]),
         ("roberta", rel("data", "tokenizer", "bpe", "roberta.json"), None, roberta, bpe_pairs),
         ("xlmr", rel("golden", "unigram", "tokenizer.json.gz"), None, unigram,
          uni_pairs[:220]),
         ("xlmr_roberta_processing", rel("golden", "unigram", "tokenizer.json.gz"),
-         roberta_processing, with_post_processor(unigram, roberta_processing), uni_pairs[220:]),
+         {"post_processor": roberta_processing}, unigram, uni_pairs[220:300]),
+        # Metaspace "first": each text of the pair starts with its own "▁".
+        ("xlmr_metaspace_first", rel("golden", "unigram", "tokenizer.json.gz"),
+         {"pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                            "prepend_scheme": "first", "split": True}}, unigram,
+         uni_pairs[300:]),
     ]
     if os.path.isdir(minilm_dir()):
         minilm = Tokenizer.from_file(os.path.join(minilm_dir(), "tokenizer.json"))
@@ -270,12 +277,14 @@ def main():
               "out", file=sys.stderr)
 
     out_sets = []
-    for name, path, post_processor, tok, pairs in sets:
+    for name, path, overrides, tok, pairs in sets:
+        if overrides is not None:
+            tok = with_overrides(tok, overrides)
         added, cases = encode_cases(tok, pairs, rng)
         check_with_transformers(tok, cases)
         entry = {"name": name, "tokenizer": path, "added": added, "cases": cases}
-        if post_processor is not None:
-            entry["post_processor"] = copy.deepcopy(post_processor)
+        if overrides is not None:
+            entry["overrides"] = copy.deepcopy(overrides)
         out_sets.append(entry)
         print(name, len(cases), "pairs", file=sys.stderr)
     doc = {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,

@@ -233,11 +233,12 @@
  *      array of such pieces, a special token without "ids" in "special_tokens" (Hugging Face
  *      fails to load the first and panics on the second), or an id that is not a token's;
  *      CLATTN_ERROR_UNSUPPORTED for a type_id over 2^31 - 1.
- * tests/test_tokenizer_pair.c compares 1060 random multilingual pairs, with max_length from
+ * tests/test_tokenizer_pair.c compares 1120 random multilingual pairs, with max_length from
  * the smallest to none, on WordPiece (tokenizer.json with TemplateProcessing, BertProcessing,
  * a template of unusual pieces, an empty pair template; vocab.txt), byte-level BPE
- * (RobertaProcessing) and Unigram (XLM-R's template and RobertaProcessing) tokenizers, and 120
- * on the real all-MiniLM-L6-v2, with Hugging Face's ids and type ids: no difference.
+ * (RobertaProcessing) and Unigram (XLM-R's template, RobertaProcessing, Metaspace "first")
+ * tokenizers, and 120 on the real all-MiniLM-L6-v2, with Hugging Face's ids and type ids: no
+ * difference.
  *
  * Invalid UTF-8 is rejected, not replaced: a text with a byte sequence that is not UTF-8
  * (a stray continuation byte, a truncated sequence, an overlong form, a surrogate U+D800..
