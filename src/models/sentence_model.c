@@ -6,6 +6,7 @@
 #include "hf_model.h"
 #include "ops/pooling.h"
 #include "runtime/tensor_internal.h"
+#include "text/text_strip.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -336,13 +337,17 @@ static int by_length(const void *a, const void *b)
     return i < j ? -1 : i > j; /* stable: input order among equal lengths */
 }
 
-/* Text i with the prompt before it (sentence-transformers concatenates the strings): texts[i]
- * itself when there is no prompt, else in *scratch (grown as needed). NULL: out of memory. */
+/* Text i as sentence-transformers tokenizes it: the prompt before it (the strings
+ * concatenated), then Python's strip() of the whole (whitespace at either end goes: byte-level
+ * BPE and Metaspace would make tokens of it). texts[i] itself when there is no prompt, else in
+ * *scratch (grown as needed). NULL: out of memory. */
 static const char *prompted_text(const char *prompt, size_t prompt_len, const char *text,
                                  size_t *len, char **scratch, size_t *capacity)
 {
-    if (prompt_len == 0)
+    if (prompt_len == 0) {
+        clattn__strip_whitespace(&text, len);
         return text;
+    }
     if (prompt_len + *len > *capacity) {
         size_t grown = prompt_len + *len + 64;
         char *bigger = realloc(*scratch, grown);
@@ -354,7 +359,9 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     if (*len)
         memcpy(*scratch + prompt_len, text, *len);
     *len += prompt_len;
-    return *scratch;
+    const char *whole = *scratch;
+    clattn__strip_whitespace(&whole, len);
+    return whole;
 }
 
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
