@@ -714,8 +714,24 @@ void serve_score_request_free(serve_score_request *req)
     memset(req, 0, sizeof(*req));
 }
 
-/* Encodes text i of t: the pair (a, b) with the tokenizer's pair template, or a alone when b is
- * NULL (token types 0), truncated to max_input_length longest-first when `truncate`, else
+/* The ids of the pair (a, b) as the served cross-encoder tokenizes it (limits->pairs), else
+ * with the tokenizer's pair template; of a alone when b is NULL (token types 0). */
+static clattn_status encode_pair_or_text(const clattn_tokenizer *tok, const serve_limits *limits,
+                                         const char *a, size_t bytes_a, const char *b,
+                                         size_t bytes_b, size_t max_length, int32_t *ids,
+                                         int32_t *type_ids, size_t capacity, size_t *count)
+{
+    if (!b)
+        return clattn_tokenizer_encode(tok, a, bytes_a, max_length, ids, capacity, count);
+    if (limits->pairs)
+        return clattn_cross_encoder_encode_pair(limits->pairs, a, bytes_a, b, bytes_b,
+                                                max_length, ids, type_ids, capacity, count);
+    return clattn_tokenizer_encode_pair(tok, a, bytes_a, b, bytes_b, max_length, ids, type_ids,
+                                        capacity, count);
+}
+
+/* Encodes text i of t: the pair (a, b) (encode_pair_or_text), or a alone when b is NULL,
+ * truncated to max_input_length longest-first when `truncate`, else
  * refused past it. */
 static bool encode_sequence(const json_t *a, const json_t *b, size_t i, const char *name,
                             const clattn_tokenizer *tok, const serve_limits *limits,
@@ -727,10 +743,8 @@ static bool encode_sequence(const json_t *a, const json_t *b, size_t i, const ch
     size_t bytes_a = json_string_length(a), bytes_b = b ? json_string_length(b) : 0;
     size_t count = 0;
     /* The count first, then the ids into exactly that room. */
-    clattn_status s =
-        b ? clattn_tokenizer_encode_pair(tok, text_a, bytes_a, text_b, bytes_b, max_length, NULL,
-                                         NULL, 0, &count)
-          : clattn_tokenizer_encode(tok, text_a, bytes_a, max_length, NULL, 0, &count);
+    clattn_status s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b,
+                                          max_length, NULL, NULL, 0, &count);
     if (s == CLATTN_OK && count > limits->max_input_length) {
         serve_error_set(err, api, SERVE_ERROR_TOO_LARGE, name,
                         "`%s` must have at most %zu tokens (the special tokens included). "
@@ -749,9 +763,8 @@ static bool encode_sequence(const json_t *a, const json_t *b, size_t i, const ch
                             "out of memory for the ids of %s", name);
             return false;
         }
-        s = b ? clattn_tokenizer_encode_pair(tok, text_a, bytes_a, text_b, bytes_b, max_length,
-                                             ids, types, count, &count)
-              : clattn_tokenizer_encode(tok, text_a, bytes_a, max_length, ids, count, &count);
+        s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b, max_length, ids,
+                                types, count, &count);
     }
     if (s != CLATTN_OK) {
         free(ids), free(types);

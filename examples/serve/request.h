@@ -78,6 +78,10 @@ typedef struct serve_limits {
     /* The model whose prompts (clattn_sentence_model_prompt) texts get: "prompt_name" picks
      * one, else its default prompt applies; NULL: no prompts. */
     const clattn_sentence_model *prompts;
+    /* A cross-encoder: /rerank's and /predict's pairs are tokenized as its scoring call
+     * tokenizes them (clattn_cross_encoder_encode_pair: both texts stripped), so that a route's
+     * scores are the C API's bytes; NULL: with the tokenizer's clattn_tokenizer_encode_pair. */
+    const clattn_cross_encoder *pairs;
 } serve_limits;
 
 /* A request's texts as ids: ids[i][0 .. lengths[i]) for text i. */

@@ -463,6 +463,7 @@ int main(int argc, char **argv)
                 .auto_truncate = o.auto_truncate,
                 .hidden_size = m.hidden_size,
                 .prompts = s.model,
+                .pairs = s.cross_encoder,
             },
         .description =
             {
