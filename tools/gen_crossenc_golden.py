@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Writes small random cross-encoder (BertForSequenceClassification) folders and their scores.
+
+usage: ~/.cache/clattn/infinity-venv/bin/python tools/gen_crossenc_golden.py
+
+(transformers 4.57, sentence-transformers 3.4 (CrossEncoder), tokenizers; no network, nothing
+downloaded.)
+
+Written (each folder removed first):
+  tests/golden/crossenc/one_label/      BertForSequenceClassification, num_labels 1: hidden 32,
+                                        4 heads, 2 layers, intermediate 64, 64 positions, gelu;
+                                        tokenizer_config.json's model_max_length 48 (below the
+                                        positions: the pairs are truncated to 48 tokens)
+  tests/golden/crossenc/three_labels/   the same sizes, num_labels 3 with id2label
+                                        {0: contradiction, 1: entailment, 2: neutral},
+                                        model_max_length 64
+each a folder as save_pretrained writes it (config.json, model.safetensors with the encoder
+under "bert." and bert.pooler.*, classifier.*; tokenizer.json, tokenizer_config.json,
+special_tokens_map.json, vocab.txt), plus
+  pairs.json   {"pairs": [[query, document], ...],
+                "max_length": the CrossEncoder's truncation (the tokenizer's model_max_length),
+                "input_ids", "token_type_ids": per pair, as the CrossEncoder's tokenizer gives
+                  them (tokenizer(queries, documents, truncation="longest_first",
+                  max_length=max_length)),
+                "logits": [count][num_labels], BertForSequenceClassification in float64 (the
+                  model cast to double: an exact reference for the float32 library),
+                "predict": CrossEncoder(folder).predict(pairs) (float32 torch; the default
+                  activation: sigmoid with one label, identity with three),
+                "sigmoid", "softmax": float64 torch.sigmoid / torch.softmax(dim=1) of the
+                  logits,
+                "short": the same for CrossEncoder(folder, max_length=SHORT): "max_length",
+                  "input_ids", "token_type_ids", "logits", "predict",
+                "identity_config": (one_label) CrossEncoder.predict with config.json's
+                  "sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"
+                  (sentence-transformers' own default for such a folder: the logits),
+                "rerank": (one_label) {"query", "documents", "ranked": [[index, score], ...]
+                  best first (CrossEncoder.rank), "ranked_raw": the same on the float64 logits}}
+
+The weights are random (torch.manual_seed) and larger than transformers' initialisation (a
+classifier at std 0.02 scores every pair alike): every parameter ~ N(0, 0.3²), LayerNorm
+weights 1 + N(0, 0.1²), so that scores differ by whole units between pairs and a ranking means
+something. The vocabulary (VOCAB: letters, digits, a few words) makes out-of-vocabulary words
+spell out letter by letter, so pairs of a few words reach the truncation lengths.
+"""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden",
+                    "crossenc")
+
+VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz") +
+         list("0123456789") + list(".,!?;:'-()") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] +
+         ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by",
+          "at", "from", "it", "an", "be", "this", "are", "cat", "dog", "mat", "##ing", "##ed",
+          "what", "where", "who", "how", "paris", "france", "capital", "city", "river", "berlin",
+          "germany", "music", "play", "piano", "sleep"])
+assert len(VOCAB) == len(set(VOCAB))
+
+SHORT = 16  # the "short" CrossEncoder's max_length
+
+QUERY_A = "what is the capital of france?"
+DOCS_A = [
+    "paris is the capital of france.",
+    "berlin is the capital of germany.",
+    "the cat sat on the mat.",
+    "France",
+    "Paris, a city on the river Seine, is where the French government sits; it has been the "
+    "capital for centuries and is known for music, museums and cafés.",
+    "",
+    "how to play the piano",
+    "the capital of france is paris",
+]
+QUERY_B = "who plays piano in berlin?"
+DOCS_B = [
+    "a dog was running in the park!",
+    "music in berlin: piano, jazz and more",
+    "Sleeping cats (and dogs) on mats",
+    "?",
+    "the river of germany",
+    "zebra quick brown fox jumps over the lazy dog 42 times",
+]
+OTHER_PAIRS = [
+    ("", ""),
+    ("a", "b"),
+    ("Café naïve ZEBRA", "quick brown fox"),
+    ("the " * 40 + "end", "short"),
+    ("short", "the " * 40 + "end"),
+    ("what is this extraordinarily long question about nothing in particular?",
+     "an equally verbose answer that keeps going on and on without saying anything"),
+]
+
+
+def randomise(model, seed):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm.weight" in name:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.3 * torch.randn_like(p))
+
+
+def make_tokenizer(folder, model_max_length):
+    from tokenizers.implementations import BertWordPieceTokenizer
+    from transformers import BertTokenizerFast
+    bwp = BertWordPieceTokenizer({w: i for i, w in enumerate(VOCAB)}, lowercase=True,
+                                 strip_accents=None, clean_text=True, handle_chinese_chars=True)
+    tok = BertTokenizerFast(tokenizer_object=bwp._tokenizer, model_max_length=model_max_length,
+                            unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                            cls_token="[CLS]", mask_token="[MASK]")
+    tok.save_pretrained(folder)
+
+
+def make_model(folder, seed, num_labels, id2label):
+    from transformers import BertConfig, BertForSequenceClassification
+    kwargs = dict(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                  type_vocab_size=2, hidden_act="gelu", pad_token_id=0,
+                  architectures=["BertForSequenceClassification"])
+    if id2label:
+        kwargs.update(id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    else:
+        kwargs.update(num_labels=num_labels)
+    config = BertConfig(**kwargs)
+    model = BertForSequenceClassification(config).eval()
+    randomise(model, seed)
+    model.save_pretrained(folder, safe_serialization=True)
+    return model
+
+
+def tokenize(folder, pairs, max_length):
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(folder)
+    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first",
+              max_length=max_length)
+    return enc["input_ids"], enc["token_type_ids"]
+
+
+def logits64(model, ids, types):
+    double = model.double()
+    rows = []
+    with torch.no_grad():
+        for i, t in zip(ids, types):
+            out = double(input_ids=torch.tensor([i]), token_type_ids=torch.tensor([t]),
+                         attention_mask=torch.ones(1, len(i), dtype=torch.int64)).logits
+            rows.append(out[0].tolist())
+    model.float()
+    return rows
+
+
+def predict(folder, pairs, **kwargs):
+    from sentence_transformers import CrossEncoder
+    ce = CrossEncoder(folder, device="cpu", **kwargs)
+    scores = ce.predict(pairs, batch_size=5, show_progress_bar=False)
+    return np.asarray(scores, dtype=np.float32).tolist()
+
+
+def write_case(name, seed, num_labels, id2label, model_max_length):
+    folder = os.path.join(ROOT, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    model = make_model(folder, seed, num_labels, id2label)
+    make_tokenizer(folder, model_max_length)
+    pairs = ([[QUERY_A, d] for d in DOCS_A] + [[QUERY_B, d] for d in DOCS_B] +
+             [list(p) for p in OTHER_PAIRS])
+    ids, types = tokenize(folder, pairs, model_max_length)
+    logits = logits64(model, ids, types)
+    assert any(len(i) == model_max_length for i in ids), "no pair is truncated"
+    t = torch.tensor(logits, dtype=torch.float64)
+    golden = {
+        "pairs": pairs,
+        "max_length": model_max_length,
+        "input_ids": ids,
+        "token_type_ids": types,
+        "logits": logits,
+        "predict": predict(folder, pairs),
+        "sigmoid": torch.sigmoid(t).tolist(),
+        "softmax": torch.softmax(t, dim=1).tolist(),
+    }
+    short_ids, short_types = tokenize(folder, pairs, SHORT)
+    golden["short"] = {
+        "max_length": SHORT,
+        "input_ids": short_ids,
+        "token_type_ids": short_types,
+        "logits": logits64(model, short_ids, short_types),
+        "predict": predict(folder, pairs, max_length=SHORT),
+    }
+    if num_labels == 1:
+        golden["identity_config"] = identity_config_predict(folder, pairs)
+        golden["rerank"] = rerank(folder, logits[:len(DOCS_A)])
+    with open(os.path.join(folder, "pairs.json"), "w", encoding="utf-8") as f:
+        json.dump(golden, f, ensure_ascii=False)
+        f.write("\n")
+    size = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder))
+    print("%s: %d pairs, %d labels, %d bytes" % (name, len(pairs), num_labels, size))
+
+
+def identity_config_predict(folder, pairs):
+    """CrossEncoder.predict on a copy whose config.json names Identity as the default."""
+    copy = folder + ".identity-tmp"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(folder, copy)
+    with open(os.path.join(copy, "config.json")) as f:
+        config = json.load(f)
+    config["sbert_ce_default_activation_function"] = "torch.nn.modules.linear.Identity"
+    with open(os.path.join(copy, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    scores = predict(copy, pairs)
+    shutil.rmtree(copy)
+    return scores
+
+
+def rerank(folder, logits):
+    from sentence_transformers import CrossEncoder
+    ce = CrossEncoder(folder, device="cpu")
+    ranked = ce.rank(QUERY_A, DOCS_A, batch_size=3, show_progress_bar=False)
+    raw = sorted(range(len(DOCS_A)), key=lambda i: -logits[i][0])
+    return {
+        "query": QUERY_A,
+        "documents": DOCS_A,
+        "ranked": [[int(r["corpus_id"]), float(r["score"])] for r in ranked],
+        "ranked_raw": [[i, logits[i][0]] for i in raw],
+    }
+
+
+def main():
+    torch.set_num_threads(1)
+    os.makedirs(ROOT, exist_ok=True)
+    write_case("one_label", 2401, 1, None, 48)
+    write_case("three_labels", 2402, 3, {0: "contradiction", 1: "entailment", 2: "neutral"}, 64)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
