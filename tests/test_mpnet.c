@@ -80,9 +80,9 @@ static void bad_folders_are_named(void **state)
     test_fixture *f = *state;
     clattn_encoder *enc = (clattn_encoder *)0x1;
     char dir[1024];
-    mpnet_folder(dir, sizeof(dir), "\"model_type\": \"mpnet\"", "\"model_type\": \"roberta\"");
+    mpnet_folder(dir, sizeof(dir), "\"model_type\": \"mpnet\"", "\"model_type\": \"deberta\"");
     assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_UNSUPPORTED,
-                      "model_type \"roberta\" is not supported (supported: \"bert\", \"mpnet\"");
+                      "model_type \"deberta\" is not supported (supported: \"bert\", \"mpnet\"");
     assert_null(enc);
     test_temp_dir_remove(dir);
     mpnet_folder(dir, sizeof(dir), "\"relative_attention_num_buckets\": 32",

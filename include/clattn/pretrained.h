@@ -1,6 +1,7 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT and JinaBERT encoders, pooling,
- * and sentence embeddings (text in, the same vectors as sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT, JinaBERT, RoBERTa and
+ * XLM-RoBERTa encoders, pooling, and sentence embeddings (text in, the same vectors as
+ * sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
@@ -21,7 +22,10 @@
  *                               jinaai/jina-bert-implementation): model_type "bert" with
  *                               position_embedding_type "alibi", feed_forward_type "geglu" or
  *                               "reglu", emb_pooler null or "mean" (hidden_act is not used;
- *                               max_position_embeddings is only the longest text, no table)
+ *                               max_position_embeddings is only the longest text, no table);
+ *                               or model_type "roberta" / "xlm-roberta": BERT's keys, with
+ *                               pad_token_id the padding_idx positions count from (1 when
+ *                               absent; at most max_position_embeddings - 2)
  *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
@@ -32,10 +36,13 @@
  *                               without "bert."; JinaBERT's (BERT's without
  *                               position_embeddings, encoder.layer.N.mlp.gated_layers.weight
  *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
- *                               without "bert."; tensors inference does not use
+ *                               without "bert."; RoBERTa's and XLM-RoBERTa's are BERT's, with
+ *                               or without "roberta." (task models: RobertaForMaskedLM, ...);
+ *                               tensors inference does not use
  *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
  *                               lm_head.*) are skipped
- *   tokenizer.json or vocab.txt the WordPiece tokenizer (clattn/tokenizer.h)
+ *   tokenizer.json or vocab.txt the tokenizer (clattn/tokenizer.h): WordPiece, byte-level BPE
+ *                               (RoBERTa), Unigram (XLM-RoBERTa's SentencePiece)
  *   sentence_bert_config.json   optional: max_seq_length (the texts' truncation length)
  *   modules.json                optional: a sentence_transformers.models.Normalize module turns
  *                               L2 normalisation on
@@ -57,11 +64,18 @@
  * LayerNorm; post-LN layers with ALiBi's -m_h·|i - j| (alibi) and the gated feed-forward
  * layernorm(x + wo(act(g) ⊙ u)), g and u the first and second half of gated_layers' rows
  * (ffn_gated: linear1_gate = g's rows, linear1 = u's, both without bias; act erf gelu for
- * "geglu", relu for "reglu"). Anything else (another model_type, hidden_act,
+ * "geglu", relu for "reglu"). RoBERTa's and XLM-RoBERTa's (transformers' RobertaEmbeddings)
+ * are BERT's with MPNet's positions: word + token type (row 0 unless given; type_vocab_size is
+ * 1 in the published checkpoints) + learned position counted from padding_idx = pad_token_id
+ * over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED: padding, left or right, never
+ * shifts a real token's position; a padding id inside a text reads row padding_idx and is not
+ * counted, as transformers does), then LayerNorm; BERT's layers. Anything else (another
+ * model_type, hidden_act,
  * activation_function, position embedding type, a NomicBERT option the encoder does not
  * implement, a JinaBERT feed_forward_type or emb_pooler, or the jina-bert-v2-qk-post-norm code
  * its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
- * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert")'); a
+ * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert",
+ * "roberta", "xlm-roberta")'); a pad_token_id that leaves no position is CLATTN_ERROR_FORMAT; a
  * missing or malformed file, a missing tensor or a wrong shape fails with the file's name and
  * what is wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named
  * with its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other
@@ -91,7 +105,9 @@ extern "C" {
  * longest input), ffn_gated with silu or gelu, linear_no_bias without biases, eps
  * layer_norm_epsilon; JinaBERT: positional NONE, alibi 1, ffn_gated 1 with activation GELU
  * ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions =
- * max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
+ * max_position_embeddings (no table: the encoder takes any length). RoBERTa and XLM-RoBERTa
+ * folders load the same way: LEARNED_PADDED with padding_idx pad_token_id, type_vocab_size
+ * token types (BERT's otherwise). On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);
@@ -124,8 +140,9 @@ typedef struct clattn_sentence_model clattn_sentence_model;
 /*
  * Loads a sentence-transformers folder: the encoder (clattn_encoder_load_hf), the tokenizer, the
  * truncation length (sentence_bert_config.json's max_seq_length, else max_position_embeddings;
- * at most max_position_embeddings - 2 for MPNet, whose positions start at 2; NomicBERT: at most
- * n_positions),
+ * at most max_position_embeddings - 2 for MPNet, whose positions start at 2, and
+ * max_position_embeddings - pad_token_id - 1 for RoBERTa and XLM-RoBERTa (512 of their 514);
+ * NomicBERT: at most n_positions),
  * the pooling and normalisation. The pooling comes from the Pooling module's config.json (mean
  * when the folder has none): pooling_mode_mean_tokens or pooling_mode_cls_token must be true;
  * none true is CLATTN_ERROR_FORMAT, another mode (max, mean_sqrt_len, weightedmean, lasttoken)

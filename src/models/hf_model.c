@@ -1,5 +1,6 @@
 /* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT,
- * MPNet, NomicBERT and JinaBERT, each a table of tensor names and a few lines of configuration. */
+ * MPNet, NomicBERT, JinaBERT, RoBERTa and XLM-RoBERTa, each a table of tensor names and a few
+ * lines of configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"
@@ -147,8 +148,14 @@ static const hf_family families[] = {
      COUNT(nomic_fixed), COUNT(nomic_layer), "encoder.layers.", nomic_config},
     {JINA_FAMILY, "bert.", "attention.self.", {"query", "key", "value"}, jina_fixed, jina_layer,
      COUNT(jina_fixed), COUNT(jina_layer), NULL, NULL},
+    /* RoBERTa and XLM-RoBERTa: BERT's graph and tensor names ("roberta." in task models);
+     * roberta_config reads what differs (positions from padding_idx + 1). */
+    {"roberta", "roberta.", "attention.self.", {"query", "key", "value"}, bert_fixed, bert_layer,
+     COUNT(bert_fixed), COUNT(bert_layer), NULL, NULL},
+    {"xlm-roberta", "roberta.", "attention.self.", {"query", "key", "value"}, bert_fixed,
+     bert_layer, COUNT(bert_fixed), COUNT(bert_layer), NULL, NULL},
 };
-#define SUPPORTED_TYPES "\"bert\", \"mpnet\", \"nomic_bert\""
+#define SUPPORTED_TYPES "\"bert\", \"mpnet\", \"nomic_bert\", \"roberta\", \"xlm-roberta\""
 
 /* The family of config.json's model_type, or NULL. */
 static const hf_family *family_of(const char *model_type)
@@ -406,6 +413,26 @@ static clattn_status jina_config(const char *path, json_t *root, clattn_encoder_
     return CLATTN_OK;
 }
 
+/* RoBERTa's and XLM-RoBERTa's configuration beyond BERT's (transformers' RobertaEmbeddings):
+ * positions counted from padding_idx + 1 over the non-padding ids
+ * (create_position_ids_from_input_ids), padding_idx = pad_token_id (1 when absent, as
+ * RobertaConfig's default). The token type table (type_vocab_size rows, 1 in the published
+ * checkpoints) is BERT's: row 0 is added to every token. */
+static clattn_status roberta_config(const char *path, json_t *root, clattn_encoder_config *cfg)
+{
+    json_t *v = json_object_get(root, "pad_token_id");
+    json_int_t pad = v ? json_integer_value(v) : 1;
+    if ((v && !json_is_integer(v)) || pad < 0 || pad + 1 >= (json_int_t)cfg->max_positions)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "the field \"pad_token_id\"%s must be an integer from 0 to "
+                               "max_position_embeddings - 2 (%lld): positions start at "
+                               "pad_token_id + 1",
+                               v ? "" : " (1 when absent)", (long long)cfg->max_positions - 2);
+    cfg->positional = CLATTN_POSITIONAL_LEARNED_PADDED;
+    cfg->padding_idx = (int32_t)pad;
+    return CLATTN_OK;
+}
+
 clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg,
                                      const char **family_type)
 {
@@ -427,6 +454,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
     clattn_activation act = CLATTN_ACTIVATION_GELU;
     const hf_family *family = family_of(model_type);
     bool bert = family && strcmp(family->model_type, "bert") == 0;
+    bool roberta = family && (strcmp(family->model_type, "roberta") == 0 ||
+                              strcmp(family->model_type, "xlm-roberta") == 0);
     bool jina = bert && position_type && strcmp(position_type, "alibi") == 0;
     if (jina || (family && strcmp(family->model_type, JINA_FAMILY) == 0))
         family = jina ? family_of(JINA_FAMILY) : NULL;
@@ -463,7 +492,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
         !(status = config_size(path, root, "num_hidden_layers", &layers)) &&
         !(status = config_size(path, root, "intermediate_size", &inter)) &&
         !(status = config_size(path, root, "max_position_embeddings", &positions)) &&
-        (!bert || !(status = config_size(path, root, "type_vocab_size", &types))) &&
+        (!(bert || roberta) ||
+         !(status = config_size(path, root, "type_vocab_size", &types))) &&
         !(status = config_size(path, root, "vocab_size", &vocab)))
         status = config_activation(path, root, &act);
     if (status == CLATTN_OK && hidden % heads != 0)
@@ -482,6 +512,8 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
         cfg->embedding_scale = 1.0f;
         if (jina)
             status = jina_config(path, root, cfg);
+        else if (roberta)
+            status = roberta_config(path, root, cfg);
         else if (!bert)
             status = mpnet_config(path, root, cfg);
         if (family_type)
