@@ -306,7 +306,7 @@ static void copy_folder(char *dir, size_t size, const char *name, const char *fr
 {
     assert_int_equal(test_temp_dir_create(dir, size, "clattn-crossenc-"), 0);
     static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json",
-                                        "tokenizer_config.json"};
+                                        "tokenizer_config.json"}; /* what the library reads */
     for (int i = 0; i < 4; i++) {
         char path[4200];
         size_t n;
@@ -350,6 +350,63 @@ static void copy_folder(char *dir, size_t size, const char *name, const char *fr
         }
         free(bytes);
     }
+}
+
+/* RobertaForSequenceClassification (byte-level BPE, one token type, positions from
+ * padding_idx + 1), and the same folder read as XLMRobertaForSequenceClassification. */
+static void test_roberta(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    golden g;
+    golden_load(&g, "roberta");
+    clattn_cross_encoder *m = load(ctx, g.dir);
+    clattn_cross_encoder_info info;
+    assert_int_equal(clattn_cross_encoder_get_info(m, &info), CLATTN_OK);
+    assert_string_equal(info.architecture, "RobertaForSequenceClassification");
+    assert_string_equal(info.model_type, "roberta");
+    assert_int_equal(info.max_length, 40); /* model_max_length, below 66 - 2 positions */
+    assert_int_equal(info.type_vocab_size, 1);
+    assert_int_equal(info.hidden_size, 16);
+    check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "logits", "roberta");
+    check_scores(m, &g, g.root, CLATTN_SCORES_DEFAULT, "predict", "roberta");
+    json_t *shortened = json_object_get(g.root, "short");
+    golden_ids(&g, shortened);
+    check_scores(m, &g, shortened, CLATTN_SCORES_RAW, "logits", "roberta/16");
+    /* one token type: a type id 1 is out of range */
+    g.types[0][1] = 1;
+    float out[MAX_PAIRS];
+    assert_status_msg(ctx, clattn_cross_encoder_score_ids(m, (const int32_t *const *)g.ids,
+                                                          (const int32_t *const *)g.types,
+                                                          g.lengths, 1, out, NULL, NULL),
+                      CLATTN_ERROR_OUT_OF_RANGE,
+                      "pair 1: token type 1 (type_ids[0][1]) is outside the model's token types "
+                      "(0 to 0)");
+    clattn_cross_encoder_destroy(&m);
+    golden_ids(&g, g.root);
+
+    char dir[4096];
+    copy_folder(dir, sizeof(dir), "roberta", "\"RobertaForSequenceClassification\"",
+                "\"XLMRobertaForSequenceClassification\"", NULL);
+    /* and model_type "xlm-roberta": a second edit of the copy's config.json */
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    size_t n;
+    char *text = (char *)test_read_file(path, &n);
+    char *edited = calloc(n + 16, 1), *at = strstr(text, "\"model_type\": \"roberta\"");
+    assert_non_null(edited);
+    assert_non_null(at);
+    sprintf(edited, "%.*s\"model_type\": \"xlm-roberta\"%s", (int)(at - text), text,
+            at + strlen("\"model_type\": \"roberta\""));
+    test_write_file(path, edited, strlen(edited));
+    free(text), free(edited);
+    m = load(ctx, dir);
+    assert_int_equal(clattn_cross_encoder_get_info(m, &info), CLATTN_OK);
+    assert_string_equal(info.architecture, "XLMRobertaForSequenceClassification");
+    assert_string_equal(info.model_type, "xlm-roberta");
+    check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "xlmr_logits", "xlm-roberta");
+    clattn_cross_encoder_destroy(&m);
+    test_temp_dir_remove(dir);
+    golden_free(&g);
 }
 
 /* config.json naming Identity as sentence-transformers' default: the default is the logits,
@@ -551,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_one_label),
         cmocka_unit_test(test_three_labels),
+        cmocka_unit_test(test_roberta),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_activate),
         cmocka_unit_test(test_default_activation_from_config),

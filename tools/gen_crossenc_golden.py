@@ -14,9 +14,18 @@ Written (each folder removed first):
   tests/golden/crossenc/three_labels/   the same sizes, num_labels 3 with id2label
                                         {0: contradiction, 1: entailment, 2: neutral},
                                         model_max_length 64
+  tests/golden/crossenc/roberta/        RobertaForSequenceClassification, num_labels 1:
+                                        hidden 16, intermediate 32, 4 heads, 2 layers, 66
+                                        positions (64 after padding_idx + 1),
+                                        type_vocab_size 1, pad_token_id 1, layer_norm_eps
+                                        1e-5; the byte-level BPE tokenizer
+                                        tests/data/tokenizer/bpe/roberta.json (1501 ids,
+                                        RobertaProcessing: <s> a </s></s> b </s>) through
+                                        RobertaTokenizerFast, model_max_length 40
 each a folder as save_pretrained writes it (config.json, model.safetensors with the encoder
-under "bert." and bert.pooler.*, classifier.*; tokenizer.json, tokenizer_config.json,
-special_tokens_map.json, vocab.txt), plus
+under "bert." or "roberta." and the head: bert.pooler.* and classifier.*, or
+classifier.dense.* and classifier.out_proj.*; tokenizer.json, tokenizer_config.json,
+special_tokens_map.json, vocab.txt for BERT), plus
   pairs.json   {"pairs": [[query, document], ...],
                 "max_length": the CrossEncoder's truncation (the tokenizer's model_max_length),
                 "input_ids", "token_type_ids": per pair, as the CrossEncoder's tokenizer gives
@@ -34,7 +43,11 @@ special_tokens_map.json, vocab.txt), plus
                   "sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"
                   (sentence-transformers' own default for such a folder: the logits),
                 "rerank": (one_label) {"query", "documents", "ranked": [[index, score], ...]
-                  best first (CrossEncoder.rank), "ranked_raw": the same on the float64 logits}}
+                  best first (CrossEncoder.rank), "ranked_raw": the same on the float64 logits},
+                "xlmr_logits": (roberta) the logits of the same folder with config.json's
+                  architectures XLMRobertaForSequenceClassification and model_type
+                  "xlm-roberta" (transformers' XLM-R classes are copies of RoBERTa's: the
+                  script asserts they give the same logits, which the test then expects)}
 
 The weights are random (torch.manual_seed) and larger than transformers' initialisation (a
 classifier at std 0.02 scores every pair alike): every parameter ~ N(0, 0.3²), LayerNorm
@@ -46,12 +59,14 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 
 import numpy as np
 import torch
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden",
-                    "crossenc")
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(REPO, "tests", "golden", "crossenc")
+BPE_TOKENIZER = os.path.join(REPO, "tests", "data", "tokenizer", "bpe", "roberta.json")
 
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz") +
          list("0123456789") + list(".,!?;:'-()") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] +
@@ -105,29 +120,44 @@ def randomise(model, seed):
                 p.copy_(0.3 * torch.randn_like(p))
 
 
-def make_tokenizer(folder, model_max_length):
+def make_tokenizer(folder, family, model_max_length):
     from tokenizers.implementations import BertWordPieceTokenizer
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizerFast, RobertaTokenizerFast
+    if family == "roberta":
+        tok = RobertaTokenizerFast(tokenizer_file=BPE_TOKENIZER, model_max_length=model_max_length)
+        tok.save_pretrained(folder)
+        for slow in ("vocab.json", "merges.txt"):  # the slow tokenizer's copy of tokenizer.json
+            os.remove(os.path.join(folder, slow))
+        return len(tok)
     bwp = BertWordPieceTokenizer({w: i for i, w in enumerate(VOCAB)}, lowercase=True,
                                  strip_accents=None, clean_text=True, handle_chinese_chars=True)
     tok = BertTokenizerFast(tokenizer_object=bwp._tokenizer, model_max_length=model_max_length,
                             unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
                             cls_token="[CLS]", mask_token="[MASK]")
     tok.save_pretrained(folder)
+    return len(VOCAB)
 
 
-def make_model(folder, seed, num_labels, id2label):
-    from transformers import BertConfig, BertForSequenceClassification
-    kwargs = dict(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2,
-                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                  type_vocab_size=2, hidden_act="gelu", pad_token_id=0,
-                  architectures=["BertForSequenceClassification"])
+def make_model(folder, seed, family, vocab_size, num_labels, id2label):
+    from transformers import (BertConfig, BertForSequenceClassification, RobertaConfig,
+                              RobertaForSequenceClassification)
+    kwargs = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, hidden_act="gelu")
+    if family == "roberta":  # hidden 16: the vocabulary of 1501 ids is most of the file
+        kwargs.update(hidden_size=16, intermediate_size=32, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
+                      bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                      architectures=["RobertaForSequenceClassification"])
+        config_cls, model_cls = RobertaConfig, RobertaForSequenceClassification
+    else:
+        kwargs.update(max_position_embeddings=64, type_vocab_size=2, pad_token_id=0,
+                      architectures=["BertForSequenceClassification"])
+        config_cls, model_cls = BertConfig, BertForSequenceClassification
     if id2label:
         kwargs.update(id2label=id2label, label2id={v: k for k, v in id2label.items()})
     else:
         kwargs.update(num_labels=num_labels)
-    config = BertConfig(**kwargs)
-    model = BertForSequenceClassification(config).eval()
+    config = config_cls(**kwargs)
+    model = model_cls(config).eval()
     randomise(model, seed)
     model.save_pretrained(folder, safe_serialization=True)
     return model
@@ -137,7 +167,7 @@ def tokenize(folder, pairs, max_length):
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(folder)
     enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first",
-              max_length=max_length)
+              max_length=max_length, return_token_type_ids=True)
     return enc["input_ids"], enc["token_type_ids"]
 
 
@@ -160,12 +190,12 @@ def predict(folder, pairs, **kwargs):
     return np.asarray(scores, dtype=np.float32).tolist()
 
 
-def write_case(name, seed, num_labels, id2label, model_max_length):
+def write_case(name, seed, family, num_labels, id2label, model_max_length):
     folder = os.path.join(ROOT, name)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    model = make_model(folder, seed, num_labels, id2label)
-    make_tokenizer(folder, model_max_length)
+    vocab_size = make_tokenizer(folder, family, model_max_length)
+    model = make_model(folder, seed, family, vocab_size, num_labels, id2label)
     pairs = ([[QUERY_A, d] for d in DOCS_A] + [[QUERY_B, d] for d in DOCS_B] +
              [list(p) for p in OTHER_PAIRS])
     ids, types = tokenize(folder, pairs, model_max_length)
@@ -190,9 +220,12 @@ def write_case(name, seed, num_labels, id2label, model_max_length):
         "logits": logits64(model, short_ids, short_types),
         "predict": predict(folder, pairs, max_length=SHORT),
     }
-    if num_labels == 1:
+    if num_labels == 1 and family == "bert":
         golden["identity_config"] = identity_config_predict(folder, pairs)
         golden["rerank"] = rerank(folder, logits[:len(DOCS_A)])
+    if family == "roberta":
+        golden["xlmr_logits"] = xlmr_logits(folder, ids, types)
+        assert np.abs(np.array(golden["xlmr_logits"]) - np.array(logits)).max() < 1e-12
     with open(os.path.join(folder, "pairs.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, ensure_ascii=False)
         f.write("\n")
@@ -215,6 +248,23 @@ def identity_config_predict(folder, pairs):
     return scores
 
 
+def xlmr_logits(folder, ids, types):
+    """The folder as XLMRobertaForSequenceClassification (config.json edited), in float64."""
+    from transformers import AutoModelForSequenceClassification
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "xlmr")
+        shutil.copytree(folder, copy)
+        with open(os.path.join(copy, "config.json")) as f:
+            config = json.load(f)
+        config["architectures"] = ["XLMRobertaForSequenceClassification"]
+        config["model_type"] = "xlm-roberta"
+        with open(os.path.join(copy, "config.json"), "w") as f:
+            json.dump(config, f, indent=2)
+        model = AutoModelForSequenceClassification.from_pretrained(copy).eval()
+        assert type(model).__name__ == "XLMRobertaForSequenceClassification"
+        return logits64(model, ids, types)
+
+
 def rerank(folder, logits):
     from sentence_transformers import CrossEncoder
     ce = CrossEncoder(folder, device="cpu")
@@ -231,8 +281,10 @@ def rerank(folder, logits):
 def main():
     torch.set_num_threads(1)
     os.makedirs(ROOT, exist_ok=True)
-    write_case("one_label", 2401, 1, None, 48)
-    write_case("three_labels", 2402, 3, {0: "contradiction", 1: "entailment", 2: "neutral"}, 64)
+    write_case("one_label", 2401, "bert", 1, None, 48)
+    write_case("three_labels", 2402, "bert", 3,
+               {0: "contradiction", 1: "entailment", 2: "neutral"}, 64)
+    write_case("roberta", 2403, "roberta", 1, None, 40)
 
 
 if __name__ == "__main__":

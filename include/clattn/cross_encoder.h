@@ -4,22 +4,26 @@
  * text-embeddings-inference's /rerank and /predict score it.
  *
  * A cross-encoder reads the two texts together: the pair is tokenized with the model's template
- * ([CLS] query [SEP] document [SEP], token types 0 for "[CLS] query [SEP]" and 1 for "document
- * [SEP]"), truncated longest-first to the model's max_length (tokens are taken off the end of
- * the longer of the two texts, one at a time, as Hugging Face's truncation="longest_first"
- * does), run through the encoder, and the classification head turns the first token's state
- * into num_labels logits:
+ * (BERT: [CLS] query [SEP] document [SEP], token types 0 for "[CLS] query [SEP]" and 1 for
+ * "document [SEP]"; RoBERTa, XLM-RoBERTa: <s> query </s></s> document </s>, all of type 0),
+ * truncated longest-first to the model's max_length (tokens are taken off the end of the longer
+ * of the two texts, one at a time, as Hugging Face's truncation="longest_first" does), run
+ * through the encoder, and the classification head turns the first token's state x[0] (the
+ * encoder's last hidden state at [CLS] or <s>) into num_labels logits:
  *
- *   BertForSequenceClassification   h = tanh(W_p · x[CLS] + b_p)      (bert.pooler.dense)
- *                                    logits = W_c · h + b_c            (classifier)
+ *   BertForSequenceClassification        h = tanh(W_d · x[0] + b_d)   (bert.pooler.dense)
+ *                                        logits = W_o · h + b_o       (classifier)
+ *   RobertaForSequenceClassification,    h = tanh(W_d · x[0] + b_d)   (classifier.dense)
+ *   XLMRobertaForSequenceClassification  logits = W_o · h + b_o       (classifier.out_proj)
  *
- * with x[CLS] the encoder's last hidden state at the first position. The head runs on the host
- * in double precision (2·hidden² + hidden·num_labels multiply-adds per pair, rounded to float
- * once at the end).
+ * The head runs on the host in double precision (hidden² + hidden·num_labels multiply-adds
+ * per pair, rounded to float once at the end).
  *
  * The folder, as save_pretrained and sentence-transformers write it:
  *   config.json        "architectures": ["BertForSequenceClassification"] with "model_type"
- *                      "bert" (the encoder's keys: clattn/pretrained.h); "id2label" (the
+ *                      "bert", ["RobertaForSequenceClassification"] with "roberta" or
+ *                      ["XLMRobertaForSequenceClassification"] with "xlm-roberta" (the
+ *                      encoder's keys: clattn/pretrained.h); "id2label" (the
  *                      labels' names, keys "0" .. "n-1"; num_labels is its size; absent:
  *                      config.json's "num_labels", else 2 named LABEL_0, LABEL_1 as
  *                      transformers defaults); optionally sentence-transformers' default
@@ -27,18 +31,24 @@
  *                      and later) or "sbert_ce_default_activation_function" (before): see
  *                      CLATTN_SCORES_DEFAULT. "problem_type" and the dropouts only matter for
  *                      training and are ignored.
- *   model.safetensors  the encoder's tensors (with or without the "bert." prefix) and the head:
- *                      [bert.]pooler.dense.weight [hidden, hidden], .bias [hidden],
- *                      classifier.weight [num_labels, hidden], classifier.bias [num_labels]
- *   tokenizer.json or vocab.txt   the tokenizer (clattn/tokenizer.h)
+ *   model.safetensors  the encoder's tensors (under "bert." or "roberta.", or without the
+ *                      prefix) and the head: BERT's [bert.]pooler.dense.weight [hidden,
+ *                      hidden], .bias [hidden], classifier.weight [num_labels, hidden],
+ *                      classifier.bias [num_labels]; RoBERTa's and XLM-R's
+ *                      classifier.dense.weight [hidden, hidden], .bias [hidden],
+ *                      classifier.out_proj.weight [num_labels, hidden], .bias [num_labels]
+ *   tokenizer.json or vocab.txt   the tokenizer (clattn/tokenizer.h: WordPiece, byte-level BPE,
+ *                      Unigram)
  *   tokenizer_config.json   optional: "model_max_length", the truncation length when it is
  *                      below the position table (what CrossEncoder truncates to)
  *
  * Refused at load, naming the cause: CLATTN_ERROR_UNSUPPORTED for an architecture that is not a
  * supported *ForSequenceClassification (a bare BertModel or a sentence-transformers embedding
- * folder: 'architectures ["BertModel"] is not a sequence classification model (supported:
- * BertForSequenceClassification)'), a folder without "architectures", an architecture with
- * another model_type, or a default activation other than Sigmoid and Identity;
+ * folder: 'architectures ["BertModel"] is not a sequence classification model: no
+ * cross-encoder head (supported: BertForSequenceClassification, ...)'; another family's
+ * classifier, such as DistilBertForSequenceClassification: '... is a sequence classification
+ * model this library does not implement'), a folder without "architectures", an architecture
+ * with another model_type, or a default activation other than Sigmoid and Identity;
  * CLATTN_ERROR_FORMAT for a missing head tensor (named, with the file), a head tensor of the
  * wrong shape (both shapes), malformed id2label; and the encoder's and the tokenizer's own
  * errors (clattn/pretrained.h, clattn/tokenizer.h).
@@ -102,7 +112,7 @@ typedef struct clattn_cross_encoder_info {
     size_t type_vocab_size; /* token type ids must be below it (0: the model takes none, every
                              * type id must be 0) */
     const char *model_type;   /* config.json's model_type ("bert"); owned by the model */
-    const char *architecture; /* "BertForSequenceClassification"; owned by the model */
+    const char *architecture; /* "BertForSequenceClassification", ...; owned by the model */
     /* What CLATTN_SCORES_DEFAULT means for this model: CLATTN_SCORES_SIGMOID or _RAW. */
     clattn_score_activation default_activation;
     uint8_t reserved[60];

@@ -32,6 +32,17 @@ static const head_spec specs[] = {
     {"BertForSequenceClassification", "bert", "bert.", CLATTN_POOLING_CLS, HEAD_TANH,
      {"pooler.dense.weight", "pooler.dense.bias", "classifier.weight", "classifier.bias"},
      {true, true, false, false}, "BertModel's pooler"},
+    /* RobertaForSequenceClassification and XLMRobertaForSequenceClassification (a copy of it):
+     * no pooler; RobertaClassificationHead: dense + tanh on <s>, dropout, out_proj. */
+    {"RobertaForSequenceClassification", "roberta", "roberta.", CLATTN_POOLING_CLS, HEAD_TANH,
+     {"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight",
+      "classifier.out_proj.bias"},
+     {false, false, false, false}, "RobertaClassificationHead"},
+    {"XLMRobertaForSequenceClassification", "xlm-roberta", "roberta.", CLATTN_POOLING_CLS,
+     HEAD_TANH,
+     {"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight",
+      "classifier.out_proj.bias"},
+     {false, false, false, false}, "XLMRobertaClassificationHead"},
 };
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
 
@@ -51,7 +62,8 @@ const char *clattn__head_model_type(const char *architecture)
 
 const char *clattn__head_architectures(void)
 {
-    return "BertForSequenceClassification";
+    return "BertForSequenceClassification, RobertaForSequenceClassification, "
+           "XLMRobertaForSequenceClassification";
 }
 
 void clattn__head_free(classifier_head *head)
@@ -88,9 +100,8 @@ static clattn_status take(const char *fn, const char *path, clattn_safetensors *
                                        "tensor %s is %s, expected F32 (or F16, BF16)",
                                        st->left_out[i].name, st->left_out[i].dtype);
         return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
-                               "missing tensor %s (%s's %s: the head of a %s)", name,
-                               s->architecture, k < OUT_W ? s->what : "classifier",
-                               s->architecture);
+                               "missing tensor %s (%s's %s)", name, s->architecture,
+                               k < OUT_W ? s->what : "classifier");
     }
     bool same = t->ndim == ndim;
     for (int d = 0; same && d < ndim; d++)

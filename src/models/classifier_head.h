@@ -11,7 +11,9 @@
  *   logits = W_o · h + b_o               W_o [num_labels, hidden]
  *
  * BertForSequenceClassification: pool = [CLS], W_d = bert.pooler.dense, act = tanh,
- * W_o = classifier.
+ * W_o = classifier. RobertaForSequenceClassification and XLMRobertaForSequenceClassification
+ * (RobertaClassificationHead): pool = <s>, W_d = classifier.dense, act = tanh,
+ * W_o = classifier.out_proj.
  */
 #ifndef CLATTN_MODELS_CLASSIFIER_HEAD_H
 #define CLATTN_MODELS_CLASSIFIER_HEAD_H
