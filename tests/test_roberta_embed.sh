@@ -5,7 +5,8 @@
 # tools/gen_roberta_golden.py). xlmr's tokenizer.json is tests/golden/unigram/tokenizer.json.gz,
 # unpacked into a copy of the folder. For each: --tokenize gives the `tokenizers` package's ids,
 # the embeddings equal sentence-transformers' (float64) to 1e-5 in any batching (texts padded
-# together: padding does not move a text's positions) and byte for byte between batchings;
+# together: padding does not move a text's positions) and byte for byte between batchings,
+# also for texts with whitespace at the ends (stripped as sentence-transformers strips it);
 # without sentence_bert_config.json the texts are cut at max_position_embeddings - 2 = 128
 # tokens, the last rows of the position table, again as sentence-transformers does; a
 # pad_token_id that leaves no position is named.
@@ -34,6 +35,12 @@ for name in roberta xlmr; do
     done
     expect 0 "" -- cmp "$tmp/$name-b1.npy" "$tmp/$name-b32.npy"
     expect 0 "" -- cmp "$tmp/$name-b3.npy" "$tmp/$name-b32.npy"
+    # Whitespace at the ends (spaces, a tab, U+3000, U+00A0, U+2003, ...) is stripped first, as
+    # sentence-transformers strips it: without that, byte-level BPE and Metaspace make tokens.
+    expect 0 "" -- "$embed" --model "$model" --input "$src/texts_spaced.txt" \
+        --output "$tmp/$name-spaced.npy"
+    expect 0 "max abs difference" -- \
+        "$compare" "$tmp/$name-spaced.npy" "$src/embeddings_spaced.npy" 1e-5
 
     # Without sentence_bert_config.json: 128 tokens at most (positions 2 .. 129 of 130 rows).
     rm "$model/sentence_bert_config.json"

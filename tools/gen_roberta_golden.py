@@ -32,6 +32,8 @@ Writes under tests/golden/roberta/ (each folder removed first; the files are det
     embeddings.npy   float32 [texts, 32]: SentenceTransformer(folder).encode(texts,
                      batch_size=8) with the model in float64 (batches of 8 neighbours by length:
                      padding inside batches), rounded at the end
+    texts_spaced.txt, embeddings_spaced.npy  SPACED below (texts with whitespace at the ends,
+                     which sentence-transformers strips) and their embeddings, as above
     embeddings_max_length.npy  the same from a copy of the folder without
                      sentence_bert_config.json: sentence-transformers then truncates at
                      min(max_position_embeddings, model_max_length) = 128 tokens, which reach
@@ -118,6 +120,9 @@ TEXTS = [
 
 
 assert all(t == t.strip() for t in TEXTS)
+# Texts with whitespace at either end (no newline: one text per line), Python's isspace kinds.
+SPACED = [" " + TEXTS[0] + "  ", "\t" + TEXTS[2], TEXTS[6] + "\u3000",
+          "\u00a0 " + TEXTS[1] + " \u2003\u205f", "\x0b\x0c" + TEXTS[3] + "\u2028"]
 
 
 def init_weights(model, seed, pad):
@@ -211,6 +216,12 @@ def write_st_folder(name, seed, model_cls, config_cls, tokenizer, pooling, norma
     with open(os.path.join(folder, "ids.txt"), "w") as f:
         f.write("".join(line + "\n" for line in lines))
     np.save(os.path.join(folder, "embeddings.npy"), e64.astype(np.float32))
+    # Whitespace at the ends: sentence-transformers strips it (Python's str.strip()) before
+    # tokenizing, which byte-level BPE and Metaspace would otherwise turn into tokens.
+    _, e64_spaced, _ = encode(folder, SPACED)
+    with open(os.path.join(folder, "texts_spaced.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in SPACED))
+    np.save(os.path.join(folder, "embeddings_spaced.npy"), e64_spaced.astype(np.float32))
 
     with tempfile.TemporaryDirectory() as tmp:  # without sentence_bert_config.json
         copy = os.path.join(tmp, name)

@@ -221,7 +221,9 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
  * Embeds `count` UTF-8 texts into out [count, hidden_size] (row i = text i, whatever the
  * batching). lengths[i] is the byte length of texts[i]; lengths NULL: the texts are
  * NUL-terminated. The prompt (params->prompt or prompt_name, else the model's default prompt)
- * is put before each text; texts are tokenized, truncated to max_length tokens, sorted by length
+ * is put before each text, and the whole is stripped of whitespace at both ends as Python's
+ * str.strip() strips it (sentence-transformers does so before tokenizing: it changes the ids of
+ * byte-level BPE and SentencePiece tokenizers, not WordPiece's); texts are tokenized, truncated to max_length tokens, sorted by length
  * and cut into batches of neighbours where padding and per-batch costs are least (right padding,
  * a key-padding mask per batch; the cuts change speed, never a row's bytes) and run through the
  * encoder, then pooled on the device. *tokens (may be NULL) receives the number of real tokens

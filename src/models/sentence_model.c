@@ -4,6 +4,7 @@
 #include "formats/file_io.h"
 #include "hf_model.h"
 #include "pooled_batches.h"
+#include "text/text_strip.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -320,13 +321,17 @@ static clattn_status tokenized_alloc(clattn_sentence_model *m, const char *fn, s
     return CLATTN_OK;
 }
 
-/* Text i with the prompt before it (sentence-transformers concatenates the strings): texts[i]
- * itself when there is no prompt, else in *scratch (grown as needed). NULL: out of memory. */
+/* Text i as sentence-transformers tokenizes it: the prompt before it (the strings
+ * concatenated), then Python's strip() of the whole (whitespace at either end goes: byte-level
+ * BPE and Metaspace would make tokens of it). texts[i] itself when there is no prompt, else in
+ * *scratch (grown as needed). NULL: out of memory. */
 static const char *prompted_text(const char *prompt, size_t prompt_len, const char *text,
                                  size_t *len, char **scratch, size_t *capacity)
 {
-    if (prompt_len == 0)
+    if (prompt_len == 0) {
+        clattn__strip_whitespace(&text, len);
         return text;
+    }
     if (prompt_len + *len > *capacity) {
         size_t grown = prompt_len + *len + 64;
         char *bigger = realloc(*scratch, grown);
@@ -338,7 +343,9 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     if (*len)
         memcpy(*scratch + prompt_len, text, *len);
     *len += prompt_len;
-    return *scratch;
+    const char *whole = *scratch;
+    clattn__strip_whitespace(&whole, len);
+    return whole;
 }
 
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
