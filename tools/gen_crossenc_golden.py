@@ -43,7 +43,10 @@ special_tokens_map.json, vocab.txt for BERT), plus
                   "sbert_ce_default_activation_function": "torch.nn.modules.linear.Identity"
                   (sentence-transformers' own default for such a folder: the logits),
                 "rerank": (one_label) {"query", "documents", "ranked": [[index, score], ...]
-                  best first (CrossEncoder.rank), "ranked_raw": the same on the float64 logits},
+                  best first (CrossEncoder.rank), "ranked_raw": the same on the float64 logits}
+                  (also as plain files for tests/test_rerank.sh: rerank_query.txt,
+                  rerank_documents.txt one per line, ranked.tsv and ranked_raw.tsv, lines
+                  "index<TAB>score"),
                 "xlmr_logits": (roberta) the logits of the same folder with config.json's
                   architectures XLMRobertaForSequenceClassification and model_type
                   "xlm-roberta" (transformers' XLM-R classes are copies of RoBERTa's: the
@@ -223,6 +226,7 @@ def write_case(name, seed, family, num_labels, id2label, model_max_length):
     if num_labels == 1 and family == "bert":
         golden["identity_config"] = identity_config_predict(folder, pairs)
         golden["rerank"] = rerank(folder, logits[:len(DOCS_A)])
+        write_rerank_files(folder, golden["rerank"])
     if family == "roberta":
         golden["xlmr_logits"] = xlmr_logits(folder, ids, types)
         assert np.abs(np.array(golden["xlmr_logits"]) - np.array(logits)).max() < 1e-12
@@ -276,6 +280,18 @@ def rerank(folder, logits):
         "ranked": [[int(r["corpus_id"]), float(r["score"])] for r in ranked],
         "ranked_raw": [[i, logits[i][0]] for i in raw],
     }
+
+
+def write_rerank_files(folder, ranking):
+    """What tests/test_rerank.sh reads without a JSON parser: the query, the documents one per
+    line, and each ranking as lines "index<TAB>score"."""
+    with open(os.path.join(folder, "rerank_query.txt"), "w", encoding="utf-8") as f:
+        f.write(ranking["query"] + "\n")
+    with open(os.path.join(folder, "rerank_documents.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(d + "\n" for d in ranking["documents"]))
+    for key in ("ranked", "ranked_raw"):
+        with open(os.path.join(folder, key + ".tsv"), "w") as f:
+            f.write("".join("%d\t%.9g\n" % (i, score) for i, score in ranking[key]))
 
 
 def main():
