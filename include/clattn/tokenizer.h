@@ -4,11 +4,13 @@
  * them.
  *
  * A clattn_tokenizer turns UTF-8 text into the token ids of a BERT-family model: [CLS], the
- * ids of the text, [SEP]. It reproduces Hugging Face's `BertTokenizerFast` (the `tokenizers`
- * crate: AddedVocabulary, BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing),
- * and gives the same ids for every text except where the Unicode tables differ (below). A
- * tokenizer.json whose "model"."type" is "BPE" gives a byte-level BPE tokenizer instead (see
- * "Byte-level BPE" below). It is loaded from one of:
+ * ids of the text, [SEP]; and a pair of texts (a cross-encoder's query and document) into the
+ * post-processor's pair template (see "Pairs" below). It reproduces Hugging Face's
+ * `BertTokenizerFast` (the `tokenizers` crate: AddedVocabulary, BertNormalizer,
+ * BertPreTokenizer, WordPiece, TemplateProcessing), and gives the same ids for every text
+ * except where the Unicode tables differ (below). A tokenizer.json whose "model"."type" is
+ * "BPE" gives a byte-level BPE tokenizer instead (see "Byte-level BPE" below). It is loaded
+ * from one of:
  *   - a model folder (as sentence-transformers writes it): its tokenizer.json, else its
  *     vocab.txt; the default maximum length is sentence_bert_config.json's "max_seq_length"
  *     when that file gives one, else config.json's "max_position_embeddings" (less 2 for
@@ -22,17 +24,18 @@
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
  *     "BertNormalizer": clean_text, handle_chinese_chars, strip_accents, lowercase; null: no
  *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
- *     rstrip and normalized flags); [CLS] and [SEP] from "post_processor" (TemplateProcessing,
- *     BertProcessing, or RobertaProcessing: MPNet's and RoBERTa's <s> ... </s>) when present,
- *     else the vocabulary's "[CLS]" and "[SEP]"; the padding id from "padding"."pad_id" when
+ *     rstrip and normalized flags); [CLS] and [SEP] and the pair template from
+ *     "post_processor" (TemplateProcessing, BertProcessing, or RobertaProcessing: MPNet's and
+ *     RoBERTa's <s> ... </s>) when present, else the vocabulary's "[CLS]" and "[SEP]" and
+ *     BERT's pair template (see "Pairs"); the padding id from "padding"."pad_id" when
  *     given, else the token "[PAD]", else "<pad>"; the mask id of "[MASK]", else "<mask>"; the
  *     default maximum length from "truncation"."max_length" (unlimited when null);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
  *     whitespace, "\r" included, is not part of the token): the settings of
  *     BertTokenizerFast's defaults (lower-casing, accent stripping, Chinese characters, text
  *     cleaning, "##" continuations, 100 characters per word, [UNK]); the tokens [PAD], [UNK],
- *     [CLS], [SEP] and [MASK] that the vocabulary holds are the special tokens; no maximum
- *     length.
+ *     [CLS], [SEP] and [MASK] that the vocabulary holds are the special tokens; BERT's pair
+ *     template; no maximum length.
  * [UNK], [CLS] and [SEP] must be in the vocabulary; [PAD] is optional.
  *
  * Encoding a text, step by step (each as the tokenizers crate does it):
@@ -143,8 +146,8 @@
  * (Metaspace, Split, Sequence), a normaliser other than BertNormalizer, NFC or null (NFKC,
  * Sequence, ...), the post-processor ByteLevel (GPT-2's: no <s> and </s>; encode always adds
  * the first and last special tokens). An unk_token that is not in the vocabulary is
- * an error when loading (Hugging Face fails only when a text needs it). This API encodes one
- * text; pairs (RoBERTa's <s> A </s></s> B </s>) are not encoded.
+ * an error when loading (Hugging Face fails only when a text needs it). Pairs are encoded with
+ * the post-processor's pair template (RoBERTa's <s> A </s></s> B </s>: see "Pairs").
  *
  * Unigram (SentencePiece) tokenizers: XLM-RoBERTa, multilingual-e5, bge-m3,
  * paraphrase-multilingual-MiniLM. A tokenizer.json whose "model"."type" is "Unigram" ("vocab":
@@ -191,6 +194,52 @@
  * configurations of a trained multilingual model on 3053 texts and every code point (alone and
  * after "a"), and a hand-made vocabulary, against Hugging Face: no difference.
  *
+ * Token types. clattn_tokenizer_encode gives no type ids: every id of a single text, [CLS] and
+ * [SEP] included, has token type 0, so a caller that passes token_type_ids to an encoder passes
+ * zeros (that is what Hugging Face gives for every supported single template: the type ids
+ * written in a TemplateProcessing "single" are not read).
+ *
+ * Pairs (clattn_tokenizer_encode_pair), as tokenizers 0.19.1's encode(text_a, text_b) with
+ * enable_truncation(max_length, strategy="longest_first"), that is transformers'
+ * tok([text_a], [text_b], truncation="longest_first", max_length=max_length) and what
+ * sentence-transformers' CrossEncoder feeds its model (a single, unbatched
+ * tok(text_a, "") of transformers 4.40 takes the empty text_pair for none and encodes text_a
+ * alone; this function, like tokenizers and the batched call, keeps the empty text: [CLS] a
+ * [SEP] [SEP]):
+ *   1. Each text is encoded alone, steps 1 to 4 above (its own added tokens, normalisation,
+ *      pre-tokenisation and model; a Metaspace "first" prefix goes before each text's start).
+ *   2. Truncation, longest first (utils/truncation.rs): the budget is max_length less the pair
+ *      template's special tokens (3 for BERT's, 4 for RoBERTa's). When the texts' n_a + n_b ids
+ *      exceed it, the shorter text (n_s ids) is kept whole if n_s <= budget / 2 and the longer
+ *      one keeps budget - n_s; otherwise the shorter keeps budget / 2 and the longer
+ *      budget / 2 + budget % 2, text_b counting as the longer when n_a == n_b. Each keeps its
+ *      first ids. A max_length of exactly the special tokens keeps nothing of either text.
+ *   3. The pair template joins them, each id with its piece's type id:
+ *        TemplateProcessing  its "pair": any sequence of {"Sequence": {"id": "A" or "B",
+ *                            "type_id": n}} and {"SpecialToken": {"id": name, "type_id": n}}
+ *                            pieces, a name's "ids" (one or more) from "special_tokens" (BERT's
+ *                            "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1"; XLM-R's
+ *                            "<s>:0 $A:0 </s>:0 </s>:0 $B:0 </s>:0"; an empty "pair" gives
+ *                            an empty encoding, as Hugging Face's does);
+ *        BertProcessing      [CLS] A [SEP] B [SEP], type ids 0 up to the first [SEP], 1 after;
+ *        RobertaProcessing   <s> A </s> </s> B </s>, every type id 0 (the crate sets them all
+ *                            to 0);
+ *        none (null), vocab.txt  BERT's template with the vocabulary's [CLS] and [SEP] (Hugging
+ *                            Face's null post-processor would add no special token; this
+ *                            library adds [CLS] and [SEP] to single texts too).
+ *      A TemplateProcessing whose "pair" this library cannot apply does not stop the tokenizer
+ *      from loading (single texts are encoded as before); clattn_tokenizer_encode_pair then
+ *      fails, naming the cause: CLATTN_ERROR_FORMAT for a "pair" that is missing or not an
+ *      array of such pieces, a special token without "ids" in "special_tokens" (Hugging Face
+ *      fails to load the first and panics on the second), or an id that is not a token's;
+ *      CLATTN_ERROR_UNSUPPORTED for a type_id over 2^31 - 1.
+ * tests/test_tokenizer_pair.c compares 1120 random multilingual pairs, with max_length from
+ * the smallest to none, on WordPiece (tokenizer.json with TemplateProcessing, BertProcessing,
+ * a template of unusual pieces, an empty pair template; vocab.txt), byte-level BPE
+ * (RobertaProcessing) and Unigram (XLM-R's template, RobertaProcessing, Metaspace "first")
+ * tokenizers, and 120 on the real all-MiniLM-L6-v2, with Hugging Face's ids and type ids: no
+ * difference.
+ *
  * Invalid UTF-8 is rejected, not replaced: a text with a byte sequence that is not UTF-8
  * (a stray continuation byte, a truncated sequence, an overlong form, a surrogate U+D800..
  * U+DFFF, a value past U+10FFFF) fails with CLATTN_ERROR_INVALID_ARGUMENT and a message giving
@@ -201,16 +250,19 @@
  * Errors follow the library's conventions (see common.h); these functions take no context, so
  * the message is read with clattn_last_error(NULL). Every message starts with the function's
  * name, then the file path (loading) or "invalid argument"; then what is wrong:
- *   CLATTN_ERROR_INVALID_ARGUMENT  a NULL pointer, invalid UTF-8 text, max_length 1, or ids too
+ *   CLATTN_ERROR_INVALID_ARGUMENT  a NULL pointer, invalid UTF-8 text, max_length 1 (a pair:
+ *                                  under the pair template's special tokens), or ids too
  *                                  small for the encoding (see clattn_tokenizer_encode);
  *   CLATTN_ERROR_IO                a file or folder cannot be opened or read (the system's
  *                                  reason is in the message), a folder holds neither
  *                                  tokenizer.json nor vocab.txt, or one of them (or the
  *                                  folder's config.json) is not a regular file (a FIFO, a
  *                                  device: "not a regular file (a FIFO)", never waited on);
- *   CLATTN_ERROR_FORMAT            invalid JSON (jansson's message with line and column), a
- *                                  duplicate key, a top level that is not an object; a
- *                                  tokenizer.json without "model" or "model"."vocab", a wrongly
+ *   CLATTN_ERROR_FORMAT            a pair template that cannot be applied (see "Pairs": only
+ *                                  from clattn_tokenizer_encode_pair); invalid JSON
+ *                                  (jansson's message with line and column), a duplicate
+ *                                  key, a top level that is not an object; a tokenizer.json
+ *                                  without "model" or "model"."vocab", a wrongly
  *                                  typed field (normaliser flags, added tokens, post-processor
  *                                  ids, truncation); a vocabulary that is empty, has an empty
  *                                  token, a token that is not UTF-8 or holds a NUL, a duplicate
@@ -231,7 +283,8 @@
  *                                  BertProcessing or RobertaProcessing (or null: then the
  *                                  vocabulary's [CLS] and [SEP] are used);
  *   CLATTN_ERROR_TOO_LARGE         a file too large to hold in memory, a vocabulary over
- *                                  2^31 - 1 entries;
+ *                                  2^31 - 1 entries, a pair template that repeats a text so
+ *                                  often that the count would pass SIZE_MAX;
  *   CLATTN_ERROR_OUT_OF_HOST_MEMORY  malloc (or jansson) failed.
  *
  * Thread-safety: a loaded tokenizer is never modified: any number of threads may encode with
@@ -248,7 +301,8 @@ extern "C" {
 
 typedef struct clattn_tokenizer clattn_tokenizer;
 
-/* The ids of the special tokens; -1 for one the tokenizer does not have. */
+/* The ids of the special tokens; -1 for one the tokenizer does not have. (A pair's special
+ * tokens are the pair template's: see "Pairs" at the top.) */
 typedef struct clattn_tokenizer_special {
     int32_t cls;  /* [CLS] (MPNet: <s>), first in every encoding */
     int32_t sep;  /* [SEP] (MPNet: </s>), last in every encoding */
@@ -288,6 +342,40 @@ CLATTN_API void clattn_tokenizer_destroy(clattn_tokenizer **tok);
 CLATTN_API clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
                                                  size_t length, size_t max_length, int32_t *ids,
                                                  size_t capacity, size_t *count);
+
+/*
+ * Encodes a pair of texts, `length_a` bytes of UTF-8 at text_a and `length_b` at text_b (each
+ * may be NULL only when its length is 0; neither need be NUL-terminated), into the
+ * tokenizer's pair template, both texts truncated longest-first so that the encoding has at
+ * most `max_length` ids in all, the special tokens included (see "Pairs" at the top of this
+ * file): [CLS] a... [SEP] b... [SEP] for BERT, <s> a... </s> </s> b... </s> for RoBERTa and
+ * XLM-R. max_length 0 is the tokenizer's default (clattn_tokenizer_max_length); SIZE_MAX: no
+ * truncation. A max_length below the pair template's special tokens (3 for BERT, 4 for
+ * RoBERTa) is CLATTN_ERROR_INVALID_ARGUMENT (Hugging Face's subtraction wraps around there and
+ * it truncates nothing); exactly their number keeps nothing of either text.
+ *
+ * *count receives the number of ids. When capacity >= *count the ids are written to
+ * ids[0..*count-1] and, when type_ids is not NULL, each id's token type to
+ * type_ids[0..*count-1] (BERT's: 0 up to the first [SEP], 1 after; RoBERTa's and XLM-R's: all
+ * 0), nothing past them. type_ids may be NULL; ids may be NULL when capacity is 0, to ask for
+ * the count only (then CLATTN_OK). When capacity is not 0 but smaller than the count, nothing
+ * is written, *count still receives the count, and the call fails with
+ * CLATTN_ERROR_INVALID_ARGUMENT. Invalid UTF-8 fails with CLATTN_ERROR_INVALID_ARGUMENT, the
+ * message naming the text and the byte offset ("text_b is not valid UTF-8 at byte 3 (bytes
+ * C3)"); a pair template that cannot be applied with CLATTN_ERROR_FORMAT or
+ * CLATTN_ERROR_UNSUPPORTED (see "Pairs"). On any failure but the capacity's, ids, type_ids and
+ * *count are not touched.
+ *
+ * Both texts are encoded in full before truncation (as Hugging Face does: which one is longer
+ * decides where an odd budget's last id goes): time and temporary memory are linear in
+ * length_a + length_b.
+ */
+CLATTN_API clattn_status clattn_tokenizer_encode_pair(const clattn_tokenizer *tok,
+                                                      const char *text_a, size_t length_a,
+                                                      const char *text_b, size_t length_b,
+                                                      size_t max_length, int32_t *ids,
+                                                      int32_t *type_ids, size_t capacity,
+                                                      size_t *count);
 
 /* The special token ids (all -1 when tok is NULL). Records no error. */
 CLATTN_API clattn_tokenizer_special clattn_tokenizer_special_ids(const clattn_tokenizer *tok);

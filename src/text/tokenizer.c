@@ -120,29 +120,17 @@ bool clattn__tokenizer_normalize(const clattn_tokenizer *tok, const uint32_t *in
     return clattn__normalize(&tok->norm, in, n, out);
 }
 
-clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
-                                      size_t length, size_t max_length, int32_t *ids,
-                                      size_t capacity, size_t *count)
+clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *function,
+                                 const char *name, const char *text, size_t length, size_t limit,
+                                 clattn__ids *out)
 {
-    CLATTN_CHECK_ARG(NULL, encode_fn, tok, "tok is NULL");
-    CLATTN_CHECK_ARG(NULL, encode_fn, text || length == 0,
-                     "text is NULL but length is %zu", length);
-    CLATTN_CHECK_ARG(NULL, encode_fn, count, "count is NULL");
-    CLATTN_CHECK_ARG(NULL, encode_fn, ids || capacity == 0,
-                     "ids is NULL but capacity is %zu",
-                     capacity);
-    if (max_length == 0)
-        max_length = tok->max_length;
-    CLATTN_CHECK_ARG(NULL, encode_fn, max_length >= 2,
-                     "max_length is %zu, but [CLS] and [SEP] need 2", max_length);
-
     /* Decode (and validate) the whole text first: invalid UTF-8 anywhere is an error. */
     uint32_t *cps = NULL;
     if (length <= SIZE_MAX / sizeof(*cps))
         cps = malloc((length ? length : 1) * sizeof(*cps));
     if (!cps)
         return clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                            "%s: cannot allocate %zu code points", encode_fn, length);
+                            "%s: cannot allocate %zu code points", function, length);
     size_t n = 0;
     const unsigned char *u = (const unsigned char *)text;
     for (size_t i = 0; i < length;) {
@@ -154,15 +142,15 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
                 shown_len += (size_t)snprintf(shown + shown_len, sizeof(shown) - shown_len,
                                               "%s%02X", j > i ? " " : "", u[j]);
             free(cps);
-            return clattn__fail_arg(NULL, encode_fn,
-                                "the text is not valid UTF-8 at byte %zu "
-                                "(bytes %s)", i, shown);
+            return clattn__fail_arg(NULL, function,
+                                "%s is not valid UTF-8 at byte %zu "
+                                "(bytes %s)", name, i, shown);
         }
         i += k;
         n++;
     }
 
-    encode_state st = {.tok = tok, .limit = max_length == SIZE_MAX ? SIZE_MAX : max_length - 2};
+    encode_state st = {.tok = tok, .limit = limit};
     clattn__added_match *matches = NULL;
     size_t match_count = 0, match_capacity = 0;
     bool ok = clattn__added_find(tok->added, tok->added_count, false, cps, n, &matches,
@@ -181,36 +169,61 @@ clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *t
     free(matches);
     free(cps);
     free(st.scratch);
-    if (!ok && st.no_unk) {
-        free(st.ids.data);
-        return clattn__fail(NULL, CLATTN_ERROR_FORMAT,
-                            "%s: the text has a character that no piece of the Unigram model "
-                            "covers, and the model has no unk_id", encode_fn);
-    }
     if (!ok) {
         free(st.ids.data);
+        if (st.no_unk)
+            return clattn__fail(NULL, CLATTN_ERROR_FORMAT,
+                                "%s: %s has a character that no piece of the Unigram model "
+                                "covers, and the model has no unk_id", function, name);
         return clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                            "%s: out of memory while encoding a text of %zu bytes", encode_fn,
+                            "%s: out of memory while encoding %s (%zu bytes)", function, name,
                             length);
     }
-    size_t body = st.ids.count < st.limit ? st.ids.count : st.limit;
-    size_t total = body + 2;
+    if (st.ids.count > limit)
+        st.ids.count = limit;
+    *out = st.ids;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
+                                      size_t length, size_t max_length, int32_t *ids,
+                                      size_t capacity, size_t *count)
+{
+    CLATTN_CHECK_ARG(NULL, encode_fn, tok, "tok is NULL");
+    CLATTN_CHECK_ARG(NULL, encode_fn, text || length == 0,
+                     "text is NULL but length is %zu", length);
+    CLATTN_CHECK_ARG(NULL, encode_fn, count, "count is NULL");
+    CLATTN_CHECK_ARG(NULL, encode_fn, ids || capacity == 0,
+                     "ids is NULL but capacity is %zu",
+                     capacity);
+    if (max_length == 0)
+        max_length = tok->max_length;
+    CLATTN_CHECK_ARG(NULL, encode_fn, max_length >= 2,
+                     "max_length is %zu, but [CLS] and [SEP] need 2", max_length);
+
+    clattn__ids body = {0};
+    clattn_status s = clattn__encode_text(tok, encode_fn, "the text", text, length,
+                                          max_length == SIZE_MAX ? SIZE_MAX : max_length - 2,
+                                          &body);
+    if (s)
+        return s;
+    size_t total = body.count + 2;
     *count = total;
     if (capacity == 0) {
-        free(st.ids.data);
+        free(body.data);
         return CLATTN_OK;
     }
     if (capacity < total) {
-        free(st.ids.data);
+        free(body.data);
         return clattn__fail_arg(NULL, encode_fn,
                             "ids has room for %zu ids but the encoding "
                             "has %zu", capacity, total);
     }
     ids[0] = tok->special.cls;
-    if (body)
-        memcpy(ids + 1, st.ids.data, body * sizeof(*ids));
-    ids[body + 1] = tok->special.sep;
-    free(st.ids.data);
+    if (body.count)
+        memcpy(ids + 1, body.data, body.count * sizeof(*ids));
+    ids[body.count + 1] = tok->special.sep;
+    free(body.data);
     return CLATTN_OK;
 }
 
@@ -274,6 +287,7 @@ void clattn_tokenizer_destroy(clattn_tokenizer **tok)
     free((*tok)->wp.prefix);
     clattn__bpe_free((*tok)->bpe);
     clattn__tokenizer_free_added(*tok);
+    clattn__pair_template_free(&(*tok)->pair);
     free(*tok);
     *tok = NULL;
 }

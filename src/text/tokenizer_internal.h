@@ -167,7 +167,57 @@ bool clattn__bpe_piece(const clattn__bpe *bpe, const clattn__vocab *vocab, const
 bool clattn__bpe_split(const clattn__bpe *bpe, const char *text, size_t length,
                        bool (*piece)(void *user, size_t start, size_t end), void *user);
 
-/* ---- the tokenizer (tokenizer.c, tokenizer_load.c) ---- */
+/* ---- the post-processor's templates (tokenizer_template.c) ---- */
+
+/* What a piece of a pair template stands for: the first text's ids, the second's, or the ids of
+ * a special token. */
+typedef enum clattn__piece_kind {
+    CLATTN__PIECE_A,
+    CLATTN__PIECE_B,
+    CLATTN__PIECE_SPECIAL,
+} clattn__piece_kind;
+
+/* One piece of a template: every id it puts in the encoding gets type_id. */
+typedef struct clattn__template_piece {
+    clattn__piece_kind kind;
+    int32_t type_id;
+    size_t first, count; /* a special token's ids: special_ids[first .. first + count - 1] */
+} clattn__template_piece;
+
+/* The pair template ("pair" of TemplateProcessing; BertProcessing's and RobertaProcessing's
+ * fixed ones): the pieces in order. When the tokenizer's post-processor has a pair template this
+ * library cannot apply (or Hugging Face could not: a special token missing from
+ * "special_tokens"), the tokenizer still loads, as it did before pairs were encoded, and
+ * `error` (not CLATTN_OK) with `message` say why clattn_tokenizer_encode_pair fails. */
+typedef struct clattn__pair_template {
+    clattn__template_piece *pieces; /* [piece_count] */
+    size_t piece_count;
+    int32_t *special_ids;           /* [special_count]: the special pieces' ids, in order */
+    size_t special_count;           /* = the pair's added tokens, reserved by truncation */
+    clattn_status error;
+    char *message;                  /* NUL-terminated; NULL when error is CLATTN_OK */
+} clattn__pair_template;
+
+/* Reads tokenizer.json's "post_processor" (may be NULL or null): sets tok->special.cls and .sep
+ * from its single template and tok->pair from its pair template; *found is false when there is
+ * no post-processor (then neither is set). Fails (naming `path`) only where the single template
+ * cannot be used; a pair template that cannot be used is recorded in tok->pair. Special ids of
+ * the pair that are not below tok->vocab_size are such a pair template. */
+clattn_status clattn__post_processor_load(clattn_tokenizer *tok, const struct json_t *pp,
+                                          const char *path, const char *function, bool *found);
+/* Sets *t to BERT's pair template, "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1" with these ids. */
+clattn_status clattn__pair_template_bert(clattn__pair_template *t, int32_t cls, int32_t sep,
+                                         const char *function, const char *where);
+void clattn__pair_template_free(clattn__pair_template *t);
+
+/* The lengths Hugging Face's longest-first truncation (tokenizers 0.19.1, utils/truncation.rs)
+ * keeps of two sequences of n_a and n_b ids so that at most `budget` remain: unchanged when
+ * they fit; else the shorter is kept whole when the longer still gets as many ids, the longer
+ * getting the rest; else each gets half, the odd id to the longer (to B when they are equal). */
+void clattn__truncate_longest_first(size_t n_a, size_t n_b, size_t budget, size_t *keep_a,
+                                    size_t *keep_b);
+
+/* ---- the tokenizer (tokenizer.c, tokenizer_load.c, tokenizer_pair.c) ---- */
 
 struct clattn__unigram;
 
@@ -183,7 +233,16 @@ struct clattn_tokenizer {
     clattn_tokenizer_special special;
     size_t vocab_size;   /* with the added tokens */
     size_t max_length;   /* SIZE_MAX: unlimited */
+    clattn__pair_template pair; /* how clattn_tokenizer_encode_pair joins two texts */
 };
+
+/* Encodes the `length` bytes of text (not NUL-terminated) without the post-processor's special
+ * tokens: its first `limit` ids (SIZE_MAX: all) into *out, a new array the caller frees. Errors
+ * name `function` and, for invalid UTF-8 or a character without a piece, the text as `name`
+ * ("the text", "text_a"). */
+clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *function,
+                                  const char *name, const char *text, size_t length, size_t limit,
+                                  clattn__ids *out);
 
 /* The tokenizer's normaliser on in[0..n-1] (BertNormalizer, or a Unigram model's chain),
  * appended to *out. False when out of memory. */

@@ -224,69 +224,14 @@ static clattn_status load_vocab_txt(clattn_tokenizer *tok, const char *path)
         (s = require_token(tok, path, "[SEP]", "separator", &tok->special.sep)))
         return s;
     tok->special.unk = tok->wp.unk;
-    return CLATTN_OK;
+    /* BertTokenizerFast's template: [CLS] A [SEP] B [SEP]. */
+    return clattn__pair_template_bert(&tok->pair, tok->special.cls, tok->special.sep, load_fn,
+                                      path);
 }
 
 static bool is_id(const json_t *v)
 {
     return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX;
-}
-
-/* [CLS] and [SEP] from the post-processor; *found is false when it has none (null). */
-static clattn_status post_processor_tokens(const json_t *pp, const char *where, int32_t *cls,
-                                           int32_t *sep, bool *found)
-{
-    *found = false;
-    if (!pp || json_is_null(pp))
-        return CLATTN_OK;
-    const char *type = json_string_value(json_object_get(pp, "type"));
-    /* RobertaProcessing (MPNet's <s> A </s>) gives the same ids for one sequence; its
-     * trim_offsets and add_prefix_space only change offsets. */
-    if (type && (strcmp(type, "BertProcessing") == 0 || strcmp(type, "RobertaProcessing") == 0)) {
-        const json_t *c = json_object_get(pp, "cls"), *s = json_object_get(pp, "sep");
-        if (!json_is_array(c) || !json_is_array(s) || json_array_size(c) != 2 ||
-            json_array_size(s) != 2 || !is_id(json_array_get(c, 1)) ||
-            !is_id(json_array_get(s, 1)))
-            return clattn__fail_in(load_fn, where, CLATTN_ERROR_FORMAT,
-                                   "post_processor: %s needs \"cls\" and \"sep\" as [token, id]",
-                                   type);
-        *cls = (int32_t)json_integer_value(json_array_get(c, 1));
-        *sep = (int32_t)json_integer_value(json_array_get(s, 1));
-        *found = true;
-        return CLATTN_OK;
-    }
-    if (!type || strcmp(type, "TemplateProcessing") != 0)
-        return clattn__fail_in(load_fn, where, CLATTN_ERROR_UNSUPPORTED,
-                               "post_processor type '%s' is not supported (TemplateProcessing, "
-                               "BertProcessing or RobertaProcessing)", type ? type : "(none)");
-    /* single: [SpecialToken X, Sequence A, SpecialToken Y]; X and Y's ids in special_tokens. */
-    const json_t *single = json_object_get(pp, "single");
-    const json_t *specials = json_object_get(pp, "special_tokens");
-    const char *names[2] = {NULL, NULL};
-    if (json_is_array(single) && json_array_size(single) == 3 &&
-        json_object_get(json_array_get(single, 1), "Sequence")) {
-        for (int i = 0; i < 2; i++) {
-            const json_t *st = json_object_get(json_array_get(single, i ? 2 : 0), "SpecialToken");
-            names[i] = json_string_value(json_object_get(st, "id"));
-        }
-    }
-    if (!names[0] || !names[1])
-        return clattn__fail_in(load_fn, where, CLATTN_ERROR_UNSUPPORTED,
-                               "post_processor: only the single template [SpecialToken, "
-                               "Sequence, SpecialToken] is supported");
-    int32_t out[2];
-    for (int i = 0; i < 2; i++) {
-        const json_t *ids = json_object_get(json_object_get(specials, names[i]), "ids");
-        if (!json_is_array(ids) || json_array_size(ids) != 1 || !is_id(json_array_get(ids, 0)))
-            return clattn__fail_in(load_fn, where, CLATTN_ERROR_FORMAT,
-                                   "post_processor: special_tokens has no single id for '%s'",
-                                   names[i]);
-        out[i] = (int32_t)json_integer_value(json_array_get(ids, 0));
-    }
-    *cls = out[0];
-    *sep = out[1];
-    *found = true;
-    return CLATTN_OK;
 }
 
 #define FORMAT_FAIL(...) clattn__fail_in(load_fn, path, CLATTN_ERROR_FORMAT, __VA_ARGS__)
@@ -439,12 +384,16 @@ added_tokens:;
         goto done;
     if (!bpe && unk)
         tok->special.unk = tok->wp.unk;
+    /* [CLS], [SEP] and the pair template from the post-processor (tokenizer_template.c);
+     * without one, the vocabulary's [CLS] and [SEP] and BERT's pair template. */
     bool found;
-    if ((s = post_processor_tokens(json_object_get(root, "post_processor"), path,
-                                   &tok->special.cls, &tok->special.sep, &found)))
+    if ((s = clattn__post_processor_load(tok, json_object_get(root, "post_processor"), path,
+                                         load_fn, &found)))
         goto done;
     if (!found && ((s = require_token(tok, path, "[CLS]", "classifier", &tok->special.cls)) ||
-                   (s = require_token(tok, path, "[SEP]", "separator", &tok->special.sep))))
+                   (s = require_token(tok, path, "[SEP]", "separator", &tok->special.sep)) ||
+                   (s = clattn__pair_template_bert(&tok->pair, tok->special.cls,
+                                                   tok->special.sep, load_fn, path))))
         goto done;
     if ((size_t)tok->special.cls >= tok->vocab_size ||
         (size_t)tok->special.sep >= tok->vocab_size) {
