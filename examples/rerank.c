@@ -61,7 +61,9 @@ static void usage(FILE *out)
             "\n"
             "Output: one line per document, best first: its index (from 0, in the order given),\n"
             "a tab, its score, a tab, the document. Equal scores keep the documents' order.\n"
-            "A model with several labels (a classifier, not a reranker) is refused.\n"
+            "A model with several labels (a classifier, not a reranker) is refused. Errors name\n"
+            "a document as pair N, from 1 (line N of --input); the query is text_a, the\n"
+            "document text_b.\n"
             "\n"
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
 }

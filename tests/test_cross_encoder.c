@@ -213,6 +213,148 @@ static void test_three_labels(void **state)
     golden_free(&g);
 }
 
+/* ---- pairs of texts ---- */
+
+/* The golden's pairs as texts, tokenized by the library (each text stripped, then
+ * clattn_tokenizer_encode_pair): the very bytes of the ids path on Hugging Face's ids (so the
+ * same ids), and transformers' and CrossEncoder.predict's scores; at the model's max_length
+ * (params 0) and at 16. The texts are given NUL-terminated, then by length with bytes after
+ * them that must not be read. */
+static void check_text_path(clattn_context *ctx, const char *name)
+{
+    golden g;
+    golden_load(&g, name);
+    clattn_cross_encoder *m = load(ctx, g.dir);
+    json_t *pairs = json_object_get(g.root, "pairs");
+    const char *queries[MAX_PAIRS], *documents[MAX_PAIRS];
+    char *padded_q[MAX_PAIRS], *padded_d[MAX_PAIRS];
+    size_t query_lengths[MAX_PAIRS], document_lengths[MAX_PAIRS];
+    for (size_t i = 0; i < g.count; i++) {
+        queries[i] = json_string_value(json_array_get(json_array_get(pairs, i), 0));
+        documents[i] = json_string_value(json_array_get(json_array_get(pairs, i), 1));
+        query_lengths[i] = strlen(queries[i]), document_lengths[i] = strlen(documents[i]);
+        padded_q[i] = malloc(query_lengths[i] + 8), padded_d[i] = malloc(document_lengths[i] + 8);
+        assert_true(padded_q[i] && padded_d[i]);
+        sprintf(padded_q[i], "%s zebra", queries[i]);
+        sprintf(padded_d[i], "%s zebra", documents[i]);
+    }
+    json_t *sections[2] = {g.root, json_object_get(g.root, "short")};
+    for (int k = 0; k < 2; k++) {
+        golden_ids(&g, sections[k]);
+        clattn_cross_encoder_params p = with_activation(CLATTN_SCORES_RAW);
+        float *from_ids = score_ids(m, &g, &p);
+        float *want = golden_floats(&g, sections[k], "logits");
+        float *got = malloc(g.count * g.labels * sizeof(float));
+        assert_non_null(got);
+        p.max_length = k ? 16 : 0;
+        size_t tokens = 0, total = 0;
+        for (size_t i = 0; i < g.count; i++)
+            total += g.lengths[i];
+        for (int by_length = 0; by_length < 2; by_length++) {
+            memset(got, 0, g.count * g.labels * sizeof(float));
+            clattn_status status = clattn_cross_encoder_score(
+                m, by_length ? (const char *const *)padded_q : queries,
+                by_length ? query_lengths : NULL,
+                by_length ? (const char *const *)padded_d : documents,
+                by_length ? document_lengths : NULL, g.count, got, &p, &tokens);
+            if (status != CLATTN_OK)
+                print_error("clattn_cross_encoder_score: %s\n", clattn_last_error(ctx));
+            assert_int_equal(status, CLATTN_OK);
+            assert_int_equal(tokens, total);
+            for (size_t i = 0; i < g.count; i++)
+                if (memcmp(got + i * g.labels, from_ids + i * g.labels,
+                           g.labels * sizeof(float)) != 0) {
+                    print_error("%s pair %zu (max_length %zu): the text path's scores are not "
+                                "the ids path's on Hugging Face's ids\n", name, i + 1,
+                                p.max_length);
+                    fail();
+                }
+        }
+        printf("    %-15s %-16s largest error %.3g (texts)\n", name, k ? "logits/16" : "logits",
+               test_max_abs_diff(got, want, g.count * g.labels));
+        assert_close(got, want, g.count * g.labels, TOL);
+        free(want);
+        p.activation = CLATTN_SCORES_DEFAULT;
+        want = golden_floats(&g, sections[k], "predict");
+        assert_int_equal(clattn_cross_encoder_score(m, queries, NULL, documents, NULL, g.count,
+                                                    got, &p, NULL),
+                         CLATTN_OK);
+        assert_close(got, want, g.count * g.labels, TOL);
+        free(want), free(got), free(from_ids);
+    }
+    for (size_t i = 0; i < g.count; i++)
+        free(padded_q[i]), free(padded_d[i]);
+    clattn_cross_encoder_destroy(&m);
+    golden_free(&g);
+}
+
+static void test_texts(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    check_text_path(ctx, "one_label");
+    check_text_path(ctx, "three_labels");
+    check_text_path(ctx, "roberta");
+}
+
+/* params->truncate 0, invalid UTF-8, NULL texts: named errors, nothing written. */
+static void test_text_errors(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    golden g;
+    golden_load(&g, "one_label");
+    clattn_cross_encoder *m = load(ctx, g.dir);
+    const char *long_doc = "an extraordinarily long document about nothing in particular that "
+                           "goes on and on";
+    const char *queries[3] = {"short", "short", "short"};
+    const char *documents[3] = {"fine", long_doc, "\xff"};
+    float out[3] = {-7, -7, -7};
+    clattn_cross_encoder_params p;
+    clattn_cross_encoder_params_default(&p);
+    p.truncate = 0;
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 2, out,
+                                                      &p, NULL),
+                      CLATTN_ERROR_OUT_OF_RANGE, "pair 2 has ");
+    assert_non_null(strstr(clattn_last_error(ctx), "tokens, more than max_length 48 (and "
+                                                   "params->truncate is 0)"));
+    p.max_length = 200; /* above the model's 48: still 48 */
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 2, out,
+                                                      &p, NULL),
+                      CLATTN_ERROR_OUT_OF_RANGE, "more than max_length 48");
+    p.truncate = 2;
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 2, out,
+                                                      &p, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "params->truncate is 2 (0 or 1)");
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 3, out,
+                                                      NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT,
+                      "pair 3: clattn_tokenizer_encode_pair: invalid argument: text_b is not "
+                      "valid UTF-8 at byte 0");
+    clattn_cross_encoder_params_default(&p);
+    p.max_length = 2; /* below [CLS] [SEP] [SEP] */
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 1, out,
+                                                      &p, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "pair 1: clattn_tokenizer_encode_pair");
+    documents[1] = NULL;
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 2, out,
+                                                      NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT,
+                      "pair 2: the document (documents[1]) is NULL");
+    assert_true(out[0] == -7 && out[1] == -7 && out[2] == -7); /* nothing written on error */
+    size_t zero[2] = {0, 0}; /* a NULL text of length 0 is the empty text */
+    const char *nulls[2] = {NULL, NULL};
+    assert_int_equal(clattn_cross_encoder_score(m, nulls, zero, nulls, zero, 2, out, NULL, NULL),
+                     CLATTN_OK);
+    assert_memory_equal(&out[0], &out[1], sizeof(float));
+    assert_status_msg(ctx, clattn_cross_encoder_score(m, NULL, NULL, documents, NULL, 1, out,
+                                                      NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "queries is NULL");
+    assert_status_msg(NULL, clattn_cross_encoder_score(NULL, queries, NULL, documents, NULL, 1,
+                                                       out, NULL, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "model is NULL");
+    clattn_cross_encoder_destroy(&m);
+    golden_free(&g);
+}
+
 /* ---- batch invariance and activations ---- */
 
 /* Each pair alone, then all of them under several batchings: the same bytes. */
@@ -609,6 +751,8 @@ int main(void)
         cmocka_unit_test(test_one_label),
         cmocka_unit_test(test_three_labels),
         cmocka_unit_test(test_roberta),
+        cmocka_unit_test(test_texts),
+        cmocka_unit_test(test_text_errors),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_activate),
         cmocka_unit_test(test_default_activation_from_config),

@@ -68,7 +68,7 @@ expect 1 "--input: $tmp/missing.txt: cannot open" -- "$rerank" --model "$model" 
 : >"$tmp/empty.txt"
 expect 1 "holds no document" -- "$rerank" --model "$model" --query q --input "$tmp/empty.txt"
 printf 'good\n\xff bad\n' >"$tmp/invalid.txt"
-expect 1 "pair 2: document:" -- "$rerank" --model "$model" --query q --input "$tmp/invalid.txt"
+expect 1 "pair 2: clattn_tokenizer_encode_pair: invalid argument: text_b is not valid UTF-8" -- "$rerank" --model "$model" --query q --input "$tmp/invalid.txt"
 
 echo "--- the ranking against sentence-transformers' CrossEncoder.rank"
 "$rerank" --model "$model" --query "$query" --input "$docs" >"$tmp/ranked.txt"

@@ -28,9 +28,10 @@ classifier.dense.* and classifier.out_proj.*; tokenizer.json, tokenizer_config.j
 special_tokens_map.json, vocab.txt for BERT), plus
   pairs.json   {"pairs": [[query, document], ...],
                 "max_length": the CrossEncoder's truncation (the tokenizer's model_max_length),
-                "input_ids", "token_type_ids": per pair, as the CrossEncoder's tokenizer gives
-                  them (tokenizer(queries, documents, truncation="longest_first",
-                  max_length=max_length)),
+                "input_ids", "token_type_ids": per pair, as the CrossEncoder gives them to its
+                  model (tokenizer(queries, documents, truncation="longest_first",
+                  max_length=max_length) of the texts stripped, as CrossEncoder's
+                  smart_batching_collate_text_only strips them),
                 "logits": [count][num_labels], BertForSequenceClassification in float64 (the
                   model cast to double: an exact reference for the float32 library),
                 "predict": CrossEncoder(folder).predict(pairs) (float32 torch; the default
@@ -110,6 +111,8 @@ OTHER_PAIRS = [
     ("short", "the " * 40 + "end"),
     ("what is this extraordinarily long question about nothing in particular?",
      "an equally verbose answer that keeps going on and on without saying anything"),
+    # whitespace at the ends: CrossEncoder (sentence-transformers 3) strips both texts
+    ("  spaced query ", "\tthe document, spaced\n "),
 ]
 
 
@@ -169,7 +172,8 @@ def make_model(folder, seed, family, vocab_size, num_labels, id2label):
 def tokenize(folder, pairs, max_length):
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(folder)
-    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first",
+    enc = tok([p[0].strip() for p in pairs], [p[1].strip() for p in pairs],
+              truncation="longest_first",
               max_length=max_length, return_token_type_ids=True)
     return enc["input_ids"], enc["token_type_ids"]
 

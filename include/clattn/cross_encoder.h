@@ -154,8 +154,11 @@ CLATTN_API void clattn_cross_encoder_params_default(clattn_cross_encoder_params 
  * texts are NUL-terminated). To rerank documents for one query, pass the same query pointer
  * for every i (it is tokenized once per pair).
  *
- * Each pair is tokenized with the model's template and truncated longest-first to max_length
- * (see params); the pairs are sorted by length and cut into batches of neighbours (at most
+ * Each text is first stripped of the whitespace at its ends (Python's str.strip(), as
+ * sentence-transformers' CrossEncoder strips both texts before its tokenizer; with WordPiece it
+ * changes nothing, with byte-level BPE and SentencePiece the spaces would be tokens), then the
+ * pair is tokenized with the model's template (clattn_tokenizer_encode_pair) and truncated
+ * longest-first to max_length (see params); the pairs are sorted by length and cut into batches of neighbours (at most
  * params->batch_size pairs and params->max_batch_tokens padded tokens each; right padding and a
  * key-padding mask), run through the encoder; the head and the activation (params->activation)
  * give the scores. A pair's scores do not depend on the pairs it is batched with: the same pair
@@ -164,11 +167,17 @@ CLATTN_API void clattn_cross_encoder_params_default(clattn_cross_encoder_params 
  *
  * Nothing is written to out on these errors:
  *   CLATTN_ERROR_INVALID_ARGUMENT  model, out (count > 0), queries or documents NULL; a text
- *                                  NULL with a length other than 0; params->reserved not zero,
- *                                  params->activation or params->truncate out of range;
- *                                  invalid UTF-8 in a text ("pair N: query: ..." or "pair N:
- *                                  document: ...", counting from 1; clattn/tokenizer.h)
- *   CLATTN_ERROR_OUT_OF_RANGE      params->truncate 0 and pair N longer than max_length
+ *                                  NULL with a length other than 0 ("pair N: the document
+ *                                  (documents[N-1]) is NULL", counting from 1);
+ *                                  params->reserved not zero, params->activation or
+ *                                  params->truncate out of range; invalid UTF-8 in a text, or a
+ *                                  max_length below the template's special tokens ("pair N: "
+ *                                  and clattn_tokenizer_encode_pair's message, which calls the
+ *                                  query text_a and the document text_b)
+ *   CLATTN_ERROR_OUT_OF_RANGE      params->truncate 0 and pair N longer than max_length ("pair
+ *                                  N has T tokens, more than max_length M")
+ *   CLATTN_ERROR_FORMAT, _UNSUPPORTED  a pair template the tokenizer cannot apply
+ *                                  (clattn/tokenizer.h)
  * and the device's errors (the context's message).
  */
 CLATTN_API clattn_status clattn_cross_encoder_score(clattn_cross_encoder *model,

@@ -6,6 +6,7 @@
 #include "classifier_head.h"
 #include "formats/file_io.h"
 #include "pooled_batches.h"
+#include "text/text_strip.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -404,6 +405,60 @@ static clattn_status score_rows(clattn_cross_encoder *m, const char *fn, const t
     return status;
 }
 
+/* Every pair's ids and types against the model (before anything runs, so that nothing is
+ * written to out on error); *total receives the total of lengths. */
+static clattn_status check_pairs(const clattn_cross_encoder *m, const char *fn,
+                                 const int32_t *const *ids, const int32_t *const *type_ids,
+                                 const size_t *lengths, size_t count, size_t *total)
+{
+    clattn_context *ctx = m->ctx;
+    /* type ids below type_vocab_size; a model without token types takes only 0 */
+    size_t types = m->info.type_vocab_size ? m->info.type_vocab_size : 1;
+    *total = 0;
+    for (size_t i = 0; i < count; i++) {
+        CLATTN_CHECK_ARG(ctx, fn, ids[i], "pair %zu (ids[%zu]) is NULL", i + 1, i);
+        CLATTN_CHECK_ARG(ctx, fn, !type_ids || type_ids[i], "pair %zu (type_ids[%zu]) is NULL",
+                         i + 1, i);
+        CLATTN_CHECK_ARG(ctx, fn, lengths[i] > 0, "pair %zu (lengths[%zu]) has no ids", i + 1, i);
+        if (lengths[i] > m->info.max_length)
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                "%s: pair %zu has %zu ids, more than the model's max_length %zu",
+                                fn, i + 1, lengths[i], m->info.max_length);
+        for (size_t j = 0; j < lengths[i]; j++) {
+            if (ids[i][j] < 0 || (size_t)ids[i][j] >= m->info.vocab_size)
+                return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                    "%s: pair %zu: id %" PRId32 " (ids[%zu][%zu]) is outside "
+                                    "the vocabulary (0 to %zu)", fn, i + 1, ids[i][j], i, j,
+                                    m->info.vocab_size - 1);
+            if (type_ids && (type_ids[i][j] < 0 || (size_t)type_ids[i][j] >= types))
+                return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                    "%s: pair %zu: token type %" PRId32 " (type_ids[%zu][%zu]) "
+                                    "is outside the model's token types (0 to %zu)",
+                                    fn, i + 1, type_ids[i][j], i, j, types - 1);
+        }
+        *total += lengths[i];
+    }
+    return CLATTN_OK;
+}
+
+/* Checked pairs through the encoder and the head (score_rows); a model without a token type
+ * embedding gets no type ids (all are 0). */
+static clattn_status score_checked(clattn_cross_encoder *m, const char *fn,
+                                   const int32_t *const *ids, const int32_t *const *type_ids,
+                                   const size_t *lengths, size_t count, float *out,
+                                   const clattn_cross_encoder_params *params, size_t *tokens)
+{
+    size_t total = 0;
+    clattn_status status = check_pairs(m, fn, ids, type_ids, lengths, count, &total);
+    if (status != CLATTN_OK)
+        return status;
+    token_rows rows = {ids, m->info.type_vocab_size ? type_ids : NULL, lengths, count};
+    status = score_rows(m, fn, &rows, out, params);
+    if (status == CLATTN_OK && tokens)
+        *tokens = total;
+    return status;
+}
+
 clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *m, const int32_t *const *ids,
                                              const int32_t *const *type_ids,
                                              const size_t *lengths, size_t count, float *out,
@@ -426,37 +481,137 @@ clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *m, const int3
     CLATTN_CHECK_ARG(ctx, fn, params->max_length == 0,
                      "params->max_length is %zu (must be 0: the pairs are already tokenized "
                      "and truncated)", params->max_length);
-    /* type ids below type_vocab_size; a model without token types takes only 0 */
-    size_t types = m->info.type_vocab_size ? m->info.type_vocab_size : 1;
-    size_t total = 0;
-    /* Every pair is checked before anything runs, so that nothing is written to out on error. */
+    return score_checked(m, fn, ids, type_ids, lengths, count, out, params, tokens);
+}
+
+/* ---- pairs of texts ---- */
+
+/* Every pair's ids and types, tokenized one after another into one growing array. */
+typedef struct tokenized_pairs {
+    int32_t *ids, *types; /* [total] */
+    size_t total, capacity;
+    size_t *start, *length; /* [count]: pair i is ids[start[i] .. start[i] + length[i]) */
+    const int32_t **id_rows, **type_rows; /* [count]: pointers into ids and types */
+} tokenized_pairs;
+
+static void tokenized_pairs_free(tokenized_pairs *t)
+{
+    free(t->ids), free(t->types), free(t->start), free(t->length);
+    free((void *)t->id_rows), free((void *)t->type_rows);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Room for n more ids and types. */
+static bool tokenized_pairs_reserve(tokenized_pairs *t, size_t n)
+{
+    if (t->total + n <= t->capacity)
+        return true;
+    size_t capacity = 2 * t->capacity > t->total + n ? 2 * t->capacity : t->total + n + 1024;
+    int32_t *ids = realloc(t->ids, capacity * sizeof(int32_t));
+    if (ids)
+        t->ids = ids;
+    int32_t *types = ids ? realloc(t->types, capacity * sizeof(int32_t)) : NULL;
+    if (types)
+        t->types = types;
+    if (!ids || !types)
+        return false;
+    t->capacity = capacity;
+    return true;
+}
+
+/* Pair i's texts as CrossEncoder gives them to its tokenizer: each stripped as Python's
+ * str.strip() (sentence-transformers before version 4 strips both texts of a pair). */
+static void pair_texts(const char *const *queries, const size_t *query_lengths,
+                       const char *const *documents, const size_t *document_lengths, size_t i,
+                       const char **q, size_t *ql, const char **d, size_t *dl)
+{
+    *q = queries[i], *d = documents[i];
+    *ql = query_lengths ? query_lengths[i] : (*q ? strlen(*q) : 0);
+    *dl = document_lengths ? document_lengths[i] : (*d ? strlen(*d) : 0);
+    if (*q)
+        clattn__strip_whitespace(q, ql);
+    if (*d)
+        clattn__strip_whitespace(d, dl);
+}
+
+static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
+                                    const char *const *queries, const size_t *query_lengths,
+                                    const char *const *documents,
+                                    const size_t *document_lengths, size_t count,
+                                    size_t max_length, int truncate, tokenized_pairs *t)
+{
+    clattn_context *ctx = m->ctx;
+    size_t slots = count ? count : 1;
+    t->start = calloc(slots, sizeof(size_t));
+    t->length = calloc(slots, sizeof(size_t));
+    t->id_rows = calloc(slots, sizeof(*t->id_rows));
+    t->type_rows = calloc(slots, sizeof(*t->type_rows));
+    if (!t->start || !t->length || !t->id_rows || !t->type_rows ||
+        !tokenized_pairs_reserve(t, max_length))
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     for (size_t i = 0; i < count; i++) {
-        CLATTN_CHECK_ARG(ctx, fn, ids[i], "pair %zu (ids[%zu]) is NULL", i + 1, i);
-        CLATTN_CHECK_ARG(ctx, fn, !type_ids || type_ids[i], "pair %zu (type_ids[%zu]) is NULL",
-                         i + 1, i);
-        CLATTN_CHECK_ARG(ctx, fn, lengths[i] > 0, "pair %zu (lengths[%zu]) has no ids", i + 1, i);
-        if (lengths[i] > m->info.max_length)
+        const char *q, *d;
+        size_t ql, dl, n = 0;
+        pair_texts(queries, query_lengths, documents, document_lengths, i, &q, &ql, &d, &dl);
+        /* Without truncation the whole pair is tokenized into room for max_length ids: a
+         * longer one fails for want of room, with its length in n. */
+        clattn_status status = clattn_tokenizer_encode_pair(
+            m->tokenizer, q, ql, d, dl, truncate ? max_length : SIZE_MAX, t->ids + t->total,
+            t->types + t->total, max_length, &n);
+        if (status != CLATTN_OK && !truncate && n > max_length)
             return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
-                                "%s: pair %zu has %zu ids, more than the model's max_length %zu",
-                                fn, i + 1, lengths[i], m->info.max_length);
-        for (size_t j = 0; j < lengths[i]; j++) {
-            if (ids[i][j] < 0 || (size_t)ids[i][j] >= m->info.vocab_size)
-                return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
-                                    "%s: pair %zu: id %" PRId32 " (ids[%zu][%zu]) is outside "
-                                    "the vocabulary (0 to %zu)", fn, i + 1, ids[i][j], i, j,
-                                    m->info.vocab_size - 1);
-            if (type_ids && (type_ids[i][j] < 0 || (size_t)type_ids[i][j] >= types))
-                return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
-                                    "%s: pair %zu: token type %" PRId32 " (type_ids[%zu][%zu]) "
-                                    "is outside the model's token types (0 to %zu)",
-                                    fn, i + 1, type_ids[i][j], i, j, types - 1);
-        }
-        total += lengths[i];
+                                "%s: pair %zu has %zu tokens, more than max_length %zu (and "
+                                "params->truncate is 0)",
+                                fn, i + 1, n, max_length);
+        if (status != CLATTN_OK)
+            return clattn__fail(ctx, status, "%s: pair %zu: %s", fn, i + 1,
+                                clattn_last_error(NULL));
+        t->start[i] = t->total, t->length[i] = n;
+        t->total += n;
+        if (!tokenized_pairs_reserve(t, max_length))
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                                fn);
     }
-    /* A model without a token type embedding gets no type ids (all are 0). */
-    token_rows rows = {ids, m->info.type_vocab_size ? type_ids : NULL, lengths, count};
-    status = score_rows(m, fn, &rows, out, params);
-    if (status == CLATTN_OK && tokens)
-        *tokens = total;
+    for (size_t i = 0; i < count; i++) /* the arrays are where they stay now */
+        t->id_rows[i] = t->ids + t->start[i], t->type_rows[i] = t->types + t->start[i];
+    return CLATTN_OK;
+}
+
+clattn_status clattn_cross_encoder_score(clattn_cross_encoder *m, const char *const *queries,
+                                         const size_t *query_lengths,
+                                         const char *const *documents,
+                                         const size_t *document_lengths, size_t count, float *out,
+                                         const clattn_cross_encoder_params *params,
+                                         size_t *tokens)
+{
+    static const char fn[] = "clattn_cross_encoder_score";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    clattn_context *ctx = m->ctx;
+    clattn_cross_encoder_params defaults;
+    if (!params) {
+        clattn_cross_encoder_params_default(&defaults);
+        params = &defaults;
+    }
+    CLATTN_CHECK_ARG(ctx, fn, queries || count == 0, "queries is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, documents || count == 0, "documents is NULL");
+    clattn_status status = check_params(m, fn, count, out, params);
+    if (status != CLATTN_OK)
+        return status;
+    for (size_t i = 0; i < count; i++) {
+        CLATTN_CHECK_ARG(ctx, fn, queries[i] || (query_lengths && query_lengths[i] == 0),
+                         "pair %zu: the query (queries[%zu]) is NULL", i + 1, i);
+        CLATTN_CHECK_ARG(ctx, fn, documents[i] || (document_lengths && document_lengths[i] == 0),
+                         "pair %zu: the document (documents[%zu]) is NULL", i + 1, i);
+    }
+    size_t max_length = m->info.max_length;
+    if (params->max_length && params->max_length < max_length)
+        max_length = params->max_length;
+    tokenized_pairs t = {0};
+    status = tokenize_pairs(m, fn, queries, query_lengths, documents, document_lengths, count,
+                            max_length, params->truncate, &t);
+    if (status == CLATTN_OK)
+        status = score_checked(m, fn, t.id_rows, t.type_rows, t.length, count, out, params,
+                               tokens);
+    tokenized_pairs_free(&t);
     return status;
 }
