@@ -637,7 +637,7 @@ static void create_rejects_bad_configurations(void **state)
     assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
                       "positional is 7");
     clattn_encoder_config_default(&c, 16, 4, 1, 32);
-    c.reserved[5] = 1;
+    c.reserved[3] = 1;
     assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
                       "reserved");
     clattn_encoder_config_default(&c, (size_t)1 << 30, 1, 1, 1);
