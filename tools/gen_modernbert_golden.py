@@ -20,7 +20,8 @@ as the library does: the masks below are additive finfo.min):
                layer i % global_attn_every_n_layers == 0: global, base global_rope_theta;
                otherwise local: base local_rope_theta (null: global_rope_theta) and keys
                |i - j| > local_attention // 2 masked (sliding_window_mask)
-  mlp:         input, gate = Wi(x).chunk(2); Wo(act(input) · gate)   act = ACT2FN[hidden_activation]
+  mlp:         input, gate = Wi(x).chunk(2); Wo(act(input) · gate)
+               act = ACT2FN[hidden_activation]
   final_norm after the last layer.
 Padding: a padded query whose window holds no real key gets, in transformers, a uniform average
 of every value (all its scores are finfo.min); libclattn gives it zero attention. Neither reaches

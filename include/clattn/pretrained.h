@@ -1,6 +1,7 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT and JinaBERT encoders, pooling,
- * and sentence embeddings (text in, the same vectors as sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT, JinaBERT and ModernBERT
+ * encoders, pooling, and sentence embeddings (text in, the same vectors as sentence-transformers
+ * out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
@@ -21,7 +22,18 @@
  *                               jinaai/jina-bert-implementation): model_type "bert" with
  *                               position_embedding_type "alibi", feed_forward_type "geglu" or
  *                               "reglu", emb_pooler null or "mean" (hidden_act is not used;
- *                               max_position_embeddings is only the longest text, no table)
+ *                               max_position_embeddings is only the longest text, no table);
+ *                               or model_type "modernbert" (transformers' ModernBertModel):
+ *                               hidden_size, num_attention_heads, num_hidden_layers,
+ *                               intermediate_size, vocab_size, and where present
+ *                               max_position_embeddings (only the longest text: RoPE),
+ *                               norm_eps, norm_bias, attention_bias and mlp_bias (both true or
+ *                               both false), hidden_activation, global_rope_theta,
+ *                               local_rope_theta (null: global_rope_theta),
+ *                               global_attn_every_n_layers, local_attention; refused when set:
+ *                               rope_scaling, partial_rotary_factor other than 1, head_dim
+ *                               other than hidden_size / num_attention_heads (hf_model.c's
+ *                               modernbert_config lists the rules)
  *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
@@ -32,7 +44,12 @@
  *                               without "bert."; JinaBERT's (BERT's without
  *                               position_embeddings, encoder.layer.N.mlp.gated_layers.weight
  *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
- *                               without "bert."; tensors inference does not use
+ *                               without "bert."; ModernBERT's (embeddings.tok_embeddings,
+ *                               embeddings.norm, layers.N.attn_norm (none in layer 0),
+ *                               layers.N.attn.Wqkv (q, k, v packed), attn.Wo, mlp_norm,
+ *                               mlp.Wi [2·intermediate, hidden] (the activated half first),
+ *                               mlp.Wo, final_norm), with or without "model." (a
+ *                               ModernBertForMaskedLM's file); tensors inference does not use
  *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
  *                               lm_head.*) are skipped
  *   tokenizer.json or vocab.txt the WordPiece tokenizer (clattn/tokenizer.h)
@@ -57,16 +74,25 @@
  * LayerNorm; post-LN layers with ALiBi's -m_h·|i - j| (alibi) and the gated feed-forward
  * layernorm(x + wo(act(g) ⊙ u)), g and u the first and second half of gated_layers' rows
  * (ffn_gated: linear1_gate = g's rows, linear1 = u's, both without bias; act erf gelu for
- * "geglu", relu for "reglu"). Anything else (another model_type, hidden_act,
- * activation_function, position embedding type, a NomicBERT option the encoder does not
- * implement, a JinaBERT feed_forward_type or emb_pooler, or the jina-bert-v2-qk-post-norm code
- * its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
- * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert")'); a
- * missing or malformed file, a missing tensor or a wrong shape fails with the file's name and
- * what is wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named
- * with its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other
- * than the number of layers model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer,
- * encoder.layers.<n>.*) is CLATTN_ERROR_FORMAT naming both.
+ * "geglu", relu for "reglu"). ModernBERT's (transformers' modeling_modernbert.py): the token
+ * embedding, then LayerNorm embeddings.norm; pre-LN layers x = x + attn(attn_norm(x));
+ * x = x + mlp(mlp_norm(x)) whose first has no attn_norm (first_norm1_identity), RoPE on q and k
+ * (half-split, all of d_k), the gated feed-forward Wo(act(input) ⊙ gate) with input and gate the
+ * first and second half of Wi's rows, no linear or norm biases unless the config has them, and
+ * final_norm; layer i is global (rotary base global_rope_theta) when
+ * i % global_attn_every_n_layers == 0, local otherwise: keys farther than local_attention // 2
+ * from the query are ignored, rotary base local_rope_theta (clattn/encoder.h's local_window,
+ * global_every, local_rope_theta). Anything else (another model_type, hidden_act,
+ * activation_function, position embedding type, a NomicBERT or ModernBERT option the encoder
+ * does not implement, a JinaBERT feed_forward_type or emb_pooler, or the
+ * jina-bert-v2-qk-post-norm code its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming
+ * the field (an unknown model_type: 'model_type "x" is not supported (supported: "bert",
+ * "mpnet", "nomic_bert", "modernbert")'); a missing or malformed file, a missing tensor or a
+ * wrong shape fails with the file's name and what is wrong. A tensor stored in a dtype that is
+ * not read (an integer type, for one) is named with its dtype ("tensor X is I32, expected F32
+ * (or F16, BF16)"); a num_hidden_layers other than the number of layers model.safetensors holds
+ * (encoder.layer.<n>.*; NomicBERT: n_layer, encoder.layers.<n>.*; ModernBERT: layers.<n>.*) is
+ * CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -81,7 +107,8 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT or JinaBERT folder (config.json +
+ * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT, JinaBERT or ModernBERT folder
+ * (config.json +
  * model.safetensors, see above) onto the context's device. Its configuration: positional LEARNED
  * (max_position_embeddings rows), type_vocab_size token types, embedding_norm, embedding_scale 1,
  * post-LN, eps layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
@@ -91,7 +118,12 @@ extern "C" {
  * longest input), ffn_gated with silu or gelu, linear_no_bias without biases, eps
  * layer_norm_epsilon; JinaBERT: positional NONE, alibi 1, ffn_gated 1 with activation GELU
  * ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions =
- * max_position_embeddings (no table: the encoder takes any length). On error *encoder is NULL.
+ * max_position_embeddings (no table: the encoder takes any length); ModernBERT: positional NONE,
+ * no token types, embedding_norm, norm_first with first_norm1_identity, final_norm, ffn_gated
+ * with hidden_activation's function, linear_no_bias = !attention_bias, norm_no_bias =
+ * !norm_bias, eps norm_eps, rope_theta global_rope_theta, local_rope_theta, local_window
+ * local_attention rounded down to even, global_every global_attn_every_n_layers (at most
+ * num_hidden_layers), max_positions max_position_embeddings. On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);
@@ -204,14 +236,16 @@ CLATTN_API void clattn_embed_params_default(clattn_embed_params *params);
  * Embeds `count` UTF-8 texts into out [count, hidden_size] (row i = text i, whatever the
  * batching). lengths[i] is the byte length of texts[i]; lengths NULL: the texts are
  * NUL-terminated. The prompt (params->prompt or prompt_name, else the model's default prompt)
- * is put before each text; texts are tokenized, truncated to max_length tokens, sorted by length
- * and cut into batches of neighbours where padding and per-batch costs are least (right padding,
- * a key-padding mask per batch; the cuts change speed, never a row's bytes) and run through the
- * encoder, then pooled on the device. *tokens (may be NULL) receives the number of real tokens
- * processed. Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT naming it, counting from 1
- * ("text 1: ..." for texts[0]; see clattn/tokenizer.h); so are both prompt and prompt_name set,
- * and a prompt_name the model does not have (naming those it has); nothing is written to out
- * then.
+ * is put before each text, and the whitespace at both ends of the result is left out (Python's
+ * str.strip(), as sentence-transformers' Transformer.tokenize does; it matters to byte-level BPE
+ * tokenizers, which make tokens of spaces); texts are tokenized, truncated to max_length tokens,
+ * sorted by length and cut into batches of neighbours where padding and per-batch costs are
+ * least (right padding, a key-padding mask per batch; the cuts change speed, never a row's
+ * bytes) and run through the encoder, then pooled on the device. *tokens (may be NULL) receives
+ * the number of real tokens processed. Invalid UTF-8 in a text is CLATTN_ERROR_INVALID_ARGUMENT
+ * naming it, counting from 1 ("text 1: ..." for texts[0]; see clattn/tokenizer.h); so are both
+ * prompt and prompt_name set, and a prompt_name the model does not have (naming those it has);
+ * nothing is written to out then.
  */
 CLATTN_API clattn_status clattn_sentence_model_embed(clattn_sentence_model *model,
                                                      const char *const *texts,

@@ -443,18 +443,19 @@ static clattn_status jina_config(const char *path, json_t *root, clattn_encoder_
 }
 
 /* ModernBERT's config.json (ModernBertConfig): hidden_size, num_attention_heads,
- * num_hidden_layers, intermediate_size and vocab_size, and, where absent or null, ModernBertConfig's
- * defaults for max_position_embeddings (8192), norm_eps (1e-5), norm_bias, attention_bias,
- * mlp_bias (false), hidden_activation ("gelu"), global_rope_theta (160000), local_rope_theta
- * (10000; null: global_rope_theta, as ModernBertAttention takes it), global_attn_every_n_layers
- * (3) and local_attention (128). Layer i is global when i % global_attn_every_n_layers == 0;
- * the others see local_attention // 2 keys on either side (the encoder's local_window is twice
- * that: an odd local_attention loses its last key, as in transformers). What the encoder cannot
- * compute as transformers does is refused, naming the key: attention_bias and mlp_bias that
- * differ (linear_no_bias is one switch), a hidden_activation other than gelu (erf), gelu_new /
- * gelu_pytorch_tanh, relu, silu / swish; rope_scaling other than null, partial_rotary_factor
- * other than 1 and head_dim other than hidden_size / num_attention_heads (transformers' rotary
- * code reads them; its ModernBertAttention does not run with them), a rotary base below 1, a
+ * num_hidden_layers, intermediate_size and vocab_size, and, where absent or null,
+ * ModernBertConfig's defaults for max_position_embeddings (8192), norm_eps (1e-5), norm_bias,
+ * attention_bias, mlp_bias (false), hidden_activation ("gelu"), global_rope_theta (160000),
+ * local_rope_theta (absent: 10000; null: global_rope_theta, as ModernBertAttention takes it),
+ * global_attn_every_n_layers (3) and local_attention (128). Layer i is global when
+ * i % global_attn_every_n_layers == 0; the others see local_attention // 2 keys on either side
+ * (the encoder's local_window is twice that: an odd local_attention loses its last key, as in
+ * transformers). What the encoder cannot compute as transformers does is refused, naming the
+ * key: attention_bias and mlp_bias that differ (linear_no_bias is one switch), a
+ * hidden_activation other than gelu (erf), gelu_new / gelu_pytorch_tanh, relu, silu / swish;
+ * rope_scaling other than null, partial_rotary_factor other than 1 and head_dim other than
+ * hidden_size / num_attention_heads (transformers' rotary code reads them; its
+ * ModernBertAttention does not run with them), a rotary base below 1, a
  * global_attn_every_n_layers of 0 or a local_attention below 2. */
 static clattn_status modernbert_config(const char *path, json_t *root, clattn_encoder_config *cfg)
 {
@@ -521,7 +522,8 @@ static clattn_status modernbert_config(const char *path, json_t *root, clattn_en
                                "attention_bias (%s) and mlp_bias (%s) must be both true or both "
                                "false",
                                attention_bias ? "true" : "false", mlp_bias ? "true" : "false");
-    if (!(global_theta >= 1.0 && global_theta < 1e30) || !(local_theta >= 1.0 && local_theta < 1e30))
+    if (!(global_theta >= 1.0 && global_theta < 1e30) ||
+        !(local_theta >= 1.0 && local_theta < 1e30))
         return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
                                "global_rope_theta (%g) and local_rope_theta (%g) must be rotary "
                                "bases of at least 1",

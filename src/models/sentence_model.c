@@ -357,6 +357,61 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     return *scratch;
 }
 
+/* The byte length of the whitespace character at s (avail bytes), 0 if there is none: Python's
+ * str.isspace() characters (U+0009..U+000D, U+001C..U+001F, U+0020, U+0085, U+00A0, U+1680,
+ * U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) in UTF-8. */
+static size_t space_length(const unsigned char *s, size_t avail)
+{
+    if (avail >= 1 && ((s[0] >= 0x09 && s[0] <= 0x0D) || (s[0] >= 0x1C && s[0] <= 0x20)))
+        return 1;
+    if (avail >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0))
+        return 2;
+    if (avail >= 3 && ((s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) ||
+                       (s[0] == 0xE2 && s[1] == 0x80 &&
+                        (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF)) ||
+                       (s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) ||
+                       (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80)))
+        return 3;
+    return 0;
+}
+
+/* sentence-transformers' Transformer.tokenize strips every (prompted) text first
+ * (str(s).strip()): the whitespace at both ends of text[0 .. *len) is left out, moving *text
+ * and *len. It changes no id for BERT's normaliser, which drops that whitespace itself, but a
+ * byte-level BPE tokenizer (ModernBERT, RoBERTa) would make tokens of it. */
+static void strip_whitespace(const char **text, size_t *len)
+{
+    const unsigned char *s = (const unsigned char *)*text;
+    size_t n = *len, k;
+    while ((k = space_length(s, n)) > 0)
+        s += k, n -= k;
+    for (bool more = true; more && n > 0;) {
+        more = false;
+        for (k = 1; k <= 3 && k <= n && !more; k++)
+            if (space_length(s + n - k, k) == k)
+                n -= k, more = true;
+    }
+    *text = (const char *)s;
+    *len = n;
+}
+
+/* One text's ids (ids NULL: their count) as sentence-transformers tokenizes it: stripped. An
+ * error's message is that of the text as given, so that its byte offsets count from its start. */
+static clattn_status encode_text(clattn_sentence_model *m, const char *text, size_t len,
+                                 size_t max_length, int32_t *ids, size_t capacity, size_t *count)
+{
+    const char *kept = text;
+    size_t kept_len = len;
+    strip_whitespace(&kept, &kept_len);
+    clattn_status status = clattn_tokenizer_encode(m->tokenizer, kept, kept_len, max_length, ids,
+                                                   capacity, count);
+    if (status != CLATTN_OK && kept != text) {
+        size_t ignored;
+        clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0, &ignored);
+    }
+    return status;
+}
+
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
                                   const size_t *lengths, size_t count, size_t max_length,
                                   const char *prompt, tokenized *t)
@@ -378,8 +433,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
                                   "%s: out of host memory", fn_embed);
             break;
         }
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0,
-                                         &t->n[i]);
+        status = encode_text(m, text, len, max_length, NULL, 0, &t->n[i]);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
@@ -394,8 +448,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         t->ids[i] = t->storage + start[i];
         /* The same text as above: scratch holds at least this much already. */
         const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length,
-                                         t->storage + start[i], t->n[i], &got);
+        status = encode_text(m, text, len, max_length, t->storage + start[i], t->n[i], &got);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));

@@ -98,7 +98,8 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
                      "rotary_dim)",
                      out->head_dim_qk);
     CLATTN_CHECK_ARG(ctx, fn, in->first_norm1_identity <= 1,
-                     "first_norm1_identity (%u) must be 0 or 1", (unsigned)in->first_norm1_identity);
+                     "first_norm1_identity (%u) must be 0 or 1",
+                     (unsigned)in->first_norm1_identity);
     CLATTN_CHECK_ARG(ctx, fn, !in->first_norm1_identity || in->norm_first,
                      "first_norm1_identity needs norm_first (pre-LN): a post-LN layer's norm1 "
                      "follows its attention");
