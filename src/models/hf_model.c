@@ -1,5 +1,6 @@
 /* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT,
- * MPNet, NomicBERT and JinaBERT, each a table of tensor names and a few lines of configuration. */
+ * MPNet, NomicBERT, JinaBERT and ModernBERT, each a table of tensor names and a few lines of
+ * configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"

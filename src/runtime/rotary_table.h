@@ -23,8 +23,8 @@ typedef struct clattn_rotary_table {
 } clattn_rotary_table;
 
 /* The device's table of (cos a, sin a), a = p · θ^(-2k / (2·pairs)), for positions p <
- * `positions` (at least) and k < pairs. It stays valid until the next call with another base or
- * width (kernels already enqueued keep theirs: OpenCL releases a buffer after its commands). */
+ * `positions` (at least) and k < pairs. It stays valid until a later call grows or replaces it
+ * (kernels already enqueued keep theirs: OpenCL releases a buffer after its commands). */
 clattn_status clattn__rotary_table(clattn_context *ctx, size_t positions, size_t pairs,
                                    double theta, cl_mem *table);
 void clattn__rotary_table_release(clattn_rotary_table *table);
