@@ -306,7 +306,7 @@ static void test_text_errors(void **state)
     const char *long_doc = "an extraordinarily long document about nothing in particular that "
                            "goes on and on";
     const char *queries[3] = {"short", "short", "short"};
-    const char *documents[3] = {"fine", long_doc, "\xff"};
+    const char *documents[3] = {"fine", long_doc, "  \xff"}; /* offsets count the spaces */
     float out[3] = {-7, -7, -7};
     clattn_cross_encoder_params p;
     clattn_cross_encoder_params_default(&p);
@@ -328,7 +328,7 @@ static void test_text_errors(void **state)
                                                       NULL, NULL),
                       CLATTN_ERROR_INVALID_ARGUMENT,
                       "pair 3: clattn_tokenizer_encode_pair: invalid argument: text_b is not "
-                      "valid UTF-8 at byte 0");
+                      "valid UTF-8 at byte 2");
     clattn_cross_encoder_params_default(&p);
     p.max_length = 2; /* below [CLS] [SEP] [SEP] */
     assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 1, out,

@@ -519,8 +519,7 @@ static bool tokenized_pairs_reserve(tokenized_pairs *t, size_t n)
     return true;
 }
 
-/* Pair i's texts as CrossEncoder gives them to its tokenizer: each stripped as Python's
- * str.strip() (sentence-transformers before version 4 strips both texts of a pair). */
+/* Pair i's texts as given. */
 static void pair_texts(const char *const *queries, const size_t *query_lengths,
                        const char *const *documents, const size_t *document_lengths, size_t i,
                        const char **q, size_t *ql, const char **d, size_t *dl)
@@ -528,10 +527,29 @@ static void pair_texts(const char *const *queries, const size_t *query_lengths,
     *q = queries[i], *d = documents[i];
     *ql = query_lengths ? query_lengths[i] : (*q ? strlen(*q) : 0);
     *dl = document_lengths ? document_lengths[i] : (*d ? strlen(*d) : 0);
-    if (*q)
-        clattn__strip_whitespace(q, ql);
-    if (*d)
-        clattn__strip_whitespace(d, dl);
+}
+
+/* A pair's ids and types as CrossEncoder gives them to its model: each text stripped as
+ * Python's str.strip() (sentence-transformers before version 4 strips both texts of a pair),
+ * then the tokenizer's pair template. An error's message is that of the texts as given, so that
+ * its byte offsets count from their starts. */
+static clattn_status encode_pair(const clattn_tokenizer *tok, const char *q, size_t ql,
+                                 const char *d, size_t dl, size_t max_length, int32_t *ids,
+                                 int32_t *types, size_t capacity, size_t *count)
+{
+    const char *kept_q = q, *kept_d = d;
+    size_t kept_ql = ql, kept_dl = dl;
+    if (q)
+        clattn__strip_whitespace(&kept_q, &kept_ql);
+    if (d)
+        clattn__strip_whitespace(&kept_d, &kept_dl);
+    clattn_status status = clattn_tokenizer_encode_pair(tok, kept_q, kept_ql, kept_d, kept_dl,
+                                                        max_length, ids, types, capacity, count);
+    if (status != CLATTN_OK && (kept_q != q || kept_d != d)) {
+        size_t ignored = 0;
+        clattn_tokenizer_encode_pair(tok, q, ql, d, dl, max_length, NULL, NULL, 0, &ignored);
+    }
+    return status;
 }
 
 static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
@@ -555,9 +573,9 @@ static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
         pair_texts(queries, query_lengths, documents, document_lengths, i, &q, &ql, &d, &dl);
         /* Without truncation the whole pair is tokenized into room for max_length ids: a
          * longer one fails for want of room, with its length in n. */
-        clattn_status status = clattn_tokenizer_encode_pair(
-            m->tokenizer, q, ql, d, dl, truncate ? max_length : SIZE_MAX, t->ids + t->total,
-            t->types + t->total, max_length, &n);
+        clattn_status status =
+            encode_pair(m->tokenizer, q, ql, d, dl, truncate ? max_length : SIZE_MAX,
+                        t->ids + t->total, t->types + t->total, max_length, &n);
         if (status != CLATTN_OK && !truncate && n > max_length)
             return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
                                 "%s: pair %zu has %zu tokens, more than max_length %zu (and "

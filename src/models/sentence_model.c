@@ -321,17 +321,13 @@ static clattn_status tokenized_alloc(clattn_sentence_model *m, const char *fn, s
     return CLATTN_OK;
 }
 
-/* Text i as sentence-transformers tokenizes it: the prompt before it (the strings
- * concatenated), then Python's strip() of the whole (whitespace at either end goes: byte-level
- * BPE and Metaspace would make tokens of it). texts[i] itself when there is no prompt, else in
- * *scratch (grown as needed). NULL: out of memory. */
+/* Text i with the prompt before it (sentence-transformers concatenates the strings): texts[i]
+ * itself when there is no prompt, else in *scratch (grown as needed). NULL: out of memory. */
 static const char *prompted_text(const char *prompt, size_t prompt_len, const char *text,
                                  size_t *len, char **scratch, size_t *capacity)
 {
-    if (prompt_len == 0) {
-        clattn__strip_whitespace(&text, len);
+    if (prompt_len == 0)
         return text;
-    }
     if (prompt_len + *len > *capacity) {
         size_t grown = prompt_len + *len + 64;
         char *bigger = realloc(*scratch, grown);
@@ -343,9 +339,27 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     if (*len)
         memcpy(*scratch + prompt_len, text, *len);
     *len += prompt_len;
-    const char *whole = *scratch;
-    clattn__strip_whitespace(&whole, len);
-    return whole;
+    return *scratch;
+}
+
+/* One text's ids (ids NULL: their count) as sentence-transformers tokenizes it: stripped of the
+ * whitespace at both ends as Python's str.strip() strips it (sentence-transformers'
+ * Transformer.tokenize does; it changes no id for BERT's normaliser, which drops that whitespace
+ * itself, but byte-level BPE and Metaspace would make tokens of it). An error's message is that
+ * of the text as given, so that its byte offsets count from its start. */
+static clattn_status encode_text(clattn_sentence_model *m, const char *text, size_t len,
+                                 size_t max_length, int32_t *ids, size_t capacity, size_t *count)
+{
+    const char *kept = text;
+    size_t kept_len = len;
+    clattn__strip_whitespace(&kept, &kept_len);
+    clattn_status status = clattn_tokenizer_encode(m->tokenizer, kept, kept_len, max_length, ids,
+                                                   capacity, count);
+    if (status != CLATTN_OK && kept != text) {
+        size_t ignored;
+        clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0, &ignored);
+    }
+    return status;
 }
 
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
@@ -369,8 +383,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
                                   "%s: out of host memory", fn_embed);
             break;
         }
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0,
-                                         &t->n[i]);
+        status = encode_text(m, text, len, max_length, NULL, 0, &t->n[i]);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
@@ -385,8 +398,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         t->ids[i] = t->storage + start[i];
         /* The same text as above: scratch holds at least this much already. */
         const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length,
-                                         t->storage + start[i], t->n[i], &got);
+        status = encode_text(m, text, len, max_length, t->storage + start[i], t->n[i], &got);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
