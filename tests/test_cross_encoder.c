@@ -294,6 +294,7 @@ static void test_texts(void **state)
     check_text_path(ctx, "one_label");
     check_text_path(ctx, "three_labels");
     check_text_path(ctx, "roberta");
+    check_text_path(ctx, "modernbert");
 }
 
 /* params->truncate 0, invalid UTF-8, NULL texts: named errors, nothing written. */
@@ -514,15 +515,17 @@ static void test_roberta(void **state)
     json_t *shortened = json_object_get(g.root, "short");
     golden_ids(&g, shortened);
     check_scores(m, &g, shortened, CLATTN_SCORES_RAW, "logits", "roberta/16");
-    /* one token type: a type id 1 is out of range */
-    g.types[0][1] = 1;
-    float out[MAX_PAIRS];
-    assert_status_msg(ctx, clattn_cross_encoder_score_ids(m, (const int32_t *const *)g.ids,
-                                                          (const int32_t *const *)g.types,
-                                                          g.lengths, 1, out, NULL, NULL),
-                      CLATTN_ERROR_OUT_OF_RANGE,
-                      "pair 1: token type 1 (type_ids[0][1]) is outside the model's token types "
-                      "(0 to 0)");
+    /* one token type: type ids are not read (transformers' RoBERTa tokenizer gives none) */
+    float with_types[2], without[2];
+    g.types[0][1] = 1, g.types[1][2] = 7;
+    assert_int_equal(clattn_cross_encoder_score_ids(m, (const int32_t *const *)g.ids,
+                                                    (const int32_t *const *)g.types, g.lengths,
+                                                    2, with_types, NULL, NULL),
+                     CLATTN_OK);
+    assert_int_equal(clattn_cross_encoder_score_ids(m, (const int32_t *const *)g.ids, NULL,
+                                                    g.lengths, 2, without, NULL, NULL),
+                     CLATTN_OK);
+    assert_memory_equal(with_types, without, sizeof(without));
     clattn_cross_encoder_destroy(&m);
     golden_ids(&g, g.root);
 
@@ -547,6 +550,57 @@ static void test_roberta(void **state)
     assert_string_equal(info.model_type, "xlm-roberta");
     check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "xlmr_logits", "xlm-roberta");
     clattn_cross_encoder_destroy(&m);
+    test_temp_dir_remove(dir);
+    golden_free(&g);
+}
+
+/* ModernBertForSequenceClassification: the head on the mean of the real tokens (and, with
+ * classifier_pooling "cls", on [CLS]), dense with a bias, gelu, LayerNorm without bias; two
+ * labels; and its options refused by name. */
+static void test_modernbert(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    golden g;
+    golden_load(&g, "modernbert");
+    clattn_cross_encoder *m = load(ctx, g.dir);
+    clattn_cross_encoder_info info;
+    assert_int_equal(clattn_cross_encoder_get_info(m, &info), CLATTN_OK);
+    assert_string_equal(info.architecture, "ModernBertForSequenceClassification");
+    assert_string_equal(info.model_type, "modernbert");
+    assert_int_equal(info.num_labels, 2);
+    assert_string_equal(info.labels[1], "relevant");
+    assert_int_equal(info.max_length, 48);
+    assert_int_equal(info.default_activation, CLATTN_SCORES_RAW);
+    check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "logits", "modernbert");
+    check_scores(m, &g, g.root, CLATTN_SCORES_DEFAULT, "predict", "modernbert");
+    check_scores(m, &g, g.root, CLATTN_SCORES_SOFTMAX, "softmax", "modernbert");
+    json_t *shortened = json_object_get(g.root, "short");
+    golden_ids(&g, shortened);
+    check_scores(m, &g, shortened, CLATTN_SCORES_RAW, "logits", "modernbert/16");
+    golden_ids(&g, g.root);
+    clattn_cross_encoder_destroy(&m);
+
+    char dir[4096];
+    copy_folder(dir, sizeof(dir), "modernbert", "\"classifier_pooling\": \"mean\"",
+                "\"classifier_pooling\": \"cls\"", NULL);
+    m = load(ctx, dir);
+    check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "cls_logits", "modernbert");
+    clattn_cross_encoder_destroy(&m);
+    test_temp_dir_remove(dir);
+    copy_folder(dir, sizeof(dir), "modernbert", "\"classifier_pooling\": \"mean\"",
+                "\"classifier_pooling\": \"max\"", NULL);
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_UNSUPPORTED,
+                      "classifier_pooling \"max\" is not supported");
+    test_temp_dir_remove(dir);
+    copy_folder(dir, sizeof(dir), "modernbert", "\"classifier_activation\": \"gelu\"",
+                "\"classifier_activation\": \"mish\"", NULL);
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_UNSUPPORTED,
+                      "classifier_activation \"mish\" is not supported");
+    test_temp_dir_remove(dir);
+    copy_folder(dir, sizeof(dir), "modernbert", NULL, NULL, "head.dense.bias");
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_FORMAT,
+                      "missing tensor head.dense.bias (ModernBertForSequenceClassification's "
+                      "ModernBertPredictionHead)");
     test_temp_dir_remove(dir);
     golden_free(&g);
 }
@@ -751,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_one_label),
         cmocka_unit_test(test_three_labels),
         cmocka_unit_test(test_roberta),
+        cmocka_unit_test(test_modernbert),
         cmocka_unit_test(test_texts),
         cmocka_unit_test(test_text_errors),
         cmocka_unit_test(test_batch_invariance),

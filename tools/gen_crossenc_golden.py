@@ -22,6 +22,17 @@ Written (each folder removed first):
                                         tests/data/tokenizer/bpe/roberta.json (1501 ids,
                                         RobertaProcessing: <s> a </s></s> b </s>) through
                                         RobertaTokenizerFast, model_max_length 40
+  tests/golden/crossenc/modernbert/     ModernBertForSequenceClassification, num_labels 2
+                                        (id2label {0: irrelevant, 1: relevant}):
+                                        tests/golden/modernbert/basic's sizes (hidden 32, 4
+                                        heads, 4 layers, layers 0 and 3 global, intermediate
+                                        48, local_attention 16, rope thetas 160000 / 10000, no
+                                        linear or norm biases) and its tokenizer.json (byte-
+                                        level BPE, 405 ids); classifier_pooling "mean",
+                                        classifier_activation "gelu", classifier_bias true;
+                                        model_max_length 48; eager attention, the float64 runs
+                                        with a float64 softmax (gen_modernbert_golden.py's
+                                        float64_softmax)
 each a folder as save_pretrained writes it (config.json, model.safetensors with the encoder
 under "bert." or "roberta." and the head: bert.pooler.* and classifier.*, or
 classifier.dense.* and classifier.out_proj.*; tokenizer.json, tokenizer_config.json,
@@ -48,6 +59,8 @@ special_tokens_map.json, vocab.txt for BERT), plus
                   (also as plain files for tests/test_rerank.sh: rerank_query.txt,
                   rerank_documents.txt one per line, ranked.tsv and ranked_raw.tsv, lines
                   "index<TAB>score"),
+                "cls_logits": (modernbert) the logits with config.json's classifier_pooling
+                  "cls" (the head on [CLS] instead of the mean),
                 "xlmr_logits": (roberta) the logits of the same folder with config.json's
                   architectures XLMRobertaForSequenceClassification and model_type
                   "xlm-roberta" (transformers' XLM-R classes are copies of RoBERTa's: the
@@ -56,9 +69,10 @@ special_tokens_map.json, vocab.txt for BERT), plus
 The weights are random (torch.manual_seed) and larger than transformers' initialisation (a
 classifier at std 0.02 scores every pair alike): every parameter ~ N(0, 0.3²), LayerNorm
 weights 1 + N(0, 0.1²), so that scores differ by whole units between pairs and a ranking means
-something. The vocabulary (VOCAB: letters, digits, a few words) makes out-of-vocabulary words
+something (ModernBERT's at 0.15²). The vocabulary (VOCAB: letters, digits, a few words) makes out-of-vocabulary words
 spell out letter by letter, so pairs of a few words reach the truncation lengths.
 """
+import contextlib
 import json
 import os
 import shutil
@@ -71,6 +85,8 @@ import torch
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 ROOT = os.path.join(REPO, "tests", "golden", "crossenc")
 BPE_TOKENIZER = os.path.join(REPO, "tests", "data", "tokenizer", "bpe", "roberta.json")
+MODERNBERT_TOKENIZER = os.path.join(REPO, "tests", "golden", "modernbert", "basic",
+                                    "tokenizer.json")
 
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz") +
          list("0123456789") + list(".,!?;:'-()") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] +
@@ -116,19 +132,38 @@ OTHER_PAIRS = [
 ]
 
 
-def randomise(model, seed):
+def randomise(model, seed, scale):
     torch.manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "LayerNorm.weight" in name:
+            if name.lower().endswith("norm.weight"):  # BERT's LayerNorm, ModernBERT's norms
                 p.copy_(1.0 + 0.1 * torch.randn_like(p))
             else:
-                p.copy_(0.3 * torch.randn_like(p))
+                p.copy_(scale * torch.randn_like(p))
 
 
 def make_tokenizer(folder, family, model_max_length):
     from tokenizers.implementations import BertWordPieceTokenizer
     from transformers import BertTokenizerFast, RobertaTokenizerFast
+    if family == "modernbert":  # as tools/gen_modernbert_golden.py writes its folder
+        shutil.copy(MODERNBERT_TOKENIZER, os.path.join(folder, "tokenizer.json"))
+        files = {
+            "tokenizer_config.json": {
+                "clean_up_tokenization_spaces": True, "cls_token": "[CLS]",
+                "mask_token": "[MASK]", "model_input_names": ["input_ids", "attention_mask"],
+                "model_max_length": model_max_length, "pad_token": "[PAD]", "sep_token": "[SEP]",
+                "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"},
+            "special_tokens_map.json": {
+                "cls_token": "[CLS]", "mask_token": "[MASK]", "pad_token": "[PAD]",
+                "sep_token": "[SEP]", "unk_token": "[UNK]"},
+        }
+        for name, content in files.items():
+            with open(os.path.join(folder, name), "w") as f:
+                json.dump(content, f, indent=2)
+                f.write("\n")
+        with open(MODERNBERT_TOKENIZER) as f:
+            tokenizer = json.load(f)
+        return len(tokenizer["model"]["vocab"]) + len(tokenizer["added_tokens"])
     if family == "roberta":
         tok = RobertaTokenizerFast(tokenizer_file=BPE_TOKENIZER, model_max_length=model_max_length)
         tok.save_pretrained(folder)
@@ -145,11 +180,23 @@ def make_tokenizer(folder, family, model_max_length):
 
 
 def make_model(folder, seed, family, vocab_size, num_labels, id2label):
-    from transformers import (BertConfig, BertForSequenceClassification, RobertaConfig,
+    from transformers import (BertConfig, BertForSequenceClassification, ModernBertConfig,
+                              ModernBertForSequenceClassification, RobertaConfig,
                               RobertaForSequenceClassification)
     kwargs = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                   num_attention_heads=4, intermediate_size=64, hidden_act="gelu")
-    if family == "roberta":  # hidden 16: the vocabulary of 1501 ids is most of the file
+    if family == "modernbert":
+        kwargs = dict(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=4,
+                      num_attention_heads=4, intermediate_size=48, hidden_activation="gelu",
+                      local_attention=16, global_attn_every_n_layers=3,
+                      global_rope_theta=160000.0, local_rope_theta=10000.0,
+                      max_position_embeddings=512, pad_token_id=403, bos_token_id=401,
+                      eos_token_id=402, cls_token_id=401, sep_token_id=402,
+                      classifier_pooling="mean", classifier_activation="gelu",
+                      classifier_bias=True,
+                      architectures=["ModernBertForSequenceClassification"])
+        config_cls, model_cls = ModernBertConfig, ModernBertForSequenceClassification
+    elif family == "roberta":  # hidden 16: the vocabulary of 1501 ids is most of the file
         kwargs.update(hidden_size=16, intermediate_size=32, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
                       bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
                       architectures=["RobertaForSequenceClassification"])
@@ -163,8 +210,10 @@ def make_model(folder, seed, family, vocab_size, num_labels, id2label):
     else:
         kwargs.update(num_labels=num_labels)
     config = config_cls(**kwargs)
-    model = model_cls(config).eval()
-    randomise(model, seed)
+    model = model_cls._from_config(config, attn_implementation="eager").eval()
+    # ModernBERT's four pre-LN layers and normed head amplify float32 rounding: smaller weights
+    # keep its logits (and their float32 error) in the others' range
+    randomise(model, seed, 0.15 if family == "modernbert" else 0.3)
     model.save_pretrained(folder, safe_serialization=True)
     return model
 
@@ -178,13 +227,35 @@ def tokenize(folder, pairs, max_length):
     return enc["input_ids"], enc["token_type_ids"]
 
 
+@contextlib.contextmanager
+def float64_softmax():
+    """ModernBERT's eager attention takes its softmax with dtype=torch.float32, which would
+    round a float64 run's probabilities to float32 (tools/gen_modernbert_golden.py): while this
+    is active a float64 input keeps a float64 softmax."""
+    original = torch.nn.functional.softmax
+
+    def softmax(input, dim=None, _stacklevel=3, dtype=None):
+        if input.dtype == torch.float64:
+            dtype = None
+        return original(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
+    torch.nn.functional.softmax = softmax
+    try:
+        yield
+    finally:
+        torch.nn.functional.softmax = original
+
+
 def logits64(model, ids, types):
+    """Each pair alone (no padding), the model in float64; token types only for a model that
+    takes them (ModernBERT's forward has none; RoBERTa's tokenizer gives none, so zeros)."""
     double = model.double()
+    takes_types = model.config.model_type == "bert"
     rows = []
-    with torch.no_grad():
+    with torch.no_grad(), float64_softmax():
         for i, t in zip(ids, types):
-            out = double(input_ids=torch.tensor([i]), token_type_ids=torch.tensor([t]),
-                         attention_mask=torch.ones(1, len(i), dtype=torch.int64)).logits
+            kwargs = dict(token_type_ids=torch.tensor([t])) if takes_types else {}
+            out = double(input_ids=torch.tensor([i]),
+                         attention_mask=torch.ones(1, len(i), dtype=torch.int64), **kwargs).logits
             rows.append(out[0].tolist())
     model.float()
     return rows
@@ -192,7 +263,8 @@ def logits64(model, ids, types):
 
 def predict(folder, pairs, **kwargs):
     from sentence_transformers import CrossEncoder
-    ce = CrossEncoder(folder, device="cpu", **kwargs)
+    ce = CrossEncoder(folder, device="cpu", automodel_args={"attn_implementation": "eager"},
+                      **kwargs)
     scores = ce.predict(pairs, batch_size=5, show_progress_bar=False)
     return np.asarray(scores, dtype=np.float32).tolist()
 
@@ -231,8 +303,11 @@ def write_case(name, seed, family, num_labels, id2label, model_max_length):
         golden["identity_config"] = identity_config_predict(folder, pairs)
         golden["rerank"] = rerank(folder, logits[:len(DOCS_A)])
         write_rerank_files(folder, golden["rerank"])
+    if family == "modernbert":
+        golden["cls_logits"] = edited_logits(folder, ids, types, classifier_pooling="cls")
     if family == "roberta":
-        golden["xlmr_logits"] = xlmr_logits(folder, ids, types)
+        golden["xlmr_logits"] = edited_logits(folder, ids, types, model_type="xlm-roberta",
+                                              architectures=["XLMRobertaForSequenceClassification"])
         assert np.abs(np.array(golden["xlmr_logits"]) - np.array(logits)).max() < 1e-12
     with open(os.path.join(folder, "pairs.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, ensure_ascii=False)
@@ -256,20 +331,20 @@ def identity_config_predict(folder, pairs):
     return scores
 
 
-def xlmr_logits(folder, ids, types):
-    """The folder as XLMRobertaForSequenceClassification (config.json edited), in float64."""
+def edited_logits(folder, ids, types, **edits):
+    """The logits (float64) of a copy of the folder whose config.json has `edits`."""
     from transformers import AutoModelForSequenceClassification
     with tempfile.TemporaryDirectory() as tmp:
-        copy = os.path.join(tmp, "xlmr")
+        copy = os.path.join(tmp, "edited")
         shutil.copytree(folder, copy)
         with open(os.path.join(copy, "config.json")) as f:
             config = json.load(f)
-        config["architectures"] = ["XLMRobertaForSequenceClassification"]
-        config["model_type"] = "xlm-roberta"
+        config.update(edits)
         with open(os.path.join(copy, "config.json"), "w") as f:
             json.dump(config, f, indent=2)
-        model = AutoModelForSequenceClassification.from_pretrained(copy).eval()
-        assert type(model).__name__ == "XLMRobertaForSequenceClassification"
+        model = AutoModelForSequenceClassification.from_pretrained(
+            copy, attn_implementation="eager").eval()
+        assert type(model).__name__ == config["architectures"][0]
         return logits64(model, ids, types)
 
 
@@ -305,6 +380,7 @@ def main():
     write_case("three_labels", 2402, "bert", 3,
                {0: "contradiction", 1: "entailment", 2: "neutral"}, 64)
     write_case("roberta", 2403, "roberta", 1, None, 40)
+    write_case("modernbert", 2404, "modernbert", 2, {0: "irrelevant", 1: "relevant"}, 48)
 
 
 if __name__ == "__main__":

@@ -109,8 +109,8 @@ typedef struct clattn_cross_encoder_info {
     size_t hidden_size;
     size_t num_layers;
     size_t vocab_size;     /* ids must be below it */
-    size_t type_vocab_size; /* token type ids must be below it (0: the model takes none, every
-                             * type id must be 0) */
+    size_t type_vocab_size; /* token types the model has: type ids are read, and must be below
+                             * it, when it is above 1 (clattn_cross_encoder_score_ids) */
     const char *model_type;   /* config.json's model_type ("bert"); owned by the model */
     const char *architecture; /* "BertForSequenceClassification", ...; owned by the model */
     /* What CLATTN_SCORES_DEFAULT means for this model: CLATTN_SCORES_SIGMOID or _RAW. */
@@ -193,7 +193,10 @@ CLATTN_API clattn_status clattn_cross_encoder_score(clattn_cross_encoder *model,
  * The same for pairs already tokenized (a server tokenizes in its own threads and batches
  * pairs from many requests): ids[i][0 .. lengths[i]) are pair i's ids with its special tokens,
  * as clattn_tokenizer_encode_pair gives them, and type_ids[i][0 .. lengths[i]) its token types
- * (type_ids NULL: every token has type 0). Scores, batching and batch invariance as
+ * (type_ids NULL: every token has type 0). Token types are read only by a model with more than
+ * one (info.type_vocab_size > 1: BERT's two); for the others (RoBERTa's and XLM-R's one,
+ * ModernBERT's none) type_ids is ignored and every token has type 0, as Hugging Face's
+ * tokenizers for them give the model no token_type_ids. Scores, batching and batch invariance as
  * clattn_cross_encoder_score: row i is the same bytes as clattn_cross_encoder_score gives for a
  * pair that tokenizes to these ids and types. params->max_length must be 0; params->truncate is
  * not used. *tokens (may be NULL) receives the total of lengths. Nothing is written to out on
@@ -203,9 +206,9 @@ CLATTN_API clattn_status clattn_cross_encoder_score(clattn_cross_encoder *model,
  *                                  N: ..." counting from 1), params->max_length not 0, and the
  *                                  params errors of clattn_cross_encoder_score
  *   CLATTN_ERROR_OUT_OF_RANGE      lengths[i] above the model's max_length, an id negative or
- *                                  not below vocab_size, a type id negative or not below
- *                                  type_vocab_size (or not 0 when the model takes none); the
- *                                  message names the pair, the position and the value
+ *                                  not below vocab_size, a type id (when read) negative or not
+ *                                  below type_vocab_size; the message names the pair, the
+ *                                  position and the value
  * The ids are not checked for the special tokens: other ids run as they are.
  */
 CLATTN_API clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *model,

@@ -405,6 +405,14 @@ static clattn_status score_rows(clattn_cross_encoder *m, const char *fn, const t
     return status;
 }
 
+/* Whether the model reads token types: only with more than one (BERT's two). RoBERTa's and
+ * XLM-R's one type and ModernBERT's none are what Hugging Face's tokenizers for them give the
+ * model: no token_type_ids (model_input_names leaves them out), so type 0 everywhere. */
+static bool reads_token_types(const clattn_cross_encoder *m)
+{
+    return m->info.type_vocab_size > 1;
+}
+
 /* Every pair's ids and types against the model (before anything runs, so that nothing is
  * written to out on error); *total receives the total of lengths. */
 static clattn_status check_pairs(const clattn_cross_encoder *m, const char *fn,
@@ -412,8 +420,9 @@ static clattn_status check_pairs(const clattn_cross_encoder *m, const char *fn,
                                  const size_t *lengths, size_t count, size_t *total)
 {
     clattn_context *ctx = m->ctx;
-    /* type ids below type_vocab_size; a model without token types takes only 0 */
-    size_t types = m->info.type_vocab_size ? m->info.type_vocab_size : 1;
+    size_t types = m->info.type_vocab_size;
+    if (!reads_token_types(m))
+        type_ids = NULL; /* not read */
     *total = 0;
     for (size_t i = 0; i < count; i++) {
         CLATTN_CHECK_ARG(ctx, fn, ids[i], "pair %zu (ids[%zu]) is NULL", i + 1, i);
@@ -441,8 +450,7 @@ static clattn_status check_pairs(const clattn_cross_encoder *m, const char *fn,
     return CLATTN_OK;
 }
 
-/* Checked pairs through the encoder and the head (score_rows); a model without a token type
- * embedding gets no type ids (all are 0). */
+/* Checked pairs through the encoder and the head (score_rows). */
 static clattn_status score_checked(clattn_cross_encoder *m, const char *fn,
                                    const int32_t *const *ids, const int32_t *const *type_ids,
                                    const size_t *lengths, size_t count, float *out,
@@ -452,7 +460,7 @@ static clattn_status score_checked(clattn_cross_encoder *m, const char *fn,
     clattn_status status = check_pairs(m, fn, ids, type_ids, lengths, count, &total);
     if (status != CLATTN_OK)
         return status;
-    token_rows rows = {ids, m->info.type_vocab_size ? type_ids : NULL, lengths, count};
+    token_rows rows = {ids, reads_token_types(m) ? type_ids : NULL, lengths, count};
     status = score_rows(m, fn, &rows, out, params);
     if (status == CLATTN_OK && tokens)
         *tokens = total;
