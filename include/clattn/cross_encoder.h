@@ -5,24 +5,34 @@
  *
  * A cross-encoder reads the two texts together: the pair is tokenized with the model's template
  * (BERT: [CLS] query [SEP] document [SEP], token types 0 for "[CLS] query [SEP]" and 1 for
- * "document [SEP]"; RoBERTa, XLM-RoBERTa: <s> query </s></s> document </s>, all of type 0),
- * truncated longest-first to the model's max_length (tokens are taken off the end of the longer
- * of the two texts, one at a time, as Hugging Face's truncation="longest_first" does), run
- * through the encoder, and the classification head turns the first token's state x[0] (the
- * encoder's last hidden state at [CLS] or <s>) into num_labels logits:
+ * "document [SEP]"; RoBERTa, XLM-RoBERTa: <s> query </s></s> document </s>; ModernBERT: its
+ * tokenizer.json's pair template, [CLS] query [SEP] document [SEP]), truncated longest-first
+ * to the model's max_length (tokens are taken off the end of the longer of the two texts, as
+ * Hugging Face's truncation="longest_first" does), run through the encoder, and the
+ * classification head turns the state x of the first token ([CLS] or <s>), or ModernBERT's
+ * pooled state, into num_labels logits:
  *
- *   BertForSequenceClassification        h = tanh(W_d · x[0] + b_d)   (bert.pooler.dense)
+ *   BertForSequenceClassification        h = tanh(W_d · x + b_d)      (bert.pooler.dense)
  *                                        logits = W_o · h + b_o       (classifier)
- *   RobertaForSequenceClassification,    h = tanh(W_d · x[0] + b_d)   (classifier.dense)
+ *   RobertaForSequenceClassification,    h = tanh(W_d · x + b_d)      (classifier.dense)
  *   XLMRobertaForSequenceClassification  logits = W_o · h + b_o       (classifier.out_proj)
+ *   ModernBertForSequenceClassification  x = [CLS], or the mean over the real tokens
+ *                                            (config.json's classifier_pooling "cls" | "mean")
+ *                                        h = LayerNorm(act(W_d · x + b_d))   (head.dense,
+ *                                            head.norm: eps norm_eps; b_d when classifier_bias,
+ *                                            the norm's bias when norm_bias; act
+ *                                            classifier_activation: gelu, gelu_new,
+ *                                            gelu_pytorch_tanh, relu, silu, swish, tanh)
+ *                                        logits = W_o · h + b_o       (classifier)
  *
  * The head runs on the host in double precision (hidden² + hidden·num_labels multiply-adds
  * per pair, rounded to float once at the end).
  *
  * The folder, as save_pretrained and sentence-transformers write it:
  *   config.json        "architectures": ["BertForSequenceClassification"] with "model_type"
- *                      "bert", ["RobertaForSequenceClassification"] with "roberta" or
- *                      ["XLMRobertaForSequenceClassification"] with "xlm-roberta" (the
+ *                      "bert", ["RobertaForSequenceClassification"] with "roberta",
+ *                      ["XLMRobertaForSequenceClassification"] with "xlm-roberta" or
+ *                      ["ModernBertForSequenceClassification"] with "modernbert" (the
  *                      encoder's keys: clattn/pretrained.h); "id2label" (the
  *                      labels' names, keys "0" .. "n-1"; num_labels is its size; absent:
  *                      config.json's "num_labels", else 2 named LABEL_0, LABEL_1 as
@@ -36,7 +46,11 @@
  *                      hidden], .bias [hidden], classifier.weight [num_labels, hidden],
  *                      classifier.bias [num_labels]; RoBERTa's and XLM-R's
  *                      classifier.dense.weight [hidden, hidden], .bias [hidden],
- *                      classifier.out_proj.weight [num_labels, hidden], .bias [num_labels]
+ *                      classifier.out_proj.weight [num_labels, hidden], .bias [num_labels];
+ *                      ModernBERT's (encoder under "model.") head.dense.weight [hidden,
+ *                      hidden], .bias [hidden] (classifier_bias), head.norm.weight [hidden],
+ *                      .bias [hidden] (norm_bias), classifier.weight [num_labels, hidden],
+ *                      classifier.bias [num_labels]
  *   tokenizer.json or vocab.txt   the tokenizer (clattn/tokenizer.h: WordPiece, byte-level BPE,
  *                      Unigram)
  *   tokenizer_config.json   optional: "model_max_length", the truncation length when it is
@@ -48,9 +62,11 @@
  * cross-encoder head (supported: BertForSequenceClassification, ...)'; another family's
  * classifier, such as DistilBertForSequenceClassification: '... is a sequence classification
  * model this library does not implement'), a folder without "architectures", an architecture
- * with another model_type, or a default activation other than Sigmoid and Identity;
- * CLATTN_ERROR_FORMAT for a missing head tensor (named, with the file), a head tensor of the
- * wrong shape (both shapes), malformed id2label; and the encoder's and the tokenizer's own
+ * with another model_type, a default activation other than Sigmoid and Identity, ModernBERT's
+ * classifier_pooling or classifier_activation other than those above;
+ * CLATTN_ERROR_FORMAT for a missing head tensor (named, with the file) or a malformed
+ * id2label; CLATTN_ERROR_SHAPE_MISMATCH for a head tensor of the wrong shape (both shapes: a
+ * classifier of another num_labels than id2label's); and the encoder's and the tokenizer's own
  * errors (clattn/pretrained.h, clattn/tokenizer.h).
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects;
@@ -111,7 +127,8 @@ typedef struct clattn_cross_encoder_info {
     size_t vocab_size;     /* ids must be below it */
     size_t type_vocab_size; /* token types the model has: type ids are read, and must be below
                              * it, when it is above 1 (clattn_cross_encoder_score_ids) */
-    const char *model_type;   /* config.json's model_type ("bert"); owned by the model */
+    const char *model_type;   /* config.json's model_type ("bert", "roberta", "xlm-roberta",
+                               * "modernbert"); owned by the model */
     const char *architecture; /* "BertForSequenceClassification", ...; owned by the model */
     /* What CLATTN_SCORES_DEFAULT means for this model: CLATTN_SCORES_SIGMOID or _RAW. */
     clattn_score_activation default_activation;
