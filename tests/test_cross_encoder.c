@@ -536,7 +536,11 @@ static void test_roberta(void **state)
     char path[4200];
     snprintf(path, sizeof(path), "%s/config.json", dir);
     size_t n;
-    char *text = (char *)test_read_file(path, &n);
+    unsigned char *bytes = test_read_file(path, &n);
+    char *text = calloc(n + 1, 1); /* the file's bytes as a C string */
+    assert_non_null(text);
+    memcpy(text, bytes, n);
+    free(bytes);
     char *edited = calloc(n + 16, 1), *at = strstr(text, "\"model_type\": \"roberta\"");
     assert_non_null(edited);
     assert_non_null(at);

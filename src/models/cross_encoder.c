@@ -3,6 +3,7 @@
 #include "clattn/cross_encoder.h"
 
 #include "base/errors.h"
+#include "base/sizes.h"
 #include "classifier_head.h"
 #include "formats/file_io.h"
 #include "pooled_batches.h"
@@ -378,8 +379,11 @@ static clattn_status score_rows(clattn_cross_encoder *m, const char *fn, const t
                                 float *out, const clattn_cross_encoder_params *params)
 {
     size_t count = rows->count, d = m->info.hidden_size, labels = m->info.num_labels;
-    float *pooled = malloc((count ? count : 1) * d * sizeof(float));      /* [count, d] */
-    float *logits = malloc((count ? count : 1) * labels * sizeof(float)); /* [count, labels] */
+    size_t pooled_bytes = 0, logits_bytes = 0;
+    bool fits = clattn__mul_size(count ? count : 1, d * sizeof(float), &pooled_bytes) &&
+                clattn__mul_size(count ? count : 1, labels * sizeof(float), &logits_bytes);
+    float *pooled = fits ? malloc(pooled_bytes) : NULL; /* [count, d] */
+    float *logits = fits ? malloc(logits_bytes) : NULL; /* [count, labels] */
     pooled_batches_params how = {
         .pad_id = m->pad_id,
         .costs = m->batch_costs,
