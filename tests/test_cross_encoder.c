@@ -241,6 +241,22 @@ static void check_text_path(clattn_context *ctx, const char *name)
     json_t *sections[2] = {g.root, json_object_get(g.root, "short")};
     for (int k = 0; k < 2; k++) {
         golden_ids(&g, sections[k]);
+        /* clattn_cross_encoder_encode_pair: Hugging Face's ids and types (types only where the
+         * model reads them: BERT's) */
+        clattn_cross_encoder_info info;
+        assert_int_equal(clattn_cross_encoder_get_info(m, &info), CLATTN_OK);
+        for (size_t i = 0; i < g.count; i++) {
+            int32_t ids[128], types[128];
+            size_t n = 0;
+            assert_int_equal(clattn_cross_encoder_encode_pair(m, queries[i], query_lengths[i],
+                                                              documents[i], document_lengths[i],
+                                                              k ? 16 : 0, ids, types, 128, &n),
+                             CLATTN_OK);
+            assert_int_equal(n, g.lengths[i]);
+            assert_memory_equal(ids, g.ids[i], n * sizeof(int32_t));
+            if (info.type_vocab_size > 1)
+                assert_memory_equal(types, g.types[i], n * sizeof(int32_t));
+        }
         clattn_cross_encoder_params p = with_activation(CLATTN_SCORES_RAW);
         float *from_ids = score_ids(m, &g, &p);
         float *want = golden_floats(&g, sections[k], "logits");
@@ -330,6 +346,21 @@ static void test_text_errors(void **state)
                       CLATTN_ERROR_INVALID_ARGUMENT,
                       "pair 3: clattn_tokenizer_encode_pair: invalid argument: text_b is not "
                       "valid UTF-8 at byte 2");
+    /* clattn_cross_encoder_encode_pair: the same message; SIZE_MAX counts the whole pair */
+    size_t n = 0, truncated = 0;
+    assert_status_msg(NULL, clattn_cross_encoder_encode_pair(m, "q", 1, documents[2], 3, 0, NULL,
+                                                             NULL, 0, &n),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text_b is not valid UTF-8 at byte 2");
+    assert_int_equal(clattn_cross_encoder_encode_pair(m, "short", 5, long_doc, strlen(long_doc),
+                                                      SIZE_MAX, NULL, NULL, 0, &n),
+                     CLATTN_OK);
+    assert_int_equal(clattn_cross_encoder_encode_pair(m, "short", 5, long_doc, strlen(long_doc),
+                                                      1000, NULL, NULL, 0, &truncated),
+                     CLATTN_OK);
+    assert_true(n > 48 && truncated == 48); /* above the model's max_length: the model's */
+    assert_status_msg(NULL, clattn_cross_encoder_encode_pair(NULL, "q", 1, "d", 1, 0, NULL, NULL,
+                                                             0, &n),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "model is NULL");
     clattn_cross_encoder_params_default(&p);
     p.max_length = 2; /* below [CLS] [SEP] [SEP] */
     assert_status_msg(ctx, clattn_cross_encoder_score(m, queries, NULL, documents, NULL, 1, out,
@@ -428,10 +459,11 @@ static void test_activate(void **state)
                 sum += mine[i * g.labels + k];
             assert_true(sum > 1 - 1e-6 && sum < 1 + 1e-6);
         }
-        assert_status_msg(ctx, clattn_cross_encoder_activate(m, (clattn_score_activation)4, raw,
-                                                             g.count, mine),
+        assert_status_msg(NULL, clattn_cross_encoder_activate(m, (clattn_score_activation)4,
+                                                              raw, g.count, mine),
                           CLATTN_ERROR_INVALID_ARGUMENT, "activation is 4");
-        assert_status_msg(ctx, clattn_cross_encoder_activate(m, CLATTN_SCORES_RAW, NULL, 1, mine),
+        assert_status_msg(NULL, clattn_cross_encoder_activate(m, CLATTN_SCORES_RAW, NULL, 1,
+                                                              mine),
                           CLATTN_ERROR_INVALID_ARGUMENT, "logits is NULL");
         free(raw), free(mine);
         clattn_cross_encoder_destroy(&m);

@@ -70,7 +70,9 @@
  * errors (clattn/pretrained.h, clattn/tokenizer.h).
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects;
- * the tokenizer (clattn_cross_encoder_tokenizer) may encode from any number of threads.
+ * clattn_cross_encoder_encode_pair and clattn_cross_encoder_activate may be called from any
+ * number of threads at once, also while one thread scores (they record their errors for the
+ * calling thread only).
  */
 #ifndef CLATTN_CROSS_ENCODER_H
 #define CLATTN_CROSS_ENCODER_H
@@ -138,11 +140,32 @@ typedef struct clattn_cross_encoder_info {
 CLATTN_API clattn_status clattn_cross_encoder_get_info(const clattn_cross_encoder *model,
                                                        clattn_cross_encoder_info *info);
 
-/* The model's tokenizer (owned by the model): a server tokenizes pairs with it
- * (clattn_tokenizer_encode_pair with info.max_length) and scores them with
- * clattn_cross_encoder_score_ids. */
+/* The model's tokenizer (owned by the model). */
 CLATTN_API const clattn_tokenizer *clattn_cross_encoder_tokenizer(
     const clattn_cross_encoder *model);
+
+/*
+ * A pair's ids and token types exactly as clattn_cross_encoder_score tokenizes it (see there:
+ * both texts stripped, the model's pair template, longest-first truncation), for a server that
+ * tokenizes in its own threads and scores with clattn_cross_encoder_score_ids: the scores are
+ * then the same bytes as clattn_cross_encoder_score's. max_length: 0 for the model's
+ * max_length, SIZE_MAX for no truncation (*count may then exceed the model's max_length, which
+ * clattn_cross_encoder_score_ids refuses: TEI's truncate false), else at most the model's.
+ * ids, type_ids (may be NULL), capacity, *count and the errors as clattn_tokenizer_encode_pair
+ * (clattn/tokenizer.h; its messages call the query text_a and the document text_b, their byte
+ * offsets counted in the texts as given); model NULL is CLATTN_ERROR_INVALID_ARGUMENT. Errors
+ * are recorded for the calling thread only (clattn_last_error(NULL)), not in the context.
+ * Thread-safe: any number of threads may tokenize with one model at once, also while another
+ * thread scores.
+ */
+CLATTN_API clattn_status clattn_cross_encoder_encode_pair(const clattn_cross_encoder *model,
+                                                          const char *query,
+                                                          size_t query_length,
+                                                          const char *document,
+                                                          size_t document_length,
+                                                          size_t max_length, int32_t *ids,
+                                                          int32_t *type_ids, size_t capacity,
+                                                          size_t *count);
 
 typedef struct clattn_cross_encoder_params {
     /* clattn_cross_encoder_score: tokens per pair at most; 0: the model's max_length; else at
@@ -241,7 +264,8 @@ CLATTN_API clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *mo
  * activation, exactly as the scoring calls compute them (the same bytes): a server scores a
  * batch of pairs from many requests once, raw, then gives each request the scores it asked
  * for. out may be logits itself. CLATTN_ERROR_INVALID_ARGUMENT: model NULL, logits or out NULL
- * (count > 0), activation out of range.
+ * (count > 0), activation out of range (recorded for the calling thread only:
+ * clattn_last_error(NULL)).
  */
 CLATTN_API clattn_status clattn_cross_encoder_activate(const clattn_cross_encoder *model,
                                                        clattn_score_activation activation,

@@ -346,10 +346,11 @@ clattn_status clattn_cross_encoder_activate(const clattn_cross_encoder *m,
                                             const float *logits, size_t count, float *out)
 {
     static const char fn[] = "clattn_cross_encoder_activate";
+    /* errors for the calling thread only: a server's threads call this at once */
     CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
-    CLATTN_CHECK_ARG(m->ctx, fn, logits || count == 0, "logits is NULL");
-    CLATTN_CHECK_ARG(m->ctx, fn, out || count == 0, "out is NULL");
-    CLATTN_CHECK_ARG(m->ctx, fn,
+    CLATTN_CHECK_ARG(NULL, fn, logits || count == 0, "logits is NULL");
+    CLATTN_CHECK_ARG(NULL, fn, out || count == 0, "out is NULL");
+    CLATTN_CHECK_ARG(NULL, fn,
                      activation >= CLATTN_SCORES_DEFAULT && activation <= CLATTN_SCORES_SOFTMAX,
                      "activation is %d", (int)activation);
     apply_activation(resolved(m, activation), m->info.num_labels, logits, count, out);
@@ -562,6 +563,20 @@ static clattn_status encode_pair(const clattn_tokenizer *tok, const char *q, siz
         clattn_tokenizer_encode_pair(tok, q, ql, d, dl, max_length, NULL, NULL, 0, &ignored);
     }
     return status;
+}
+
+clattn_status clattn_cross_encoder_encode_pair(const clattn_cross_encoder *m, const char *query,
+                                               size_t query_length, const char *document,
+                                               size_t document_length, size_t max_length,
+                                               int32_t *ids, int32_t *type_ids, size_t capacity,
+                                               size_t *count)
+{
+    static const char fn[] = "clattn_cross_encoder_encode_pair";
+    CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
+    if (max_length == 0 || (max_length != SIZE_MAX && max_length > m->info.max_length))
+        max_length = m->info.max_length;
+    return encode_pair(m->tokenizer, query, query_length, document, document_length, max_length,
+                       ids, type_ids, capacity, count);
 }
 
 static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
