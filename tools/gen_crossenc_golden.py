@@ -67,10 +67,11 @@ special_tokens_map.json, vocab.txt for BERT), plus
                   script asserts they give the same logits, which the test then expects)}
 
 The weights are random (torch.manual_seed) and larger than transformers' initialisation (a
-classifier at std 0.02 scores every pair alike): every parameter ~ N(0, 0.3²), LayerNorm
-weights 1 + N(0, 0.1²), so that scores differ by whole units between pairs and a ranking means
-something (ModernBERT's at 0.15²). The vocabulary (VOCAB: letters, digits, a few words) makes out-of-vocabulary words
-spell out letter by letter, so pairs of a few words reach the truncation lengths.
+classifier at std 0.02 scores every pair alike): every parameter ~ N(0, 0.3²) (ModernBERT's
+N(0, 0.15²)), LayerNorm weights 1 + N(0, 0.1²), so that scores differ between pairs and a
+ranking means something. The vocabulary (VOCAB: letters, digits, a few words) makes
+out-of-vocabulary words spell out letter by letter, so pairs of a few words reach the
+truncation lengths.
 """
 import contextlib
 import json
@@ -89,7 +90,8 @@ MODERNBERT_TOKENIZER = os.path.join(REPO, "tests", "golden", "modernbert", "basi
                                     "tokenizer.json")
 
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz") +
-         list("0123456789") + list(".,!?;:'-()") + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] +
+         list("0123456789") + list(".,!?;:'-()") +
+         ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] +
          ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by",
           "at", "from", "it", "an", "be", "this", "are", "cat", "dog", "mat", "##ing", "##ed",
           "what", "where", "who", "how", "paris", "france", "capital", "city", "river", "berlin",
@@ -197,8 +199,8 @@ def make_model(folder, seed, family, vocab_size, num_labels, id2label):
                       architectures=["ModernBertForSequenceClassification"])
         config_cls, model_cls = ModernBertConfig, ModernBertForSequenceClassification
     elif family == "roberta":  # hidden 16: the vocabulary of 1501 ids is most of the file
-        kwargs.update(hidden_size=16, intermediate_size=32, max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
-                      bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+        kwargs.update(hidden_size=16, intermediate_size=32, max_position_embeddings=66,
+                      type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
                       architectures=["RobertaForSequenceClassification"])
         config_cls, model_cls = RobertaConfig, RobertaForSequenceClassification
     else:

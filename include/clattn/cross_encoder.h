@@ -198,8 +198,8 @@ CLATTN_API void clattn_cross_encoder_params_default(clattn_cross_encoder_params 
  * sentence-transformers' CrossEncoder strips both texts before its tokenizer; with WordPiece it
  * changes nothing, with byte-level BPE and SentencePiece the spaces would be tokens), then the
  * pair is tokenized with the model's template (clattn_tokenizer_encode_pair) and truncated
- * longest-first to max_length (see params); the pairs are sorted by length and cut into batches of neighbours (at most
- * params->batch_size pairs and params->max_batch_tokens padded tokens each; right padding and a
+ * longest-first to max_length (see params); the pairs are sorted by length and cut into
+ * batches of neighbours (at most params->batch_size pairs and params->max_batch_tokens padded tokens each; right padding and a
  * key-padding mask), run through the encoder; the head and the activation (params->activation)
  * give the scores. A pair's scores do not depend on the pairs it is batched with: the same pair
  * gives the same bytes alone, in any batch, and through clattn_cross_encoder_score_ids with the
