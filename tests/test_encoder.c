@@ -1,7 +1,9 @@
 /*
  * The encoder against the plain-C reference (post/pre-LN, relu/gelu, eps, layers, final norm,
- * padding and causal masks, sinusoidal positions with an offset, token input, d_k != d_model/h),
- * positional encoding, presets, operation counts, random initialisation, invalid arguments.
+ * padding and causal masks, sinusoidal positions with an offset, token input, d_k != d_model/h,
+ * a first layer without norm1), local and global layers (ModernBERT's) against one-layer
+ * encoders and a band attention mask, positional encoding, presets, operation counts, random
+ * initialisation, invalid arguments.
  * Tolerance against the reference: 1e-4 max abs error (unit-scale activations after LayerNorm).
  */
 #include "common/test_util.h"
@@ -599,6 +601,217 @@ static void long_inputs_run_the_feed_forward_in_blocks(void **state)
     }
 }
 
+/* ---- local and global layers, a first layer without norm1 (ModernBERT) ---- */
+
+/* The bank's layer `layer` under the names of layer 0: a one-layer encoder made of it. */
+typedef struct one_layer_of {
+    weight_bank *bank;
+    size_t layer;
+} one_layer_of;
+
+static const clattn_host_tensor *one_layer_lookup(void *user, const char *name)
+{
+    one_layer_of *o = user;
+    char renamed[128];
+    if (strncmp(name, "layers.0.", 9) != 0)
+        return bank_lookup(o->bank, name);
+    snprintf(renamed, sizeof(renamed), "layers.%zu.%s", o->layer, name + 9);
+    return bank_lookup(o->bank, renamed);
+}
+
+/* An encoder of config c with the lookup's weights on x [B, N, d]: its output, malloc'd.
+ * padding: [B, N] bool or NULL; band: a bool [N, N] attention mask or NULL. */
+static float *run_encoder(clattn_context *ctx, const clattn_encoder_config *c,
+                          clattn_weight_lookup lookup, void *user, const float *x, size_t B,
+                          size_t N, const float *padding, const float *band,
+                          clattn_attention_path path)
+{
+    clattn_encoder *enc = NULL;
+    size_t d = c->d_model;
+    assert_int_equal(clattn_encoder_create(ctx, &enc, c), CLATTN_OK);
+    clattn_status status = clattn_encoder_load_weights(enc, lookup, user);
+    if (status != CLATTN_OK)
+        print_error("load: %s\n", clattn_last_error(ctx));
+    assert_int_equal(status, CLATTN_OK);
+    clattn_tensor *tin = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, x);
+    clattn_tensor *tout = test_tensor_from(ctx, 3, (size_t[]){B, N, d}, NULL);
+    clattn_tensor *tpad = padding ? test_tensor_from(ctx, 2, (size_t[]){B, N}, padding) : NULL;
+    clattn_tensor *tband = band ? test_tensor_from(ctx, 2, (size_t[]){N, N}, band) : NULL;
+    clattn_encoder_forward_params p;
+    clattn_encoder_forward_params_default(&p);
+    p.key_padding_mask = tpad;
+    p.attn_mask = tband;
+    p.path = path;
+    assert_int_equal(clattn_encoder_forward(enc, tin, tout, &p), CLATTN_OK);
+    float *out = test_tensor_to_host(tout);
+    clattn_tensor_destroy(&tin), clattn_tensor_destroy(&tout);
+    clattn_tensor_destroy(&tpad), clattn_tensor_destroy(&tband);
+    clattn_encoder_destroy(&enc);
+    return out;
+}
+
+/* A pre-LN stack with RoPE of bases 1000 (global layers) and 30 (local layers). */
+static clattn_encoder_config local_global_config(size_t layers)
+{
+    clattn_encoder_config c;
+    clattn_encoder_config_default(&c, 16, 2, layers, 24);
+    c.norm_first = 1;
+    c.rope_theta = 1000.0f;
+    c.local_rope_theta = 30.0f;
+    c.local_window = 4;
+    return c;
+}
+
+/* Layers 0 and 2 of a 3-layer stack with global_every 2 are global, layer 1 local: the stack
+ * equals three one-layer encoders, global (no window, base rope_theta), local (every layer
+ * local: the window and local_rope_theta), global. Dropping the window or the local base
+ * changes the result (so the comparison can fail), and both rotary bases stay in the
+ * context's tables. */
+static void local_layers_alternate_with_global_ones(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    const size_t B = 2, N = 11, d = 16;
+    clattn_encoder_config stack = local_global_config(3);
+    stack.global_every = 2;
+    clattn_encoder_config global = local_global_config(1), local = local_global_config(1);
+    global.local_window = 0, global.local_rope_theta = 0.0f;
+    local.global_every = 0; /* every layer local */
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &stack, true, 41);
+    float x[2 * 11 * 16], padding[2 * 11] = {0};
+    test_fill_uniform(x, B * N * d, 42, -1, 1);
+    padding[N + 8] = padding[N + 9] = padding[N + 10] = 1.0f; /* the second row: 8 tokens */
+    for (int path = CLATTN_PATH_UNFUSED; path <= CLATTN_PATH_FUSED; path++) {
+        float *want = run_encoder(ctx, &stack, bank_lookup, bank, x, B, N, padding, NULL, path);
+        const clattn_rotary_table *tables = &ctx->rope_table;
+        double a = tables->entries[0].theta, b = tables->entries[1].theta;
+        assert_true((a == 1000.0 && b == 30.0) || (a == 30.0 && b == 1000.0));
+        float *h = malloc(sizeof(x)), *next;
+        memcpy(h, x, sizeof(x));
+        for (size_t i = 0; i < 3; i++, free(h), h = next) {
+            one_layer_of o = {bank, i};
+            next = run_encoder(ctx, i == 1 ? &local : &global, one_layer_lookup, &o, h, B, N,
+                               padding, NULL, path);
+        }
+        assert_close(h, want, B * N * d, 1e-5);
+        clattn_encoder_config changed = stack;
+        changed.local_rope_theta = 0.0f; /* the local layer with base 1000 */
+        float *other = run_encoder(ctx, &changed, bank_lookup, bank, x, B, N, padding, NULL, path);
+        assert_true(test_max_abs_diff(other, want, B * N * d) > 1e-3);
+        free(other);
+        changed = stack;
+        changed.global_every = 1; /* every layer global */
+        other = run_encoder(ctx, &changed, bank_lookup, bank, x, B, N, padding, NULL, path);
+        assert_true(test_max_abs_diff(other, want, B * N * d) > 1e-3);
+        free(other), free(h), free(want);
+    }
+    bank_free(bank);
+    free(bank);
+}
+
+/* A local layer sees the keys |i - j| <= local_window / 2: the same as the band of an attention
+ * mask in a stack without local layers whose rope_theta is the local base (post-LN, padding). */
+static void a_local_window_is_a_band_mask(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    const size_t B = 2, N = 13, d = 16;
+    clattn_encoder_config local = local_global_config(2);
+    local.norm_first = 0;
+    local.local_window = 6;
+    clattn_encoder_config banded = local;
+    banded.local_window = 0, banded.local_rope_theta = 0.0f, banded.rope_theta = 30.0f;
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &local, true, 43);
+    float x[2 * 13 * 16], padding[2 * 13] = {0}, band[13 * 13];
+    test_fill_uniform(x, B * N * d, 44, -1, 1);
+    padding[N + 11] = padding[N + 12] = 1.0f;
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++)
+            band[i * N + j] = (i > j ? i - j : j - i) > 3 ? 1.0f : 0.0f; /* true: ignored */
+    for (int path = CLATTN_PATH_UNFUSED; path <= CLATTN_PATH_FUSED; path++) {
+        float *got = run_encoder(ctx, &local, bank_lookup, bank, x, B, N, padding, NULL, path);
+        float *want = run_encoder(ctx, &banded, bank_lookup, bank, x, B, N, padding, band, path);
+        assert_close(got, want, B * N * d, 1e-5);
+        free(got), free(want);
+    }
+    bank_free(bank);
+    free(bank);
+}
+
+/* first_norm1_identity: layer 0's attention reads x (the reference without layer 0's norm1),
+ * layers.0.norm1.* are not looked up, and the parameter count leaves them out. */
+static void first_layer_without_norm1(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    const size_t B = 2, N = 7, d = 16;
+    clattn_encoder_config c;
+    clattn_encoder_config_default(&c, d, 4, 2, 32);
+    c.norm_first = 1;
+    c.final_norm = 1;
+    c.activation = CLATTN_ACTIVATION_GELU;
+    c.first_norm1_identity = 1;
+    weight_bank *bank = malloc(sizeof(*bank));
+    bank_init(bank, &c, true, 45);
+    bank_remove(bank, "layers.0.norm1.weight");
+    bank_remove(bank, "layers.0.norm1.bias");
+    bank->layers[0].norm1_w = bank->layers[0].norm1_b = NULL;
+    float x[2 * 7 * 16], want[2 * 7 * 16], padding[2 * 7] = {0};
+    test_fill_uniform(x, B * N * d, 46, -1, 1);
+    padding[N + 6] = 1.0f;
+    ref_encoder_forward(&bank->ref, x, NULL, B, N, padding, false, 0, want);
+    float *got = run_encoder(ctx, &c, bank_lookup, bank, x, B, N, padding, NULL, CLATTN_PATH_AUTO);
+    assert_close(got, want, B * N * d, TOL);
+    uint64_t with = 0, without = 0;
+    assert_int_equal(clattn_encoder_count_params(&c, &without), CLATTN_OK);
+    c.first_norm1_identity = 0;
+    assert_int_equal(clattn_encoder_count_params(&c, &with), CLATTN_OK);
+    assert_int_equal(with - without, 2 * d);
+    free(got);
+    bank_free(bank);
+    free(bank);
+}
+
+static void create_rejects_bad_local_layers(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    clattn_encoder_config c = local_global_config(2);
+    c.local_window = 5;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "local_window is 5: it must be even");
+    assert_null(enc);
+    c = local_global_config(2);
+    c.local_window = 0;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "global_every (0) and local_rope_theta (30) need a local_window");
+    c.local_rope_theta = 0.0f, c.global_every = 3;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "global_every (3) and local_rope_theta (0) need a local_window");
+    c = local_global_config(2);
+    c.rope_theta = 0.0f;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "local_rope_theta is 30: it must be a finite base >= 1 with a rope_theta");
+    c = local_global_config(2);
+    c.local_rope_theta = 0.5f;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "local_rope_theta is 0.5");
+    c.local_rope_theta = INFINITY;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "local_rope_theta is inf");
+    c = local_global_config(2);
+    c.first_norm1_identity = 2;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "first_norm1_identity (2) must be 0 or 1");
+    c.first_norm1_identity = 1, c.norm_first = 0;
+    assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "first_norm1_identity needs norm_first");
+    assert_null(enc);
+}
+
 /* ---- invalid arguments ---- */
 
 static void create_rejects_bad_configurations(void **state)
@@ -637,7 +850,7 @@ static void create_rejects_bad_configurations(void **state)
     assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
                       "positional is 7");
     clattn_encoder_config_default(&c, 16, 4, 1, 32);
-    c.reserved[5] = 1;
+    c.reserved[3] = 1;
     assert_status_msg(ctx, clattn_encoder_create(ctx, &enc, &c), CLATTN_ERROR_INVALID_ARGUMENT,
                       "reserved");
     clattn_encoder_config_default(&c, (size_t)1 << 30, 1, 1, 1);
@@ -786,6 +999,10 @@ int main(void)
         cmocka_unit_test(weights_kept_packed_run_on_either_gemm),
         cmocka_unit_test(every_workspace_slot_is_named),
         cmocka_unit_test(long_inputs_run_the_feed_forward_in_blocks),
+        cmocka_unit_test(local_layers_alternate_with_global_ones),
+        cmocka_unit_test(a_local_window_is_a_band_mask),
+        cmocka_unit_test(first_layer_without_norm1),
+        cmocka_unit_test(create_rejects_bad_local_layers),
         cmocka_unit_test(create_rejects_bad_configurations),
         cmocka_unit_test(load_weights_names_what_is_missing_or_wrong),
         cmocka_unit_test(forward_rejects_bad_arguments),

@@ -192,7 +192,7 @@ static void config_keeps_its_size(void **state)
     (void)state;
     if (sizeof(void *) == 8) {
         assert_int_equal(sizeof(clattn_encoder_config), 144);
-        assert_int_equal(offsetof(clattn_encoder_config, reserved) + 15, 144);
+        assert_int_equal(offsetof(clattn_encoder_config, reserved) + 4, 144);
     }
     clattn_encoder_config c;
     memset(&c, 0xff, sizeof(c));
@@ -204,6 +204,10 @@ static void config_keeps_its_size(void **state)
     assert_true(c.rope_theta == 0.0f);
     assert_int_equal(c.rotary_dim, 0);
     assert_int_equal(c.rope_interleaved, 0);
+    assert_int_equal(c.first_norm1_identity, 0);
+    assert_int_equal(c.global_every, 0);
+    assert_int_equal(c.local_window, 0);
+    assert_true(c.local_rope_theta == 0.0f);
 }
 
 static void bad_flags_are_named(void **state)

@@ -2,6 +2,7 @@
  * malformed and hostile input. */
 #include "common/test_util.h"
 #include "clattn/safetensors.h"
+#include "formats/safetensors_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -912,6 +913,49 @@ static void read_floats_lists_what_it_leaves_out(void **state)
     assert_int_equal(remove(path), 0);
 }
 
+/* clattn__safetensors_read_named (what a cross-encoder reads of its head): only the named
+ * tensors, converted; the header is still checked whole. */
+static void read_named_reads_only_those(void **state)
+{
+    (void)state;
+    static const char header[] =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        "\"b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[8,12]},"
+        "\"ids\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[12,16]},"
+        "\"c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[16,20]}}";
+    unsigned char data[20] = {0, 0, 128, 63, 0, 0, 0, 64, 0, 60, 0, 66, 0, 0, 0, 0, 0, 0, 64, 64};
+    size_t size;
+    unsigned char *bytes = make_st(header, data, sizeof(data), &size);
+    const char *path = temp_file("named.safetensors");
+    test_write_file(path, bytes, size);
+    clattn_safetensors *st = NULL;
+    const char *names[] = {"c", "b", "ids", "absent"};
+    assert_int_equal(clattn__safetensors_read_named("f", &st, path, names, 4), CLATTN_OK);
+    assert_int_equal(st->tensor_count, 2); /* b and c, in data order */
+    assert_string_equal(st->tensors[0].name, "b");
+    assert_true(st->tensors[0].data[0] == 1.0f && st->tensors[0].data[1] == 3.0f);
+    assert_string_equal(st->tensors[1].name, "c");
+    assert_true(st->tensors[1].data[0] == 3.0f);
+    assert_int_equal(st->left_out_count, 1);
+    assert_string_equal(st->left_out[0].name, "ids");
+    assert_null(clattn_safetensors_find(st, "a"));
+    clattn_safetensors_destroy(&st);
+    assert_int_equal(clattn__safetensors_read_named("f", &st, path, NULL, 0), CLATTN_OK);
+    assert_int_equal(st->tensor_count, 0); /* nothing asked, nothing read */
+    clattn_safetensors_destroy(&st);
+    free(bytes);
+    /* a header error elsewhere in the file still fails the read, named */
+    static const char bad[] =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
+    bytes = make_st(bad, data, 8, &size);
+    test_write_file(path, bytes, size);
+    assert_status_msg(NULL, clattn__safetensors_read_named("f", &st, path, names, 1),
+                      CLATTN_ERROR_FORMAT, "tensor 'a': shape [3] of F32 needs 12 bytes");
+    assert_null(st);
+    free(bytes);
+    assert_int_equal(remove(path), 0);
+}
+
 /* ---- hostile input ---- */
 
 static const char *fixture_names[] = {"f32_torch.safetensors", "f16_torch.safetensors",
@@ -1179,6 +1223,7 @@ int main(void)
         cmocka_unit_test(rejects_bad_header_lengths),
         cmocka_unit_test(read_errors_are_named),
         cmocka_unit_test(read_floats_lists_what_it_leaves_out),
+        cmocka_unit_test(read_named_reads_only_those),
         cmocka_unit_test(every_truncation_fails),
         cmocka_unit_test(mutated_files_never_crash),
         cmocka_unit_test(invalid_arguments_are_named),

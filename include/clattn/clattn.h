@@ -13,6 +13,7 @@
  *   clattn/safetensors.h  reading and writing safetensors files
  *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
  *   clattn/pretrained.h Hugging Face BERT folders, pooling, sentence embeddings
+ *   clattn/cross_encoder.h  cross-encoders (rerankers): scoring (query, document) pairs
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -33,5 +34,6 @@
 #include "clattn/safetensors.h"
 #include "clattn/tokenizer.h"
 #include "clattn/pretrained.h"
+#include "clattn/cross_encoder.h"
 
 #endif /* CLATTN_H */

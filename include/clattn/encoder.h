@@ -57,6 +57,18 @@
  * position_offset + n (right padding keeps the real tokens' positions). Neither adds anything
  * to the embeddings; both combine with the positional tables and the relative bias.
  *
+ * Local and global layers (local_window > 0; ModernBERT): layer i (counting from 0) is global
+ * when global_every > 0 and i % global_every == 0, local otherwise (global_every 0: every layer
+ * is local). A global layer attends as above. A local layer's attention ignores the keys j with
+ * |i - j| > local_window / 2 for query i (attention.h's sliding window: local_window = 128 lets
+ * a query see 64 keys on either side, as ModernBERT's local_attention 128), combined with the
+ * masks and the other modifiers; with rope_theta its rotary base is local_rope_theta (0: the
+ * same rope_theta). Positions, rotary_dim and the layout are the same in both kinds.
+ *
+ * First layer without norm1 (first_norm1_identity = 1, pre-LN only; ModernBERT's layer 0, whose
+ * attn_norm is nn.Identity): layer 0 computes x = x + SA(x); x = x + FF(LN2(x)). Its
+ * "layers.0.norm1.*" are not looked up; the other layers keep their norm1.
+ *
  * Weights use nn.TransformerEncoder's state_dict names (see clattn_encoder_load_weights).
  * Same thread-safety rule as the context.
  */
@@ -120,7 +132,19 @@ typedef struct clattn_encoder_config {
     float rope_theta;
     uint32_t rotary_dim;      /* with rope_theta: channels rotated per head, even, <= d_k; 0: all */
     uint8_t rope_interleaved; /* with rope_theta: 1 GPT-J's pairs (2k, 2k + 1); 0 halves */
-    uint8_t reserved[15];     /* must be zero */
+    /* 1: layer 0 has no norm1 (pre-LN only; above); 0: every layer has its norm1. */
+    uint8_t first_norm1_identity;
+    /* With local_window: layer i is global when i % global_every == 0 (ModernBERT's
+     * global_attn_every_n_layers), local otherwise; 0: every layer is local (above). Must be 0
+     * without local_window. */
+    uint16_t global_every;
+    /* > 0: the local layers' sliding window w, even (query i sees the keys |i - j| <= w / 2;
+     * above); 0: every layer is global. */
+    uint32_t local_window;
+    /* With local_window and rope_theta: the local layers' rotary base θ (a finite number >= 1);
+     * 0: rope_theta. Must be 0 without rope_theta or local_window. */
+    float local_rope_theta;
+    uint8_t reserved[4];      /* must be zero */
 } clattn_encoder_config;
 
 /* nn.TransformerEncoderLayer's defaults: relu, post-LN, eps 1e-5, no final norm, no positional
@@ -149,8 +173,11 @@ CLATTN_API const char *const *clattn_encoder_preset_names(void);
 
 /* Creates an encoder without weights. Errors (CLATTN_ERROR_INVALID_ARGUMENT): invalid sizes (zero,
  * d_model not divisible by nhead when a head width is derived), an unknown activation, ffn_gated,
- * linear_no_bias, norm_no_bias, alibi or rope_interleaved other than 0 or 1, a rope_theta that is
- * not 0 nor a finite number >= 1, an odd rotary_dim or one above d_k, non-zero reserved bytes. */
+ * linear_no_bias, norm_no_bias, alibi, rope_interleaved or first_norm1_identity other than 0 or
+ * 1, a rope_theta that is not 0 nor a finite number >= 1, an odd rotary_dim or one above d_k,
+ * first_norm1_identity without norm_first, an odd local_window, global_every or
+ * local_rope_theta without local_window, a local_rope_theta without rope_theta or that is not a
+ * finite number >= 1, non-zero reserved bytes. */
 CLATTN_API clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **encoder,
                                                const clattn_encoder_config *config);
 
@@ -182,7 +209,8 @@ typedef const clattn_host_tensor *(*clattn_weight_lookup)(void *user_data, const
  *   layers.{i}.linear1.weight [d_ff, d_model], layers.{i}.linear1.bias [d_ff]
  *   layers.{i}.linear1_gate.weight [d_ff, d_model], .bias [d_ff]   when ffn_gated
  *   layers.{i}.linear2.weight [d_model, d_ff], layers.{i}.linear2.bias [d_model]
- *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]
+ *   layers.{i}.norm1.weight, .bias, layers.{i}.norm2.weight, .bias [d_model]   (no
+ *       layers.0.norm1.* with first_norm1_identity)
  *   norm.weight, norm.bias [d_model]           when final_norm
  *   embedding.weight [vocab_size, d_model]     when vocab_size > 0
  *   pos_embedding.weight [max_positions, d_model]            when positional is LEARNED or

@@ -1,7 +1,7 @@
 /*
- * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT, JinaBERT, RoBERTa and
- * XLM-RoBERTa encoders, pooling, and sentence embeddings (text in, the same vectors as
- * sentence-transformers out).
+ * libclattn — pretrained.h: Hugging Face BERT, MPNet, NomicBERT, JinaBERT, RoBERTa,
+ * XLM-RoBERTa and ModernBERT encoders, pooling, and sentence embeddings (text in, the same
+ * vectors as sentence-transformers out).
  *
  * A model folder is used as Hugging Face and sentence-transformers write it, without conversion:
  *   config.json                 model_type "bert": hidden_size, num_attention_heads,
@@ -26,6 +26,17 @@
  *                               or model_type "roberta" / "xlm-roberta": BERT's keys, with
  *                               pad_token_id the padding_idx positions count from (1 when
  *                               absent; at most max_position_embeddings - 2)
+ *                               or model_type "modernbert" (transformers' ModernBertModel):
+ *                               hidden_size, num_attention_heads, num_hidden_layers,
+ *                               intermediate_size, vocab_size, and where present
+ *                               max_position_embeddings (only the longest text: RoPE),
+ *                               norm_eps, norm_bias, attention_bias and mlp_bias (both true or
+ *                               both false), hidden_activation, global_rope_theta,
+ *                               local_rope_theta (null: global_rope_theta),
+ *                               global_attn_every_n_layers, local_attention; refused when set:
+ *                               rope_scaling, partial_rotary_factor other than 1, head_dim
+ *                               other than hidden_size / num_attention_heads (hf_model.c's
+ *                               modernbert_config lists the rules)
  *   model.safetensors           BERT's tensor names, with or without a "bert." prefix; MPNet's
  *                               (embeddings.*, encoder.layer.N.attention.attn.{q,k,v,o},
  *                               attention.LayerNorm, intermediate.dense, output.dense,
@@ -38,7 +49,12 @@
  *                               [2·intermediate, hidden], mlp.wo, mlp.layernorm), with or
  *                               without "bert."; RoBERTa's and XLM-RoBERTa's are BERT's, with
  *                               or without "roberta." (task models: RobertaForMaskedLM, ...);
- *                               tensors inference does not use
+ *                               ModernBERT's (embeddings.tok_embeddings,
+ *                               embeddings.norm, layers.N.attn_norm (none in layer 0),
+ *                               layers.N.attn.Wqkv (q, k, v packed), attn.Wo, mlp_norm,
+ *                               mlp.Wi [2·intermediate, hidden] (the activated half first),
+ *                               mlp.Wo, final_norm), with or without "model." (a
+ *                               ModernBertForMaskedLM's file); tensors inference does not use
  *                               (embeddings.position_ids, pooler.*, heads such as cls.* or
  *                               lm_head.*) are skipped
  *   tokenizer.json or vocab.txt the tokenizer (clattn/tokenizer.h): WordPiece, byte-level BPE
@@ -69,18 +85,26 @@
  * 1 in the published checkpoints) + learned position counted from padding_idx = pad_token_id
  * over the non-padding ids (CLATTN_POSITIONAL_LEARNED_PADDED: padding, left or right, never
  * shifts a real token's position; a padding id inside a text reads row padding_idx and is not
- * counted, as transformers does), then LayerNorm; BERT's layers. Anything else (another
- * model_type, hidden_act,
- * activation_function, position embedding type, a NomicBERT option the encoder does not
- * implement, a JinaBERT feed_forward_type or emb_pooler, or the jina-bert-v2-qk-post-norm code
- * its auto_map names) fails with CLATTN_ERROR_UNSUPPORTED naming the field (an unknown
- * model_type: 'model_type "x" is not supported (supported: "bert", "mpnet", "nomic_bert",
- * "roberta", "xlm-roberta")'); a pad_token_id that leaves no position is CLATTN_ERROR_FORMAT; a
- * missing or malformed file, a missing tensor or a wrong shape fails with the file's name and
- * what is wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named
- * with its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other
- * than the number of layers model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer,
- * encoder.layers.<n>.*) is CLATTN_ERROR_FORMAT naming both.
+ * counted, as transformers does), then LayerNorm; BERT's layers. ModernBERT's (transformers'
+ * modeling_modernbert.py): the token embedding, then LayerNorm embeddings.norm; pre-LN layers
+ * x = x + attn(attn_norm(x)); x = x + mlp(mlp_norm(x)) whose first has no attn_norm
+ * (first_norm1_identity), RoPE on q and k (half-split, all of d_k), the gated feed-forward
+ * Wo(act(input) ⊙ gate) with input and gate the first and second half of Wi's rows, no linear
+ * or norm biases unless the config has them, and final_norm; layer i is global (rotary base
+ * global_rope_theta) when i % global_attn_every_n_layers == 0, local otherwise: keys farther
+ * than local_attention // 2 from the query are ignored, rotary base local_rope_theta
+ * (clattn/encoder.h's local_window, global_every, local_rope_theta). Anything else (another
+ * model_type, hidden_act, activation_function, position embedding type, a NomicBERT or
+ * ModernBERT option the encoder does not implement, a JinaBERT feed_forward_type or emb_pooler,
+ * or the jina-bert-v2-qk-post-norm code its auto_map names) fails with
+ * CLATTN_ERROR_UNSUPPORTED naming the field (an unknown model_type: 'model_type "x" is not
+ * supported (supported: "bert", "mpnet", "nomic_bert", "roberta", "xlm-roberta",
+ * "modernbert")'); a pad_token_id that leaves no position is CLATTN_ERROR_FORMAT; a missing or
+ * malformed file, a missing tensor or a wrong shape fails with the file's name and what is
+ * wrong. A tensor stored in a dtype that is not read (an integer type, for one) is named with
+ * its dtype ("tensor X is I32, expected F32 (or F16, BF16)"); a num_hidden_layers other than
+ * the number of layers model.safetensors holds (encoder.layer.<n>.*; NomicBERT: n_layer,
+ * encoder.layers.<n>.*; ModernBERT: layers.<n>.*) is CLATTN_ERROR_FORMAT naming both.
  *
  * Same thread-safety rule as the context: one thread at a time per context and its objects.
  */
@@ -95,7 +119,8 @@ extern "C" {
 #endif
 
 /*
- * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT or JinaBERT folder (config.json +
+ * Loads the encoder of a Hugging Face BERT, MPNet, NomicBERT, JinaBERT or ModernBERT folder
+ * (config.json +
  * model.safetensors, see above) onto the context's device. Its configuration: positional LEARNED
  * (max_position_embeddings rows), type_vocab_size token types, embedding_norm, embedding_scale 1,
  * post-LN, eps layer_norm_eps; MPNet: LEARNED_PADDED with padding_idx 1, no token types, and
@@ -107,7 +132,13 @@ extern "C" {
  * ("geglu") or RELU ("reglu"), type_vocab_size token types, and max_positions =
  * max_position_embeddings (no table: the encoder takes any length). RoBERTa and XLM-RoBERTa
  * folders load the same way: LEARNED_PADDED with padding_idx pad_token_id, type_vocab_size
- * token types (BERT's otherwise). On error *encoder is NULL.
+ * token types (BERT's otherwise).
+ * ModernBERT: positional NONE,
+ * no token types, embedding_norm, norm_first with first_norm1_identity, final_norm, ffn_gated
+ * with hidden_activation's function, linear_no_bias = !attention_bias, norm_no_bias =
+ * !norm_bias, eps norm_eps, rope_theta global_rope_theta, local_rope_theta, local_window
+ * local_attention rounded down to even, global_every global_attn_every_n_layers (at most
+ * num_hidden_layers), max_positions max_position_embeddings. On error *encoder is NULL.
  */
 CLATTN_API clattn_status clattn_encoder_load_hf(clattn_context *ctx, clattn_encoder **encoder,
                                                 const char *dir);

@@ -2,6 +2,7 @@
  * and an F32 writer laid out like the reference implementation's. */
 #include "file_io.h"
 #include "runtime/shape.h"
+#include "safetensors_internal.h"
 
 #include "clattn/safetensors.h"
 
@@ -221,6 +222,9 @@ typedef struct st_source {
     const unsigned char *data;
     int fd;
     size_t data_base;
+    /* clattn__safetensors_read_named: only these tensors are converted (NULL: all) */
+    const char *const *only;
+    size_t only_count;
 } st_source;
 
 /* The dtype of an entry that is checked but left out (clattn_safetensors_read_floats). */
@@ -475,6 +479,17 @@ static clattn_status tensor_floats(const st_source *src, const st_entry *e, floa
     return status;
 }
 
+/* Whether an entry is one the caller asked for (every one unless src->only says otherwise). */
+static bool wanted(const st_source *src, const st_entry *e)
+{
+    if (!src->only)
+        return true;
+    for (size_t i = 0; i < src->only_count; i++)
+        if (strcmp(src->only[i], e->name) == 0)
+            return true;
+    return false;
+}
+
 /* Builds the result from checked entries and metadata. */
 static clattn_status build(const st_source *src, const st_entry *entries, size_t count,
                            json_t *metadata, clattn_safetensors **out)
@@ -483,19 +498,21 @@ static clattn_status build(const st_source *src, const st_entry *entries, size_t
     if (!st)
         return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                        "cannot allocate the result");
-    size_t kept = 0;
-    for (size_t i = 0; i < count; i++)
-        kept += entries[i].dtype != ST_OTHER;
-    if (kept < count) { /* the names and dtypes of the tensors left out */
-        st->left_out = calloc(count - kept, sizeof(*st->left_out));
+    size_t kept = 0, other = 0;
+    for (size_t i = 0; i < count; i++) {
+        kept += entries[i].dtype != ST_OTHER && wanted(src, &entries[i]);
+        other += entries[i].dtype == ST_OTHER && wanted(src, &entries[i]);
+    }
+    if (other > 0) { /* the names and dtypes of the tensors left out */
+        st->left_out = calloc(other, sizeof(*st->left_out));
         if (!st->left_out) {
             clattn_safetensors_destroy(&st);
             return clattn__fail_in(src->function, src->name, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                           "cannot allocate %zu tensors left out", count - kept);
+                           "cannot allocate %zu tensors left out", other);
         }
-        st->left_out_count = count - kept;
+        st->left_out_count = other;
         for (size_t i = 0, slot = 0; i < count; i++) {
-            if (entries[i].dtype != ST_OTHER)
+            if (entries[i].dtype != ST_OTHER || !wanted(src, &entries[i]))
                 continue;
             clattn_safetensors_left_out *l = &st->left_out[slot++];
             l->name = copy_string(entries[i].name);
@@ -518,7 +535,7 @@ static clattn_status build(const st_source *src, const st_entry *entries, size_t
     }
     for (size_t i = 0, slot = 0; i < count; i++) {
         const st_entry *e = &entries[i];
-        if (e->dtype == ST_OTHER)
+        if (e->dtype == ST_OTHER || !wanted(src, e))
             continue;
         clattn_safetensors_tensor *t = &st->tensors[slot++];
         char shown[SHOWN_NAME];
@@ -668,12 +685,12 @@ static clattn_status load(const char *function, const char *name, const unsigned
     if (status != CLATTN_OK)
         return status;
     st_source src = {function, name, size - ST_PREFIX - header_len, skip_other,
-                     bytes + ST_PREFIX + header_len, -1, 0};
+                     bytes + ST_PREFIX + header_len, -1, 0, NULL, 0};
     return parse_header(&src, bytes + ST_PREFIX, header_len, out);
 }
 
 static clattn_status read_path(const char *function, clattn_safetensors **out, const char *path,
-                               bool skip_other)
+                               bool skip_other, const char *const *only, size_t only_count)
 {
     if (out)
         *out = NULL;
@@ -703,7 +720,7 @@ static clattn_status read_path(const char *function, clattn_safetensors **out, c
     if (status == CLATTN_OK &&
         !(status = clattn__read_at(function, path, fd, ST_PREFIX, header, header_len))) {
         st_source src = {function, path, size - ST_PREFIX - header_len, skip_other, NULL, fd,
-                         ST_PREFIX + header_len};
+                         ST_PREFIX + header_len, only, only_count};
         status = parse_header(&src, header, header_len, out);
     }
     free(header);
@@ -713,12 +730,22 @@ static clattn_status read_path(const char *function, clattn_safetensors **out, c
 
 clattn_status clattn_safetensors_read(clattn_safetensors **out, const char *path)
 {
-    return read_path("clattn_safetensors_read", out, path, false);
+    return read_path("clattn_safetensors_read", out, path, false, NULL, 0);
 }
 
 clattn_status clattn_safetensors_read_floats(clattn_safetensors **out, const char *path)
 {
-    return read_path("clattn_safetensors_read_floats", out, path, true);
+    return read_path("clattn_safetensors_read_floats", out, path, true, NULL, 0);
+}
+
+clattn_status clattn__safetensors_read_named(const char *function, clattn_safetensors **out,
+                                             const char *path, const char *const *names,
+                                             size_t count)
+{
+    CLATTN_CHECK_ARG(NULL, function, names || count == 0, "names is NULL");
+    /* An empty list still selects nothing (not everything): `only` must not be NULL. */
+    static const char *const none[1] = {NULL};
+    return read_path(function, out, path, true, count ? names : none, count);
 }
 
 clattn_status clattn_safetensors_parse(clattn_safetensors **out, const void *bytes, size_t size)

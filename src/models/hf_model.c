@@ -1,6 +1,6 @@
 /* Loading a Hugging Face encoder folder (config.json + model.safetensors) into an encoder: BERT,
- * MPNet, NomicBERT, JinaBERT, RoBERTa and XLM-RoBERTa, each a table of tensor names and a few
- * lines of configuration. */
+ * MPNet, NomicBERT, JinaBERT, RoBERTa, XLM-RoBERTa and ModernBERT, each a table of tensor names
+ * and a few lines of configuration. */
 #include "clattn/safetensors.h"
 #include "base/errors.h"
 #include "formats/file_io.h"
@@ -138,6 +138,40 @@ static const name_pair jina_layer[] = {
  * name is only the family's, never a config's. */
 #define JINA_FAMILY "bert (JinaBERT)"
 
+/* ModernBERT (transformers' models/modernbert/modeling_modernbert.py, ModernBertModel): the
+ * token embedding and its LayerNorm (no position table: RoPE), pre-LN layers of which the first
+ * has no attn_norm (nn.Identity), q, k, v packed as attn.Wqkv [3E, E] (q, k, v blocks of
+ * heads · d rows: qkv.view(bs, -1, 3, heads, d)), ModernBertMLP's Wo(act(input) · gate) with
+ * input, gate = Wi(x).chunk(2): the activated factor is the first half of Wi's rows
+ * (linear1_gate), the other the second half (linear1), and final_norm. Biases only where the
+ * config's attention_bias, mlp_bias and norm_bias ask for them. A task model's file
+ * (ModernBertForMaskedLM, ...) holds the same names under "model.". */
+static const name_pair modernbert_fixed[] = {
+    {"embedding.weight", "embeddings.tok_embeddings.weight"},
+    {"embedding_norm.weight", "embeddings.norm.weight"},
+    {"embedding_norm.bias", "embeddings.norm.bias"},
+    {"norm.weight", "final_norm.weight"},
+    {"norm.bias", "final_norm.bias"},
+};
+static const name_pair modernbert_layer[] = {
+    {"self_attn.in_proj_weight", "attn.Wqkv.weight"},
+    {"self_attn.in_proj_bias", "attn.Wqkv.bias"},
+    {"self_attn.out_proj.weight", "attn.Wo.weight"},
+    {"self_attn.out_proj.bias", "attn.Wo.bias"},
+    {"norm1.weight", "attn_norm.weight"},
+    {"norm1.bias", "attn_norm.bias"},
+    {"linear1_gate.weight", "mlp.Wi.weight|0"},
+    {"linear1.weight", "mlp.Wi.weight|1"},
+    {"linear1_gate.bias", "mlp.Wi.bias|0"},
+    {"linear1.bias", "mlp.Wi.bias|1"},
+    {"linear2.weight", "mlp.Wo.weight"},
+    {"linear2.bias", "mlp.Wo.bias"},
+    {"norm2.weight", "mlp_norm.weight"},
+    {"norm2.bias", "mlp_norm.bias"},
+};
+static clattn_status modernbert_config(const char *path, json_t *root,
+                                       clattn_encoder_config *cfg);
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const hf_family families[] = {
     {"bert", "bert.", "attention.self.", {"query", "key", "value"}, bert_fixed, bert_layer,
@@ -154,8 +188,11 @@ static const hf_family families[] = {
      COUNT(bert_fixed), COUNT(bert_layer), NULL, NULL},
     {"xlm-roberta", "roberta.", "attention.self.", {"query", "key", "value"}, bert_fixed,
      bert_layer, COUNT(bert_fixed), COUNT(bert_layer), NULL, NULL},
+    {"modernbert", "model.", NULL, {NULL, NULL, NULL}, modernbert_fixed, modernbert_layer,
+     COUNT(modernbert_fixed), COUNT(modernbert_layer), "layers.", modernbert_config},
 };
-#define SUPPORTED_TYPES "\"bert\", \"mpnet\", \"nomic_bert\", \"roberta\", \"xlm-roberta\""
+#define SUPPORTED_TYPES \
+    "\"bert\", \"mpnet\", \"nomic_bert\", \"roberta\", \"xlm-roberta\", \"modernbert\""
 
 /* The family of config.json's model_type, or NULL. */
 static const hf_family *family_of(const char *model_type)
@@ -433,6 +470,129 @@ static clattn_status roberta_config(const char *path, json_t *root, clattn_encod
     return CLATTN_OK;
 }
 
+/* ModernBERT's config.json (ModernBertConfig): hidden_size, num_attention_heads,
+ * num_hidden_layers, intermediate_size and vocab_size, and, where absent or null,
+ * ModernBertConfig's defaults for max_position_embeddings (8192), norm_eps (1e-5), norm_bias,
+ * attention_bias, mlp_bias (false), hidden_activation ("gelu"), global_rope_theta (160000),
+ * local_rope_theta (absent: 10000; null: global_rope_theta, as ModernBertAttention takes it),
+ * global_attn_every_n_layers (3) and local_attention (128). Layer i is global when
+ * i % global_attn_every_n_layers == 0; the others see local_attention // 2 keys on either side
+ * (the encoder's local_window is twice that: an odd local_attention loses its last key, as in
+ * transformers). What the encoder cannot compute as transformers does is refused, naming the
+ * key: attention_bias and mlp_bias that differ (linear_no_bias is one switch), a
+ * hidden_activation other than gelu (erf), gelu_new / gelu_pytorch_tanh, relu, silu / swish;
+ * rope_scaling other than null, partial_rotary_factor other than 1 and head_dim other than
+ * hidden_size / num_attention_heads (transformers' rotary code reads them; its
+ * ModernBertAttention does not run with them), a rotary base below 1, a
+ * global_attn_every_n_layers of 0 or a local_attention below 2. */
+static clattn_status modernbert_config(const char *path, json_t *root, clattn_encoder_config *cfg)
+{
+    size_t hidden = 0, heads = 0, layers = 0, inter = 0, vocab = 0;
+    double positions, eps, global_theta, local_theta, every, window, partial, head_dim;
+    bool norm_bias, attention_bias, mlp_bias;
+    clattn_status status;
+    if ((status = config_size(path, root, "hidden_size", &hidden)) ||
+        (status = config_size(path, root, "num_attention_heads", &heads)) ||
+        (status = config_size(path, root, "num_hidden_layers", &layers)) ||
+        (status = config_size(path, root, "intermediate_size", &inter)) ||
+        (status = config_size(path, root, "vocab_size", &vocab)) ||
+        (status = config_number(path, root, "max_position_embeddings", 8192.0, &positions)) ||
+        (status = config_number(path, root, "norm_eps", 1e-5, &eps)) ||
+        (status = config_number(path, root, "global_rope_theta", 160000.0, &global_theta)) ||
+        /* absent: ModernBertConfig's 10000; null: the global base */
+        (status = config_number(path, root, "local_rope_theta",
+                                json_object_get(root, "local_rope_theta") ? global_theta
+                                                                          : 10000.0,
+                                &local_theta)) ||
+        (status = config_number(path, root, "global_attn_every_n_layers", 3.0, &every)) ||
+        (status = config_number(path, root, "local_attention", 128.0, &window)) ||
+        (status = config_number(path, root, "partial_rotary_factor", 1.0, &partial)) ||
+        (status = config_number(path, root, "head_dim", 0.0, &head_dim)) ||
+        (status = config_bool(path, root, "norm_bias", false, &norm_bias)) ||
+        (status = config_bool(path, root, "attention_bias", false, &attention_bias)) ||
+        (status = config_bool(path, root, "mlp_bias", false, &mlp_bias)))
+        return status;
+    if (hidden % heads != 0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "hidden_size %zu is not divisible by num_attention_heads %zu",
+                               hidden, heads);
+    const char *act = json_string_value(json_object_get(root, "hidden_activation"));
+    json_t *act_value = json_object_get(root, "hidden_activation");
+    clattn_activation activation;
+    if (!act_value || json_is_null(act_value) || (act && strcmp(act, "gelu") == 0))
+        activation = CLATTN_ACTIVATION_GELU;
+    else if (act && (strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_pytorch_tanh") == 0))
+        activation = CLATTN_ACTIVATION_GELU_TANH;
+    else if (act && strcmp(act, "relu") == 0)
+        activation = CLATTN_ACTIVATION_RELU;
+    else if (act && (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0))
+        activation = CLATTN_ACTIVATION_SILU;
+    else
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "hidden_activation \"%.64s\" is not supported (modernbert: gelu, "
+                               "gelu_new, gelu_pytorch_tanh, relu, silu, swish)",
+                               act ? act : "(not a string)");
+    json_t *scaling = json_object_get(root, "rope_scaling");
+    if (scaling && !json_is_null(scaling))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "rope_scaling is not supported (only null: plain rotary "
+                               "embeddings)");
+    if (partial != 1.0)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "partial_rotary_factor %g is not supported (only 1)", partial);
+    if (head_dim != 0.0 && head_dim != (double)(hidden / heads))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "head_dim %g is not supported (only hidden_size / "
+                               "num_attention_heads = %zu)",
+                               head_dim, hidden / heads);
+    if (attention_bias != mlp_bias)
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "attention_bias (%s) and mlp_bias (%s) must be both true or both "
+                               "false",
+                               attention_bias ? "true" : "false", mlp_bias ? "true" : "false");
+    if (!(global_theta >= 1.0 && global_theta < 1e30) ||
+        !(local_theta >= 1.0 && local_theta < 1e30))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "global_rope_theta (%g) and local_rope_theta (%g) must be rotary "
+                               "bases of at least 1",
+                               global_theta, local_theta);
+    if (!(every >= 1.0 && every < 1 << 30 && every == floor(every)))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "global_attn_every_n_layers must be a whole number of at least 1 "
+                               "(it is %g)",
+                               every);
+    if (!(window >= 2.0 && window < 1 << 30 && window == floor(window)))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                               "local_attention must be a whole number of at least 2 (it is %g)",
+                               window);
+    if (!(positions >= 1.0 && positions < 1 << 30 && positions == floor(positions)) ||
+        !(eps > 0.0))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "max_position_embeddings must be a whole number from 1 to 2^30 and "
+                               "norm_eps a positive number");
+    clattn_encoder_config_default(cfg, hidden, heads, layers, inter);
+    cfg->activation = activation;
+    cfg->norm_first = 1;
+    cfg->first_norm1_identity = 1;
+    cfg->final_norm = 1;
+    cfg->layer_norm_eps = (float)eps;
+    cfg->vocab_size = vocab;
+    cfg->embedding_norm = 1;
+    cfg->embedding_scale = 1.0f;
+    cfg->positional = CLATTN_POSITIONAL_NONE;
+    cfg->max_positions = (size_t)positions;
+    cfg->ffn_gated = 1;
+    cfg->linear_no_bias = !attention_bias;
+    cfg->norm_no_bias = !norm_bias;
+    cfg->rope_theta = (float)global_theta;
+    cfg->local_rope_theta = (float)local_theta;
+    cfg->local_window = 2 * ((uint32_t)window / 2);
+    /* Beyond the last layer only layer 0 is global: the same layers as every = num_layers. */
+    cfg->global_every = (uint16_t)(every < (double)layers ? (size_t)every
+                                   : layers < UINT16_MAX ? layers : UINT16_MAX);
+    return CLATTN_OK;
+}
+
 clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg,
                                      const char **family_type)
 {
@@ -577,8 +737,9 @@ static const clattn_host_tensor *find_part(hf_lookup *l, const char *hf_name)
     snprintf(name, sizeof(name), "%.*s", (int)(bar - hf_name), hf_name);
     clattn_host_tensor *view = (clattn_host_tensor *)find(l, name);
     size_t half = (size_t)(bar[1] - '0');
-    if (view && view->ndim == 2 && view->shape[0] == 2 * l->d_ff && half < 2) {
-        view->data += half * l->d_ff * view->shape[1];
+    if (view && (view->ndim == 1 || view->ndim == 2) && view->shape[0] == 2 * l->d_ff &&
+        half < 2) { /* rows of a weight [2·d_ff, d], or elements of a bias [2·d_ff] */
+        view->data += half * l->d_ff * (view->ndim == 2 ? view->shape[1] : 1);
         view->shape[0] = l->d_ff;
     }
     return view;
@@ -783,7 +944,9 @@ static clattn_status check_layer_count(const hf_lookup *l, const char *path, siz
         return CLATTN_OK;
     return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
                            "config.json's %s is %zu but the file holds %s (%s<n>.*)",
-                           l->family->read_config ? "n_layer" : "num_hidden_layers", num_layers,
+                           strcmp(l->family->model_type, "nomic_bert") == 0 ? "n_layer"
+                                                                             : "num_hidden_layers",
+                           num_layers,
                            held, prefix);
 }
 
@@ -806,10 +969,15 @@ clattn_status clattn__hf_load_weights(clattn_encoder *enc, const char *dir,
     l.st = st;
     l.family = family;
     l.prefix = "";
-    char prefixed[64];
-    snprintf(prefixed, sizeof(prefixed), "%sembeddings.word_embeddings.weight", family->prefix);
-    if (!clattn_safetensors_find(st, "embeddings.word_embeddings.weight") &&
-        clattn_safetensors_find(st, prefixed))
+    /* The file of a task model holds the names under the family's prefix: told by where the
+     * token embedding is. */
+    const char *embedding = "embeddings.word_embeddings.weight";
+    for (size_t i = 0; i < family->fixed_count; i++)
+        if (strcmp(family->fixed[i].ours, "embedding.weight") == 0)
+            embedding = family->fixed[i].theirs;
+    char prefixed[128];
+    snprintf(prefixed, sizeof(prefixed), "%s%s", family->prefix, embedding);
+    if (!clattn_safetensors_find(st, embedding) && clattn_safetensors_find(st, prefixed))
         l.prefix = family->prefix;
     clattn_encoder_config cfg = {0};
     status = clattn_encoder_get_config(enc, &cfg);

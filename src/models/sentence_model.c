@@ -1,11 +1,9 @@
 /* Sentence embeddings: a sentence-transformers folder (encoder, tokenizer, pooling) and batched
  * embedding of texts. */
 #include "base/errors.h"
-#include "embed_batches.h"
 #include "formats/file_io.h"
 #include "hf_model.h"
-#include "ops/pooling.h"
-#include "runtime/tensor_internal.h"
+#include "pooled_batches.h"
 #include "text/text_strip.h"
 
 #include <errno.h>
@@ -299,14 +297,13 @@ void clattn_embed_params_default(clattn_embed_params *params)
 typedef struct tokenized {
     const int32_t **ids; /* text i: ids[i][0 .. n[i]) */
     size_t *n;
-    size_t *order;       /* texts sorted by length (stable) */
     size_t total;        /* real tokens of all texts */
     int32_t *storage;    /* the ids tokenize_all wrote, one text after another (NULL otherwise) */
 } tokenized;
 
 static void tokenized_free(tokenized *t)
 {
-    free((void *)t->ids), free(t->n), free(t->order), free(t->storage);
+    free((void *)t->ids), free(t->n), free(t->storage);
     memset(t, 0, sizeof(*t));
 }
 
@@ -318,36 +315,19 @@ static clattn_status tokenized_alloc(clattn_sentence_model *m, const char *fn, s
     size_t slots = count ? count : 1;
     t->ids = calloc(slots, sizeof(*t->ids));
     t->n = calloc(slots, sizeof(size_t));
-    t->order = calloc(slots, sizeof(size_t));
-    if (!t->ids || !t->n || !t->order)
+    if (!t->ids || !t->n)
         return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                             fn);
-    for (size_t i = 0; i < count; i++)
-        t->order[i] = i;
     return CLATTN_OK;
 }
 
-static _Thread_local const size_t *sort_lengths; /* qsort has no context argument */
-
-static int by_length(const void *a, const void *b)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    if (sort_lengths[i] != sort_lengths[j])
-        return sort_lengths[i] < sort_lengths[j] ? -1 : 1;
-    return i < j ? -1 : i > j; /* stable: input order among equal lengths */
-}
-
-/* Text i as sentence-transformers tokenizes it: the prompt before it (the strings
- * concatenated), then Python's strip() of the whole (whitespace at either end goes: byte-level
- * BPE and Metaspace would make tokens of it). texts[i] itself when there is no prompt, else in
- * *scratch (grown as needed). NULL: out of memory. */
+/* Text i with the prompt before it (sentence-transformers concatenates the strings): texts[i]
+ * itself when there is no prompt, else in *scratch (grown as needed). NULL: out of memory. */
 static const char *prompted_text(const char *prompt, size_t prompt_len, const char *text,
                                  size_t *len, char **scratch, size_t *capacity)
 {
-    if (prompt_len == 0) {
-        clattn__strip_whitespace(&text, len);
+    if (prompt_len == 0)
         return text;
-    }
     if (prompt_len + *len > *capacity) {
         size_t grown = prompt_len + *len + 64;
         char *bigger = realloc(*scratch, grown);
@@ -359,9 +339,27 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     if (*len)
         memcpy(*scratch + prompt_len, text, *len);
     *len += prompt_len;
-    const char *whole = *scratch;
-    clattn__strip_whitespace(&whole, len);
-    return whole;
+    return *scratch;
+}
+
+/* One text's ids (ids NULL: their count) as sentence-transformers tokenizes it: stripped of the
+ * whitespace at both ends as Python's str.strip() strips it (sentence-transformers'
+ * Transformer.tokenize does; it changes no id for BERT's normaliser, which drops that whitespace
+ * itself, but byte-level BPE and Metaspace would make tokens of it). An error's message is that
+ * of the text as given, so that its byte offsets count from its start. */
+static clattn_status encode_text(clattn_sentence_model *m, const char *text, size_t len,
+                                 size_t max_length, int32_t *ids, size_t capacity, size_t *count)
+{
+    const char *kept = text;
+    size_t kept_len = len;
+    clattn__strip_whitespace(&kept, &kept_len);
+    clattn_status status = clattn_tokenizer_encode(m->tokenizer, kept, kept_len, max_length, ids,
+                                                   capacity, count);
+    if (status != CLATTN_OK && kept != text) {
+        size_t ignored;
+        clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0, &ignored);
+    }
+    return status;
 }
 
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
@@ -385,8 +383,7 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
                                   "%s: out of host memory", fn_embed);
             break;
         }
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0,
-                                         &t->n[i]);
+        status = encode_text(m, text, len, max_length, NULL, 0, &t->n[i]);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
@@ -401,58 +398,12 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
         t->ids[i] = t->storage + start[i];
         /* The same text as above: scratch holds at least this much already. */
         const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
-        status = clattn_tokenizer_encode(m->tokenizer, text, len, max_length,
-                                         t->storage + start[i], t->n[i], &got);
+        status = encode_text(m, text, len, max_length, t->storage + start[i], t->n[i], &got);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
     }
     free(start), free(scratch);
-    return status;
-}
-
-/* One batch: texts order[first .. first + count) (their longest is `len` ids). */
-static clattn_status embed_batch(clattn_sentence_model *m, const char *fn, const tokenized *t,
-                                 size_t first, size_t count, size_t len, clattn_pooling pooling,
-                                 int normalize, float *out)
-{
-    clattn_context *ctx = m->ctx;
-    size_t d = m->info.hidden_size, cells = count * len;
-    int64_t *ids = malloc(cells * sizeof(int64_t));
-    float *pad = malloc(cells * sizeof(float)), *pooled = malloc(count * d * sizeof(float));
-    clattn_tensor *mask = NULL, *states = NULL, *vectors = NULL;
-    clattn_status status = CLATTN_OK;
-    if (!ids || !pad || !pooled)
-        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                              fn);
-    for (size_t b = 0; status == CLATTN_OK && b < count; b++) {
-        size_t text = t->order[first + b];
-        for (size_t j = 0; j < len; j++) { /* right padding */
-            bool real = j < t->n[text];
-            ids[b * len + j] = real ? t->ids[text][j] : m->pad_id;
-            pad[b * len + j] = real ? 0.0f : 1.0f;
-        }
-    }
-    clattn_encoder_forward_params params;
-    clattn_encoder_forward_params_default(&params);
-    if (status == CLATTN_OK &&
-        !(status = clattn_tensor_create(ctx, &mask, 2, (size_t[]){count, len})) &&
-        !(status = clattn_tensor_write(mask, pad, cells)) &&
-        !(status = clattn_tensor_create(ctx, &states, 3, (size_t[]){count, len, d})) &&
-        !(status = clattn_tensor_create(ctx, &vectors, 2, (size_t[]){count, d}))) {
-        params.key_padding_mask = mask;
-        params.key_padding_mask_kind = CLATTN_MASK_BOOL;
-        if (!(status = clattn_encoder_forward_tokens(m->encoder, ids, count, len, states,
-                                                     &params)) &&
-            !(status = clattn__pool(ctx, states->mem, states->offset, mask->mem, mask->offset,
-                                    count, len, d, pooling, normalize, vectors->mem,
-                                    vectors->offset)))
-            status = clattn_tensor_read(vectors, pooled, count * d);
-    }
-    for (size_t b = 0; status == CLATTN_OK && b < count; b++)
-        memcpy(out + t->order[first + b] * d, pooled + b * d, d * sizeof(float));
-    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&states), clattn_tensor_destroy(&vectors);
-    free(ids), free(pad), free(pooled);
     return status;
 }
 
@@ -472,46 +423,25 @@ static clattn_status check_embed_args(clattn_sentence_model *m, const char *fn, 
     return CLATTN_OK;
 }
 
-/* Sorts the texts by length, runs them in batches of neighbours as embed_batches.h plans them
- * (at most params->batch_size texts and params->max_batch_tokens padded tokens each) and writes
- * row i of out for text i.
- * Takes ownership of t. */
+/* Runs the texts through the encoder in batches (pooled_batches.h: sorted by length, at most
+ * params->batch_size texts and params->max_batch_tokens padded tokens each) and writes row i of
+ * out for text i. Takes ownership of t. */
 static clattn_status embed_tokenized(clattn_sentence_model *m, const char *fn, tokenized *t,
                                      size_t count, float *out, const clattn_embed_params *params,
                                      size_t *tokens)
 {
-    size_t batch_size = params->batch_size ? params->batch_size : 32;
-    size_t batch_tokens = params->max_batch_tokens ? params->max_batch_tokens : 16384;
-    clattn_pooling pooling = params->pooling >= 0 ? (clattn_pooling)params->pooling
-                                                  : m->info.pooling;
-    int normalize = params->normalize >= 0 ? params->normalize : m->info.normalize;
-    sort_lengths = t->n;
-    qsort(t->order, count, sizeof(size_t), by_length);
-    sort_lengths = NULL;
-    /* Batches of texts of similar length, in sorted order, where embed_batches.h's plan puts
-     * their boundaries; results land in input order. */
-    size_t *ends = malloc((count ? count : 1) * sizeof(size_t));
-    size_t *sorted_lengths = malloc((count ? count : 1) * sizeof(size_t));
-    size_t batches = (size_t)-1;
-    if (ends && sorted_lengths) {
-        for (size_t i = 0; i < count; i++)
-            sorted_lengths[i] = t->n[t->order[i]];
-        embed_batch_costs costs = m->batch_costs;
-        costs.max_texts = batch_size, costs.max_padded_tokens = batch_tokens;
-        batches = embed_batches_plan(sorted_lengths, count, &costs, ends);
-    }
-    clattn_status status = CLATTN_OK;
-    if (batches == (size_t)-1)
-        status = clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                              fn);
-    for (size_t b = 0, first = 0; status == CLATTN_OK && b < batches; b++) {
-        size_t n = ends[b] - first, longest = sorted_lengths[ends[b] - 1];
-        status = embed_batch(m, fn, t, first, n, longest, pooling, normalize, out);
-        first = ends[b];
-        if (status == CLATTN_OK && params->progress)
-            params->progress(params->progress_user_data, first, count);
-    }
-    free(ends), free(sorted_lengths);
+    pooled_batches_params how = {
+        .pad_id = m->pad_id,
+        .costs = m->batch_costs,
+        .pooling = params->pooling >= 0 ? (clattn_pooling)params->pooling : m->info.pooling,
+        .normalize = params->normalize >= 0 ? params->normalize : m->info.normalize,
+        .progress = params->progress,
+        .progress_user_data = params->progress_user_data,
+    };
+    how.costs.max_texts = params->batch_size ? params->batch_size : 32;
+    how.costs.max_padded_tokens = params->max_batch_tokens ? params->max_batch_tokens : 16384;
+    token_rows rows = {t->ids, NULL, t->n, count};
+    clattn_status status = clattn__pooled_batches_run(m->ctx, m->encoder, fn, &rows, &how, out);
     if (status == CLATTN_OK && tokens)
         *tokens = t->total;
     tokenized_free(t);

@@ -90,7 +90,8 @@ clattn_status clattn_encoder_count_params(const clattn_encoder_config *config, u
     uint64_t norm = config->norm_no_bias ? d : 2 * d; /* weight, and bias unless dropped */
     *params = config->num_layers *
                   (attention_params(config) + feed_forward_params(config) + 2 * norm) +
-              (config->final_norm ? norm : 0) + config->vocab_size * d;
+              (config->final_norm ? norm : 0) + config->vocab_size * d -
+              (config->first_norm1_identity ? norm : 0); /* layer 0 without norm1 */
     return CLATTN_OK;
 }
 

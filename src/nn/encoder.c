@@ -97,6 +97,25 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
                      "rotary_dim 0 rotates all of d_k = %zu, which is odd (set an even "
                      "rotary_dim)",
                      out->head_dim_qk);
+    CLATTN_CHECK_ARG(ctx, fn, in->first_norm1_identity <= 1,
+                     "first_norm1_identity (%u) must be 0 or 1",
+                     (unsigned)in->first_norm1_identity);
+    CLATTN_CHECK_ARG(ctx, fn, !in->first_norm1_identity || in->norm_first,
+                     "first_norm1_identity needs norm_first (pre-LN): a post-LN layer's norm1 "
+                     "follows its attention");
+    CLATTN_CHECK_ARG(ctx, fn, in->local_window % 2 == 0,
+                     "local_window is %u: it must be even (0: no local layers)",
+                     (unsigned)in->local_window);
+    CLATTN_CHECK_ARG(ctx, fn, in->local_window || (!in->global_every && !in->local_rope_theta),
+                     "global_every (%u) and local_rope_theta (%g) need a local_window",
+                     (unsigned)in->global_every, (double)in->local_rope_theta);
+    CLATTN_CHECK_ARG(ctx, fn,
+                     in->local_rope_theta == 0.0f ||
+                         (in->rope_theta > 0.0f && isfinite(in->local_rope_theta) &&
+                          in->local_rope_theta >= 1.0f),
+                     "local_rope_theta is %g: it must be a finite base >= 1 with a rope_theta "
+                     "(0: the local layers use rope_theta)",
+                     (double)in->local_rope_theta);
     CLATTN_CHECK_ARG(ctx, fn, in->positional == CLATTN_POSITIONAL_NONE ||
                               in->positional == CLATTN_POSITIONAL_SINUSOIDAL ||
                               in->positional == CLATTN_POSITIONAL_LEARNED ||
@@ -273,12 +292,27 @@ static clattn_status relative_position_bias(pass *p)
     return CLATTN_OK;
 }
 
-static clattn_status self_attention(pass *p, clattn_encoder_layer *l, cl_mem input)
+/* Whether layer i is a local layer (encoder.h: local and global layers). */
+static bool layer_is_local(const clattn_encoder_config *c, size_t i)
 {
+    return c->local_window && (c->global_every == 0 || i % c->global_every != 0);
+}
+
+/* Layer i's self-attention of input into p->sub: the pass's masks and modifiers, and a local
+ * layer's sliding window and rotary base. */
+static clattn_status self_attention(pass *p, size_t i, cl_mem input)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
     clattn_mha_io io = p->attn;
     io.query = input;
     io.out = p->sub;
-    return clattn__mha_run(l->attn, &io);
+    if (layer_is_local(c, i)) {
+        io.mods.flags |= CLATTN_MOD_WINDOW;
+        io.mods.window = c->local_window;
+        if (io.rope && c->local_rope_theta > 0.0f)
+            io.rope_q.theta = (double)c->local_rope_theta;
+    }
+    return clattn__mha_run(p->enc->weights.layers[i].attn, &io);
 }
 
 /* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
@@ -290,14 +324,15 @@ static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input
                                activation_kind(c->activation), input, p->hidden, p->sub);
 }
 
-static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
+static clattn_status layer_post_ln(pass *p, size_t i)
 {
+    clattn_encoder_layer *l = &p->enc->weights.layers[i];
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
     clattn_status status;
-    if ((status = self_attention(p, l, p->x)) ||
+    if ((status = self_attention(p, i, p->x)) ||
         (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1.weight,
                                     l->norm1.bias, eps)) ||
         (status = feed_forward(p, l, p->x)))
@@ -307,16 +342,19 @@ static clattn_status layer_post_ln(pass *p, clattn_encoder_layer *l)
                              l->norm2.bias, eps);
 }
 
-static clattn_status layer_pre_ln(pass *p, clattn_encoder_layer *l)
+static clattn_status layer_pre_ln(pass *p, size_t i)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
+    clattn_encoder_layer *l = &p->enc->weights.layers[i];
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
-    clattn_status status;
-    if ((status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm1.weight,
-                                    l->norm1.bias, eps)) ||
-        (status = self_attention(p, l, p->normed)) ||
+    clattn_status status = CLATTN_OK;
+    /* Without norm1 (first_norm1_identity's layer 0) the attention reads x itself. */
+    bool norm1 = l->norm1.weight != NULL;
+    if ((norm1 && (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d,
+                                              l->norm1.weight, l->norm1.bias, eps))) ||
+        (status = self_attention(p, i, norm1 ? p->normed : p->x)) ||
         (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
         (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2.weight,
                                     l->norm2.bias, eps)) ||
@@ -333,8 +371,7 @@ static clattn_status run_layers(pass *p, clattn_tensor *out)
     const clattn_encoder_config *c = &enc->cfg;
     clattn_status status = relative_position_bias(p);
     for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
-        status = c->norm_first ? layer_pre_ln(p, &enc->weights.layers[i])
-                               : layer_post_ln(p, &enc->weights.layers[i]);
+        status = c->norm_first ? layer_pre_ln(p, i) : layer_post_ln(p, i);
     if (status != CLATTN_OK)
         return status;
     size_t d = c->d_model;

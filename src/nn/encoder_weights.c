@@ -41,7 +41,8 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_enco
                                          c->head_dim_v, bias, &layer->attn)) ||
         (status = clattn__load_ffn(l, prefix, c->d_model, c->dim_feedforward, c->ffn_gated, bias,
                                    &layer->ffn)) ||
-        (status = clattn__load_norm(l, norm1, c->d_model, norm_bias, &layer->norm1)) ||
+        (!(i == 0 && c->first_norm1_identity) &&
+         (status = clattn__load_norm(l, norm1, c->d_model, norm_bias, &layer->norm1))) ||
         (status = clattn__load_norm(l, norm2, c->d_model, norm_bias, &layer->norm2)))
         return status;
     /* On the CPU GEMM the layer's linear weights are held once, packed (not also as loaded);

@@ -6,10 +6,26 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* The entry holding (pairs, theta), else the one to replace: an empty one, or the least
+ * recently used. */
+static clattn_rotary_entry *entry_for(clattn_rotary_table *tables, size_t pairs, double theta)
+{
+    clattn_rotary_entry *victim = &tables->entries[0];
+    for (size_t i = 0; i < CLATTN_ROTARY_TABLES; i++) {
+        clattn_rotary_entry *e = &tables->entries[i];
+        if (e->mem && e->pairs == pairs && e->theta == theta)
+            return e;
+        if (victim->mem && (!e->mem || e->last_use < victim->last_use))
+            victim = e;
+    }
+    return victim;
+}
+
 clattn_status clattn__rotary_table(clattn_context *ctx, size_t positions, size_t pairs,
                                    double theta, cl_mem *out)
 {
-    clattn_rotary_table *t = &ctx->rope_table;
+    clattn_rotary_entry *t = entry_for(&ctx->rope_table, pairs, theta);
+    t->last_use = ++ctx->rope_table.calls;
     if (t->mem && t->pairs == pairs && t->theta == theta && t->positions >= positions) {
         *out = t->mem;
         return CLATTN_OK;
@@ -54,8 +70,11 @@ clattn_status clattn__rotary_table(clattn_context *ctx, size_t positions, size_t
     return CLATTN_OK;
 }
 
-void clattn__rotary_table_release(clattn_rotary_table *t)
+void clattn__rotary_table_release(clattn_rotary_table *tables)
 {
-    clattn__release_mem(&t->mem);
-    t->positions = t->pairs = 0;
+    for (size_t i = 0; i < CLATTN_ROTARY_TABLES; i++) {
+        clattn_rotary_entry *t = &tables->entries[i];
+        clattn__release_mem(&t->mem);
+        t->positions = t->pairs = 0;
+    }
 }

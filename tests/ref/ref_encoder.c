@@ -79,7 +79,10 @@ void ref_encoder_forward(const ref_encoder *e, const float *input, const int64_t
         ref_mha m = {d, e->h, e->dk, e->dv, d, d, l->wq, l->wk, l->wv, l->in_bias, l->out_w,
                      l->out_b};
         if (e->norm_first) {
-            ref_layernorm(x, l->norm1_w, l->norm1_b, T, d, e->eps, t);
+            if (l->norm1_w)
+                ref_layernorm(x, l->norm1_w, l->norm1_b, T, d, e->eps, t);
+            else /* no norm1: the attention reads x itself (ModernBERT's first layer) */
+                memcpy(t, x, T * d * sizeof(float));
             ref_mha_forward(&m, t, t, t, B, N, N, &masks, u, NULL, false);
             add(x, u, T * d);
             ref_layernorm(x, l->norm2_w, l->norm2_b, T, d, e->eps, t);

@@ -16,7 +16,8 @@ typedef struct ref_encoder_layer {
     const float *out_b;        /* [d] */
     const float *w1, *b1;      /* [ff, d], [ff] */
     const float *w2, *b2;      /* [d, ff], [d] */
-    const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d] */
+    const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d]; norm1_w NULL in a pre-LN
+                                                         * layer: no norm1 */
 } ref_encoder_layer;
 
 typedef struct ref_encoder {

@@ -1,0 +1,106 @@
+/* Token rows through an encoder in sorted, planned batches, pooled on the device
+ * (pooled_batches.h). */
+#include "pooled_batches.h"
+
+#include "base/errors.h"
+#include "ops/pooling.h"
+#include "runtime/tensor_internal.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local const size_t *sort_lengths; /* qsort has no context argument */
+
+static int by_length(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    if (sort_lengths[i] != sort_lengths[j])
+        return sort_lengths[i] < sort_lengths[j] ? -1 : 1;
+    return i < j ? -1 : i > j; /* stable: input order among equal lengths */
+}
+
+/* One batch: rows order[0 .. count) (their longest is `len` ids), right-padded. */
+static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const char *fn,
+                               const token_rows *rows, const size_t *order, size_t count,
+                               size_t len, size_t d, const pooled_batches_params *p, float *out)
+{
+    size_t cells = count * len;
+    int64_t *ids = malloc(cells * sizeof(int64_t));                       /* [count, len] */
+    int64_t *types = rows->type_ids ? malloc(cells * sizeof(int64_t)) : NULL; /* [count, len] */
+    float *pad = malloc(cells * sizeof(float));          /* [count, len], 1 = padding */
+    float *pooled = malloc(count * d * sizeof(float));   /* [count, d] */
+    clattn_tensor *mask = NULL, *states = NULL, *vectors = NULL;
+    clattn_status status = CLATTN_OK;
+    if (!ids || !pad || !pooled || (rows->type_ids && !types))
+        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                              fn);
+    for (size_t b = 0; status == CLATTN_OK && b < count; b++) {
+        size_t row = order[b];
+        for (size_t j = 0; j < len; j++) {
+            bool real = j < rows->lengths[row];
+            ids[b * len + j] = real ? rows->ids[row][j] : p->pad_id;
+            pad[b * len + j] = real ? 0.0f : 1.0f;
+            if (types)
+                types[b * len + j] = real ? rows->type_ids[row][j] : 0;
+        }
+    }
+    clattn_encoder_forward_params params;
+    clattn_encoder_forward_params_default(&params);
+    if (status == CLATTN_OK &&
+        !(status = clattn_tensor_create(ctx, &mask, 2, (size_t[]){count, len})) &&
+        !(status = clattn_tensor_write(mask, pad, cells)) &&
+        !(status = clattn_tensor_create(ctx, &states, 3, (size_t[]){count, len, d})) &&
+        !(status = clattn_tensor_create(ctx, &vectors, 2, (size_t[]){count, d}))) {
+        params.key_padding_mask = mask;
+        params.key_padding_mask_kind = CLATTN_MASK_BOOL;
+        params.token_type_ids = types;
+        if (!(status = clattn_encoder_forward_tokens(enc, ids, count, len, states, &params)) &&
+            !(status = clattn__pool(ctx, states->mem, states->offset, mask->mem, mask->offset,
+                                    count, len, d, p->pooling, p->normalize, vectors->mem,
+                                    vectors->offset)))
+            status = clattn_tensor_read(vectors, pooled, count * d);
+    }
+    for (size_t b = 0; status == CLATTN_OK && b < count; b++)
+        memcpy(out + order[b] * d, pooled + b * d, d * sizeof(float));
+    clattn_tensor_destroy(&mask), clattn_tensor_destroy(&states), clattn_tensor_destroy(&vectors);
+    free(ids), free(types), free(pad), free(pooled);
+    return status;
+}
+
+clattn_status clattn__pooled_batches_run(clattn_context *ctx, clattn_encoder *enc, const char *fn,
+                                         const token_rows *rows,
+                                         const pooled_batches_params *params, float *out)
+{
+    clattn_encoder_config cfg;
+    clattn_status status = clattn_encoder_get_config(enc, &cfg);
+    if (status != CLATTN_OK)
+        return status;
+    size_t count = rows->count, slots = count ? count : 1;
+    size_t *order = malloc(slots * sizeof(size_t));          /* rows sorted by length */
+    size_t *sorted_lengths = malloc(slots * sizeof(size_t)); /* lengths[order[i]] */
+    size_t *ends = malloc(slots * sizeof(size_t));           /* one past each batch's last */
+    size_t batches = (size_t)-1;
+    if (order && sorted_lengths && ends) {
+        for (size_t i = 0; i < count; i++)
+            order[i] = i;
+        sort_lengths = rows->lengths;
+        qsort(order, count, sizeof(size_t), by_length);
+        sort_lengths = NULL;
+        for (size_t i = 0; i < count; i++)
+            sorted_lengths[i] = rows->lengths[order[i]];
+        batches = embed_batches_plan(sorted_lengths, count, &params->costs, ends);
+    }
+    if (batches == (size_t)-1)
+        status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    for (size_t b = 0, first = 0; status == CLATTN_OK && b < batches; b++) {
+        size_t n = ends[b] - first, longest = sorted_lengths[ends[b] - 1];
+        status = run_batch(ctx, enc, fn, rows, order + first, n, longest, cfg.d_model, params,
+                           out);
+        first = ends[b];
+        if (status == CLATTN_OK && params->progress)
+            params->progress(params->progress_user_data, first, count);
+    }
+    free(order), free(sorted_lengths), free(ends);
+    return status;
+}
