@@ -3,10 +3,9 @@
 # *ForSequenceClassification models of tools/gen_crossenc_golden.py), driven with curl:
 #   - POST /rerank gives clattn-rerank's order and float32 scores (the C API,
 #     clattn_cross_encoder_score) byte for byte, and sentence-transformers' CrossEncoder ranking
-#     within 1e-5, with and without raw_scores, with return_text; on BERT, RoBERTa and ModernBERT
-#     heads;
-#   - POST /predict: pairs, a batch of pairs, the golden's sigmoid (one label) and softmax (three
-#     labels, named from id2label) within 1e-5;
+#     within 1e-5, with and without raw_scores, with return_text; on BERT and RoBERTa heads;
+#   - POST /predict: pairs, a batch of pairs, the golden's sigmoid (one label), softmax (three
+#     labels; ModernBERT's two, named from id2label) and raw logits within 1e-5;
 #   - the routes of the other kind are refused naming the model's kind (/embed on a cross-encoder,
 #     /rerank on an embedder or on a three-label classifier), and the bad requests: empty texts,
 #     a missing query, too many texts, a pair too long without truncation, truncation_direction
@@ -51,28 +50,40 @@ body.update(json.loads(sys.argv[3]))
 print(json.dumps(body))' "$@"
 }
 
-for name in one_label roberta modernbert; do
+# The ranking of one_label's golden (rerank_query.txt, rerank_documents.txt) by each head.
+query_file=$golden/crossenc/one_label/rerank_query.txt
+docs_file=$golden/crossenc/one_label/rerank_documents.txt
+query=$(cat "$query_file")
+for name in one_label roberta; do
     model=$golden/crossenc/$name
-    [ -f "$model/rerank_query.txt" ] || { bad "$model has no rerank_query.txt"; continue; }
     echo "--- $name"
-    start_server "$tmp/$name.log" --model "$model" --max-client-batch-size 8 || continue
-    query=$(cat "$model/rerank_query.txt")
-    "$rerank" --model "$model" --query "$query" --input "$model/rerank_documents.txt" --json \
+    start_server "$tmp/$name.log" --model "$model" --max-client-batch-size 32 || continue
+    "$rerank" --model "$model" --query "$query" --input "$docs_file" --json \
         >"$tmp/cli.json" 2>"$tmp/cli.err" || bad "clattn-rerank failed: $(cat "$tmp/cli.err")"
-    "$rerank" --model "$model" --query "$query" --input "$model/rerank_documents.txt" --json \
-        --raw-scores >"$tmp/cli_raw.json" 2>"$tmp/cli.err" || bad "clattn-rerank --raw-scores failed"
-    post /rerank "$(json_request "$model/rerank_query.txt" "$model/rerank_documents.txt" \
-        '{"return_text": true}')"
+    "$rerank" --model "$model" --query "$query" --input "$docs_file" --json --raw-scores \
+        >"$tmp/cli_raw.json" 2>"$tmp/cli.err" || bad "clattn-rerank --raw-scores failed"
+    golden_args=()
+    [ "$name" = one_label ] && golden_args=("$model/pairs.json" ranked)
+    post /rerank "$(json_request "$query_file" "$docs_file" '{"return_text": true, "truncate": true}')"
     want 200 "$name: POST /rerank with return_text" &&
-        check rerank "$tmp/body" "$tmp/cli.json" "$model/pairs.json" ranked
-    post /rerank "$(json_request "$model/rerank_query.txt" "$model/rerank_documents.txt" \
-        '{"raw_scores": true}')"
+        check rerank "$tmp/body" "$tmp/cli.json" "${golden_args[@]}"
+    [ "$name" = one_label ] && golden_args=("$model/pairs.json" ranked_raw)
+    post /rerank "$(json_request "$query_file" "$docs_file" '{"raw_scores": true, "truncate": true}')"
     want 200 "$name: POST /rerank with raw_scores" &&
-        check rerank "$tmp/body" "$tmp/cli_raw.json" "$model/pairs.json" ranked_raw
+        check rerank "$tmp/body" "$tmp/cli_raw.json" "${golden_args[@]}"
     if grep -q '"text"' "$tmp/body"; then bad "$name: texts without return_text"; fi
+    # Every golden pair (whitespace at the ends, an empty one, long ones cut at the model's
+    # max_length) through /predict: transformers' sigmoid of the logit.
+    python3 -c 'import json, sys
+print(json.dumps({"inputs": json.load(open(sys.argv[1]))["pairs"], "truncate": True}))' \
+        "$model/pairs.json" >"$tmp/pairs.json"
+    post /predict "$(cat "$tmp/pairs.json")"
+    want 200 "$name: POST /predict, a batch of pairs" &&
+        check predict "$tmp/body" "$model/pairs.json" sigmoid
     call GET /info
-    want 200 "$name: GET /info" && grep -q '"reranker"' "$tmp/body" ||
+    if want 200 "$name: GET /info" && ! grep -q '"reranker"' "$tmp/body"; then
         bad "$name: /info does not describe a reranker: $(head -c 300 "$tmp/body")"
+    fi
     stop_server "$server_pid" TERM "$name"
 done
 
@@ -92,16 +103,17 @@ json.dump({"short_sigmoid": [[p] for p in g["short"]["predict"]]}, open(sys.argv
         "$model/pairs.json" "$tmp/short.json" &&
     check predict "$tmp/body" "$tmp/short.json" short_sigmoid
 post /predict '{"inputs": ["what is the capital of france?", "the capital of france is paris"], "truncate": true}'
-want 200 "POST /predict, one pair" &&
-    python3 -c 'import json, sys
+if want 200 "POST /predict, one pair" && ! python3 -c 'import json, sys
 a = json.load(open(sys.argv[1]))
-assert isinstance(a, list) and len(a) == 1 and a[0]["label"] == "LABEL_0", a' "$tmp/body" ||
+assert isinstance(a, list) and len(a) == 1 and a[0]["label"] == "LABEL_0", a' "$tmp/body"; then
     bad "one pair is not [{score, label}]: $(cat "$tmp/body")"
+fi
 post /predict '{"inputs": [["a", "b", "c"]]}'
 want 422 "POST /predict with three texts in a sequence"
 post /embed '{"inputs": "hello"}'
-want 424 "POST /embed on a cross-encoder" && grep -q 'not an embedding model' "$tmp/body" ||
+if want 424 "POST /embed on a cross-encoder" && ! grep -q 'not an embedding model' "$tmp/body"; then
     bad "the refusal does not name the kind: $(cat "$tmp/body")"
+fi
 post /v1/embeddings '{"input": "hello", "model": "x"}'
 want 400 "POST /v1/embeddings on a cross-encoder"
 post /rerank '{"query": "q", "texts": []}'
@@ -121,7 +133,7 @@ model=$golden/crossenc/three_labels
 start_server "$tmp/three.log" --model "$model" || exit 1
 python3 -c 'import json, sys
 g = json.load(open(sys.argv[1]))
-print(json.dumps({"inputs": g["pairs"]}))' "$model/pairs.json" >"$tmp/pairs3.json"
+print(json.dumps({"inputs": g["pairs"], "truncate": True}))' "$model/pairs.json" >"$tmp/pairs3.json"
 post /predict "$(cat "$tmp/pairs3.json")"
 labels=$(python3 -c 'import json, sys
 c = json.load(open(sys.argv[1]))["id2label"]
@@ -129,18 +141,42 @@ print(" ".join(c[str(k)] for k in range(len(c))))' "$model/config.json")
 # shellcheck disable=SC2086 # the labels are words
 want 200 "POST /predict on three labels" && check predict "$tmp/body" "$model/pairs.json" softmax $labels
 post /rerank '{"query": "q", "texts": ["a"]}'
-want 424 "POST /rerank on a three-label classifier" && grep -q '3 labels' "$tmp/body" ||
+if want 424 "POST /rerank on a three-label classifier" && ! grep -q '3 labels' "$tmp/body"; then
     bad "the refusal does not name the labels: $(cat "$tmp/body")"
+fi
 call GET /info
-want 200 "GET /info" && grep -q '"classifier"' "$tmp/body" ||
+if want 200 "GET /info" && ! grep -q '"classifier"' "$tmp/body"; then
     bad "/info does not describe a classifier: $(head -c 300 "$tmp/body")"
+fi
 stop_server "$server_pid" TERM "three_labels"
+
+echo "--- modernbert: a two-label ModernBertForSequenceClassification through /predict"
+model=$golden/crossenc/modernbert
+start_server "$tmp/modernbert.log" --model "$model" || exit 1
+python3 -c 'import json, sys
+print(json.dumps({"inputs": json.load(open(sys.argv[1]))["pairs"], "truncate": True}))' \
+    "$model/pairs.json" >"$tmp/pairs_mb.json"
+post /predict "$(cat "$tmp/pairs_mb.json")"
+labels=$(python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["id2label"]
+print(" ".join(c[str(k)] for k in range(len(c))))' "$model/config.json")
+# shellcheck disable=SC2086 # the labels are words
+want 200 "POST /predict on ModernBERT's two labels" &&
+    check predict "$tmp/body" "$model/pairs.json" softmax $labels
+post /predict "$(python3 -c 'import json, sys
+g = json.load(open(sys.argv[1]))
+print(json.dumps({"inputs": g["pairs"], "truncate": True, "raw_scores": True}))' "$model/pairs.json")"
+# shellcheck disable=SC2086
+want 200 "POST /predict with raw_scores" &&
+    check predict "$tmp/body" "$model/pairs.json" logits $labels
+stop_server "$server_pid" TERM "modernbert"
 
 echo "--- an embedder refuses /rerank and /predict"
 start_server "$tmp/embedder.log" --model "$golden/roberta/roberta" || exit 1
 post /rerank '{"query": "q", "texts": ["a"]}'
-want 424 "POST /rerank on an embedder" && grep -q 'not a re-ranker model' "$tmp/body" ||
+if want 424 "POST /rerank on an embedder" && ! grep -q 'not a re-ranker model' "$tmp/body"; then
     bad "the refusal does not name the kind: $(cat "$tmp/body")"
+fi
 post /predict '{"inputs": ["a", "b"]}'
 want 424 "POST /predict on an embedder"
 stop_server "$server_pid" TERM "embedder"

@@ -482,6 +482,7 @@ int main(int argc, char **argv)
                 .created = (long long)time(NULL),
             },
         .model_normalizes = m.embedder.normalize != 0,
+        .cross_encoder = m.cross_encoder,
         .scorer = s.cross_encoder,
         .labels = m.classifier.num_labels,
         .label_names = m.classifier.labels,
