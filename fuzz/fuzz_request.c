@@ -10,7 +10,9 @@
  *     of 2 .. max_input_length ids (the embedding routes) within the vocabulary, tokens is their
  *     sum, dimensions is 0 or 1 .. hidden_size;
  *   - the responses built from the parsed request (embeddings of made-up rows, float and base64;
- *     /tokenize's tokens) are valid JSON of the right shape.
+ *     /tokenize's tokens; /rerank's ranks and /predict's labels from made-up scores) are valid
+ *     JSON of the right shape;
+ *   - /rerank and /predict: every pair has its token types (0 or 1), within max_input_length.
  */
 #include "fuzz_util.h"
 
@@ -19,6 +21,7 @@
 #include <clattn/clattn.h>
 #include <jansson.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +132,71 @@ static void check_embeddings_response(const serve_embed_request *req, bool opena
     free(rows);
 }
 
+/* POST /rerank or /predict: the pairs, then the answers built from made-up scores. */
+static void check_scores(const char *body, size_t size, const serve_limits *limits, bool predict)
+{
+    serve_score_request req, zero = {0};
+    serve_error err;
+    bool ok = predict ? serve_parse_tei_predict(body, size, tokenizer, limits, &req, &err)
+                      : serve_parse_tei_rerank(body, size, tokenizer, limits, &req, &err);
+    if (!ok) {
+        FUZZ_CHECK(memcmp(&req, &zero, sizeof(req)) == 0, "a refused request is not zero");
+        check_error_body(SERVE_API_TEI, &err);
+        return;
+    }
+    const serve_texts *t = &req.texts;
+    size_t vocab_size = clattn_tokenizer_vocab_size(tokenizer), sum = 0;
+    FUZZ_CHECK(t->count >= 1 && t->count <= limits->max_client_batch_size && t->type_ids,
+               "%zu sequences", t->count);
+    FUZZ_CHECK(!req.return_text || req.documents, "return_text without the texts");
+    for (size_t i = 0; i < t->count; i++) {
+        size_t n = t->lengths[i];
+        FUZZ_CHECK(n >= 2 && n <= limits->max_input_length, "pair %zu has %zu ids", i, n);
+        for (size_t k = 0; k < n; k++)
+            FUZZ_CHECK(t->ids[i][k] >= 0 && (size_t)t->ids[i][k] < vocab_size &&
+                           (t->type_ids[i][k] == 0 || t->type_ids[i][k] == 1),
+                       "pair %zu: id %d, type %d", i, (int)t->ids[i][k],
+                       (int)t->type_ids[i][k]);
+        sum += n;
+    }
+    FUZZ_CHECK(sum == t->tokens, "tokens %zu, but the pairs hold %zu", t->tokens, sum);
+    enum { LABELS = 3 };
+    size_t labels = predict ? LABELS : 1;
+    float *scores = malloc(t->count * labels * sizeof(float));
+    FUZZ_CHECK(scores, "out of memory");
+    for (size_t i = 0; i < t->count * labels; i++)
+        scores[i] = (float)((i * 7) % 5) - 2.0f; /* ties too */
+    static const char *const names[LABELS] = {"yes", "no \"quoted\"", NULL};
+    size_t length = 0;
+    char *out = predict ? serve_format_tei_predict(&req, scores, labels, names, &length)
+                        : serve_format_tei_rerank(&req, scores, &length);
+    FUZZ_CHECK(out && strlen(out) == length, "out of memory, or a wrong length");
+    json_error_t jerr;
+    json_t *root = json_loadb(out, length, 0, &jerr);
+    FUZZ_CHECK(root, "the answer is not JSON (%s): %s", jerr.text, out);
+    if (predict) {
+        json_t *first = req.batch ? json_array_get(root, 0) : root;
+        FUZZ_CHECK(json_array_size(root) == (req.batch ? t->count : labels) &&
+                       json_array_size(first) == labels,
+                   "not /predict's shape: %s", out);
+    } else {
+        FUZZ_CHECK(json_array_size(root) == t->count, "not %zu ranks: %s", t->count, out);
+        double last = INFINITY;
+        for (size_t r = 0; r < t->count; r++) {
+            json_t *rank = json_array_get(root, r);
+            double score = json_number_value(json_object_get(rank, "score"));
+            FUZZ_CHECK(json_is_integer(json_object_get(rank, "index")) && score <= last &&
+                           (json_object_get(rank, "text") != NULL) == req.return_text,
+                       "rank %zu is wrong: %s", r, out);
+            last = score;
+        }
+    }
+    json_decref(root);
+    free(out);
+    free(scores);
+    serve_score_request_free(&req);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -186,14 +254,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     default: {
+        if (selector & 0x80) {
+            check_scores(body, body_size, &limits, selector & 0x10);
+            break;
+        }
         /* The error body with the body's bytes as the message (invalid UTF-8, quotes, control
          * characters): it must still be JSON. */
         serve_error e;
-        serve_error_set(&e, selector & 0x80 ? SERVE_API_OPENAI : SERVE_API_TEI,
+        serve_error_set(&e, selector & 0x10 ? SERVE_API_OPENAI : SERVE_API_TEI,
                         SERVE_ERROR_INVALID, NULL, "%.*s", (int)(body_size < 400 ? body_size : 400),
                         body);
         if (e.message[0])
-            check_error_body(selector & 0x80 ? SERVE_API_OPENAI : SERVE_API_TEI, &e);
+            check_error_body(selector & 0x10 ? SERVE_API_OPENAI : SERVE_API_TEI, &e);
         break;
     }
     }

@@ -16,6 +16,7 @@
 #include "common/test_util.h"
 #include "common/tiny_sentence_model.h"
 
+#include "../examples/serve/engine.h"
 #include "../examples/serve/scheduler.h"
 
 #include <math.h>
@@ -231,7 +232,9 @@ static void concurrent_jobs_get_the_single_text_bytes(void **state)
                                      .max_queued_jobs = 64, .metrics = metrics};
     serve_scheduler *s = NULL;
     char error[256];
-    assert_int_equal(serve_scheduler_start(&s, F->model, &config, error, sizeof(error)), 0);
+    serve_engine engine;
+    assert_int_equal(serve_engine_of_sentence_model(&engine, F->model), CLATTN_OK);
+    assert_int_equal(serve_scheduler_start(&s, &engine, &config, error, sizeof(error)), 0);
     enum { THREADS = 8 };
     worker workers[THREADS];
     pthread_t threads[THREADS];
@@ -323,7 +326,9 @@ static serve_scheduler *start_small(size_t max_queued)
                                      .max_queued_jobs = max_queued};
     serve_scheduler *s = NULL;
     char error[256];
-    assert_int_equal(serve_scheduler_start(&s, F->model, &config, error, sizeof(error)), 0);
+    serve_engine engine;
+    assert_int_equal(serve_engine_of_sentence_model(&engine, F->model), CLATTN_OK);
+    assert_int_equal(serve_scheduler_start(&s, &engine, &config, error, sizeof(error)), 0);
     return s;
 }
 

@@ -56,6 +56,8 @@ typedef enum route_id {
     ROUTE_OPENAI_EMBEDDINGS,
     ROUTE_EMBED,
     ROUTE_TOKENIZE,
+    ROUTE_RERANK,
+    ROUTE_PREDICT,
     ROUTE_HEALTH,
     ROUTE_INFO,
     ROUTE_MODELS,
@@ -73,6 +75,8 @@ static const route routes[] = {
     [ROUTE_OPENAI_EMBEDDINGS] = {"/v1/embeddings", true, SERVE_API_OPENAI},
     [ROUTE_EMBED] = {"/embed", true, SERVE_API_TEI},
     [ROUTE_TOKENIZE] = {"/tokenize", true, SERVE_API_TEI},
+    [ROUTE_RERANK] = {"/rerank", true, SERVE_API_TEI},
+    [ROUTE_PREDICT] = {"/predict", true, SERVE_API_TEI},
     [ROUTE_HEALTH] = {"/health", false, SERVE_API_TEI},
     [ROUTE_INFO] = {"/info", false, SERVE_API_TEI},
     [ROUTE_MODELS] = {"/v1/models", false, SERVE_API_OPENAI},
@@ -239,6 +243,28 @@ static enum MHD_Result answer_get(serve_http *h, struct MHD_Connection *c, reque
     }
 }
 
+/* Answers a job the scheduler did not finish (result is not SERVE_DONE). */
+static enum MHD_Result answer_failed_job(serve_http *h, struct MHD_Connection *c, request *r,
+                                         serve_job *job, serve_result result)
+{
+    switch (result) {
+    case SERVE_OVERLOADED:
+        return fail(h, c, r, SERVE_ERROR_OVERLOADED,
+                    "Model is overloaded: %zu requests are queued (--max-concurrent-requests)",
+                    h->config.max_concurrent_requests);
+    case SERVE_STOPPED: return unavailable(h, c, r);
+    case SERVE_TIMED_OUT:
+        return fail(h, c, r, SERVE_ERROR_TIMEOUT,
+                    "the request's deadline (--request-timeout %g s) passed before its texts "
+                    "could be run",
+                    h->config.request_timeout_s);
+    default:
+        job->error[sizeof(job->error) - 1] = '\0';
+        return fail(h, c, r, SERVE_ERROR_BACKEND, "%s",
+                    job->error[0] ? job->error : "the model failed");
+    }
+}
+
 static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c, request *r)
 {
     const serve_backend *b = &h->backend;
@@ -277,22 +303,7 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
     r->inference_ms = job.inference_ms;
     if (result != SERVE_DONE) {
         free(rows);
-        switch (result) {
-        case SERVE_OVERLOADED:
-            return fail(h, c, r, SERVE_ERROR_OVERLOADED,
-                        "Model is overloaded: %zu requests are queued (--max-concurrent-requests)",
-                        h->config.max_concurrent_requests);
-        case SERVE_STOPPED: return unavailable(h, c, r);
-        case SERVE_TIMED_OUT:
-            return fail(h, c, r, SERVE_ERROR_TIMEOUT,
-                        "the request's deadline (--request-timeout %g s) passed before its texts "
-                        "could be run",
-                        h->config.request_timeout_s);
-        default:
-            job.error[sizeof(job.error) - 1] = '\0';
-            return fail(h, c, r, SERVE_ERROR_BACKEND, "%s",
-                        job.error[0] ? job.error : "the model failed");
-        }
+        return answer_failed_job(h, c, r, &job, result);
     }
     bool normalized = req.normalize < 0 ? b->model_normalizes : req.normalize == 1;
     size_t dims = req.dimensions ? req.dimensions : hidden;
@@ -333,6 +344,73 @@ static enum MHD_Result answer_tokenize(serve_http *h, struct MHD_Connection *c, 
     return respond(h, c, r, 200, body, length, "application/json");
 }
 
+/* POST /rerank and POST /predict: a cross-encoder's scores of pairs (or single texts). */
+static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    const serve_backend *b = &h->backend;
+    serve_score_request req;
+    serve_error err;
+    bool ok = r->route == ROUTE_RERANK
+                  ? serve_parse_tei_rerank(r->body, r->length, b->tokenizer, &b->limits, &req,
+                                           &err)
+                  : serve_parse_tei_predict(r->body, r->length, b->tokenizer, &b->limits, &req,
+                                            &err);
+    free(r->body);
+    r->body = NULL;
+    if (!ok)
+        return respond_error(h, c, r, &err);
+    r->texts = req.texts.count;
+    r->tokens = req.texts.tokens;
+    float *scores = malloc(req.texts.count * b->labels * sizeof(float));
+    if (!scores) {
+        serve_score_request_free(&req);
+        return fail(h, c, r, SERVE_ERROR_BACKEND, "out of memory for %zu scores",
+                    req.texts.count);
+    }
+    serve_job job = {
+        .count = req.texts.count,
+        .ids = (const int32_t *const *)req.texts.ids,
+        .type_ids = (const int32_t *const *)req.texts.type_ids,
+        .lengths = req.texts.lengths,
+        .normalize = 0,
+        .out = scores, /* the raw logits [count, labels] */
+    };
+    serve_result result = serve_scheduler_submit(b->scheduler, &job, r->deadline_s * 1000.0);
+    r->queue_ms = job.queue_ms;
+    r->inference_ms = job.inference_ms;
+    if (result != SERVE_DONE) {
+        free(scores);
+        serve_score_request_free(&req);
+        return answer_failed_job(h, c, r, &job, result);
+    }
+    /* TEI's scores: the sigmoid of one label's logit, the softmax of several. */
+    clattn_score_activation activation =
+        req.raw_scores ? CLATTN_SCORES_RAW
+                       : b->labels == 1 ? CLATTN_SCORES_SIGMOID : CLATTN_SCORES_SOFTMAX;
+    if (clattn_cross_encoder_activate(b->scorer, activation, scores, job.count, scores) !=
+        CLATTN_OK) {
+        free(scores);
+        serve_score_request_free(&req);
+        return fail(h, c, r, SERVE_ERROR_BACKEND, "%s", clattn_last_error(NULL));
+    }
+    size_t bad = serve_first_non_finite_row(scores, job.count, b->labels);
+    if (bad < job.count) {
+        free(scores);
+        serve_score_request_free(&req);
+        return fail(h, c, r, SERVE_ERROR_BACKEND,
+                    "the score of input %zu is NaN or infinite (the model's weights hold such "
+                    "values or its computation overflowed)",
+                    bad);
+    }
+    size_t length = 0;
+    char *body = r->route == ROUTE_RERANK
+                     ? serve_format_tei_rerank(&req, scores, &length)
+                     : serve_format_tei_predict(&req, scores, b->labels, b->label_names, &length);
+    free(scores);
+    serve_score_request_free(&req);
+    return respond(h, c, r, 200, body, length, "application/json");
+}
+
 /* The body is complete: answer it. */
 static enum MHD_Result answer_post(serve_http *h, struct MHD_Connection *c, request *r)
 {
@@ -342,7 +420,23 @@ static enum MHD_Result answer_post(serve_http *h, struct MHD_Connection *c, requ
                     h->config.payload_limit);
     /* first_call admitted it while the server was ready: a drain that began since serves it
      * (serve.c waits for such requests before it stops the scheduler). */
-    return r->route == ROUTE_TOKENIZE ? answer_tokenize(h, c, r) : answer_embeddings(h, c, r);
+    const serve_backend *b = &h->backend;
+    bool scoring = r->route == ROUTE_RERANK || r->route == ROUTE_PREDICT;
+    if (r->route != ROUTE_TOKENIZE && scoring != b->cross_encoder)
+        return fail(h, c, r, SERVE_ERROR_MODEL_KIND,
+                    b->cross_encoder
+                        ? "model is not an embedding model: it is a cross-encoder (a reranker "
+                          "or classifier), served on POST /rerank and POST /predict"
+                        : "model is not a re-ranker model: it is an embedding model, served on "
+                          "POST /v1/embeddings and POST /embed");
+    if (r->route == ROUTE_RERANK && b->labels != 1)
+        return fail(h, c, r, SERVE_ERROR_MODEL_KIND,
+                    "model is not a re-ranker model: it is a classifier with %zu labels (a "
+                    "re-ranker has one); use POST /predict",
+                    b->labels);
+    if (r->route == ROUTE_TOKENIZE)
+        return answer_tokenize(h, c, r);
+    return scoring ? answer_scores(h, c, r) : answer_embeddings(h, c, r);
 }
 
 /* ---- the request's life cycle ---- */
@@ -362,7 +456,8 @@ static enum MHD_Result first_call(serve_http *h, struct MHD_Connection *c, reque
     if (r->route == ROUTE_UNKNOWN)
         return fail(h, c, r, SERVE_ERROR_NOT_FOUND,
                     "Invalid URL (%s %s): the routes are POST /v1/embeddings, POST /embed, "
-                    "POST /tokenize, GET /health, GET /info, GET /v1/models, GET /metrics",
+                    "POST /rerank, POST /predict, POST /tokenize, GET /health, GET /info, "
+                    "GET /v1/models, GET /metrics",
                     r->method, r->log_path);
     const route *rt = &routes[r->route];
     bool method_ok = rt->post ? strcmp(method, MHD_HTTP_METHOD_POST) == 0

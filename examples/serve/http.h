@@ -8,7 +8,12 @@
  *   POST /v1/embeddings   OpenAI embeddings          GET /health     200 ready, 503 otherwise
  *   POST /embed           TEI embeddings             GET /info       TEI-like model description
  *   POST /tokenize        TEI tokens                 GET /v1/models  OpenAI list of one model
- *                                                    GET /metrics    Prometheus text (metrics.h)
+ *   POST /rerank          TEI reranking (a cross-    GET /metrics    Prometheus text (metrics.h)
+ *                         encoder with one label)
+ *   POST /predict         TEI scores of every label (a cross-encoder)
+ * An embedder answers the embedding routes, a cross-encoder /rerank and /predict; a route of
+ * the other kind answers 424 (TEI) / 400 (OpenAI) naming the served model's kind; /tokenize
+ * answers either.
  * HEAD is answered as GET. An unknown path is 404, a known one with another method 405 (with
  * "Allow"). Every route but /health asks for "Authorization: Bearer KEY" when a key is set (401
  * otherwise, checked before the route so that routes are not revealed). Until
@@ -62,6 +67,13 @@ typedef struct serve_backend {
     serve_limits limits;
     serve_model_description description;
     bool model_normalizes; /* the model's output is L2-normalised (modules.json) */
+    /* A cross-encoder (clattn/cross_encoder.h) answers POST /rerank (one label) and POST
+     * /predict, with `labels` scores per sequence named label_names[k]; an embedder the
+     * embedding routes. Each kind's routes answer the other kind SERVE_ERROR_MODEL_KIND. */
+    bool cross_encoder;
+    const clattn_cross_encoder *scorer; /* the cross-encoder: its scores' activation */
+    size_t labels;
+    const char *const *label_names;
 } serve_backend;
 
 /* Binds host:port and starts answering (/health 503 until serve_http_set_ready). On failure

@@ -32,6 +32,8 @@ static const error_style error_styles[] = {
     [SERVE_ERROR_OVERLOADED] = {429, 429, "rate_limit_error", "rate_limit_exceeded",
                                 "Overloaded"},
     [SERVE_ERROR_BACKEND] = {500, 424, "server_error", NULL, "Backend"},
+    [SERVE_ERROR_MODEL_KIND] = {400, 424, "invalid_request_error", "model_not_supported",
+                                "Backend"},
     [SERVE_ERROR_UNAVAILABLE] = {503, 503, "server_error", "service_unavailable", "Unhealthy"},
     [SERVE_ERROR_TIMEOUT] = {504, 504, "server_error", "timeout", "Overloaded"},
 };
@@ -209,10 +211,14 @@ static void sb_json_string(strbuf *b, const char *s, size_t n)
 
 void serve_texts_free(serve_texts *t)
 {
-    if (t->ids)
-        for (size_t i = 0; i < t->count; i++)
+    for (size_t i = 0; i < t->count; i++) {
+        if (t->ids)
             free(t->ids[i]);
+        if (t->type_ids)
+            free(t->type_ids[i]);
+    }
     free(t->ids);
+    free(t->type_ids);
     free(t->lengths);
     memset(t, 0, sizeof(*t));
 }
@@ -695,6 +701,331 @@ bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokeni
     return ok;
 }
 
+/* ---- the cross-encoder routes ---- */
+
+void serve_score_request_free(serve_score_request *req)
+{
+    if (req->documents)
+        for (size_t i = 0; i < req->texts.count; i++)
+            free(req->documents[i]);
+    free(req->documents);
+    free(req->document_lengths);
+    serve_texts_free(&req->texts);
+    memset(req, 0, sizeof(*req));
+}
+
+/* The ids of the pair (a, b) as the served cross-encoder tokenizes it (limits->pairs), else
+ * with the tokenizer's pair template; of a alone when b is NULL (token types 0). */
+static clattn_status encode_pair_or_text(const clattn_tokenizer *tok, const serve_limits *limits,
+                                         const char *a, size_t bytes_a, const char *b,
+                                         size_t bytes_b, size_t max_length, int32_t *ids,
+                                         int32_t *type_ids, size_t capacity, size_t *count)
+{
+    if (!b)
+        return clattn_tokenizer_encode(tok, a, bytes_a, max_length, ids, capacity, count);
+    if (limits->pairs)
+        return clattn_cross_encoder_encode_pair(limits->pairs, a, bytes_a, b, bytes_b,
+                                                max_length, ids, type_ids, capacity, count);
+    return clattn_tokenizer_encode_pair(tok, a, bytes_a, b, bytes_b, max_length, ids, type_ids,
+                                        capacity, count);
+}
+
+/* Encodes text i of t: the pair (a, b) (encode_pair_or_text), or a alone when b is NULL,
+ * truncated to max_input_length longest-first when `truncate`, else
+ * refused past it. */
+static bool encode_sequence(const json_t *a, const json_t *b, size_t i, const char *name,
+                            const clattn_tokenizer *tok, const serve_limits *limits,
+                            bool truncate, serve_texts *t, serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    size_t max_length = truncate ? limits->max_input_length : SIZE_MAX;
+    const char *text_a = json_string_value(a), *text_b = b ? json_string_value(b) : NULL;
+    size_t bytes_a = json_string_length(a), bytes_b = b ? json_string_length(b) : 0;
+    size_t count = 0;
+    /* The count first, then the ids into exactly that room. */
+    clattn_status s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b,
+                                          max_length, NULL, NULL, 0, &count);
+    if (s == CLATTN_OK && count > limits->max_input_length) {
+        serve_error_set(err, api, SERVE_ERROR_TOO_LARGE, name,
+                        "`%s` must have at most %zu tokens (the special tokens included). "
+                        "Given: %zu (ask for \"truncate\": true, or start the server with "
+                        "--auto-truncate)",
+                        name, limits->max_input_length, count);
+        return false;
+    }
+    int32_t *ids = NULL, *types = NULL;
+    if (s == CLATTN_OK) {
+        ids = malloc((count ? count : 1) * sizeof(*ids));
+        types = calloc(count ? count : 1, sizeof(*types));
+        if (!ids || !types) {
+            free(ids), free(types);
+            serve_error_set(err, api, SERVE_ERROR_BACKEND, NULL,
+                            "out of memory for the ids of %s", name);
+            return false;
+        }
+        s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b, max_length, ids,
+                                types, count, &count);
+    }
+    if (s != CLATTN_OK) {
+        free(ids), free(types);
+        serve_error_set(err, api,
+                        s == CLATTN_ERROR_INVALID_ARGUMENT ? SERVE_ERROR_INVALID
+                                                           : SERVE_ERROR_BACKEND,
+                        name, "%s cannot be tokenized: %s", name, clattn_last_error(NULL));
+        return false;
+    }
+    t->ids[i] = ids;
+    t->type_ids[i] = types;
+    t->lengths[i] = count;
+    t->tokens += count;
+    return true;
+}
+
+/* Room for `count` sequences with their token types. */
+static bool score_texts_alloc(serve_texts *t, size_t count, serve_error *err)
+{
+    if (!texts_alloc(t, count) || !(t->type_ids = calloc(count, sizeof(*t->type_ids)))) {
+        serve_texts_free(t);
+        serve_error_set(err, SERVE_API_TEI, SERVE_ERROR_BACKEND, NULL,
+                        "out of memory for %zu texts", count);
+        return false;
+    }
+    return true;
+}
+
+/* "truncate", "truncation_direction" (only "right") and "raw_scores" of a scoring route. */
+static bool get_score_options(const json_t *root, const serve_limits *limits, bool *truncate,
+                              serve_score_request *req, serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    const char *direction = NULL;
+    *truncate = limits->auto_truncate;
+    if (!get_bool(root, "truncate", api, truncate, err) ||
+        !get_string(root, "truncation_direction", api, &direction, err) ||
+        !get_bool(root, "raw_scores", api, &req->raw_scores, err))
+        return false;
+    if (direction && strcmp(direction, "right") != 0 && strcmp(direction, "Right") != 0) {
+        bool left = strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0;
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
+                        left ? "'truncation_direction' \"left\" is not supported for a "
+                               "cross-encoder: pairs are truncated longest-first from the right"
+                             : "'truncation_direction' must be \"right\" or \"left\"");
+        return false;
+    }
+    return true;
+}
+
+static bool too_many(const serve_limits *limits, const char *field, size_t count,
+                     serve_error *err)
+{
+    if (count <= limits->max_client_batch_size)
+        return false;
+    serve_error_set(err, SERVE_API_TEI, SERVE_ERROR_TOO_LARGE, field,
+                    "batch size %zu > maximum allowed batch size %zu", count,
+                    limits->max_client_batch_size);
+    return true;
+}
+
+bool serve_parse_tei_rerank(const char *body, size_t size, const clattn_tokenizer *tok,
+                            const serve_limits *limits, serve_score_request *req,
+                            serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    memset(req, 0, sizeof(*req));
+    json_t *root = load_object(body, size, api, err);
+    if (!root)
+        return false;
+    bool truncate = false;
+    bool ok = get_score_options(root, limits, &truncate, req, err) &&
+              get_bool(root, "return_text", api, &req->return_text, err);
+    const json_t *query = json_object_get(root, "query"), *texts = json_object_get(root, "texts");
+    if (ok && !json_is_string(query)) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "query", "'query' is required: a string");
+        ok = false;
+    } else if (ok && !json_is_array(texts)) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "texts",
+                        "'texts' is required: an array of strings");
+        ok = false;
+    } else if (ok && json_array_size(texts) == 0) {
+        serve_error_set(err, api, SERVE_ERROR_EMPTY, "texts", "`texts` cannot be empty");
+        ok = false;
+    }
+    size_t count = ok ? json_array_size(texts) : 0;
+    ok = ok && !too_many(limits, "texts", count, err) &&
+         score_texts_alloc(&req->texts, count, err);
+    if (ok && req->return_text &&
+        (!(req->documents = calloc(count, sizeof(*req->documents))) ||
+         !(req->document_lengths = calloc(count, sizeof(*req->document_lengths))))) {
+        serve_error_set(err, api, SERVE_ERROR_BACKEND, NULL, "out of memory for %zu texts",
+                        count);
+        ok = false;
+    }
+    for (size_t i = 0; ok && i < count; i++) {
+        const json_t *text = json_array_get(texts, i);
+        char name[64];
+        snprintf(name, sizeof(name), "texts[%zu]", i);
+        if (!json_is_string(text)) {
+            serve_error_set(err, api, SERVE_ERROR_INVALID, name, "'%s' must be a string", name);
+            ok = false;
+        } else {
+            ok = encode_sequence(query, text, i, name, tok, limits, truncate, &req->texts, err);
+        }
+        if (ok && req->return_text) {
+            size_t n = json_string_length(text);
+            if (!(req->documents[i] = malloc(n + 1))) {
+                serve_error_set(err, api, SERVE_ERROR_BACKEND, NULL, "out of memory for %s",
+                                name);
+                ok = false;
+            } else {
+                memcpy(req->documents[i], json_string_value(text), n + 1);
+                req->document_lengths[i] = n;
+            }
+        }
+    }
+    json_decref(root);
+    if (!ok)
+        serve_score_request_free(req);
+    return ok;
+}
+
+/* One sequence of /predict: a string, ["a"] or ["a", "b"]; *a and *b (NULL: a single text). */
+static bool predict_sequence(const json_t *v, const char *name, const json_t **a,
+                             const json_t **b, serve_error *err)
+{
+    *a = *b = NULL;
+    if (json_is_string(v)) {
+        *a = v;
+        return true;
+    }
+    size_t n = json_is_array(v) ? json_array_size(v) : 0;
+    for (size_t k = 0; k < n; k++)
+        if (!json_is_string(json_array_get(v, k)))
+            n = 0;
+    if (n == 1 || n == 2) {
+        *a = json_array_get(v, 0);
+        *b = n == 2 ? json_array_get(v, 1) : NULL;
+        return true;
+    }
+    serve_error_set(err, SERVE_API_TEI, SERVE_ERROR_INVALID, name,
+                    "'%s' must be a string, a pair of strings [string, string] or a batch of "
+                    "them [[string], [string, string], ...]",
+                    name);
+    return false;
+}
+
+bool serve_parse_tei_predict(const char *body, size_t size, const clattn_tokenizer *tok,
+                             const serve_limits *limits, serve_score_request *req,
+                             serve_error *err)
+{
+    const serve_api api = SERVE_API_TEI;
+    memset(req, 0, sizeof(*req));
+    json_t *root = load_object(body, size, api, err);
+    if (!root)
+        return false;
+    bool truncate = false;
+    bool ok = get_score_options(root, limits, &truncate, req, err);
+    const json_t *in = json_object_get(root, "inputs");
+    /* As TEI reads it: an array whose first element is an array is a batch. */
+    req->batch = json_is_array(in) && json_is_array(json_array_get(in, 0));
+    size_t count = req->batch ? json_array_size(in) : 1;
+    if (ok && (!in || json_is_null(in))) {
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "inputs",
+                        "'inputs' is required: a string, a pair of strings or a batch of them");
+        ok = false;
+    } else if (ok && json_is_array(in) && json_array_size(in) == 0) {
+        serve_error_set(err, api, SERVE_ERROR_EMPTY, "inputs", "`inputs` cannot be empty");
+        ok = false;
+    }
+    ok = ok && !too_many(limits, "inputs", count, err) &&
+         score_texts_alloc(&req->texts, count, err);
+    for (size_t i = 0; ok && i < count; i++) {
+        char name[64];
+        if (req->batch)
+            snprintf(name, sizeof(name), "inputs[%zu]", i);
+        else
+            snprintf(name, sizeof(name), "inputs");
+        const json_t *a, *b;
+        ok = predict_sequence(req->batch ? json_array_get(in, i) : in, name, &a, &b, err) &&
+             encode_sequence(a, b, i, name, tok, limits, truncate, &req->texts, err);
+    }
+    json_decref(root);
+    if (!ok)
+        serve_score_request_free(req);
+    return ok;
+}
+
+/* Indices 0 .. n-1 ordered by score, best first, ties by index (a stable sort). */
+static size_t *order_by_score(const float *scores, size_t n, size_t stride)
+{
+    size_t *order = malloc((n ? n : 1) * sizeof(*order));
+    if (!order)
+        return NULL;
+    for (size_t i = 0; i < n; i++) { /* insertion sort: n is a request's batch */
+        size_t j = i;
+        while (j > 0 && scores[order[j - 1] * stride] < scores[i * stride]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    return order;
+}
+
+char *serve_format_tei_rerank(const serve_score_request *req, const float *scores,
+                              size_t *length)
+{
+    size_t n = req->texts.count;
+    size_t *order = order_by_score(scores, n, 1);
+    if (!order)
+        return NULL;
+    strbuf b = {0};
+    sb_puts(&b, "[");
+    for (size_t r = 0; r < n && !b.failed; r++) {
+        size_t i = order[r];
+        sb_printf(&b, "%s{\"index\":%zu,", r ? "," : "", i);
+        if (req->return_text && req->documents) {
+            sb_puts(&b, "\"text\":");
+            sb_json_string(&b, req->documents[i], req->document_lengths[i]);
+            sb_puts(&b, ",");
+        }
+        sb_printf(&b, "\"score\":%.9g}", (double)scores[i]);
+    }
+    sb_puts(&b, "]");
+    free(order);
+    return sb_finish(&b, length);
+}
+
+char *serve_format_tei_predict(const serve_score_request *req, const float *scores,
+                               size_t labels, const char *const *label_names, size_t *length)
+{
+    strbuf b = {0};
+    if (req->batch)
+        sb_puts(&b, "[");
+    for (size_t i = 0; i < req->texts.count && !b.failed; i++) {
+        size_t *order = order_by_score(scores + i * labels, labels, 1);
+        if (!order) {
+            b.failed = true;
+            break;
+        }
+        sb_puts(&b, i ? ",[" : "[");
+        for (size_t r = 0; r < labels; r++) {
+            size_t k = order[r];
+            sb_printf(&b, "%s{\"score\":%.9g,\"label\":", r ? "," : "",
+                      (double)scores[i * labels + k]);
+            if (label_names && label_names[k])
+                sb_json_string(&b, label_names[k], strlen(label_names[k]));
+            else
+                sb_printf(&b, "\"LABEL_%zu\"", k);
+            sb_puts(&b, "}");
+        }
+        sb_puts(&b, "]");
+        free(order);
+    }
+    if (req->batch)
+        sb_puts(&b, "]");
+    return sb_finish(&b, length);
+}
+
 /* ---- rows ---- */
 
 void serve_finish_rows(float *rows, size_t count, size_t hidden, size_t dims, bool normalize)
@@ -856,11 +1187,34 @@ char *serve_format_info(const serve_model_description *d, size_t *length)
     strbuf b = {0};
     sb_puts(&b, "{\"model_id\":");
     sb_json_string(&b, d->served_name, strlen(d->served_name));
-    sb_puts(&b, ",\"model_sha\":null,\"model_dtype\":\"float32\",\"model_type\":{\"embedding\":"
-                "{\"pooling\":");
-    sb_json_string(&b, d->pooling, strlen(d->pooling));
-    sb_printf(&b, "}},\"normalize\":%s,\"hidden_size\":%zu", d->normalize ? "true" : "false",
-              d->hidden_size);
+    sb_puts(&b, ",\"model_sha\":null,\"model_dtype\":\"float32\",\"model_type\":{");
+    if (d->cross_encoder) {
+        sb_puts(&b, d->labels == 1 ? "\"reranker\":{\"id2label\":{" : "\"classifier\":{\"id2label\":{");
+        for (int pass = 0; pass < 2; pass++) { /* id2label, then label2id */
+            for (size_t k = 0; k < d->labels; k++) {
+                const char *name = d->label_names ? d->label_names[k] : NULL;
+                char fallback[32];
+                snprintf(fallback, sizeof(fallback), "LABEL_%zu", k);
+                if (!name)
+                    name = fallback;
+                if (pass == 0) {
+                    sb_printf(&b, "%s\"%zu\":", k ? "," : "", k);
+                    sb_json_string(&b, name, strlen(name));
+                } else {
+                    sb_puts(&b, k ? "," : "");
+                    sb_json_string(&b, name, strlen(name));
+                    sb_printf(&b, ":%zu", k);
+                }
+            }
+            sb_puts(&b, pass == 0 ? "},\"label2id\":{" : "}}}");
+        }
+        sb_printf(&b, ",\"hidden_size\":%zu", d->hidden_size);
+    } else {
+        sb_puts(&b, "\"embedding\":{\"pooling\":");
+        sb_json_string(&b, d->pooling, strlen(d->pooling));
+        sb_printf(&b, "}},\"normalize\":%s,\"hidden_size\":%zu",
+                  d->normalize ? "true" : "false", d->hidden_size);
+    }
     sb_printf(&b, ",\"max_concurrent_requests\":%zu,\"max_input_length\":%zu",
               d->max_concurrent_requests, d->max_input_length);
     sb_printf(&b, ",\"max_batch_tokens\":%zu,\"max_batch_requests\":%zu", d->max_batch_tokens,

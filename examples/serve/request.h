@@ -22,6 +22,9 @@
  *   SERVE_ERROR_METHOD        405 / 405  known route, other method
  *   SERVE_ERROR_OVERLOADED    429 / 429  beyond --max-concurrent-requests
  *   SERVE_ERROR_BACKEND       500 / 424  the library failed (its message)
+ *   SERVE_ERROR_MODEL_KIND    400 / 424  a route the served model's kind has not: embeddings
+ *                                        of a cross-encoder, /rerank of an embedder or of a
+ *                                        model with several labels (TEI's status and type)
  *   SERVE_ERROR_UNAVAILABLE   503 / 503  loading (before the warm-up) or shutting down
  *   SERVE_ERROR_TIMEOUT       504 / 504  the per-request deadline passed
  */
@@ -49,6 +52,7 @@ typedef enum serve_error_kind {
     SERVE_ERROR_METHOD,
     SERVE_ERROR_OVERLOADED,
     SERVE_ERROR_BACKEND,
+    SERVE_ERROR_MODEL_KIND,
     SERVE_ERROR_UNAVAILABLE,
     SERVE_ERROR_TIMEOUT,
 } serve_error_kind;
@@ -74,12 +78,17 @@ typedef struct serve_limits {
     /* The model whose prompts (clattn_sentence_model_prompt) texts get: "prompt_name" picks
      * one, else its default prompt applies; NULL: no prompts. */
     const clattn_sentence_model *prompts;
+    /* A cross-encoder: /rerank's and /predict's pairs are tokenized as its scoring call
+     * tokenizes them (clattn_cross_encoder_encode_pair: both texts stripped), so that a route's
+     * scores are the C API's bytes; NULL: with the tokenizer's clattn_tokenizer_encode_pair. */
+    const clattn_cross_encoder *pairs;
 } serve_limits;
 
 /* A request's texts as ids: ids[i][0 .. lengths[i]) for text i. */
 typedef struct serve_texts {
     size_t count;
     int32_t **ids;
+    int32_t **type_ids; /* the cross-encoder routes': type_ids[i] beside ids[i]; else NULL */
     size_t *lengths;
     size_t tokens; /* the sum of lengths */
 } serve_texts;
@@ -134,6 +143,53 @@ bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokeni
                               const serve_limits *limits, serve_tokenize_request *req,
                               serve_error *err);
 
+/* A cross-encoder's request (POST /rerank, POST /predict): its pairs as ids and token types,
+ * what the answer holds. */
+typedef struct serve_score_request {
+    serve_texts texts;   /* pair i (or a single text of /predict), with texts.type_ids */
+    bool raw_scores;     /* the logits as they are; else sigmoid (one label) or softmax */
+    bool return_text;    /* /rerank: each rank carries its text */
+    bool batch;          /* /predict: the inputs were a list of sequences (a list of lists of
+                          * predictions answers them) */
+    char **documents;    /* /rerank with return_text: the texts, NUL-terminated copies */
+    size_t *document_lengths; /* their byte lengths (a text may hold "\u0000") */
+} serve_score_request;
+
+void serve_score_request_free(serve_score_request *req);
+
+/*
+ * POST /rerank (TEI): "query" a string, "texts" a non-empty array of strings (at most
+ * max_client_batch_size), "truncate" (default auto_truncate), "truncation_direction" "right"
+ * (default; "left" is refused: pairs are truncated longest-first from the right, as the
+ * tokenizer's clattn_tokenizer_encode_pair does), "raw_scores" (default false), "return_text"
+ * (default false). Each pair (query, texts[i]) is encoded with the model's pair template; with
+ * truncation a pair longer than max_input_length is cut longest-first, without it refused (413).
+ */
+bool serve_parse_tei_rerank(const char *body, size_t size, const clattn_tokenizer *tok,
+                            const serve_limits *limits, serve_score_request *req,
+                            serve_error *err);
+
+/*
+ * POST /predict (TEI): "inputs" one sequence — a string, ["text"] or ["text_a", "text_b"] — or
+ * a batch of them, [["a"], ["a", "b"], ...] (at most max_client_batch_size); "truncate",
+ * "truncation_direction" and "raw_scores" as /rerank. A single text is encoded alone (token
+ * types 0), a pair with the pair template.
+ */
+bool serve_parse_tei_predict(const char *body, size_t size, const clattn_tokenizer *tok,
+                             const serve_limits *limits, serve_score_request *req,
+                             serve_error *err);
+
+/*
+ * /rerank's answer: [{"index": i, "text"?: ..., "score": s}, ...], best score first (ties: the
+ * lower index first); scores [count], one per text.
+ * /predict's: per sequence [{"score": s, "label": name}, ...] best first (labels[k] names
+ * label k; NULL or a NULL name: "LABEL_k"), a list of those when the inputs were a batch.
+ */
+char *serve_format_tei_rerank(const serve_score_request *req, const float *scores,
+                              size_t *length);
+char *serve_format_tei_predict(const serve_score_request *req, const float *scores,
+                               size_t labels, const char *const *label_names, size_t *length);
+
 /*
  * The rows as the request asked: rows is [count, hidden] on entry and [count, dims] (packed)
  * on return, dims = dimensions or hidden. When `normalize` each row is divided by
@@ -162,6 +218,11 @@ char *serve_format_error(serve_api api, const serve_error *e, size_t *length);
 /* What GET /info and GET /v1/models describe. */
 typedef struct serve_model_description {
     const char *served_name;  /* --served-model-name, else the folder's name */
+    /* A cross-encoder: /info's model_type is {"reranker"} (one label) or {"classifier"} with
+     * its id2label and label2id; pooling and normalize are not shown. */
+    bool cross_encoder;
+    size_t labels;
+    const char *const *label_names; /* NULL or a NULL name: "LABEL_k" */
     const char *pooling;      /* "mean" or "cls" */
     bool normalize;           /* the model's Normalize module */
     size_t hidden_size;

@@ -59,8 +59,7 @@ typedef struct segment {
 } segment;
 
 struct serve_scheduler {
-    clattn_sentence_model *model;
-    clattn_sentence_model_info info;
+    serve_engine engine;
     serve_scheduler_config config;
 
     pthread_mutex_t lock;
@@ -79,9 +78,11 @@ struct serve_scheduler {
     segment *segments;            /* [max_batch_requests] */
     size_t n_segments;
     int32_t *ids;                 /* all texts' ids, one after another */
+    int32_t *type_ids;            /* their token types, the same layout */
     size_t ids_capacity;
     size_t *offsets, *lengths;    /* text i: ids[offsets[i] .. + lengths[i]) */
     const int32_t **rows_ids;     /* text i's ids, for the library */
+    const int32_t **rows_types;   /* text i's token types */
     size_t texts_capacity;
     float *rows;                  /* the library's output, [texts, hidden] */
     size_t rows_capacity;
@@ -172,9 +173,14 @@ static bool reserve(serve_scheduler *s, size_t texts, size_t tokens)
     if (tokens > s->ids_capacity) {
         size_t capacity = s->ids_capacity * 2 > tokens ? s->ids_capacity * 2 : tokens;
         int32_t *ids = realloc(s->ids, capacity * sizeof(int32_t));
-        if (!ids)
+        if (ids)
+            s->ids = ids;
+        int32_t *type_ids = realloc(s->type_ids, capacity * sizeof(int32_t));
+        if (type_ids)
+            s->type_ids = type_ids;
+        if (!ids || !type_ids)
             return false;
-        s->ids = ids, s->ids_capacity = capacity;
+        s->ids_capacity = capacity;
     }
     if (texts > s->texts_capacity) {
         size_t capacity = s->texts_capacity * 2 > texts ? s->texts_capacity * 2 : texts;
@@ -187,7 +193,11 @@ static bool reserve(serve_scheduler *s, size_t texts, size_t tokens)
         const int32_t **rows_ids = realloc((void *)s->rows_ids, capacity * sizeof(*rows_ids));
         if (rows_ids)
             s->rows_ids = rows_ids;
-        if (!offsets || !lengths || !rows_ids)
+        const int32_t **rows_types =
+            realloc((void *)s->rows_types, capacity * sizeof(*rows_types));
+        if (rows_types)
+            s->rows_types = rows_types;
+        if (!offsets || !lengths || !rows_ids || !rows_types)
             return false;
         s->texts_capacity = capacity;
     }
@@ -216,6 +226,10 @@ static bool take_texts(serve_scheduler *s, ticket *t, batch_shape *b, double now
             break;
         }
         memcpy(s->ids + b->tokens, job->ids[t->taken], length * sizeof(int32_t));
+        if (job->type_ids)
+            memcpy(s->type_ids + b->tokens, job->type_ids[t->taken], length * sizeof(int32_t));
+        else
+            memset(s->type_ids + b->tokens, 0, length * sizeof(int32_t));
         s->offsets[b->texts] = b->tokens;
         s->lengths[b->texts] = length;
         b->tokens += length;
@@ -274,7 +288,7 @@ static batch_shape form_batch(serve_scheduler *s)
 /* Hands each job of the batch its rows (or the failure) under the mutex. */
 static void deliver(serve_scheduler *s, clattn_status status, const char *message, double ms)
 {
-    size_t d = s->info.hidden_size;
+    size_t d = s->engine.width;
     for (size_t i = 0; i < s->n_segments; i++) {
         const segment *g = &s->segments[i];
         ticket *t = g->t;
@@ -296,7 +310,7 @@ static void deliver(serve_scheduler *s, clattn_status status, const char *messag
 
 static void run_batch(serve_scheduler *s, const batch_shape *b)
 {
-    size_t d = s->info.hidden_size;
+    size_t d = s->engine.width;
     clattn_status status = CLATTN_OK;
     char message[512] = "";
     if (b->texts * d > s->rows_capacity) {
@@ -306,16 +320,14 @@ static void run_batch(serve_scheduler *s, const batch_shape *b)
         else
             status = CLATTN_ERROR_OUT_OF_HOST_MEMORY;
     }
-    for (size_t i = 0; i < b->texts; i++)
+    for (size_t i = 0; i < b->texts; i++) {
         s->rows_ids[i] = s->ids + s->offsets[i];
+        s->rows_types[i] = s->type_ids + s->offsets[i];
+    }
     double start = now_ms();
     if (status == CLATTN_OK) {
-        clattn_embed_params params;
-        clattn_embed_params_default(&params);
-        params.max_batch_tokens = s->config.max_batch_tokens; /* batch_size: embed's 32 */
-        params.normalize = b->normalize;
-        status = clattn_sentence_model_embed_ids(s->model, s->rows_ids, s->lengths, b->texts,
-                                                 s->rows, &params, NULL);
+        status = s->engine.run(s->engine.model, s->rows_ids, s->rows_types, s->lengths,
+                               b->texts, b->normalize, s->config.max_batch_tokens, s->rows);
         if (status != CLATTN_OK)
             snprintf(message, sizeof(message), "%s", clattn_last_error(NULL));
     } else {
@@ -357,7 +369,7 @@ static void *scheduler_main(void *arg)
 
 /* ---- the interface ---- */
 
-int serve_scheduler_start(serve_scheduler **out, clattn_sentence_model *model,
+int serve_scheduler_start(serve_scheduler **out, const serve_engine *engine,
                           const serve_scheduler_config *config, char *error, size_t error_size)
 {
     char dummy[1];
@@ -368,13 +380,19 @@ int serve_scheduler_start(serve_scheduler **out, clattn_sentence_model *model,
         return -1;
     }
     *out = NULL;
-    if (!model || !config || config->max_batch_tokens == 0 || config->max_batch_requests == 0 ||
+    if (!engine || !engine->run || engine->width == 0 || engine->max_length == 0 ||
+        (engine->normalize != 0 && engine->normalize != 1) || !config ||
+        config->max_batch_tokens == 0 || config->max_batch_requests == 0 ||
         config->max_queued_jobs == 0) {
         snprintf(error, error_size, "serve_scheduler_start: %s",
-                 !model    ? "model is NULL"
-                 : !config ? "config is NULL"
-                           : "max_batch_tokens, max_batch_requests and max_queued_jobs must be "
-                             "at least 1");
+                 !engine || !engine->run ? "the engine or its run function is NULL"
+                 : !config               ? "config is NULL"
+                 : engine->width == 0 || engine->max_length == 0
+                     ? "the engine's width and max_length must be at least 1"
+                 : engine->normalize != 0 && engine->normalize != 1
+                     ? "the engine's normalize must be 0 or 1"
+                     : "max_batch_tokens, max_batch_requests and max_queued_jobs must be at "
+                       "least 1");
         return -1;
     }
     serve_scheduler *s = calloc(1, sizeof(*s));
@@ -383,13 +401,8 @@ int serve_scheduler_start(serve_scheduler **out, clattn_sentence_model *model,
         snprintf(error, error_size, "serve_scheduler_start: out of memory");
         return -1;
     }
-    s->model = model;
+    s->engine = *engine;
     s->config = *config;
-    if (clattn_sentence_model_get_info(model, &s->info) != CLATTN_OK) {
-        snprintf(error, error_size, "serve_scheduler_start: %s", clattn_last_error(NULL));
-        free(s->segments), free(s);
-        return -1;
-    }
     int rc = pthread_mutex_init(&s->lock, NULL);
     bool lock = rc == 0, attr = false, work = false, idle = false;
     if (rc == 0 && (rc = pthread_condattr_init(&s->monotonic)) == 0)
@@ -430,17 +443,19 @@ static bool job_is_valid(const serve_scheduler *s, serve_job *job)
     else if (job->normalize < -1 || job->normalize > 1)
         why = "normalize must be -1, 0 or 1";
     for (size_t i = 0; !why && i < job->count; i++) {
-        if (!job->ids[i] || job->lengths[i] == 0 || job->lengths[i] > s->info.max_length) {
+        if (!job->ids[i] || job->lengths[i] == 0 || job->lengths[i] > s->engine.max_length ||
+            (job->type_ids && !job->type_ids[i])) {
             snprintf(job->error, sizeof(job->error),
-                     "text %zu has %zu ids (1 to %zu are accepted)", i + 1,
-                     job->ids[i] ? job->lengths[i] : 0, s->info.max_length);
+                     "text %zu has %zu ids (1 to %zu are accepted)%s", i + 1,
+                     job->ids[i] ? job->lengths[i] : 0, s->engine.max_length,
+                     job->type_ids && !job->type_ids[i] ? ", or no token types" : "");
             return false;
         }
         for (size_t j = 0; j < job->lengths[i]; j++)
-            if (job->ids[i][j] < 0 || (size_t)job->ids[i][j] >= s->info.vocab_size) {
+            if (job->ids[i][j] < 0 || (size_t)job->ids[i][j] >= s->engine.vocab_size) {
                 snprintf(job->error, sizeof(job->error),
                          "text %zu: id %ld is outside the vocabulary (0 to %zu)", i + 1,
-                         (long)job->ids[i][j], s->info.vocab_size - 1);
+                         (long)job->ids[i][j], s->engine.vocab_size - 1);
                 return false;
             }
     }
@@ -469,7 +484,7 @@ serve_result serve_scheduler_submit(serve_scheduler *s, serve_job *job, double d
         return SERVE_FAILED;
     }
     t->job = job;
-    t->normalize = job->normalize >= 0 ? job->normalize : s->info.normalize;
+    t->normalize = job->normalize >= 0 ? job->normalize : s->engine.normalize;
     t->deadline_ms = deadline_ms;
     t->first_batch_ms = -1;
 
@@ -559,8 +574,8 @@ void serve_scheduler_stop(serve_scheduler **ps, double drain_ms)
     pthread_cond_destroy(&s->work);
     pthread_condattr_destroy(&s->monotonic);
     pthread_mutex_destroy(&s->lock);
-    free(s->segments), free(s->ids), free(s->offsets), free(s->lengths);
-    free((void *)s->rows_ids), free(s->rows);
+    free(s->segments), free(s->ids), free(s->type_ids), free(s->offsets), free(s->lengths);
+    free((void *)s->rows_ids), free((void *)s->rows_types), free(s->rows);
     free(s);
     *ps = NULL;
 }

@@ -1,6 +1,7 @@
 /*
  * The server's batching engine (DESIGN §11, "Batching"): one thread owns the device context and
- * the sentence model; HTTP threads hand it jobs of already-tokenized texts and wait. The thread
+ * the model (an embedder or a cross-encoder, behind serve_engine); HTTP threads hand it jobs of
+ * already-tokenized texts and wait. The thread
  * takes pending texts in arrival order into batches of at most max_batch_tokens tokens and at
  * most max_batch_requests requests (run as clattn_sentence_model_embed runs texts: sorted by
  * length and cut where padding and per-batch costs are least, src/models/embed_batches.h, into
@@ -22,6 +23,25 @@
 
 typedef struct serve_scheduler serve_scheduler;
 
+/* What the scheduler runs, whatever the model: `run` computes `count` texts' rows [count, width]
+ * (texts[i] = ids[i][0 .. lengths[i]), its token types type_ids[i] likewise, or type_ids NULL:
+ * all 0), sorting and cutting them into library batches of at most max_batch_tokens padded
+ * tokens itself, each row the same bytes whatever it ran with (batch invariance). `normalize` is
+ * the job's (0 or 1; an engine without normalisation ignores it). On failure the library's
+ * message is in clattn_last_error(NULL). serve.c makes one for a sentence model
+ * (clattn_sentence_model_embed_ids: embeddings) and one for a cross-encoder
+ * (clattn_cross_encoder_score_ids: raw logits). */
+typedef struct serve_engine {
+    void *model;
+    clattn_status (*run)(void *model, const int32_t *const *ids, const int32_t *const *type_ids,
+                         const size_t *lengths, size_t count, int normalize,
+                         size_t max_batch_tokens, float *rows);
+    size_t width;      /* floats per row: hidden_size, or the number of labels */
+    size_t max_length; /* ids per text at most */
+    size_t vocab_size; /* every id is below it */
+    int normalize;     /* a job's normalize -1 means this (0 or 1) */
+} serve_engine;
+
 typedef struct serve_scheduler_config {
     size_t max_batch_tokens;   /* tokens per batch, and padded tokens per library batch, at
                                 * most (--max-batch-tokens, 16384) */
@@ -31,15 +51,17 @@ typedef struct serve_scheduler_config {
     serve_metrics *metrics;    /* each batch is counted there (serve_metrics_batch); may be NULL */
 } serve_scheduler_config;
 
-/* One request's texts, tokenized by the caller (clattn_tokenizer_encode: [CLS] ... [SEP],
- * truncated as the request asked), and what to compute. The caller owns every array and keeps
- * it alive until serve_scheduler_submit returns. */
+/* One request's texts, tokenized by the caller (clattn_tokenizer_encode: [CLS] ... [SEP], or
+ * clattn_tokenizer_encode_pair for a cross-encoder's pairs, truncated as the request asked), and
+ * what to compute. The caller owns every array and keeps it alive until serve_scheduler_submit
+ * returns. */
 typedef struct serve_job {
     size_t count;               /* texts, at least 1 */
     const int32_t *const *ids;  /* ids[i][0 .. lengths[i]) */
+    const int32_t *const *type_ids; /* the same shape (a pair's 0s and 1s); NULL: all 0 */
     const size_t *lengths;
-    int normalize;              /* -1: the model's; 0 or 1 (TEI's "normalize") */
-    float *out;                 /* [count, hidden_size]: row i for text i, written on success */
+    int normalize;              /* -1: the engine's; 0 or 1 (TEI's "normalize") */
+    float *out;                 /* [count, engine width]: row i for text i, written on success */
     /* Filled in by serve_scheduler_submit: */
     double queue_ms, inference_ms; /* waiting for a batch, and in the batches that ran it */
     char error[512];            /* the library's message when the result is SERVE_FAILED */
@@ -57,10 +79,10 @@ typedef enum serve_result {
                             * is read or written once serve_scheduler_submit has returned */
 } serve_result;
 
-/* Starts the scheduler thread on `model` (which it uses alone from now on: no other thread may
- * call the model or its context until serve_scheduler_stop returns). On failure *out is NULL and
- * a message is written into error. */
-int serve_scheduler_start(serve_scheduler **out, clattn_sentence_model *model,
+/* Starts the scheduler thread on the engine's model (which it uses alone from now on: no other
+ * thread may call the model or its context until serve_scheduler_stop returns; the engine is
+ * copied). On failure *out is NULL and a message is written into error. */
+int serve_scheduler_start(serve_scheduler **out, const serve_engine *engine,
                           const serve_scheduler_config *config, char *error, size_t error_size);
 
 /* Queues the job and blocks until its rows are written, it fails, or `deadline_ms` (a

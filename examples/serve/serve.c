@@ -1,6 +1,8 @@
 /*
- * clattn-serve: sentence embeddings over HTTP (DESIGN §11), OpenAI- and TEI-compatible, with
- * dynamic batching. One model per process.
+ * clattn-serve: sentence embeddings, or a cross-encoder's reranking and scores, over HTTP
+ * (DESIGN §11, §13), OpenAI- and TEI-compatible, with dynamic batching. One model per process:
+ * a folder whose config.json names a *ForSequenceClassification architecture is served as a
+ * cross-encoder (POST /rerank, POST /predict), any other as a sentence-transformers embedder.
  *
  * Start-up: the socket is bound and "clattn-serve: listening on http://HOST:PORT" printed on
  * stderr first (so that a test with --port 0 can read the port), then the model is loaded and
@@ -17,9 +19,12 @@
 #include "http.h"
 #include "metrics.h"
 #include "request.h"
+#include "engine.h"
 #include "scheduler.h"
 
 #include <getopt.h>
+#include <jansson.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <math.h>
 #include <signal.h>
@@ -63,6 +68,13 @@ static void usage(FILE *out)
             "                       encoding_format float|base64, dimensions\n"
             "  POST /embed          TEI: inputs, normalize, truncate, truncation_direction,\n"
             "                       dimensions\n"
+            "or, for a cross-encoder folder (config.json's architectures: a\n"
+            "*ForSequenceClassification), its scores of text pairs, with TEI's API:\n"
+            "  POST /rerank         TEI: query, texts, truncate, raw_scores, return_text\n"
+            "                       (a model with one label)\n"
+            "  POST /predict        TEI: inputs (a text, a pair, or a list of them), truncate,\n"
+            "                       raw_scores: every label's score\n"
+            "and for either:\n"
             "  POST /tokenize       TEI: inputs, add_special_tokens\n"
             "  GET  /health         200 when ready, 503 while loading or stopping\n"
             "  GET  /info, /v1/models, /metrics (Prometheus text)\n"
@@ -75,11 +87,13 @@ static void usage(FILE *out)
             "                             'clattn-serve: listening on http://HOST:PORT')\n"
             "  --max-batch-tokens N       tokens per batch at most (default 16384)\n"
             "  --max-batch-requests N     requests per batch at most (default 64)\n"
-            "  --max-client-batch-size N  inputs per request at most (default 128; more: 413)\n"
+            "  --max-client-batch-size N  inputs (or documents to rerank) per request at most\n"
+            "                             (default 128; more: 413)\n"
             "  --max-concurrent-requests N  requests at once at most (default 512; more: 429)\n"
-            "  --max-input-length N       tokens per text at most, [CLS] and [SEP] included\n"
-            "                             (default and at most: the model's max_seq_length)\n"
-            "  --auto-truncate            truncate longer texts (default: refuse them, 413)\n"
+            "  --max-input-length N       tokens per text (or pair) at most, the special tokens\n"
+            "                             included (default and at most: the model's maximum)\n"
+            "  --auto-truncate            truncate longer texts, pairs longest-first (default:\n"
+            "                             refuse them, 413)\n"
             "  --payload-limit BYTES      request body at most (default 2000000; more: 413)\n"
             "  --api-key KEY              require 'Authorization: Bearer KEY' (default:\n"
             "                             $CLATTN_API_KEY; none when neither is set)\n"
@@ -247,9 +261,20 @@ typedef struct server {
     serve_metrics *metrics;
     serve_http *http;
     clattn_context *ctx;
-    clattn_sentence_model *model;
+    clattn_sentence_model *model;       /* an embedder, or */
+    clattn_cross_encoder *cross_encoder; /* a cross-encoder */
     serve_scheduler *scheduler;
 } server;
+
+/* What the loaded model is, for the scheduler and the routes. */
+typedef struct served_model {
+    serve_engine engine;
+    const clattn_tokenizer *tokenizer;
+    size_t max_length, hidden_size;
+    bool cross_encoder;
+    clattn_sentence_model_info embedder;   /* an embedder's */
+    clattn_cross_encoder_info classifier;  /* a cross-encoder's */
+} served_model;
 
 /* Stops in the right order: no new requests, those in progress finish (bounded), the scheduler's
  * queue (in what is left of the bound), the connections, the scheduler, the model. */
@@ -269,33 +294,71 @@ static void shut_down(server *s)
     serve_http_stop(&s->http);
     serve_scheduler_stop(&s->scheduler, 0);
     clattn_sentence_model_destroy(&s->model);
+    clattn_cross_encoder_destroy(&s->cross_encoder);
     clattn_context_destroy(&s->ctx);
     serve_metrics_destroy(&s->metrics);
 }
 
-/* Loads the model and runs it once. Returns -1 on success, else the exit status. */
-static int load_model(server *s, const options *o, clattn_sentence_model_info *info)
+/* Whether the folder is a cross-encoder: its config.json's "architectures" names a
+ * *ForSequenceClassification (read only when it is a regular file: a FIFO is never waited on;
+ * anything unreadable is left to the embedder's loader to report). */
+static bool is_cross_encoder_folder(const char *dir)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
-    if (clattn_context_create(&s->ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
-    if (clattn_sentence_model_load(s->ctx, &s->model, o->model) != CLATTN_OK ||
-        clattn_sentence_model_get_info(s->model, info) != CLATTN_OK)
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *architectures = json_object_get(root, "architectures");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(architectures); i++) {
+        const char *name = json_string_value(json_array_get(architectures, i));
+        const char *suffix = "ForSequenceClassification";
+        size_t n = name ? strlen(name) : 0, k = strlen(suffix);
+        found |= n > k && strcmp(name + n - k, suffix) == 0;
+    }
+    json_decref(root);
+    return found;
+}
+
+/* Loads the cross-encoder and scores one pair. Returns -1 on success, else the exit status. */
+static int load_cross_encoder(server *s, const options *o, served_model *m)
+{
+    if (clattn_cross_encoder_load(s->ctx, &s->cross_encoder, o->model) != CLATTN_OK ||
+        clattn_cross_encoder_get_info(s->cross_encoder, &m->classifier) != CLATTN_OK ||
+        serve_engine_of_cross_encoder(&m->engine, s->cross_encoder) != CLATTN_OK)
         return runtime_error("--model: %s", clattn_last_error(s->ctx));
-    if (o->max_input_length > info->max_length)
-        return usage_error("--max-input-length %zu is more than the model's maximum of %zu "
-                           "tokens",
-                           o->max_input_length, info->max_length);
-    size_t max_input = o->max_input_length ? o->max_input_length : info->max_length;
-    if (o->max_batch_tokens < max_input)
-        return usage_error("--max-batch-tokens %zu is less than the longest text (%zu tokens, "
-                           "--max-input-length): such a text would fit in no batch",
-                           o->max_batch_tokens, max_input);
-    /* The warm-up: one text through the whole model. */
+    m->cross_encoder = true;
+    m->tokenizer = clattn_cross_encoder_tokenizer(s->cross_encoder);
+    m->max_length = m->classifier.max_length;
+    m->hidden_size = m->classifier.hidden_size;
+    static const char *const query[] = {"clattn-serve warm-up"}, *const document[] = {"warm-up"};
+    float *scores = malloc(m->classifier.num_labels * sizeof(float));
+    if (!scores)
+        return runtime_error("out of memory");
+    clattn_cross_encoder_params params;
+    clattn_cross_encoder_params_default(&params);
+    clattn_status st = clattn_cross_encoder_score(s->cross_encoder, query, NULL, document, NULL,
+                                                  1, scores, &params, NULL);
+    free(scores);
+    if (st != CLATTN_OK)
+        return runtime_error("the warm-up pass failed: %s", clattn_last_error(s->ctx));
+    return -1;
+}
+
+/* Loads the embedder and embeds one text. Returns -1 on success, else the exit status. */
+static int load_embedder(server *s, const options *o, served_model *m)
+{
+    if (clattn_sentence_model_load(s->ctx, &s->model, o->model) != CLATTN_OK ||
+        clattn_sentence_model_get_info(s->model, &m->embedder) != CLATTN_OK ||
+        serve_engine_of_sentence_model(&m->engine, s->model) != CLATTN_OK)
+        return runtime_error("--model: %s", clattn_last_error(s->ctx));
+    m->tokenizer = clattn_sentence_model_tokenizer(s->model);
+    m->max_length = m->embedder.max_length;
+    m->hidden_size = m->embedder.hidden_size;
     static const char *const warm_up[] = {"clattn-serve warm-up"};
-    float *row = malloc(info->hidden_size * sizeof(float));
+    float *row = malloc(m->hidden_size * sizeof(float));
     if (!row)
         return runtime_error("out of memory");
     clattn_embed_params params;
@@ -305,6 +368,32 @@ static int load_model(server *s, const options *o, clattn_sentence_model_info *i
     free(row);
     if (st != CLATTN_OK)
         return runtime_error("the warm-up pass failed: %s", clattn_last_error(s->ctx));
+    return -1;
+}
+
+/* Loads the model (an embedder or a cross-encoder) and runs it once (the warm-up: the first
+ * run builds what is built lazily). Returns -1 on success, else the exit status. */
+static int load_model(server *s, const options *o, served_model *m)
+{
+    clattn_context_params cp;
+    clattn_context_params_default(&cp);
+    cp.device = o->device;
+    if (clattn_context_create(&s->ctx, &cp) != CLATTN_OK)
+        return runtime_error("%s", clattn_last_error(NULL));
+    memset(m, 0, sizeof(*m));
+    int rc = is_cross_encoder_folder(o->model) ? load_cross_encoder(s, o, m)
+                                               : load_embedder(s, o, m);
+    if (rc >= 0)
+        return rc;
+    if (o->max_input_length > m->max_length)
+        return usage_error("--max-input-length %zu is more than the model's maximum of %zu "
+                           "tokens",
+                           o->max_input_length, m->max_length);
+    size_t max_input = o->max_input_length ? o->max_input_length : m->max_length;
+    if (o->max_batch_tokens < max_input)
+        return usage_error("--max-batch-tokens %zu is less than the longest text (%zu tokens, "
+                           "--max-input-length): such a text would fit in no batch",
+                           o->max_batch_tokens, max_input);
     return -1;
 }
 
@@ -348,8 +437,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "clattn-serve: listening on %s\n", serve_http_address(s.http));
     fflush(stderr);
 
-    clattn_sentence_model_info info;
-    rc = load_model(&s, &o, &info);
+    served_model m;
+    rc = load_model(&s, &o, &m);
     if (rc >= 0) {
         shut_down(&s);
         return rc;
@@ -360,27 +449,31 @@ int main(int argc, char **argv)
         .max_queued_jobs = o.max_concurrent_requests,
         .metrics = s.metrics,
     };
-    if (serve_scheduler_start(&s.scheduler, s.model, &sc, error, sizeof(error)) != 0) {
+    if (serve_scheduler_start(&s.scheduler, &m.engine, &sc, error, sizeof(error)) != 0) {
         shut_down(&s);
         return runtime_error("cannot start the scheduler: %s", error);
     }
     serve_backend backend = {
-        .tokenizer = clattn_sentence_model_tokenizer(s.model),
+        .tokenizer = m.tokenizer,
         .scheduler = s.scheduler,
         .limits =
             {
                 .max_client_batch_size = o.max_client_batch_size,
-                .max_input_length = o.max_input_length ? o.max_input_length : info.max_length,
+                .max_input_length = o.max_input_length ? o.max_input_length : m.max_length,
                 .auto_truncate = o.auto_truncate,
-                .hidden_size = info.hidden_size,
+                .hidden_size = m.hidden_size,
                 .prompts = s.model,
+                .pairs = s.cross_encoder,
             },
         .description =
             {
                 .served_name = o.served_model_name,
-                .pooling = info.pooling == CLATTN_POOLING_CLS ? "cls" : "mean",
-                .normalize = info.normalize != 0,
-                .hidden_size = info.hidden_size,
+                .cross_encoder = m.cross_encoder,
+                .labels = m.classifier.num_labels,
+                .label_names = m.classifier.labels,
+                .pooling = m.embedder.pooling == CLATTN_POOLING_CLS ? "cls" : "mean",
+                .normalize = m.embedder.normalize != 0,
+                .hidden_size = m.hidden_size,
                 .max_batch_tokens = o.max_batch_tokens,
                 .max_batch_requests = o.max_batch_requests,
                 .max_client_batch_size = o.max_client_batch_size,
@@ -388,17 +481,27 @@ int main(int argc, char **argv)
                 .auto_truncate = o.auto_truncate,
                 .created = (long long)time(NULL),
             },
-        .model_normalizes = info.normalize != 0,
+        .model_normalizes = m.embedder.normalize != 0,
+        .cross_encoder = m.cross_encoder,
+        .scorer = s.cross_encoder,
+        .labels = m.classifier.num_labels,
+        .label_names = m.classifier.labels,
     };
     backend.description.max_input_length = backend.limits.max_input_length;
     serve_http_set_ready(s.http, &backend);
+    char kind[96];
+    if (m.cross_encoder)
+        snprintf(kind, sizeof(kind), "a cross-encoder with %zu label%s",
+                 m.classifier.num_labels, m.classifier.num_labels == 1 ? "" : "s");
+    else
+        snprintf(kind, sizeof(kind), "%zu dimensions", m.hidden_size);
     clattn_device_info device;
     if (clattn_context_device_info(s.ctx, &device) != CLATTN_OK)
         snprintf(device.name, sizeof(device.name), "?");
     fprintf(stderr,
-            "clattn-serve: ready: %s on %s (%zu dimensions, at most %zu tokens per text)\n",
-            o.served_model_name, device.name, info.hidden_size,
-            backend.limits.max_input_length);
+            "clattn-serve: ready: %s on %s (%s, at most %zu tokens per %s)\n",
+            o.served_model_name, device.name, kind, backend.limits.max_input_length,
+            m.cross_encoder ? "pair" : "text");
     fflush(stderr);
 
     int sig = pending_signal(&stop_signals);
