@@ -3,8 +3,11 @@
 (TEI's shapes) with clattn-rerank's output (the C API: the same float32 bytes) and with the
 golden file of tools/gen_crossenc_golden.py (sentence-transformers / transformers: 1e-5).
 
-usage: serve_rerank_check.py rerank ANSWER.json CLI.json [GOLDEN_RANKED_JSON_PATH]
+usage: serve_rerank_check.py rerank ANSWER.json CLI.json [GOLDEN.json KEY]
        serve_rerank_check.py predict ANSWER.json GOLDEN.json KEY [LABEL ...]
+       serve_rerank_check.py embed ANSWER.json GOLDEN.npy
+         (/embed's rows against sentence-transformers' embeddings, 1e-5: the other families'
+         embedders, which the same tests serve)
 Exit status 0 when they agree, 1 (printing why) when not."""
 import json
 import struct
@@ -62,8 +65,40 @@ def predict(answer_path, golden_path, key, labels):
     print("ok:   /predict: %d answers, the golden %s within %.2g" % (len(answer), key, worst))
 
 
+def read_npy_f32(path):
+    """A float32 .npy file (C order) as (shape, values), without numpy."""
+    import ast
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        fail("%s is not a .npy file" % path)
+    major = data[6]
+    size_bytes = 2 if major == 1 else 4
+    header_len = int.from_bytes(data[8:8 + size_bytes], "little")
+    start = 8 + size_bytes + header_len
+    header = ast.literal_eval(data[8 + size_bytes:start].decode("latin1"))
+    if header["descr"] != "<f4" or header["fortran_order"]:
+        fail("%s is not little-endian float32 in C order" % path)
+    count = (len(data) - start) // 4
+    return tuple(header["shape"]), struct.unpack("<%df" % count, data[start:start + 4 * count])
+
+
+def embed(answer_path, golden_path):
+    answer = json.load(open(answer_path, encoding="utf-8"))
+    shape, golden = read_npy_f32(golden_path)
+    if len(shape) != 2 or len(answer) != shape[0] or any(len(r) != shape[1] for r in answer):
+        fail("/embed gave %d rows, the golden is %s" % (len(answer), shape))
+    worst = max(abs(a - golden[i * shape[1] + k])
+                for i, row in enumerate(answer) for k, a in enumerate(row))
+    if worst > 1e-5:
+        fail("/embed differs from %s by %.3g" % (golden_path, worst))
+    print("ok:   /embed: %d rows, %s within %.2g" % (len(answer), golden_path, worst))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "rerank":
         rerank(*sys.argv[2:])
+    elif sys.argv[1] == "embed":
+        embed(*sys.argv[2:])
     else:
         predict(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])

@@ -9,7 +9,9 @@
 #   - the routes of the other kind are refused naming the model's kind (/embed on a cross-encoder,
 #     /rerank on an embedder or on a three-label classifier), and the bad requests: empty texts,
 #     a missing query, too many texts, a pair too long without truncation, truncation_direction
-#     left; GET /info describes a reranker or a classifier.
+#     left; GET /info describes a reranker or a classifier;
+#   - the RoBERTa, XLM-RoBERTa and ModernBERT embedders (tests/golden/roberta, modernbert): /embed
+#     gives sentence-transformers' embeddings within 1e-5.
 # usage: test_serve_rerank.sh SERVE RERANK GOLDEN_DIR
 set -u
 serve=$1 rerank=$2 golden=$3
@@ -171,15 +173,33 @@ want 200 "POST /predict with raw_scores" &&
     check predict "$tmp/body" "$model/pairs.json" logits $labels
 stop_server "$server_pid" TERM "modernbert"
 
-echo "--- an embedder refuses /rerank and /predict"
-start_server "$tmp/embedder.log" --model "$golden/roberta/roberta" || exit 1
-post /rerank '{"query": "q", "texts": ["a"]}'
-if want 424 "POST /rerank on an embedder" && ! grep -q 'not a re-ranker model' "$tmp/body"; then
-    bad "the refusal does not name the kind: $(cat "$tmp/body")"
-fi
-post /predict '{"inputs": ["a", "b"]}'
-want 424 "POST /predict on an embedder"
-stop_server "$server_pid" TERM "embedder"
+# The other new families' embedders over HTTP: /embed gives sentence-transformers' embeddings
+# (their texts have no whitespace at the ends, which TEI's route keeps), and they refuse the
+# scoring routes. xlmr's tokenizer.json is the Unigram golden's, unpacked into a copy.
+cp -r "$golden/roberta/xlmr" "$tmp/xlmr"
+[ -e "$tmp/xlmr/tokenizer.json" ] || gzip -dc "$golden/unigram/tokenizer.json.gz" >"$tmp/xlmr/tokenizer.json"
+for model in "$golden/roberta/roberta" "$tmp/xlmr" "$golden/modernbert/basic"; do
+    name=$(basename "$model")
+    echo "--- $name: an embedder"
+    start_server "$tmp/embedder-$name.log" --model "$model" --auto-truncate || continue
+    normalize=$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print("true" if any(x["type"].endswith("Normalize") for x in m) else "false")' "$model/modules.json")
+    python3 -c 'import json, sys
+texts = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
+print(json.dumps({"inputs": texts, "normalize": sys.argv[2] == "true"}))' \
+        "$model/texts.txt" "$normalize" >"$tmp/embed.json"
+    post /embed "$(cat "$tmp/embed.json")"
+    want 200 "$name: POST /embed" && check embed "$tmp/body" "$model/embeddings.npy"
+    post /rerank '{"query": "q", "texts": ["a"]}'
+    if want 424 "$name: POST /rerank on an embedder" &&
+        ! grep -q 'not a re-ranker model' "$tmp/body"; then
+        bad "the refusal does not name the kind: $(cat "$tmp/body")"
+    fi
+    post /predict '{"inputs": ["a", "b"]}'
+    want 424 "$name: POST /predict on an embedder"
+    stop_server "$server_pid" TERM "$name"
+done
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -329,8 +329,12 @@ static bool encode_text(const char *text, size_t bytes, size_t i, const char *na
             return false;
         }
         size_t count = 0;
-        clattn_status s = clattn_tokenizer_encode(tok, text, bytes, max_length, ids, capacity,
-                                                  &count);
+        /* As `embed` tokenizes it (stripped) when the served model is an embedder. */
+        clattn_status s = limits->prompts ? clattn_sentence_model_encode(limits->prompts, text,
+                                                                         bytes, max_length, ids,
+                                                                         capacity, &count)
+                                          : clattn_tokenizer_encode(tok, text, bytes, max_length,
+                                                                    ids, capacity, &count);
         if (s == CLATTN_OK) {
             t->ids[i] = ids;
             t->lengths[i] = count;

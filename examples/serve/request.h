@@ -76,7 +76,9 @@ typedef struct serve_limits {
     bool auto_truncate;           /* truncate longer texts unless the request says otherwise */
     size_t hidden_size;           /* the embeddings' width: "dimensions" at most */
     /* The model whose prompts (clattn_sentence_model_prompt) texts get: "prompt_name" picks
-     * one, else its default prompt applies; NULL: no prompts. */
+     * one, else its default prompt applies; and whose tokenization they get
+     * (clattn_sentence_model_encode: stripped, as embed and sentence-transformers strip them,
+     * so that a row is embed's bytes). NULL: no prompts, the tokenizer's own encoding. */
     const clattn_sentence_model *prompts;
     /* A cross-encoder: /rerank's and /predict's pairs are tokenized as its scoring call
      * tokenizes them (clattn_cross_encoder_encode_pair: both texts stripped), so that a route's

@@ -225,6 +225,21 @@ CLATTN_API const char *clattn_sentence_model_prompt_name(const clattn_sentence_m
 CLATTN_API const clattn_tokenizer *clattn_sentence_model_tokenizer(
     const clattn_sentence_model *model);
 
+/*
+ * One text's ids exactly as clattn_sentence_model_embed tokenizes it, for a caller that tokenizes
+ * in its own threads and embeds with clattn_sentence_model_embed_ids (a server): the text
+ * stripped of the whitespace at both ends (Python's str.strip()), then the model's tokenizer
+ * (clattn_tokenizer_encode: max_length, ids, capacity, *count and the errors as there, byte
+ * offsets counted in the text as given). No prompt is added: put clattn_sentence_model_prompt's
+ * text before the text first, as embed does. Errors are recorded for the calling thread only
+ * (clattn_last_error(NULL)); model NULL is CLATTN_ERROR_INVALID_ARGUMENT. Thread-safe: any
+ * number of threads may encode with one model at once, also while another embeds.
+ */
+CLATTN_API clattn_status clattn_sentence_model_encode(const clattn_sentence_model *model,
+                                                      const char *text, size_t length,
+                                                      size_t max_length, int32_t *ids,
+                                                      size_t capacity, size_t *count);
+
 /* Called after each batch with the texts done so far and the total. */
 typedef void (*clattn_progress_callback)(void *user_data, size_t done, size_t total);
 

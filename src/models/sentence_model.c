@@ -347,7 +347,7 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
  * Transformer.tokenize does; it changes no id for BERT's normaliser, which drops that whitespace
  * itself, but byte-level BPE and Metaspace would make tokens of it). An error's message is that
  * of the text as given, so that its byte offsets count from its start. */
-static clattn_status encode_text(clattn_sentence_model *m, const char *text, size_t len,
+static clattn_status encode_text(const clattn_sentence_model *m, const char *text, size_t len,
                                  size_t max_length, int32_t *ids, size_t capacity, size_t *count)
 {
     const char *kept = text;
@@ -360,6 +360,16 @@ static clattn_status encode_text(clattn_sentence_model *m, const char *text, siz
         clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0, &ignored);
     }
     return status;
+}
+
+clattn_status clattn_sentence_model_encode(const clattn_sentence_model *m, const char *text,
+                                          size_t length, size_t max_length, int32_t *ids,
+                                          size_t capacity, size_t *count)
+{
+    if (!m)
+        return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
+                            "clattn_sentence_model_encode: invalid argument: model is NULL");
+    return encode_text(m, text, length, max_length, ids, capacity, count);
 }
 
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
