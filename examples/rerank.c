@@ -126,12 +126,9 @@ static int parse_options(int argc, char **argv, options *o)
         return usage_error("--model DIR is required");
     if (!o->query)
         return usage_error("--query QUERY is required");
-    if (o->input && o->document_count)
-        return usage_error("give documents either with --input or as arguments, not both "
-                           "('%s')",
-                           o->documents[0]);
-    if (!o->input && !o->document_count)
-        return usage_error("no documents: give them as arguments or with --input FILE");
+    int rc = text_list_check_source(o->input, o->documents, o->document_count, "documents");
+    if (rc >= 0)
+        return rc;
     return -1;
 }
 

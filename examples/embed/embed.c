@@ -282,12 +282,9 @@ static int parse_options(int argc, char **argv, options *o)
     o->text_count = (size_t)(argc - optind);
     if (!o->model)
         return usage_error("--model DIR is required");
-    if (o->input && o->text_count)
-        return usage_error("give texts either with --input or as arguments, not both "
-                           "('%s')",
-                           o->texts[0]);
-    if (!o->input && !o->text_count)
-        return usage_error("no texts: give them as arguments or with --input FILE");
+    int rc = text_list_check_source(o->input, o->texts, o->text_count, "texts");
+    if (rc >= 0)
+        return rc;
     if (o->prompt && o->prompt_name)
         return usage_error("give --prompt or --prompt-name, not both");
     if (o->tokenize && (o->output || o->json || o->pooling >= 0 || o->no_normalize ||

@@ -85,6 +85,17 @@ static int read_all(const char *path, char **data, size_t *size)
     return 0;
 }
 
+int text_list_check_source(const char *input, char *const *args, size_t arg_count,
+                           const char *plural)
+{
+    if (input && arg_count)
+        return usage_error("give %s either with --input or as arguments, not both ('%s')",
+                           plural, args[0]);
+    if (!input && !arg_count)
+        return usage_error("no %s: give them as arguments or with --input FILE", plural);
+    return -1;
+}
+
 int text_list_load(const char *input, char *const *args, size_t arg_count, const char *what,
                    text_list *t)
 {

@@ -23,6 +23,12 @@ typedef struct text_list {
     size_t count;
 } text_list;
 
+/* The options' check: texts come either from --input (`input` not NULL) or as arg_count
+ * arguments, never both, never neither. `plural` names them in the messages ("texts",
+ * "documents"). Returns -1 when good, else usage_error's status (cli.h). */
+int text_list_check_source(const char *input, char *const *args, size_t arg_count,
+                           const char *plural);
+
 /* With `input` (a path, "-": standard input), its lines; without, args[0 .. arg_count). `what`
  * names a text in the error for an input without lines ("text", "document"). Returns 0, or the
  * exit status after a message on stderr (cli.h: runtime_error); free *t in either case. */
