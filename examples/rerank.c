@@ -190,12 +190,9 @@ static void print_ranking(const options *o, const text_list *d, const ranked *r,
 
 static int rerank(const options *o, const text_list *d)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
     clattn_context *ctx = NULL;
-    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
+    if (cli_context_create(o->device, &ctx))
+        return EXIT_RUNTIME;
     clattn_cross_encoder *model = NULL;
     clattn_cross_encoder_info info;
     if (clattn_cross_encoder_load(ctx, &model, o->model) != CLATTN_OK ||

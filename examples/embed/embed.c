@@ -398,12 +398,9 @@ static void show_progress(void *user, size_t done, size_t total)
 
 static int embed(const options *o, const text_list *t)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
     clattn_context *ctx = NULL;
-    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
+    if (cli_context_create(o->device, &ctx))
+        return EXIT_RUNTIME;
     clattn_sentence_model *model = NULL;
     clattn_sentence_model_info info;
     int rc = 0;
