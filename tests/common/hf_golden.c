@@ -14,6 +14,24 @@ json_t *hf_golden_load_json(const char *path)
     return root;
 }
 
+json_t *hf_golden_load_json_gz(const char *path)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    json_error_t error;
+    json_t *j = json_loadf(p, JSON_ALLOW_NUL, &error);
+    if (!j)
+        fprintf(stderr, "%s: %s (line %d)\n", path, error.text, error.line);
+    if (pclose(p) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 clattn_npy_array *hf_golden_load_npy(const char *dir, const char *name, bool ints)
 {
     char path[1100];

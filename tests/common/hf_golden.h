@@ -14,6 +14,11 @@
 /* The parsed JSON file at path (json_decref it). */
 json_t *hf_golden_load_json(const char *path);
 
+/* The gzip'd JSON file at path, parsed (gzip -dc: no zlib in the tests; JSON_ALLOW_NUL); unlike
+ * the other helpers it does not fail the test but returns NULL, the reason printed, so that a
+ * cmocka group setup can refuse to run. */
+json_t *hf_golden_load_json_gz(const char *path);
+
 /* dir/name as int64 (ints) or float32 (clattn_npy_array_destroy it). */
 clattn_npy_array *hf_golden_load_npy(const char *dir, const char *name, bool ints);
 
