@@ -81,8 +81,8 @@ static void modernbert_folder(char *dir, size_t size, const char *from, const ch
 static void refused(clattn_context *ctx, const char *from, const char *to, clattn_status status,
                     const char *message)
 {
-    hf_golden_expect_config_refused(ctx, MODERNBERT_DIR, "basic", "clattn_modernbert_", from, to, status,
-                                    message);
+    hf_golden_expect_config_refused(ctx, MODERNBERT_DIR, "basic", "clattn_modernbert_", from,
+                                    to, status, message);
 }
 
 /* basic's config.json with `from` replaced by `to` loads into this configuration. */
