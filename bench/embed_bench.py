@@ -408,6 +408,31 @@ def stats(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": list(xs)}
 
 
+def summarize(engines, runs, labels, cross, unit="texts"):
+    """Each engine's medians and ranges over its runs (`unit`: what its rate counts, the runs'
+    UNIT_per_s), its speed relative to libclattn's and its cross-check."""
+    summary = []
+    ours = statistics.median(x[unit + "_per_s"] for x in runs["clattn"])
+    for e in engines:
+        xs = runs[e]
+        rate = stats([x[unit + "_per_s"] for x in xs])
+        summary.append({
+            "engine": e, "label": labels[e], unit + "_per_s": rate,
+            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
+            "seconds": stats([x["seconds"] for x in xs]),
+            "load_s": stats([x["load_s"] for x in xs]),
+            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
+            "clattn_relative": ours / rate["median"], "cross_check": cross[e]})
+    return summary
+
+
+def loadavg_summary(loads):
+    """The os.getloadavg() samples taken before each run: their 1-minute values and range."""
+    load1 = [l[0] for l in loads]
+    return {"samples_1min": load1, "min": min(load1), "max": max(load1),
+            "median": statistics.median(load1), "first": loads[0], "last": loads[-1]}
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -608,26 +633,13 @@ def main():
               "st-skylakex": "sentence-transformers (PyTorch, OpenBLAS SkylakeX)",
               "onnxruntime": "ONNX Runtime %s (CPUExecutionProvider)" % runs["onnxruntime"][0][
                   "versions"]["onnxruntime"]}
-    summary = []
-    ours = statistics.median(x["texts_per_s"] for x in runs["clattn"])
-    for e in engines:
-        xs = runs[e]
-        tps = stats([x["texts_per_s"] for x in xs])
-        summary.append({
-            "engine": e, "label": labels[e], "texts_per_s": tps,
-            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
-            "seconds": stats([x["seconds"] for x in xs]),
-            "load_s": stats([x["load_s"] for x in xs]),
-            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
-            "clattn_relative": ours / tps["median"], "cross_check": cross[e]})
-    load1 = [l[0] for l in loads]
+    summary = summarize(engines, runs, labels, cross)
     result = {
         "benchmark": "sentence-embedding throughput", "started": started,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "model": a.model, "machine": machine, "threads": a.threads, "repeat": repeat,
         "batch_size": BATCH, "tolerance": TOLERANCE, "quick": bool(a.quick),
-        "loadavg": {"samples_1min": load1, "min": min(load1), "max": max(load1),
-                    "median": statistics.median(load1), "first": loads[0], "last": loads[-1]},
+        "loadavg": loadavg_summary(loads),
         "corpus": {"count": count, "seed": 20241130, "tokens": tokens,
                    "words": {"min": min(words), "median": statistics.median(words),
                              "max": max(words)},

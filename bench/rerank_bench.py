@@ -95,9 +95,9 @@ sys.path.insert(0, HERE)
 # The process harness, the text generator and the report's shared parts of the embedding
 # benchmark: the same conventions.
 from embed_bench import (blas_info, child_env, emit, git_rev, load_row,  # noqa: E402
-                         machine_info, parse_result, pkg_version, random_text, read_corpus,
-                         readme_table, run_child, run_worker, shared_machine_note, skylakex_note,
-                         stats, table, threads_row)
+                         loadavg_summary, machine_info, parse_result, pkg_version, random_text,
+                         read_corpus, readme_table, run_child, run_worker, shared_machine_note,
+                         skylakex_note, stats, summarize, table, threads_row)
 
 TOLERANCE = 1e-4
 BATCH = 32
@@ -546,19 +546,7 @@ def main():
               "onnxruntime": "ONNX Runtime %s (CPUExecutionProvider)" % (
                   runs["onnxruntime"][0]["versions"]["onnxruntime"]
                   if "onnxruntime" in runs else "")}
-    summary = []
-    ours = statistics.median(x["pairs_per_s"] for x in runs["clattn"])
-    for e in engines:
-        xs = runs[e]
-        pps = stats([x["pairs_per_s"] for x in xs])
-        summary.append({
-            "engine": e, "label": labels[e], "pairs_per_s": pps,
-            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
-            "seconds": stats([x["seconds"] for x in xs]),
-            "load_s": stats([x["load_s"] for x in xs]),
-            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
-            "clattn_relative": ours / pps["median"], "cross_check": cross[e]})
-    load1 = [l[0] for l in loads]
+    summary = summarize(engines, runs, labels, cross, "pairs")
     versions = {"clattn": git_rev(), "pocl": pkg_version("libpocl2"),
                 "clblast": pkg_version("libclblast1"),
                 "openblas": pkg_version("libopenblas0-pthread"), **runs["st"][0]["versions"],
@@ -578,8 +566,7 @@ def main():
                   "max_length": max_length},
         "machine": machine, "cpu_flags": flags, "threads": a.threads, "repeat": a.repeat,
         "batch_size": BATCH, "tolerance": TOLERANCE, "quick": bool(a.quick),
-        "loadavg": {"samples_1min": load1, "min": min(load1), "max": max(load1),
-                    "median": statistics.median(load1), "first": loads[0], "last": loads[-1]},
+        "loadavg": loadavg_summary(loads),
         "workload": {"query": query, "documents": count, "seed": SEED, "tokens": tokens,
                      "pair_tokens": {"min": min(lengths), "median": statistics.median(lengths),
                                      "max": max(lengths)},
