@@ -97,7 +97,7 @@ sys.path.insert(0, HERE)
 from embed_bench import (blas_info, child_env, emit, git_rev, load_row,  # noqa: E402
                          loadavg_summary, machine_info, parse_result, pkg_version, random_text,
                          read_corpus, readme_table, run_child, run_worker, shared_machine_note,
-                         skylakex_note, stats, summarize, table, threads_row)
+                         skylakex_note, summarize, table, threads_row)
 
 TOLERANCE = 1e-4
 BATCH = 32
