@@ -105,6 +105,31 @@ ACCENTED = ["café", "naïve", "Zürich", "façade", "résumé", "São Paulo", "
 PUNCT = [",", ",", ";", ":", " -", "!", "?"]
 
 
+def random_text(rng, words, endings):
+    """A sentence-like text of `words` words from WORDS (some numbers, accented words,
+    punctuation and sentence breaks), then one of `endings`."""
+    out, start = [], True
+    for i in range(words):
+        r = rng.random()
+        if r < 0.04:
+            w = str(rng.randint(0, 2025))
+        elif r < 0.06:
+            w = rng.choice(ACCENTED)
+        else:
+            w = rng.choice(WORDS)
+        if start:
+            w = w[:1].upper() + w[1:]
+            start = False
+        out.append(w)
+        if i < words - 1 and rng.random() < 0.08:
+            if rng.random() < 0.6:
+                out[-1] += "."
+                start = True
+            else:
+                out[-1] += rng.choice(PUNCT)
+    return " ".join(out) + rng.choice(endings)
+
+
 def make_corpus(count, seed=20241130):
     """count texts of mixed lengths, deterministic for a seed (random.Random is stable)."""
     rng = random.Random(seed)
@@ -119,26 +144,7 @@ def make_corpus(count, seed=20241130):
             n = rng.randint(41, 100)
         else:
             n = rng.randint(200, 300)
-        words, start = [], True
-        for i in range(n):
-            r = rng.random()
-            if r < 0.04:
-                w = str(rng.randint(0, 2025))
-            elif r < 0.06:
-                w = rng.choice(ACCENTED)
-            else:
-                w = rng.choice(WORDS)
-            if start:
-                w = w[:1].upper() + w[1:]
-                start = False
-            words.append(w)
-            if i < n - 1 and rng.random() < 0.08:
-                if rng.random() < 0.6:
-                    words[-1] += "."
-                    start = True
-                else:
-                    words[-1] += rng.choice(PUNCT)
-        texts.append(" ".join(words) + rng.choice([".", ".", ".", "!", "?", ""]))
+        texts.append(random_text(rng, n, [".", ".", ".", "!", "?", ""]))
     return texts
 
 
@@ -378,13 +384,19 @@ def parse_result(stdout):
     raise ValueError("no result in output: %r" % stdout[-300:])
 
 
-def py_worker(args, worker, tmp, extra_env=None, **kw):
-    cmd = [args.python, os.path.abspath(__file__), "--worker", worker, "--model", args.model,
-           "--threads", str(args.threads)]
+def run_worker(script, args, worker, tmp, extra_env=None, **kw):
+    """Runs `script --worker WORKER --threads N --KEY VALUE...` (a list value: several values)
+    under --python, in run_child."""
+    cmd = [args.python, os.path.abspath(script), "--worker", worker, "--threads",
+           str(args.threads)]
     for k, v in kw.items():
         cmd += ["--" + k.replace("_", "-")] + ([str(x) for x in v] if isinstance(v, list)
                                                else [str(v)])
     return run_child(cmd, child_env(args.threads, extra_env), tmp)
+
+
+def py_worker(args, worker, tmp, extra_env=None, **kw):
+    return run_worker(__file__, args, worker, tmp, extra_env, model=args.model, **kw)
 
 
 def die(msg):
@@ -394,6 +406,31 @@ def die(msg):
 
 def stats(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": list(xs)}
+
+
+def summarize(engines, runs, labels, cross, unit="texts"):
+    """Each engine's medians and ranges over its runs (`unit`: what its rate counts, the runs'
+    UNIT_per_s), its speed relative to libclattn's and its cross-check."""
+    summary = []
+    ours = statistics.median(x[unit + "_per_s"] for x in runs["clattn"])
+    for e in engines:
+        xs = runs[e]
+        rate = stats([x[unit + "_per_s"] for x in xs])
+        summary.append({
+            "engine": e, "label": labels[e], unit + "_per_s": rate,
+            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
+            "seconds": stats([x["seconds"] for x in xs]),
+            "load_s": stats([x["load_s"] for x in xs]),
+            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
+            "clattn_relative": ours / rate["median"], "cross_check": cross[e]})
+    return summary
+
+
+def loadavg_summary(loads):
+    """The os.getloadavg() samples taken before each run: their 1-minute values and range."""
+    load1 = [l[0] for l in loads]
+    return {"samples_1min": load1, "min": min(load1), "max": max(load1),
+            "median": statistics.median(load1), "first": loads[0], "last": loads[-1]}
 
 
 def cpu_model():
@@ -596,26 +633,13 @@ def main():
               "st-skylakex": "sentence-transformers (PyTorch, OpenBLAS SkylakeX)",
               "onnxruntime": "ONNX Runtime %s (CPUExecutionProvider)" % runs["onnxruntime"][0][
                   "versions"]["onnxruntime"]}
-    summary = []
-    ours = statistics.median(x["texts_per_s"] for x in runs["clattn"])
-    for e in engines:
-        xs = runs[e]
-        tps = stats([x["texts_per_s"] for x in xs])
-        summary.append({
-            "engine": e, "label": labels[e], "texts_per_s": tps,
-            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
-            "seconds": stats([x["seconds"] for x in xs]),
-            "load_s": stats([x["load_s"] for x in xs]),
-            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
-            "clattn_relative": ours / tps["median"], "cross_check": cross[e]})
-    load1 = [l[0] for l in loads]
+    summary = summarize(engines, runs, labels, cross)
     result = {
         "benchmark": "sentence-embedding throughput", "started": started,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "model": a.model, "machine": machine, "threads": a.threads, "repeat": repeat,
         "batch_size": BATCH, "tolerance": TOLERANCE, "quick": bool(a.quick),
-        "loadavg": {"samples_1min": load1, "min": min(load1), "max": max(load1),
-                    "median": statistics.median(load1), "first": loads[0], "last": loads[-1]},
+        "loadavg": loadavg_summary(loads),
         "corpus": {"count": count, "seed": 20241130, "tokens": tokens,
                    "words": {"min": min(words), "median": statistics.median(words),
                              "max": max(words)},
@@ -665,12 +689,14 @@ def num(x):
     return "%.1f" % x if x < 100 else "%.0f" % x
 
 
-def table(r):
-    lines = ["| engine | texts/s median (min–max) | tokens/s median | time s | load s | "
-             "peak RSS MiB | max abs diff vs ST | libclattn × |",
+def table(r, unit="texts"):
+    """The results table; `unit` names what an engine's rate counts (its summary's
+    UNIT_per_s)."""
+    lines = ["| engine | %s/s median (min–max) | tokens/s median | time s | load s | "
+             "peak RSS MiB | max abs diff vs ST | libclattn × |" % unit,
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for s in r["summary"]:
-        t = s["texts_per_s"]
+        t = s[unit + "_per_s"]
         lines.append("| %s | **%s** (%s–%s) | %.0f | %.2f | %.2f | %.0f | %s | %s |" % (
             s["label"], num(t["median"]), num(t["min"]), num(t["max"]), s["tokens_per_s"]["median"],
             s["seconds"]["median"], s["load_s"]["median"], s["peak_rss_mib"]["median"],
@@ -679,6 +705,51 @@ def table(r):
             else "%.1e" % s["cross_check"]["max_abs"],
             "—" if s["engine"] == "clattn" else "%.2f" % s["clattn_relative"]))
     return "\n".join(lines)
+
+
+# Parts of the report that rerank_bench.py writes too.
+
+def shared_machine_note(r):
+    la, m = r["loadavg"], r["machine"]
+    return ("**The machine was shared with other jobs during this run**: the 1-minute load "
+            "average, sampled before each run, went from %.2f to %.2f (median %.2f) on %d "
+            "logical CPUs, so every engine had less than its %d threads' worth of CPU at times. "
+            "Compare engines within this run (they were interleaved, so the load hit them "
+            "alike), not with other runs.\n"
+            % (la["min"], la["max"], la["median"], m["logical_cpus"], r["threads"]))
+
+
+def threads_row(r):
+    return ("| threads | %d for every engine: `torch.set_num_threads(%d)`, "
+            "`OMP/OPENBLAS/MKL_NUM_THREADS=%d`, onnxruntime `intra_op_num_threads=%d` "
+            "(inter_op 1), PoCL `POCL_CPU_MAX_CU_NUM=%d` |" % ((r["threads"],) * 5))
+
+
+def load_row(r):
+    la = r["loadavg"]
+    return ("| load average (1 min) | %.2f at the start, %.2f at the end, %.2f–%.2f during |\n"
+            % (la["first"][0], la["last"][0], la["min"], la["max"]))
+
+
+def skylakex_note(r):
+    """Which PyTorch row is fair, for a run with the st-skylakex engine."""
+    return ("**Which PyTorch row is fair.** Debian's OpenBLAS 0.3.21 does not recognise this "
+            "CPU and falls back to its *%s* kernels (no AVX at all); with "
+            "`OPENBLAS_CORETYPE=SkylakeX` it uses its AVX-512 kernels. libclattn (PoCL compiles "
+            "for AVX-512) and ONNX Runtime (MLAS picks AVX-512 at run time) use the CPU's "
+            "vector units, so the fair comparison is with the SkylakeX row; the other row is "
+            "what an untouched Debian install gives on this VM.\n"
+            % r["openblas_as_found"]["architecture"])
+
+
+def readme_table(r, unit="texts"):
+    lines = ["| engine | %s/s | tokens/s | peak RSS |\n|---|---:|---:|---:|" % unit]
+    for s in r["summary"]:
+        lines.append("| %s | %s | %.0f | %.0f MiB |" % (s["label"],
+                                                         num(s[unit + "_per_s"]["median"]),
+                                                         s["tokens_per_s"]["median"],
+                                                         s["peak_rss_mib"]["median"]))
+    return lines
 
 
 def markdown(r):
@@ -693,11 +764,7 @@ def markdown(r):
       "repetitions of each engine, each run its own process, engines interleaved.\n"
       % (" --quick" if r["quick"] else "", r["started"], r["finished"],
          os.path.basename(r["model"].rstrip("/")), c["count"], r["repeat"]))
-    w("**The machine was shared with other jobs during this run**: the 1-minute load average, "
-      "sampled before each run, went from %.2f to %.2f (median %.2f) on %d logical CPUs, so "
-      "every engine had less than its %d threads' worth of CPU at times. Compare engines "
-      "within this run (they were interleaved, so the load hit them alike), not with other "
-      "runs.\n" % (la["min"], la["max"], la["median"], m["logical_cpus"], r["threads"]))
+    w(shared_machine_note(r))
     w(table(r) + "\n")
     w("texts/s and tokens/s: one pass from the texts in memory to L2-normalised embeddings, "
       "tokenisation included, model loading excluded (the *load s* column), no warm-up for "
@@ -712,9 +779,7 @@ def markdown(r):
     w("| machine | %s, %d logical CPUs%s, %s RAM, Linux %s%s |"
       % (m["cpu"], m["logical_cpus"], " (AVX-512)" if m["avx512"] else "", m["memory"],
          m["kernel"], "" if not m["hypervisor"] else ", %s virtual machine" % m["hypervisor"]))
-    w("| threads | %d for every engine: `torch.set_num_threads(%d)`, `OMP/OPENBLAS/MKL_NUM_THREADS"
-      "=%d`, onnxruntime `intra_op_num_threads=%d` (inter_op 1), PoCL `POCL_CPU_MAX_CU_NUM=%d` |"
-      % ((r["threads"],) * 5))
+    w(threads_row(r))
     w("| libclattn | `examples/embed --device cpu --batch-size %d` at %s; OpenCL device *%s* "
       "(PoCL %s), CLBlast %s |" % (r["batch_size"], v["clattn"], r["clattn_device"], v["pocl"],
                                    v["clblast"]))
@@ -742,15 +807,9 @@ def markdown(r):
       "cut at 256 tokens) |"
       % (c["count"], c["seed"], c["words"]["min"], c["words"]["max"], c["words"]["median"],
          c["chars"]["min"], c["chars"]["max"], c["tokens"], c["truncated"]))
-    w("| load average (1 min) | %.2f at the start, %.2f at the end, %.2f–%.2f during |\n"
-      % (la["first"][0], la["last"][0], la["min"], la["max"]))
+    w(load_row(r))
     if "st-skylakex" in by:
-        w("**Which PyTorch row is fair.** Debian's OpenBLAS 0.3.21 does not recognise this CPU "
-          "and falls back to its *%s* kernels (no AVX at all); with `OPENBLAS_CORETYPE=SkylakeX` "
-          "it uses its AVX-512 kernels. libclattn (PoCL compiles for AVX-512) and ONNX Runtime "
-          "(MLAS picks AVX-512 at run time) use the CPU's vector units, so the fair comparison "
-          "is with the SkylakeX row; the other row is what an untouched Debian install gives on "
-          "this VM.\n" % r["openblas_as_found"]["architecture"])
+        w(skylakex_note(r))
     w("Plot: `%s_throughput.png` (median texts/s, min–max bars). Everything, each run "
       "included: `%s.json`.\n" % (r.get("files_stem", "embed"), r.get("files_stem", "embed")))
     w("## For the README\n")
@@ -769,11 +828,7 @@ def markdown(r):
       % (os.path.basename(r["model"].rstrip("/")), c["count"], c["tokens"], r["threads"],
          m["logical_cpus"], m["cpu"], " VM" if m["hypervisor"] else "", r["repeat"],
          la["min"], la["max"]))
-    w("| engine | texts/s | tokens/s | peak RSS |\n|---|---:|---:|---:|")
-    for s in r["summary"]:
-        w("| %s | %s | %.0f | %.0f MiB |" % (s["label"], num(s["texts_per_s"]["median"]),
-                                              s["tokens_per_s"]["median"],
-                                              s["peak_rss_mib"]["median"]))
+    out.extend(readme_table(r))
     w("")
     w("libclattn's speed relative to each: %s. All embeddings agree with sentence-transformers' "
       "to %.1e (max abs). Details, versions and the plot: `bench/results/%s.md`, "

@@ -92,9 +92,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-# The process harness and the word list of the embedding benchmark: the same conventions.
-from embed_bench import (ACCENTED, PUNCT, WORDS, blas_info, child_env, git_rev,  # noqa: E402
-                         machine_info, parse_result, pkg_version, run_child, stats)
+# The process harness, the text generator and the report's shared parts of the embedding
+# benchmark: the same conventions.
+from embed_bench import (blas_info, child_env, emit, git_rev, load_row,  # noqa: E402
+                         loadavg_summary, machine_info, parse_result, pkg_version, random_text,
+                         read_corpus, readme_table, run_child, run_worker, shared_machine_note,
+                         skylakex_note, summarize, table, threads_row)
 
 TOLERANCE = 1e-4
 BATCH = 32
@@ -119,30 +122,6 @@ DOC_TOKENS = (16, 200)
 # The workload
 
 
-def random_text(rng, words):
-    """A sentence-like text of `words` words (embed_bench.make_corpus's style)."""
-    out, start = [], True
-    for i in range(words):
-        r = rng.random()
-        if r < 0.04:
-            w = str(rng.randint(0, 2025))
-        elif r < 0.06:
-            w = rng.choice(ACCENTED)
-        else:
-            w = rng.choice(WORDS)
-        if start:
-            w = w[:1].upper() + w[1:]
-            start = False
-        out.append(w)
-        if i < words - 1 and rng.random() < 0.08:
-            if rng.random() < 0.6:
-                out[-1] += "."
-                start = True
-            else:
-                out[-1] += rng.choice(PUNCT)
-    return " ".join(out) + rng.choice([".", ".", "!", "?", ""])
-
-
 def make_workload(count, tokenizer_json, seed=SEED):
     """One query and `count` documents of DOC_TOKENS tokens (without the specials) each."""
     from tokenizers import Tokenizer
@@ -150,14 +129,14 @@ def make_workload(count, tokenizer_json, seed=SEED):
     tok.no_truncation()
     tok.no_padding()
     rng = random.Random(seed)
-    query = random_text(rng, 12).rstrip(".!?") + "?"
+    query = random_text(rng, 12, [".", ".", "!", "?", ""]).rstrip(".!?") + "?"
     docs = []
     while len(docs) < count:
         u = rng.random()
         lo, hi = (16, 50) if u < 0.30 else (50, 120) if u < 0.75 else (120, 200)
         target = rng.randint(lo, hi)
         words = max(4, round(target / 1.15))  # about 1.15 tokens a word with this word list
-        text = random_text(rng, words)
+        text = random_text(rng, words, [".", ".", "!", "?", ""])
         n = len(tok.encode(text, add_special_tokens=False).ids)
         if DOC_TOKENS[0] <= n <= DOC_TOKENS[1]:
             docs.append(text)
@@ -173,11 +152,6 @@ def pair_tokens(tokenizer_json, query, docs, max_length):
     return [len(e.ids) for e in tok.encode_batch([(query, d) for d in docs])]
 
 
-def read_lines(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read().split("\n")[:-1]
-
-
 def length_order(docs):
     """The batching order of st and onnxruntime: decreasing document length, stable."""
     return sorted(range(len(docs)), key=lambda i: -len(docs[i]))
@@ -185,12 +159,6 @@ def length_order(docs):
 
 # --------------------------------------------------------------------------------------------
 # Workers: each runs in its own child process under --python and prints one JSON line
-
-
-def emit(obj):
-    import resource
-    obj["peak_rss_self_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    print("RESULT " + json.dumps(obj), flush=True)
 
 
 def worker_model(a):
@@ -247,7 +215,7 @@ def worker_st(a):
     import sentence_transformers
     import transformers
     from sentence_transformers import CrossEncoder
-    query, docs = a.query, read_lines(a.documents)
+    query, docs = a.query, read_corpus(a.documents)
     t0 = time.perf_counter()
     model = CrossEncoder(a.model, device="cpu")
     load_s = time.perf_counter() - t0
@@ -297,7 +265,7 @@ def worker_ort(a):
     import onnxruntime as ort
     import tokenizers
     from tokenizers import Tokenizer
-    query, docs = a.query, read_lines(a.documents)
+    query, docs = a.query, read_corpus(a.documents)
     t0 = time.perf_counter()
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
@@ -358,12 +326,7 @@ def worker_compare(a):
 
 
 def py_worker(args, worker, tmp, extra_env=None, **kw):
-    cmd = [args.python, os.path.abspath(__file__), "--worker", worker, "--threads",
-           str(args.threads)]
-    for k, v in kw.items():
-        cmd += ["--" + k.replace("_", "-")] + ([str(x) for x in v] if isinstance(v, list)
-                                               else [str(v)])
-    return run_child(cmd, child_env(args.threads, extra_env), tmp)
+    return run_worker(__file__, args, worker, tmp, extra_env, **kw)
 
 
 def die(msg):
@@ -583,19 +546,7 @@ def main():
               "onnxruntime": "ONNX Runtime %s (CPUExecutionProvider)" % (
                   runs["onnxruntime"][0]["versions"]["onnxruntime"]
                   if "onnxruntime" in runs else "")}
-    summary = []
-    ours = statistics.median(x["pairs_per_s"] for x in runs["clattn"])
-    for e in engines:
-        xs = runs[e]
-        pps = stats([x["pairs_per_s"] for x in xs])
-        summary.append({
-            "engine": e, "label": labels[e], "pairs_per_s": pps,
-            "tokens_per_s": stats([x["tokens_per_s"] for x in xs]),
-            "seconds": stats([x["seconds"] for x in xs]),
-            "load_s": stats([x["load_s"] for x in xs]),
-            "peak_rss_mib": stats([x["peak_rss_mib"] for x in xs]),
-            "clattn_relative": ours / pps["median"], "cross_check": cross[e]})
-    load1 = [l[0] for l in loads]
+    summary = summarize(engines, runs, labels, cross, "pairs")
     versions = {"clattn": git_rev(), "pocl": pkg_version("libpocl2"),
                 "clblast": pkg_version("libclblast1"),
                 "openblas": pkg_version("libopenblas0-pthread"), **runs["st"][0]["versions"],
@@ -615,8 +566,7 @@ def main():
                   "max_length": max_length},
         "machine": machine, "cpu_flags": flags, "threads": a.threads, "repeat": a.repeat,
         "batch_size": BATCH, "tolerance": TOLERANCE, "quick": bool(a.quick),
-        "loadavg": {"samples_1min": load1, "min": min(load1), "max": max(load1),
-                    "median": statistics.median(load1), "first": loads[0], "last": loads[-1]},
+        "loadavg": loadavg_summary(loads),
         "workload": {"query": query, "documents": count, "seed": SEED, "tokens": tokens,
                      "pair_tokens": {"min": min(lengths), "median": statistics.median(lengths),
                                      "max": max(lengths)},
@@ -633,7 +583,7 @@ def main():
         "summary": summary, "runs": runs,
     }
     print()
-    print(table(result))
+    print(table(result, "pairs"))
     if a.no_results:
         return
     os.makedirs(a.out, exist_ok=True)
@@ -644,26 +594,6 @@ def main():
     print("wrote %s/rerank.json, rerank.md" % a.out)
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def num(x):
-    return "%.1f" % x if x < 100 else "%.0f" % x
-
-
-def table(r):
-    lines = ["| engine | pairs/s median (min–max) | tokens/s median | time s | load s | "
-             "peak RSS MiB | max abs diff vs ST | libclattn × |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for s in r["summary"]:
-        p = s["pairs_per_s"]
-        lines.append("| %s | **%s** (%s–%s) | %.0f | %.2f | %.2f | %.0f | %s | %s |" % (
-            s["label"], num(p["median"]), num(p["min"]), num(p["max"]),
-            s["tokens_per_s"]["median"], s["seconds"]["median"], s["load_s"]["median"],
-            s["peak_rss_mib"]["median"],
-            "reference (%.1e between its runs)" % s["cross_check"]["max_abs"]
-            if s["engine"] == "st" else "%.1e" % s["cross_check"]["max_abs"],
-            "—" if s["engine"] == "clattn" else "%.2f" % s["clattn_relative"]))
-    return "\n".join(lines)
 
 
 def markdown(r):
@@ -677,12 +607,8 @@ def markdown(r):
       "repetitions of each engine, each run its own process, engines interleaved.\n"
       % (" --quick" if r["quick"] else "", r["started"], r["finished"], wl["documents"],
          r["repeat"]))
-    w("**The machine was shared with other jobs during this run**: the 1-minute load average, "
-      "sampled before each run, went from %.2f to %.2f (median %.2f) on %d logical CPUs, so "
-      "every engine had less than its %d threads' worth of CPU at times. Compare engines "
-      "within this run (they were interleaved, so the load hit them alike), not with other "
-      "runs.\n" % (la["min"], la["max"], la["median"], m["logical_cpus"], r["threads"]))
-    w(table(r) + "\n")
+    w(shared_machine_note(r))
+    w(table(r, "pairs") + "\n")
     w("pairs/s and tokens/s: one pass from the query and the documents in memory to the %d "
       "scores, tokenisation included, model loading excluded (the *load s* column), no warm-up "
       "for anyone; median over the runs, min–max in brackets. *libclattn ×*: libclattn's "
@@ -699,9 +625,7 @@ def markdown(r):
       % (m["cpu"], m["logical_cpus"], m["memory"], m["kernel"],
          "" if not m["hypervisor"] else ", %s virtual machine" % m["hypervisor"]))
     w("| CPU vector flags | %s |" % " ".join(m["vector_flags"]))
-    w("| threads | %d for every engine: `torch.set_num_threads(%d)`, `OMP/OPENBLAS/MKL_NUM_THREADS"
-      "=%d`, onnxruntime `intra_op_num_threads=%d` (inter_op 1), PoCL `POCL_CPU_MAX_CU_NUM=%d` |"
-      % ((r["threads"],) * 5))
+    w(threads_row(r))
     w("| model | `BertForSequenceClassification`, hidden %d, %d layers, %d heads, intermediate "
       "%d, vocabulary %d, %d positions, one label, %s parameters; random weights "
       "(transformers' initialisation with `initializer_range` %g, `torch.manual_seed(%d)`), "
@@ -747,15 +671,9 @@ def markdown(r):
          wl["document_tokens"][1], wl["document_chars"]["min"], wl["document_chars"]["max"],
          wl["pair_tokens"]["min"], wl["pair_tokens"]["max"], wl["pair_tokens"]["median"],
          wl["tokens"], wl["truncated"]))
-    w("| load average (1 min) | %.2f at the start, %.2f at the end, %.2f–%.2f during |\n"
-      % (la["first"][0], la["last"][0], la["min"], la["max"]))
+    w(load_row(r))
     if "st-skylakex" in by:
-        w("**Which PyTorch row is fair.** Debian's OpenBLAS 0.3.21 does not recognise this CPU "
-          "and falls back to its *%s* kernels (no AVX at all); with `OPENBLAS_CORETYPE=SkylakeX` "
-          "it uses its AVX-512 kernels. libclattn (PoCL compiles for AVX-512) and ONNX Runtime "
-          "(MLAS picks AVX-512 at run time) use the CPU's vector units, so the fair comparison "
-          "is with the SkylakeX row; the other row is what an untouched Debian install gives on "
-          "this VM.\n" % r["openblas_as_found"]["architecture"])
+        w(skylakex_note(r))
     if "st-unsorted" in by:
         w("**Batching.** The *request's order* row is `predict` on the pairs as they come: "
           "each batch of %d is padded to its longest pair, so it runs more padding than the "
@@ -779,11 +697,7 @@ def markdown(r):
       "runs; the machine was shared, load average %.1f–%.1f):\n"
       % (wl["documents"], wl["tokens"], r["threads"], m["logical_cpus"], m["cpu"],
          " VM" if m["hypervisor"] else "", r["repeat"], la["min"], la["max"]))
-    w("| engine | pairs/s | tokens/s | peak RSS |\n|---|---:|---:|---:|")
-    for s in r["summary"]:
-        w("| %s | %s | %.0f | %.0f MiB |" % (s["label"], num(s["pairs_per_s"]["median"]),
-                                              s["tokens_per_s"]["median"],
-                                              s["peak_rss_mib"]["median"]))
+    out.extend(readme_table(r, "pairs"))
     w("")
     w("libclattn's speed relative to each: %s. All scores agree with sentence-transformers' to "
       "%.1e (max abs). Details and versions: `bench/results/rerank.md`.\n"

@@ -106,3 +106,14 @@ int refuse_output_over_inputs(const char *output, const char *const *names,
                                output, names[i], paths[i]);
     return -1;
 }
+
+int cli_context_create(const char *device, clattn_context **ctx)
+{
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    params.device = device;
+    *ctx = NULL;
+    if (clattn_context_create(ctx, &params) != CLATTN_OK)
+        return runtime_error("%s", clattn_last_error(NULL));
+    return 0;
+}

@@ -3,6 +3,8 @@
 #ifndef CLATTN_EXAMPLES_CLI_H
 #define CLATTN_EXAMPLES_CLI_H
 
+#include <clattn/context.h>
+
 #include <stdbool.h>
 
 #define EXIT_USAGE 2
@@ -30,6 +32,9 @@ bool parse_count(const char *text, unsigned long long max, unsigned long long *o
  * usage_error's status. */
 int refuse_output_over_inputs(const char *output, const char *const *names,
                               const char *const *paths, int count);
+/* Creates *ctx on `device` (--device's spec; NULL: the default device) with the other context
+ * parameters at their defaults. Returns 0, else runtime_error's status (the library's message). */
+int cli_context_create(const char *device, clattn_context **ctx);
 /* Seconds on the monotonic clock (for durations). */
 double cli_now_s(void);
 /* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */

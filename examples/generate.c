@@ -455,12 +455,9 @@ static void print_scores(const generated *g, size_t batch)
 
 static int run(const options *o)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
     clattn_context *ctx = NULL;
-    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
+    if (cli_context_create(o->device, &ctx))
+        return EXIT_RUNTIME;
     clattn_transformer *model = NULL;
     clattn_transformer_info info;
     inputs in = {0};

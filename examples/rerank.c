@@ -126,90 +126,13 @@ static int parse_options(int argc, char **argv, options *o)
         return usage_error("--model DIR is required");
     if (!o->query)
         return usage_error("--query QUERY is required");
-    if (o->input && o->document_count)
-        return usage_error("give documents either with --input or as arguments, not both "
-                           "('%s')",
-                           o->documents[0]);
-    if (!o->input && !o->document_count)
-        return usage_error("no documents: give them as arguments or with --input FILE");
+    int rc = text_list_check_source(o->input, o->documents, o->document_count, "documents");
+    if (rc >= 0)
+        return rc;
     return -1;
 }
 
 /* ---- the documents ---- */
-
-typedef struct document_list {
-    char *buffer;       /* the whole --input (the lines point into it) */
-    const char **texts; /* [count] */
-    size_t *lengths;
-    size_t count;
-} document_list;
-
-static void document_list_free(document_list *d)
-{
-    free(d->buffer), free(d->texts), free(d->lengths);
-    memset(d, 0, sizeof(*d));
-}
-
-/* The whole of --input ("-": standard input) in a malloc'd buffer. */
-static int read_input(const char *path, char **data, size_t *size)
-{
-    bool from_stdin = strcmp(path, "-") == 0;
-    FILE *f = from_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return runtime_error("--input: %s: cannot open: %s", path, strerror(errno));
-    size_t capacity = 1 << 16, length = 0;
-    char *buffer = malloc(capacity);
-    while (buffer) {
-        if (length == capacity) {
-            char *grown = realloc(buffer, capacity * 2);
-            if (!grown) {
-                free(buffer);
-                buffer = NULL;
-                break;
-            }
-            buffer = grown, capacity *= 2;
-        }
-        size_t n = fread(buffer + length, 1, capacity - length, f);
-        length += n;
-        if (n == 0)
-            break;
-    }
-    bool failed = !buffer || ferror(f);
-    int saved = errno;
-    if (!from_stdin)
-        fclose(f);
-    if (failed) {
-        free(buffer);
-        return runtime_error("--input: %s: %s", path,
-                             buffer ? strerror(saved) : "out of memory reading the file");
-    }
-    *data = buffer, *size = length;
-    return 0;
-}
-
-static int load_documents(const options *o, document_list *d)
-{
-    memset(d, 0, sizeof(*d));
-    if (!o->input) {
-        d->count = o->document_count;
-        d->texts = calloc(d->count, sizeof(*d->texts));
-        d->lengths = calloc(d->count, sizeof(*d->lengths));
-        if (!d->texts || !d->lengths)
-            return runtime_error("out of memory");
-        for (size_t i = 0; i < d->count; i++)
-            d->texts[i] = o->documents[i], d->lengths[i] = strlen(o->documents[i]);
-        return 0;
-    }
-    size_t size = 0;
-    int rc = read_input(o->input, &d->buffer, &size);
-    if (rc)
-        return rc;
-    if (!split_lines(d->buffer, size, &d->texts, &d->lengths, &d->count))
-        return runtime_error("out of memory for the lines of %zu bytes", size);
-    if (d->count == 0)
-        return runtime_error("--input: %s holds no document (it is empty)", o->input);
-    return 0;
-}
 
 /* ---- ranking ---- */
 
@@ -243,7 +166,7 @@ static void print_text(const char *text, size_t length, bool json)
     free(copy);
 }
 
-static void print_ranking(const options *o, const document_list *d, const ranked *r, size_t n)
+static void print_ranking(const options *o, const text_list *d, const ranked *r, size_t n)
 {
     if (o->json)
         putchar('[');
@@ -265,14 +188,11 @@ static void print_ranking(const options *o, const document_list *d, const ranked
         puts("]");
 }
 
-static int rerank(const options *o, const document_list *d)
+static int rerank(const options *o, const text_list *d)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
     clattn_context *ctx = NULL;
-    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
+    if (cli_context_create(o->device, &ctx))
+        return EXIT_RUNTIME;
     clattn_cross_encoder *model = NULL;
     clattn_cross_encoder_info info;
     if (clattn_cross_encoder_load(ctx, &model, o->model) != CLATTN_OK ||
@@ -338,10 +258,10 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    document_list d;
-    rc = load_documents(&o, &d);
+    text_list d;
+    rc = text_list_load(o.input, o.documents, o.document_count, "document", &d);
     if (!rc)
         rc = rerank(&o, &d);
-    document_list_free(&d);
+    text_list_free(&d);
     return rc;
 }

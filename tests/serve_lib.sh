@@ -1,7 +1,29 @@
 #!/bin/bash
 # Shared by the clattn-serve tests (test_serve.sh, test_serve_rerank.sh), sourced after they set
-# `serve` (the executable), `tmp` (a scratch folder), `servers=()` (the pids a cleanup kills) and
-# define ok and bad (a passing and a failing check, counted in `failures`).
+# `serve` (the executable) and `tmp` (a scratch folder, removed on exit).
+
+# ---- the scaffolding -----------------------------------------------------------------------
+
+# The servers started (start_server adds each pid): killed on exit, whatever the exit.
+servers=()
+cleanup() {
+    local pid
+    for pid in "${servers[@]}"; do
+        kill -KILL "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT # meson's timeout: the servers are killed all the same
+# ok and bad: a passing and a failing check, the failures counted (expect.sh's count when the
+# script sourced it first).
+failures=${failures:-0}
+ok() { echo "ok:   $*"; }
+bad() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
 
 # ---- the server ----------------------------------------------------------------------------
 

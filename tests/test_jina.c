@@ -96,26 +96,16 @@ static void jina_folder(char *dir, size_t size, const char *from, const char *to
 static void expect_config_error(clattn_context *ctx, const char *from, const char *to,
                                 clattn_status status, const char *needle)
 {
-    char dir[1024];
-    clattn_encoder *enc = (clattn_encoder *)0x1;
-    jina_folder(dir, sizeof(dir), from, to);
-    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, needle);
-    assert_null(enc);
-    test_temp_dir_remove(dir);
+    hf_golden_expect_config_refused(ctx, JINA_DIR, "basic", "clattn_jina_", from, to, status,
+                                    needle);
 }
 
 /* basic's folder with a tensor name in model.safetensors changed (same length), and the error. */
 static void expect_tensor_error(clattn_context *ctx, const char *from, const char *to,
                                 clattn_status status, const char *needle)
 {
-    char dir[1024], cmd[2048];
-    clattn_encoder *enc = (clattn_encoder *)0x1;
-    jina_folder(dir, sizeof(dir), "\"model_type\": \"bert\"", "\"model_type\": \"bert\"");
-    snprintf(cmd, sizeof(cmd), "sed -i 's/%s/%s/' %s/model.safetensors", from, to, dir);
-    assert_int_equal(system(cmd), 0);
-    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, needle);
-    assert_null(enc);
-    test_temp_dir_remove(dir);
+    hf_golden_expect_tensor_refused(ctx, JINA_DIR, "basic", "clattn_jina_", from, to, status,
+                                    needle);
 }
 
 static void bad_folders_are_named(void **state)

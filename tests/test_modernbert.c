@@ -81,12 +81,8 @@ static void modernbert_folder(char *dir, size_t size, const char *from, const ch
 static void refused(clattn_context *ctx, const char *from, const char *to, clattn_status status,
                     const char *message)
 {
-    char dir[1024];
-    clattn_encoder *enc = (clattn_encoder *)0x1;
-    modernbert_folder(dir, sizeof(dir), from, to);
-    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, message);
-    assert_null(enc);
-    test_temp_dir_remove(dir);
+    hf_golden_expect_config_refused(ctx, MODERNBERT_DIR, "basic", "clattn_modernbert_", from,
+                                    to, status, message);
 }
 
 /* basic's config.json with `from` replaced by `to` loads into this configuration. */
@@ -159,37 +155,23 @@ static void config_keys_are_read_or_refused(void **state)
 static void bad_tensors_are_named(void **state)
 {
     test_fixture *f = *state;
-    clattn_encoder *enc = NULL;
-    char dir[1024], cmd[2048];
-    modernbert_folder(dir, sizeof(dir), "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 4");
-    snprintf(cmd, sizeof(cmd), "sed -i 's/layers.1.mlp.Wi.weight/layers.1.mlp.Wx.weight/' "
-                               "%s/model.safetensors", dir);
-    assert_int_equal(system(cmd), 0);
-    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
-                      "missing tensor layers.1.linear1_gate.weight (in this file: rows 0 to 47 "
-                      "of layers.1.mlp.Wi.weight)");
-    test_temp_dir_remove(dir);
-    modernbert_folder(dir, sizeof(dir), "\"num_hidden_layers\": 4", "\"num_hidden_layers\": 4");
-    snprintf(cmd, sizeof(cmd), "sed -i 's/layers.2.attn_norm.weight/layers.2.attn_norx.weight/' "
-                               "%s/model.safetensors", dir);
-    assert_int_equal(system(cmd), 0);
-    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
-                      "missing tensor layers.2.norm1.weight (in this file: "
-                      "layers.2.attn_norm.weight)");
-    test_temp_dir_remove(dir);
+    hf_golden_expect_tensor_refused(f->ctx, MODERNBERT_DIR, "basic", "clattn_modernbert_",
+                                    "layers.1.mlp.Wi.weight", "layers.1.mlp.Wx.weight",
+                                    CLATTN_ERROR_FORMAT,
+                                    "missing tensor layers.1.linear1_gate.weight (in this file: "
+                                    "rows 0 to 47 of layers.1.mlp.Wi.weight)");
+    hf_golden_expect_tensor_refused(f->ctx, MODERNBERT_DIR, "basic", "clattn_modernbert_",
+                                    "layers.2.attn_norm.weight", "layers.2.attn_norx.weight",
+                                    CLATTN_ERROR_FORMAT,
+                                    "missing tensor layers.2.norm1.weight (in this file: "
+                                    "layers.2.attn_norm.weight)");
     /* intermediate_size 50 asks for 100 rows of Wi where the file has 96 */
-    modernbert_folder(dir, sizeof(dir), "\"intermediate_size\": 48", "\"intermediate_size\": 50");
-    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir),
-                      CLATTN_ERROR_SHAPE_MISMATCH,
-                      "layers.0.linear1_gate.weight has shape [96, 32] but the configuration "
-                      "needs [50, 32]");
-    test_temp_dir_remove(dir);
+    refused(f->ctx, "\"intermediate_size\": 48", "\"intermediate_size\": 50",
+            CLATTN_ERROR_SHAPE_MISMATCH,
+            "layers.0.linear1_gate.weight has shape [96, 32] but the configuration needs [50, 32]");
     /* norm_bias true asks for LayerNorm biases the file does not have */
-    modernbert_folder(dir, sizeof(dir), "\"norm_bias\": false", "\"norm_bias\": true");
-    assert_status_msg(f->ctx, clattn_encoder_load_hf(f->ctx, &enc, dir), CLATTN_ERROR_FORMAT,
-                      "(in this file: layers.0.mlp_norm.bias)");
-    test_temp_dir_remove(dir);
-    assert_null(enc);
+    refused(f->ctx, "\"norm_bias\": false", "\"norm_bias\": true", CLATTN_ERROR_FORMAT,
+            "(in this file: layers.0.mlp_norm.bias)");
 }
 
 int main(void)

@@ -15,30 +15,14 @@ golden=$3/modernbert/basic
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-modernbert-embed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/expect.sh"
+source "$(dirname "$0")/embed_lib.sh"
 
 echo "--- token ids and embeddings against sentence-transformers"
-"$embed" --model "$golden" --tokenize --input "$golden/texts.txt" >"$tmp/ids.txt"
-expect 0 "" -- diff "$tmp/ids.txt" "$golden/ids.txt"
-expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --output "$tmp/e.npy"
-expect 0 "max abs difference" -- "$compare" "$tmp/e.npy" "$golden/embeddings.npy" 1e-5
-# batch invariance: one text at a time, the same bytes
-expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --batch-size 1 \
-    --output "$tmp/b1.npy"
-expect 0 "" -- cmp "$tmp/b1.npy" "$tmp/e.npy"
+expect_golden_embeddings "$golden"
 
 echo "--- the length without sentence_bert_config.json: max_position_embeddings (8192), not 64"
-mkdir "$tmp/folder"
-cp -r "$golden"/. "$tmp/folder/"
-rm "$tmp/folder/sentence_bert_config.json"
-long=$(grep -m 1 "long enough to be truncated" "$golden/texts.txt")
-count=$("$embed" --model "$tmp/folder" --tokenize "$long" | tr ',' '\n' | wc -l)
-if [ "$count" -le 64 ]; then
-    echo "FAIL: the long text has $count ids without sentence_bert_config.json (expected > 64)"
-    failures=$((failures + 1))
-else
-    echo "ok:   the long text keeps its $count ids"
-fi
-expect 0 "" -- "$embed" --model "$tmp/folder" --output "$tmp/long.npy" "$long"
+expect_longer_without_sbert_config "$golden" \
+    "$(grep -m 1 "long enough to be truncated" "$golden/texts.txt")" 64
 
 echo "--- what the encoder does not implement is named"
 sed -i 's/"hidden_activation": "gelu"/"hidden_activation": "quick_gelu"/' "$tmp/folder/config.json"

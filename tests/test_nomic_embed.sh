@@ -14,12 +14,10 @@ golden=$3/nomic/basic
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-nomic-embed.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/expect.sh"
+source "$(dirname "$0")/embed_lib.sh"
 
 echo "--- token ids and embeddings against the reference"
-"$embed" --model "$golden" --tokenize --input "$golden/texts.txt" >"$tmp/ids.txt"
-expect 0 "" -- diff "$tmp/ids.txt" "$golden/ids.txt"
-expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --output "$tmp/e.npy"
-expect 0 "max abs difference" -- "$compare" "$tmp/e.npy" "$golden/embeddings.npy" 1e-5
+expect_golden_embeddings "$golden"
 expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --prompt-name search_query \
     --output "$tmp/q.npy"
 expect 0 "max abs difference" -- "$compare" "$tmp/q.npy" "$golden/embeddings_search_query.npy" 1e-5
@@ -27,24 +25,9 @@ expect 0 "max abs difference" -- "$compare" "$tmp/q.npy" "$golden/embeddings_sea
 expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --prompt "search_query: " \
     --output "$tmp/p.npy"
 expect 0 "" -- cmp "$tmp/p.npy" "$tmp/q.npy"
-# batch invariance: one text at a time, the same bytes
-expect 0 "" -- "$embed" --model "$golden" --input "$golden/texts.txt" --batch-size 1 \
-    --output "$tmp/b1.npy"
-expect 0 "" -- cmp "$tmp/b1.npy" "$tmp/e.npy"
 
 echo "--- the length without sentence_bert_config.json: n_positions (8192), not 48"
-mkdir "$tmp/folder"
-cp -r "$golden"/. "$tmp/folder/"
-rm "$tmp/folder/sentence_bert_config.json"
-long=$(tail -n 1 "$golden/texts.txt")
-count=$("$embed" --model "$tmp/folder" --tokenize "$long" | tr ',' '\n' | wc -l)
-if [ "$count" -le 48 ]; then
-    echo "FAIL: the long text has $count ids without sentence_bert_config.json (expected > 48)"
-    failures=$((failures + 1))
-else
-    echo "ok:   the long text keeps its $count ids"
-fi
-expect 0 "" -- "$embed" --model "$tmp/folder" --output "$tmp/long.npy" "$long"
+expect_longer_without_sbert_config "$golden" "$(tail -n 1 "$golden/texts.txt")" 48
 
 echo "--- what the encoder does not implement is named"
 sed -i 's/"rotary_scaling_factor": null/"rotary_scaling_factor": 2/' "$tmp/folder/config.json"

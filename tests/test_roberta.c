@@ -63,13 +63,8 @@ static void small_models_match_transformers(void **state)
 static void folder_copy(char *dir, size_t size, const char *from, const char *files,
                         const char *edit_from, const char *edit_to)
 {
-    assert_int_equal(test_temp_dir_create(dir, size, "clattn_roberta_"), 0);
-    char cmd[4096];
-    snprintf(cmd, sizeof(cmd),
-             "cd %s/%s && cp %s %s/ && sed 's/%s/%s/' config.json > %s/config.json && "
-             "grep -q '%s' %s/config.json",
-             ROBERTA_DIR, from, files, dir, edit_from, edit_to, dir, edit_to, dir);
-    assert_int_equal(system(cmd), 0);
+    hf_golden_copy_with_config_edit(dir, size, ROBERTA_DIR, from, files, "clattn_roberta_",
+                                    edit_from, edit_to);
 }
 
 /* masked_lm's config.json with `from` replaced by `to` must be refused with `status` and
@@ -77,12 +72,8 @@ static void folder_copy(char *dir, size_t size, const char *from, const char *fi
 static void refused(clattn_context *ctx, const char *from, const char *to, clattn_status status,
                     const char *message)
 {
-    char dir[1024];
-    clattn_encoder *enc = (clattn_encoder *)0x1;
-    folder_copy(dir, sizeof(dir), "masked_lm", "model.safetensors", from, to);
-    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, message);
-    assert_null(enc);
-    test_temp_dir_remove(dir);
+    hf_golden_expect_config_refused(ctx, ROBERTA_DIR, "masked_lm", "clattn_roberta_", from, to,
+                                    status, message);
 }
 
 static void bad_folders_are_named(void **state)
@@ -116,23 +107,17 @@ static void bad_folders_are_named(void **state)
             "\"nomic_bert\", \"roberta\", \"xlm-roberta\"");
 
     /* A tensor missing under the task model's prefix is named as the file names it. */
-    char dir[1024], cmd[2048];
-    clattn_encoder *enc = NULL;
-    folder_copy(dir, sizeof(dir), "masked_lm", "model.safetensors", "\"num_hidden_layers\": 2",
-                "\"num_hidden_layers\": 2");
-    snprintf(cmd, sizeof(cmd),
-             "sed -i 's/roberta.encoder.layer.1.attention.self.key.weight/"
-             "roberta.encoder.layer.1.attention.self.kxy.weight/' %s/model.safetensors",
-             dir);
-    assert_int_equal(system(cmd), 0);
-    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), CLATTN_ERROR_FORMAT,
-                      "missing tensor layers.1.self_attn.in_proj_weight (or q_proj_weight, "
-                      "k_proj_weight and v_proj_weight) (in this file: "
-                      "roberta.encoder.layer.1.attention.self.{query,key,value}.weight)");
-    assert_null(enc);
-    test_temp_dir_remove(dir);
+    hf_golden_expect_tensor_refused(
+        ctx, ROBERTA_DIR, "masked_lm", "clattn_roberta_",
+        "roberta.encoder.layer.1.attention.self.key.weight",
+        "roberta.encoder.layer.1.attention.self.kxy.weight", CLATTN_ERROR_FORMAT,
+        "missing tensor layers.1.self_attn.in_proj_weight (or q_proj_weight, k_proj_weight and "
+        "v_proj_weight) (in this file: "
+        "roberta.encoder.layer.1.attention.self.{query,key,value}.weight)");
 
     /* Without pad_token_id, RobertaConfig's default 1; "xlm-roberta" reads the same file. */
+    char dir[1024];
+    clattn_encoder *enc = NULL;
     clattn_encoder_config cfg;
     folder_copy(dir, sizeof(dir), "masked_lm", "model.safetensors", "\"pad_token_id\": 3,",
                 "\"pad_tokn_id\": 3,");

@@ -16,30 +16,13 @@ set -u
 serve=$1 embed=$2 golden=$3 mode=$4
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-serve.XXXXXX")
-servers=()
-cleanup() {
-    local pid
-    for pid in "${servers[@]}"; do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT # meson's timeout: the servers are killed all the same
 source "$here/expect.sh"
+# the cleanup on exit, ok and bad; start_server, stop_server, call, post, want
+source "$here/serve_lib.sh"
 # The interpreter itself, not a version manager's shim (which costs a start each call).
 python=$(python3 -c 'import sys; print(sys.executable)')
 python3() { "$python" "$@"; }
 check() { python3 "$here/serve_check.py" "$@"; }
-ok() { echo "ok:   $*"; }
-bad() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# start_server, stop_server, call, post, want
-source "$here/serve_lib.sh"
 
 # want_vectors WHAT SERVE_CHECK_VECTORS_ARGS...: status 200 and the embeddings as given.
 want_vectors() {

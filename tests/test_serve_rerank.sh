@@ -17,23 +17,6 @@ set -u
 serve=$1 rerank=$2 golden=$3
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-serve-rerank.XXXXXX")
-servers=()
-cleanup() {
-    local pid
-    for pid in "${servers[@]}"; do
-        kill -KILL "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-failures=0
-ok() { echo "ok:   $*"; }
-bad() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 source "$here/serve_lib.sh"
 check() {
     if out=$(python3 "$here/serve_rerank_check.py" "$@"); then

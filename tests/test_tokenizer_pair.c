@@ -3,6 +3,7 @@
  * Face's ids and type ids (tests/golden/tokenizer_pair/pairs.json.gz from
  * tools/gen_pair_golden.py, tokenizers 0.19.1); hand-checked truncation lengths and templates;
  * arguments, invalid UTF-8 and pair templates that cannot be applied. */
+#include "common/hf_golden.h"
 #include "common/test_util.h"
 #include "clattn/tokenizer.h"
 #include "text/tokenizer_internal.h"
@@ -24,29 +25,10 @@
 static char temp_dir[1024];
 static json_t *golden; /* pairs.json */
 
-/* A gzip'd JSON file, parsed (gzip -dc: no zlib in the tests); NULL when it cannot be read. */
-static json_t *load_gz(const char *path)
-{
-    char cmd[4200];
-    snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return NULL;
-    json_error_t error;
-    json_t *j = json_loadf(p, JSON_ALLOW_NUL, &error);
-    if (!j)
-        fprintf(stderr, "%s: %s (line %d)\n", path, error.text, error.line);
-    if (pclose(p) != 0) {
-        json_decref(j);
-        return NULL;
-    }
-    return j;
-}
-
 static int setup(void **state)
 {
     (void)state;
-    golden = load_gz(GOLDEN_DIR "/tokenizer_pair/pairs.json.gz");
+    golden = hf_golden_load_json_gz(GOLDEN_DIR "/tokenizer_pair/pairs.json.gz");
     if (!golden)
         return -1;
     return test_temp_dir_create(temp_dir, sizeof(temp_dir), "clattn_pair_");
@@ -106,7 +88,7 @@ static clattn_tokenizer *set_tokenizer(const json_t *set)
     bool gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
     if (!gz && !overrides)
         return load(path);
-    json_t *j = gz ? load_gz(path) : read_json(path);
+    json_t *j = gz ? hf_golden_load_json_gz(path) : read_json(path);
     assert_non_null(j);
     if (overrides)
         assert_int_equal(json_object_update(j, overrides), 0);

@@ -7,6 +7,7 @@
  * loader's errors for what is not supported. CLATTN_UNIGRAM_GOLDEN=DIR compares with the golden
  * files that tools/gen_unigram_golden.py --from-tokenizer FILE --out DIR wrote for another
  * tokenizer.json instead (a real model's). */
+#include "common/hf_golden.h"
 #include "common/test_util.h"
 #include "clattn/tokenizer.h"
 
@@ -32,25 +33,14 @@ static bool custom; /* CLATTN_UNIGRAM_GOLDEN names another golden folder */
  * model's), parsed (gzip -dc: no zlib in the tests). */
 static json_t *load_gz(const char *name)
 {
-    char cmd[2048];
+    char path[2048];
     const char *dir = getenv("CLATTN_UNIGRAM_GOLDEN");
     custom = dir && *dir;
     if (custom)
-        snprintf(cmd, sizeof(cmd), "gzip -dc '%s/%s'", dir, name);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
     else
-        snprintf(cmd, sizeof(cmd), "gzip -dc '%s/unigram/%s'", GOLDEN_DIR, name);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return NULL;
-    json_error_t error;
-    json_t *j = json_loadf(p, JSON_ALLOW_NUL, &error);
-    if (!j)
-        fprintf(stderr, "%s: %s (line %d)\n", name, error.text, error.line);
-    if (pclose(p) != 0) {
-        json_decref(j);
-        return NULL;
-    }
-    return j;
+        snprintf(path, sizeof(path), "%s/unigram/%s", GOLDEN_DIR, name);
+    return hf_golden_load_json_gz(path);
 }
 
 static int setup(void **state)

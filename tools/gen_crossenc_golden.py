@@ -31,7 +31,7 @@ Written (each folder removed first):
                                         level BPE, 405 ids); classifier_pooling "mean",
                                         classifier_activation "gelu", classifier_bias true;
                                         model_max_length 48; eager attention, the float64 runs
-                                        with a float64 softmax (gen_modernbert_golden.py's
+                                        with a float64 softmax (golden_common.py's
                                         float64_softmax)
 each a folder as save_pretrained writes it (config.json, model.safetensors with the encoder
 under "bert." or "roberta." and the head: bert.pooler.* and classifier.*, or
@@ -73,7 +73,6 @@ ranking means something. The vocabulary (VOCAB: letters, digits, a few words) ma
 out-of-vocabulary words spell out letter by letter, so pairs of a few words reach the
 truncation lengths.
 """
-import contextlib
 import json
 import os
 import shutil
@@ -82,6 +81,8 @@ import tempfile
 
 import numpy as np
 import torch
+
+from golden_common import float64_softmax
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 ROOT = os.path.join(REPO, "tests", "golden", "crossenc")
@@ -229,31 +230,13 @@ def tokenize(folder, pairs, max_length):
     return enc["input_ids"], enc["token_type_ids"]
 
 
-@contextlib.contextmanager
-def float64_softmax():
-    """ModernBERT's eager attention takes its softmax with dtype=torch.float32, which would
-    round a float64 run's probabilities to float32 (tools/gen_modernbert_golden.py): while this
-    is active a float64 input keeps a float64 softmax."""
-    original = torch.nn.functional.softmax
-
-    def softmax(input, dim=None, _stacklevel=3, dtype=None):
-        if input.dtype == torch.float64:
-            dtype = None
-        return original(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
-    torch.nn.functional.softmax = softmax
-    try:
-        yield
-    finally:
-        torch.nn.functional.softmax = original
-
-
 def logits64(model, ids, types):
     """Each pair alone (no padding), the model in float64; token types only for a model that
     takes them (ModernBERT's forward has none; RoBERTa's tokenizer gives none, so zeros)."""
     double = model.double()
     takes_types = model.config.model_type == "bert"
     rows = []
-    with torch.no_grad(), float64_softmax():
+    with torch.no_grad(), float64_softmax(torch):
         for i, t in zip(ids, types):
             kwargs = dict(token_type_ids=torch.tensor([t])) if takes_types else {}
             out = double(input_ids=torch.tensor([i]),

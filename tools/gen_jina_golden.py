@@ -96,6 +96,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from golden_common import pooled
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "tests", "golden", "jina")
 
@@ -434,13 +436,6 @@ def make_inputs(rng, lengths, vocab):
         ids[b, length - 1] = 3
         mask[b, :length] = 1
     return ids, mask
-
-
-def pooled(h, mask):
-    m = mask[:, :, None].astype(np.float64)
-    mean = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    norm = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
-    return mean, norm
 
 
 def save_safetensors(module, path):

@@ -47,7 +47,8 @@ Written (each case folder removed first), under tests/golden/modernbert/:
                              without leading and trailing whitespace (str.strip(), asserted)
              embeddings.npy  float32 [texts, 32]: SentenceTransformer.encode of the texts in
                              float64 (mean pooling, normalised), rounded to float32
-           (Every float64 run keeps the attention's softmax in float64: see float64_softmax.)
+           (Every float64 run keeps the attention's softmax in float64: see
+           golden_common.float64_softmax.)
            and the encoder-level files of every case:
              input_ids.npy, attention_mask.npy   int64 [B, N]: [CLS] random ids [SEP], right-padded
              last_hidden_state.npy               float32 [B, N, hidden]: ModernBertModel in float64
@@ -63,12 +64,13 @@ Written (each case folder removed first), under tests/golden/modernbert/:
            layer uses global_rope_theta); the encoder-level files only.
 """
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+
+from golden_common import float64_softmax, pooled, write_json_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "..", "tests", "golden", "modernbert")
@@ -144,25 +146,6 @@ def train_tokenizer(folder):
 
 # ---- models and references (infinity venv) ----
 
-@contextlib.contextmanager
-def float64_softmax(torch):
-    """transformers' eager_attention_forward takes its softmax with dtype=torch.float32: in a
-    float64 run that rounds the probabilities to float32, and finfo(float64).min to -inf, so that
-    a padded query whose window holds only masked keys gets NaN, which the next layer's zero
-    weights spread (0 · NaN). While this is active a float64 input keeps a float64 softmax."""
-    original = torch.nn.functional.softmax
-
-    def softmax(input, dim=None, _stacklevel=3, dtype=None):
-        if input.dtype == torch.float64:
-            dtype = None
-        return original(input, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
-    torch.nn.functional.softmax = softmax
-    try:
-        yield
-    finally:
-        torch.nn.functional.softmax = original
-
-
 def randomize(model, torch, nn):
     with torch.no_grad():
         for mod in model.modules():
@@ -188,13 +171,6 @@ def make_inputs(np, rng, lengths, low, high, cls_id, sep_id, pad_id):
         ids[b, length - 1] = sep_id
         mask[b, :length] = 1
     return ids, mask
-
-
-def pooled(np, h, mask):
-    m = mask[:, :, None].astype(np.float64)
-    mean = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    norm = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
-    return mean, norm
 
 
 CASES = {
@@ -287,7 +263,7 @@ def main():
         for b, length in enumerate(case["lengths"]):  # padding changes no real token
             alone = run(torch.float64, ids[b:b + 1, :length], mask[b:b + 1, :length])
             assert np.abs(alone[0] - h64[b, :length]).max() < 1e-12, (name, b)
-        mean, norm = pooled(np, h64, mask)
+        mean, norm = pooled(h64, mask)
         np.save(os.path.join(folder, "input_ids.npy"), ids)
         np.save(os.path.join(folder, "attention_mask.npy"), mask)
         np.save(os.path.join(folder, "last_hidden_state.npy"), h64.astype(np.float32))
@@ -360,10 +336,7 @@ def write_sentence_transformers(folder, np, torch, sentence_transformers, transf
             "cls_token": "[CLS]", "mask_token": "[MASK]", "pad_token": "[PAD]",
             "sep_token": "[SEP]", "unk_token": "[UNK]"},
     }
-    for path, content in files.items():
-        with open(os.path.join(folder, path), "w") as f:
-            json.dump(content, f, indent=2)
-            f.write("\n")
+    write_json_files(folder, files)
     with open(os.path.join(folder, "texts.txt"), "w", encoding="utf-8") as f:
         for t in ST_TEXTS:
             assert "\n" not in t and "\r" not in t

@@ -103,6 +103,8 @@ import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import GPT2Config  # noqa: E402
 
+from golden_common import pooled, write_json_files  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "..", "tests", "golden", "nomic")
 PUBLISHED_COMMIT = "613ddfd37309e538cceadb05b1e6423e7b09f603"
@@ -537,13 +539,6 @@ def make_inputs(rng, lengths, vocab, cls_id=2, sep_id=3):
     return ids, mask
 
 
-def pooled(h, mask):
-    m = mask[:, :, None].astype(np.float64)
-    mean = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    norm = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
-    return mean, norm
-
-
 def run(model, ids, mask, dtype):
     model = model.to(dtype)
     with torch.no_grad():
@@ -713,10 +708,7 @@ def write_sentence_transformers(folder, model, meta):
             "cls_token": "[CLS]", "mask_token": "[MASK]", "pad_token": "[PAD]",
             "sep_token": "[SEP]", "unk_token": "[UNK]"},
     }
-    for path, content in files.items():
-        with open(os.path.join(folder, path), "w") as f:
-            json.dump(content, f, indent=2)
-            f.write("\n")
+    write_json_files(folder, files)
     with open(os.path.join(folder, "texts.txt"), "w", encoding="utf-8") as f:
         for t in ST_TEXTS:
             f.write(t + "\n")

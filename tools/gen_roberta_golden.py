@@ -77,6 +77,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from sentence_transformers import SentenceTransformer, models  # noqa: E402
 from tokenizers import AddedToken  # noqa: E402
+from golden_common import pooled  # noqa: E402
 from transformers import (RobertaConfig, RobertaForMaskedLM, RobertaModel,  # noqa: E402
                           RobertaTokenizerFast, XLMRobertaConfig, XLMRobertaModel,
                           XLMRobertaTokenizerFast)
@@ -146,13 +147,6 @@ def small_config(cls, seed, **overrides):
     c.update(overrides)
     torch.manual_seed(seed)
     return cls(**c)
-
-
-def pooled(h, mask):
-    m = mask[:, :, None].astype(np.float64)
-    mean = (h * m).sum(1) / np.maximum(m.sum(1), 1e-9)
-    norm = mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
-    return mean, norm
 
 
 def write_json(path, value):

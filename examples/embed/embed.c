@@ -282,12 +282,9 @@ static int parse_options(int argc, char **argv, options *o)
     o->text_count = (size_t)(argc - optind);
     if (!o->model)
         return usage_error("--model DIR is required");
-    if (o->input && o->text_count)
-        return usage_error("give texts either with --input or as arguments, not both "
-                           "('%s')",
-                           o->texts[0]);
-    if (!o->input && !o->text_count)
-        return usage_error("no texts: give them as arguments or with --input FILE");
+    int rc = text_list_check_source(o->input, o->texts, o->text_count, "texts");
+    if (rc >= 0)
+        return rc;
     if (o->prompt && o->prompt_name)
         return usage_error("give --prompt or --prompt-name, not both");
     if (o->tokenize && (o->output || o->json || o->pooling >= 0 || o->no_normalize ||
@@ -311,82 +308,6 @@ static int parse_options(int argc, char **argv, options *o)
 }
 
 /* ---- the texts ---- */
-
-typedef struct text_list {
-    char *buffer; /* the whole input (lines are cut into it) */
-    const char **texts; /* [count] */
-    size_t *lengths;
-    size_t count;
-} text_list;
-
-static void text_list_free(text_list *t)
-{
-    free(t->buffer), free(t->texts), free(t->lengths);
-    memset(t, 0, sizeof(*t));
-}
-
-/* Reads a whole file ("-": stdin) into memory. */
-static int read_all(const char *path, char **data, size_t *size)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return runtime_error("--input: %s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len == cap) {
-            char *grown = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    bool failed = !buf || ferror(f);
-    int saved = errno;
-    if (f != stdin)
-        fclose(f);
-    if (failed) {
-        free(buf);
-        return runtime_error("--input: %s: %s", path,
-                             buf ? strerror(saved) : "out of memory reading the file");
-    }
-    *data = buf;
-    *size = len;
-    return 0;
-}
-
-/* One text per line: "\n" or "\r\n" ends a line; a last line without an end counts. */
-static int load_texts(const options *o, text_list *t)
-{
-    memset(t, 0, sizeof(*t));
-    if (!o->input) {
-        t->count = o->text_count;
-        t->texts = calloc(t->count, sizeof(*t->texts));
-        t->lengths = calloc(t->count, sizeof(*t->lengths));
-        if (!t->texts || !t->lengths)
-            return runtime_error("out of memory");
-        for (size_t i = 0; i < t->count; i++)
-            t->texts[i] = o->texts[i], t->lengths[i] = strlen(o->texts[i]);
-        return 0;
-    }
-    size_t size = 0;
-    int rc = read_all(o->input, &t->buffer, &size);
-    if (rc)
-        return rc;
-    if (!split_lines(t->buffer, size, &t->texts, &t->lengths, &t->count))
-        return runtime_error("out of memory for the lines of %zu bytes", size);
-    if (t->count == 0)
-        return runtime_error("--input: %s holds no text (it is empty)", o->input);
-    return 0;
-}
 
 /* ---- output ---- */
 /* "text N" (an argument) or "line N" (of --input), from 1. */
@@ -477,12 +398,9 @@ static void show_progress(void *user, size_t done, size_t total)
 
 static int embed(const options *o, const text_list *t)
 {
-    clattn_context_params cp;
-    clattn_context_params_default(&cp);
-    cp.device = o->device;
     clattn_context *ctx = NULL;
-    if (clattn_context_create(&ctx, &cp) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
+    if (cli_context_create(o->device, &ctx))
+        return EXIT_RUNTIME;
     clattn_sentence_model *model = NULL;
     clattn_sentence_model_info info;
     int rc = 0;
@@ -624,7 +542,7 @@ int main(int argc, char **argv)
         rc = run_corpus_job(&o);
     } else if (rc < 0) {
         text_list t;
-        if ((rc = load_texts(&o, &t)) == 0)
+        if ((rc = text_list_load(o.input, o.texts, o.text_count, "text", &t)) == 0)
             rc = o.tokenize ? tokenize(&o, &t) : embed(&o, &t);
         text_list_free(&t);
     }

@@ -265,6 +265,30 @@ static enum MHD_Result answer_failed_job(serve_http *h, struct MHD_Connection *c
     }
 }
 
+/* The body has been parsed (ok: into texts): it is freed, and a request that parsed counts its
+ * texts and tokens (the access log and the metrics). Returns ok. */
+static bool body_parsed(request *r, bool ok, const serve_texts *texts)
+{
+    free(r->body);
+    r->body = NULL;
+    if (ok) {
+        r->texts = texts->count;
+        r->tokens = texts->tokens;
+    }
+    return ok;
+}
+
+/* Runs the job through the scheduler within the request's deadline; the request keeps the
+ * job's queue and inference times. */
+static serve_result run_job(serve_http *h, request *r, serve_job *job)
+{
+    serve_result result =
+        serve_scheduler_submit(h->backend.scheduler, job, r->deadline_s * 1000.0);
+    r->queue_ms = job->queue_ms;
+    r->inference_ms = job->inference_ms;
+    return result;
+}
+
 static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c, request *r)
 {
     const serve_backend *b = &h->backend;
@@ -275,12 +299,8 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
                                                   &req, &err)
                   : serve_parse_tei_embed(r->body, r->length, b->tokenizer, &b->limits, &req,
                                           &err);
-    free(r->body);
-    r->body = NULL;
-    if (!ok)
+    if (!body_parsed(r, ok, &req.texts))
         return respond_error(h, c, r, &err);
-    r->texts = req.texts.count;
-    r->tokens = req.texts.tokens;
     size_t hidden = b->limits.hidden_size;
     float *rows = malloc(req.texts.count * hidden * sizeof(float));
     if (!rows) {
@@ -297,10 +317,8 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
         .normalize = req.normalize,
         .out = rows,
     };
-    serve_result result = serve_scheduler_submit(b->scheduler, &job, r->deadline_s * 1000.0);
+    serve_result result = run_job(h, r, &job);
     serve_texts_free(&req.texts);
-    r->queue_ms = job.queue_ms;
-    r->inference_ms = job.inference_ms;
     if (result != SERVE_DONE) {
         free(rows);
         return answer_failed_job(h, c, r, &job, result);
@@ -332,12 +350,8 @@ static enum MHD_Result answer_tokenize(serve_http *h, struct MHD_Connection *c, 
     serve_tokenize_request req;
     serve_error err;
     bool ok = serve_parse_tei_tokenize(r->body, r->length, b->tokenizer, &b->limits, &req, &err);
-    free(r->body);
-    r->body = NULL;
-    if (!ok)
+    if (!body_parsed(r, ok, &req.texts))
         return respond_error(h, c, r, &err);
-    r->texts = req.texts.count;
-    r->tokens = req.texts.tokens;
     size_t length = 0;
     char *body = serve_format_tei_tokens(&req, b->tokenizer, &length);
     serve_texts_free(&req.texts);
@@ -355,12 +369,8 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
                                            &err)
                   : serve_parse_tei_predict(r->body, r->length, b->tokenizer, &b->limits, &req,
                                             &err);
-    free(r->body);
-    r->body = NULL;
-    if (!ok)
+    if (!body_parsed(r, ok, &req.texts))
         return respond_error(h, c, r, &err);
-    r->texts = req.texts.count;
-    r->tokens = req.texts.tokens;
     float *scores = malloc(req.texts.count * b->labels * sizeof(float));
     if (!scores) {
         serve_score_request_free(&req);
@@ -375,9 +385,7 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
         .normalize = 0,
         .out = scores, /* the raw logits [count, labels] */
     };
-    serve_result result = serve_scheduler_submit(b->scheduler, &job, r->deadline_s * 1000.0);
-    r->queue_ms = job.queue_ms;
-    r->inference_ms = job.inference_ms;
+    serve_result result = run_job(h, r, &job);
     if (result != SERVE_DONE) {
         free(scores);
         serve_score_request_free(&req);

@@ -571,6 +571,19 @@ static bool get_string(const json_t *root, const char *field, serve_api api, con
     return true;
 }
 
+/* "truncation_direction"'s value, read by get_string (NULL: not given): *left for "left" or
+ * "Left"; anything but those and "right" or "Right" is an error. */
+static bool get_direction(const char *direction, serve_api api, bool *left, serve_error *err)
+{
+    *left = direction && (strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0);
+    if (!direction || *left || strcmp(direction, "right") == 0 ||
+        strcmp(direction, "Right") == 0)
+        return true;
+    serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
+                    "'truncation_direction' must be \"right\" or \"left\"");
+    return false;
+}
+
 static bool get_dimensions(const json_t *root, serve_api api, const serve_limits *limits,
                            size_t *out, serve_error *err)
 {
@@ -666,15 +679,7 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
     const char *prompt = NULL;
     ok = ok && get_prompt(root, api, limits, true, &prompt, err);
     bool left = false;
-    if (ok && direction) {
-        if (strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0) {
-            left = true;
-        } else if (strcmp(direction, "right") != 0 && strcmp(direction, "Right") != 0) {
-            serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
-                            "'truncation_direction' must be \"right\" or \"left\"");
-            ok = false;
-        }
-    }
+    ok = ok && get_direction(direction, api, &left, err);
     req->normalize = normalize;
     input_rules rules = {api, "inputs", false, true, truncate, left, prompt};
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
@@ -808,15 +813,14 @@ static bool get_score_options(const json_t *root, const serve_limits *limits, bo
         !get_string(root, "truncation_direction", api, &direction, err) ||
         !get_bool(root, "raw_scores", api, &req->raw_scores, err))
         return false;
-    if (direction && strcmp(direction, "right") != 0 && strcmp(direction, "Right") != 0) {
-        bool left = strcmp(direction, "left") == 0 || strcmp(direction, "Left") == 0;
-        serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
-                        left ? "'truncation_direction' \"left\" is not supported for a "
-                               "cross-encoder: pairs are truncated longest-first from the right"
-                             : "'truncation_direction' must be \"right\" or \"left\"");
+    bool left = false;
+    if (!get_direction(direction, api, &left, err))
         return false;
-    }
-    return true;
+    if (left)
+        serve_error_set(err, api, SERVE_ERROR_INVALID, "truncation_direction",
+                        "'truncation_direction' \"left\" is not supported for a cross-encoder: "
+                        "pairs are truncated longest-first from the right");
+    return !left;
 }
 
 static bool too_many(const serve_limits *limits, const char *field, size_t count,

@@ -6,10 +6,10 @@
 #include "base/sizes.h"
 #include "classifier_head.h"
 #include "formats/file_io.h"
+#include "model_folder.h"
 #include "pooled_batches.h"
 #include "text/text_strip.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char fn_load[] = "clattn_cross_encoder_load";
 
@@ -158,14 +157,11 @@ static clattn_status read_default_activation(clattn_cross_encoder *m, const char
 static clattn_status read_model_max_length(const char *dir, size_t *max_length)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
-    *max_length = 0;
-    struct stat st;
-    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
-        return CLATTN_OK;
     json_t *root;
-    clattn_status status = clattn__read_json(fn_load, path, &root);
-    if (status != CLATTN_OK)
+    *max_length = 0;
+    clattn_status status =
+        clattn__folder_optional_json(fn_load, dir, "tokenizer_config.json", path, &root);
+    if (status != CLATTN_OK || !root)
         return status;
     json_t *v = json_object_get(root, "model_max_length");
     if (json_is_integer(v) && json_integer_value(v) > 0)
@@ -216,26 +212,17 @@ clattn_status clattn_cross_encoder_load(clattn_context *ctx, clattn_cross_encode
         (status = clattn__head_load(fn_load, dir, m->architecture, config, cfg.d_model,
                                     m->info.num_labels, &m->head)) ||
         (status = clattn_tokenizer_load(&m->tokenizer, dir)) ||
-        (status = read_model_max_length(dir, &model_max_length))) {
+        (status = read_model_max_length(dir, &model_max_length)) ||
+        (status = clattn__folder_check_tokenizer(fn_load, dir, m->tokenizer, &cfg))) {
         json_decref(config);
         clattn_cross_encoder_destroy(&m);
         /* the file errors were recorded for the thread: the context too */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
     }
     json_decref(config);
-    if (clattn_tokenizer_vocab_size(m->tokenizer) > cfg.vocab_size) {
-        status = clattn__fail_in(fn_load, dir, CLATTN_ERROR_FORMAT,
-                                 "the tokenizer has %zu ids but the model's vocabulary only %zu",
-                                 clattn_tokenizer_vocab_size(m->tokenizer), cfg.vocab_size);
-        clattn_cross_encoder_destroy(&m);
-        return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
-    }
     /* The truncation length: what CrossEncoder truncates to (the tokenizer's model_max_length),
-     * within the position table (RoBERTa-style positions start at padding_idx + 1) and the
-     * tokenizer's own default. */
-    size_t max_length = cfg.positional == CLATTN_POSITIONAL_LEARNED_PADDED
-                            ? cfg.max_positions - (size_t)cfg.padding_idx - 1
-                            : cfg.max_positions;
+     * within the position table and the tokenizer's own default. */
+    size_t max_length = clattn__folder_position_limit(&cfg);
     size_t tokenizer_max = clattn_tokenizer_max_length(m->tokenizer);
     if (tokenizer_max < max_length)
         max_length = tokenizer_max;
@@ -249,10 +236,7 @@ clattn_status clattn_cross_encoder_load(clattn_context *ctx, clattn_cross_encode
     m->info.type_vocab_size = cfg.type_vocab_size;
     m->info.model_type = m->model_type;
     m->info.architecture = m->architecture;
-    clattn_device_info device;
-    m->batch_costs.overhead = embed_batch_overhead(
-        clattn_context_device_info(ctx, &device) == CLATTN_OK ? &device : NULL);
-    m->batch_costs.attention_width = 2.0 * (double)cfg.d_model + (double)cfg.dim_feedforward;
+    m->batch_costs = clattn__pooled_batch_costs(ctx, &cfg);
     clattn_tokenizer_special special = clattn_tokenizer_special_ids(m->tokenizer);
     m->pad_id = special.pad >= 0 ? special.pad : 0;
     *out = m;
@@ -357,11 +341,23 @@ clattn_status clattn_cross_encoder_activate(const clattn_cross_encoder *m,
     return CLATTN_OK;
 }
 
-/* The checks every scoring call makes on its common arguments. */
-static clattn_status check_params(const clattn_cross_encoder *m, const char *fn, size_t count,
-                                  const float *out, const clattn_cross_encoder_params *params)
+/* The checks every scoring call makes on its common arguments: its two arrays of `count` (named
+ * in messages by first_name and second_name: NULL only when count is 0), out, and *params, which
+ * NULL turns into the defaults (written to *defaults). */
+static clattn_status check_call(const clattn_cross_encoder *m, const char *fn, const void *first,
+                                const char *first_name, const void *second,
+                                const char *second_name, size_t count, const float *out,
+                                const clattn_cross_encoder_params **params_in,
+                                clattn_cross_encoder_params *defaults)
 {
     clattn_context *ctx = m->ctx;
+    if (!*params_in) {
+        clattn_cross_encoder_params_default(defaults);
+        *params_in = defaults;
+    }
+    const clattn_cross_encoder_params *params = *params_in;
+    CLATTN_CHECK_ARG(ctx, fn, first || count == 0, "%s is NULL", first_name);
+    CLATTN_CHECK_ARG(ctx, fn, second || count == 0, "%s is NULL", second_name);
     CLATTN_CHECK_ARG(ctx, fn, out || count == 0, "out is NULL");
     CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
                      "params->reserved is not zero (initialise params with "
@@ -482,13 +478,8 @@ clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *m, const int3
     CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
     clattn_context *ctx = m->ctx;
     clattn_cross_encoder_params defaults;
-    if (!params) {
-        clattn_cross_encoder_params_default(&defaults);
-        params = &defaults;
-    }
-    CLATTN_CHECK_ARG(ctx, fn, ids || count == 0, "ids is NULL");
-    CLATTN_CHECK_ARG(ctx, fn, lengths || count == 0, "lengths is NULL");
-    clattn_status status = check_params(m, fn, count, out, params);
+    clattn_status status =
+        check_call(m, fn, ids, "ids", lengths, "lengths", count, out, &params, &defaults);
     if (status != CLATTN_OK)
         return status;
     CLATTN_CHECK_ARG(ctx, fn, params->max_length == 0,
@@ -633,13 +624,8 @@ clattn_status clattn_cross_encoder_score(clattn_cross_encoder *m, const char *co
     CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
     clattn_context *ctx = m->ctx;
     clattn_cross_encoder_params defaults;
-    if (!params) {
-        clattn_cross_encoder_params_default(&defaults);
-        params = &defaults;
-    }
-    CLATTN_CHECK_ARG(ctx, fn, queries || count == 0, "queries is NULL");
-    CLATTN_CHECK_ARG(ctx, fn, documents || count == 0, "documents is NULL");
-    clattn_status status = check_params(m, fn, count, out, params);
+    clattn_status status = check_call(m, fn, queries, "queries", documents, "documents", count,
+                                      out, &params, &defaults);
     if (status != CLATTN_OK)
         return status;
     for (size_t i = 0; i < count; i++) {

@@ -68,6 +68,18 @@ static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const c
     return status;
 }
 
+embed_batch_costs clattn__pooled_batch_costs(clattn_context *ctx,
+                                             const clattn_encoder_config *cfg)
+{
+    clattn_device_info device;
+    embed_batch_costs costs = {
+        .overhead = embed_batch_overhead(
+            clattn_context_device_info(ctx, &device) == CLATTN_OK ? &device : NULL),
+        .attention_width = 2.0 * (double)cfg->d_model + (double)cfg->dim_feedforward,
+    };
+    return costs;
+}
+
 clattn_status clattn__pooled_batches_run(clattn_context *ctx, clattn_encoder *enc, const char *fn,
                                          const token_rows *rows,
                                          const pooled_batches_params *params, float *out)

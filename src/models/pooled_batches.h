@@ -32,6 +32,11 @@ typedef struct pooled_batches_params {
     void *progress_user_data;
 } pooled_batches_params;
 
+/* The plan's numbers for an encoder of configuration cfg on ctx's device (embed_batch_overhead
+ * and attention_width); max_texts and max_padded_tokens are 0, for each call to set. */
+embed_batch_costs clattn__pooled_batch_costs(clattn_context *ctx,
+                                             const clattn_encoder_config *cfg);
+
 /*
  * Runs the rows through `encoder` and writes row i's pooled vector to out[i·d .. (i+1)·d) (out:
  * [rows->count, d], d the encoder's d_model). `fn` names the public function in messages. On

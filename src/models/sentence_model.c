@@ -1,18 +1,16 @@
 /* Sentence embeddings: a sentence-transformers folder (encoder, tokenizer, pooling) and batched
  * embedding of texts. */
 #include "base/errors.h"
-#include "formats/file_io.h"
 #include "hf_model.h"
+#include "model_folder.h"
 #include "pooled_batches.h"
 #include "text/text_strip.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char fn_load[] = "clattn_sentence_model_load";
 static const char fn_embed[] = "clattn_sentence_model_embed";
@@ -29,27 +27,15 @@ struct clattn_sentence_model {
     size_t prompt_count;
 };
 
-/* ---- the folder's small JSON files ---- */
-
-/* Parses dir/name (its path in path[4096]) when it exists: *root is NULL (and CLATTN_OK) when
- * nothing has that name. Anything there but a regular file is an error; a FIFO is never waited
- * on (clattn__read_json opens without blocking). */
-static clattn_status optional_json(const char *dir, const char *name, char *path, json_t **root)
-{
-    snprintf(path, 4096, "%s/%s", dir, name);
-    *root = NULL;
-    struct stat st;
-    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
-        return CLATTN_OK;
-    return clattn__read_json(fn_load, path, root);
-}
+/* ---- the folder's small JSON files (model_folder.h: clattn__folder_optional_json) ---- */
 
 /* sentence_bert_config.json's max_seq_length, when present. */
 static clattn_status read_max_length(const char *dir, size_t *max_length)
 {
     json_t *root;
     char path[4096];
-    clattn_status status = optional_json(dir, "sentence_bert_config.json", path, &root);
+    clattn_status status =
+        clattn__folder_optional_json(fn_load, dir, "sentence_bert_config.json", path, &root);
     if (status != CLATTN_OK || !root)
         return status;
     json_t *v = json_object_get(root, "max_seq_length");
@@ -69,7 +55,8 @@ static clattn_status read_modules(const char *dir, int *normalize, char *pooling
     char file[4096];
     *normalize = 0;
     snprintf(pooling_dir, size, "1_Pooling");
-    clattn_status status = optional_json(dir, "modules.json", file, &root);
+    clattn_status status =
+        clattn__folder_optional_json(fn_load, dir, "modules.json", file, &root);
     if (status != CLATTN_OK || !root)
         return status;
     if (!json_is_array(root)) {
@@ -95,7 +82,8 @@ static clattn_status read_prompts(clattn_sentence_model *m, const char *dir)
 {
     json_t *root;
     char path[4096];
-    clattn_status status = optional_json(dir, "config_sentence_transformers.json", path, &root);
+    clattn_status status = clattn__folder_optional_json(
+        fn_load, dir, "config_sentence_transformers.json", path, &root);
     if (status != CLATTN_OK || !root)
         return status;
     json_t *prompts = json_object_get(root, "prompts");
@@ -154,7 +142,7 @@ static clattn_status read_pooling(const char *dir, const char *pooling_dir,
     snprintf(name, sizeof(name), "%s/config.json", pooling_dir);
     json_t *root;
     *pooling = CLATTN_POOLING_MEAN;
-    clattn_status status = optional_json(dir, name, path, &root);
+    clattn_status status = clattn__folder_optional_json(fn_load, dir, name, path, &root);
     if (status != CLATTN_OK || !root)
         return status;
     bool cls = json_is_true(json_object_get(root, "pooling_mode_cls_token"));
@@ -207,34 +195,22 @@ clattn_status clattn_sentence_model_load(clattn_context *ctx, clattn_sentence_mo
         (status = read_max_length(dir, &max_length)) ||
         (status = read_modules(dir, &m->info.normalize, pooling_dir, sizeof(pooling_dir))) ||
         (status = read_pooling(dir, pooling_dir, &m->info.pooling)) ||
-        (status = read_prompts(m, dir))) {
+        (status = read_prompts(m, dir)) ||
+        (status = clattn__folder_check_tokenizer(fn_load, dir, m->tokenizer, &cfg))) {
         clattn_sentence_model_destroy(&m);
         /* the file errors were recorded for the thread: the context too */
         return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
     }
-    /* RoBERTa-style positions start at padding_idx + 1: fewer tokens fit the table. */
-    size_t positions = cfg.positional == CLATTN_POSITIONAL_LEARNED_PADDED
-                           ? cfg.max_positions - (size_t)cfg.padding_idx - 1
-                           : cfg.max_positions;
+    size_t positions = clattn__folder_position_limit(&cfg);
     if (max_length == 0 || max_length > positions)
         max_length = positions;
     m->info.hidden_size = cfg.d_model;
     m->info.max_length = max_length;
     m->info.num_layers = cfg.num_layers;
     m->info.vocab_size = cfg.vocab_size;
-    clattn_device_info device;
-    m->batch_costs.overhead = embed_batch_overhead(
-        clattn_context_device_info(ctx, &device) == CLATTN_OK ? &device : NULL);
-    m->batch_costs.attention_width = 2.0 * (double)cfg.d_model + (double)cfg.dim_feedforward;
+    m->batch_costs = clattn__pooled_batch_costs(ctx, &cfg);
     clattn_tokenizer_special special = clattn_tokenizer_special_ids(m->tokenizer);
     m->pad_id = special.pad >= 0 ? special.pad : 0;
-    if (clattn_tokenizer_vocab_size(m->tokenizer) > cfg.vocab_size) {
-        status = clattn__fail_in(fn_load, dir, CLATTN_ERROR_FORMAT,
-                                 "the tokenizer has %zu ids but the model's vocabulary only %zu",
-                                 clattn_tokenizer_vocab_size(m->tokenizer), cfg.vocab_size);
-        clattn_sentence_model_destroy(&m);
-        return clattn__fail(ctx, status, "%s", clattn_last_error(NULL));
-    }
     *out = m;
     return CLATTN_OK;
 }

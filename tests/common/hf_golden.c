@@ -14,6 +14,24 @@ json_t *hf_golden_load_json(const char *path)
     return root;
 }
 
+json_t *hf_golden_load_json_gz(const char *path)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "gzip -dc '%s'", path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    json_error_t error;
+    json_t *j = json_loadf(p, JSON_ALLOW_NUL, &error);
+    if (!j)
+        fprintf(stderr, "%s: %s (line %d)\n", path, error.text, error.line);
+    if (pclose(p) != 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 clattn_npy_array *hf_golden_load_npy(const char *dir, const char *name, bool ints)
 {
     char path[1100];
@@ -149,14 +167,54 @@ void hf_golden_run_cases_on_every_path(clattn_context *ctx, const char *family_d
         }
 }
 
-void hf_golden_basic_copy_with_config_edit(char *dir, size_t size, const char *family_dir,
-                                           const char *prefix, const char *from, const char *to)
+void hf_golden_copy_with_config_edit(char *dir, size_t size, const char *family_dir,
+                                     const char *case_name, const char *files,
+                                     const char *prefix, const char *from, const char *to)
 {
     assert_int_equal(test_temp_dir_create(dir, size, prefix), 0);
     char cmd[4096];
     snprintf(cmd, sizeof(cmd),
-             "cp %s/basic/model.safetensors %s/ && sed 's/%s/%s/' %s/basic/config.json "
-             "> %s/config.json && grep -q '%s' %s/config.json",
-             family_dir, dir, from, to, family_dir, dir, to, dir);
+             "cd %s/%s && cp %s %s/ && sed 's/%s/%s/' config.json > %s/config.json && "
+             "grep -q '%s' %s/config.json",
+             family_dir, case_name, files, dir, from, to, dir, to, dir);
     assert_int_equal(system(cmd), 0);
+}
+
+void hf_golden_basic_copy_with_config_edit(char *dir, size_t size, const char *family_dir,
+                                           const char *prefix, const char *from, const char *to)
+{
+    hf_golden_copy_with_config_edit(dir, size, family_dir, "basic", "model.safetensors", prefix,
+                                    from, to);
+}
+
+/* clattn_encoder_load_hf on dir must fail with status and message; dir is removed. */
+static void expect_refused(clattn_context *ctx, const char *dir, clattn_status status,
+                           const char *message)
+{
+    clattn_encoder *enc = (clattn_encoder *)0x1;
+    assert_status_msg(ctx, clattn_encoder_load_hf(ctx, &enc, dir), status, message);
+    assert_null(enc);
+    test_temp_dir_remove(dir);
+}
+
+void hf_golden_expect_config_refused(clattn_context *ctx, const char *family_dir,
+                                     const char *case_name, const char *prefix, const char *from,
+                                     const char *to, clattn_status status, const char *message)
+{
+    char dir[1024];
+    hf_golden_copy_with_config_edit(dir, sizeof(dir), family_dir, case_name, "model.safetensors",
+                                    prefix, from, to);
+    expect_refused(ctx, dir, status, message);
+}
+
+void hf_golden_expect_tensor_refused(clattn_context *ctx, const char *family_dir,
+                                     const char *case_name, const char *prefix, const char *from,
+                                     const char *to, clattn_status status, const char *message)
+{
+    char dir[1024], cmd[2048];
+    hf_golden_copy_with_config_edit(dir, sizeof(dir), family_dir, case_name, "model.safetensors",
+                                    prefix, "{", "{");
+    snprintf(cmd, sizeof(cmd), "sed -i 's/%s/%s/' %s/model.safetensors", from, to, dir);
+    assert_int_equal(system(cmd), 0);
+    expect_refused(ctx, dir, status, message);
 }

@@ -14,6 +14,11 @@
 /* The parsed JSON file at path (json_decref it). */
 json_t *hf_golden_load_json(const char *path);
 
+/* The gzip'd JSON file at path, parsed (gzip -dc: no zlib in the tests; JSON_ALLOW_NUL); unlike
+ * the other helpers it does not fail the test but returns NULL, the reason printed, so that a
+ * cmocka group setup can refuse to run. */
+json_t *hf_golden_load_json_gz(const char *path);
+
 /* dir/name as int64 (ints) or float32 (clattn_npy_array_destroy it). */
 clattn_npy_array *hf_golden_load_npy(const char *dir, const char *name, bool ints);
 
@@ -58,10 +63,30 @@ void hf_golden_run_cases_on_every_path(clattn_context *ctx, const char *family_d
                                        hf_golden_check_config_fn check_config, int name_width,
                                        const char *against);
 
-/* A fresh temporary folder "<prefix>XXXXXX" (its name in dir) holding family_dir/basic's
- * model.safetensors and its config.json with the text `from` replaced by `to` (sed syntax);
- * fails the test when `to` is then not in the file. Remove it with test_temp_dir_remove. */
+/* A fresh temporary folder "<prefix>XXXXXX" (its name in dir) holding the files `files`
+ * (space-separated) of family_dir/case_name and its config.json with the text `from` replaced by
+ * `to` (sed syntax); fails the test when `to` is then not in the file. Remove it with
+ * test_temp_dir_remove. */
+void hf_golden_copy_with_config_edit(char *dir, size_t size, const char *family_dir,
+                                     const char *case_name, const char *files,
+                                     const char *prefix, const char *from, const char *to);
+
+/* hf_golden_copy_with_config_edit of family_dir/basic's model.safetensors. */
 void hf_golden_basic_copy_with_config_edit(char *dir, size_t size, const char *family_dir,
                                            const char *prefix, const char *from, const char *to);
+
+/* family_dir/case_name's model.safetensors with config.json's `from` replaced by `to`
+ * (hf_golden_copy_with_config_edit) must be refused by clattn_encoder_load_hf with `status` and
+ * a message holding `message`, the encoder left NULL. */
+void hf_golden_expect_config_refused(clattn_context *ctx, const char *family_dir,
+                                     const char *case_name, const char *prefix, const char *from,
+                                     const char *to, clattn_status status, const char *message);
+
+/* family_dir/case_name's config.json and model.safetensors, with the tensor name `from` in the
+ * latter changed to `to` (of the same length: sed on the file's header), must be refused by
+ * clattn_encoder_load_hf with `status` and a message holding `message`, the encoder left NULL. */
+void hf_golden_expect_tensor_refused(clattn_context *ctx, const char *family_dir,
+                                     const char *case_name, const char *prefix, const char *from,
+                                     const char *to, clattn_status status, const char *message);
 
 #endif
