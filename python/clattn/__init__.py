@@ -1,0 +1,22 @@
+"""libclattn from Python: sentence embeddings, cross-encoders and attention on OpenCL devices.
+
+    import clattn
+    model = clattn.SentenceModel("all-MiniLM-L6-v2")     # a sentence-transformers folder
+    embeddings = model.encode(["a text", "another"])     # float32 [2, 384]
+
+Names and defaults follow sentence-transformers (SentenceModel is also SentenceTransformer) and
+PyTorch (sdpa is scaled_dot_product_attention, MultiheadAttention nn.MultiheadAttention).
+Errors of the library are clattn.Error (a RuntimeError) with its message. The package calls the
+public C API (include/clattn/*.h) through ctypes, which releases the GIL during each call.
+"""
+
+from ._context import Error, devices, version
+from .attention import MultiheadAttention, sdpa
+from .cross_encoder import CrossEncoder
+from .encoder import Encoder
+from .sentence import SentenceModel, SentenceTransformer
+
+__version__ = version()
+
+__all__ = ["Error", "devices", "version", "sdpa", "MultiheadAttention", "CrossEncoder",
+           "Encoder", "SentenceModel", "SentenceTransformer", "__version__"]
