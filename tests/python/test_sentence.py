@@ -1,0 +1,70 @@
+"""SentenceModel against sentence-transformers (committed goldens of tests/golden/minilm, by
+tools/gen_minilm_golden.py) and against the command-line embed, byte for byte."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import clattn
+from conftest import read_lines
+
+
+def test_attributes(minilm):
+    assert minilm.get_sentence_embedding_dimension() == 384
+    assert minilm.max_seq_length == 256
+    assert minilm.pooling == "mean" and minilm.normalize
+    assert clattn.SentenceTransformer is clattn.SentenceModel
+
+
+def test_sentence_transformers_lines(minilm, golden):
+    texts = read_lines(golden / "minilm" / "lines.txt")
+    expected = np.load(golden / "minilm" / "lines_embeddings.npy")
+    got = minilm.encode(texts)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    assert np.abs(got - expected).max() <= 1e-5
+
+
+def test_sentence_transformers_cases(minilm, golden):
+    cases = json.loads((golden / "minilm" / "sentences.json").read_text(encoding="utf-8"))
+    texts = [case["text"] for case in cases["cases"]]
+    expected = np.load(golden / "minilm" / "embeddings.npy")
+    got = minilm.encode(texts, batch_size=7)
+    assert np.abs(got - expected).max() <= 1e-5
+    # tokenize gives Hugging Face's ids (the golden's), padded
+    tokens = minilm.tokenize(texts)
+    for i, case in enumerate(cases["cases"]):
+        n = int(tokens["attention_mask"][i].sum())
+        assert tokens["input_ids"][i, :n].tolist() == case["ids"][:256]
+
+
+def test_shapes_and_options(minilm, golden):
+    texts = read_lines(golden / "minilm" / "lines.txt")[:5]
+    batch = minilm.encode(texts)
+    one = minilm.encode(texts[2])
+    assert one.shape == (384,)
+    assert one.tobytes() == batch[2].tobytes()  # batch invariance
+    as_list = minilm.encode(texts, convert_to_numpy=False)
+    assert isinstance(as_list, list) and len(as_list) == 5
+    assert all(row.tobytes() == batch[i].tobytes() for i, row in enumerate(as_list))
+    # the model normalises already: normalize_embeddings=True changes nothing measurable
+    assert np.abs(minilm.encode(texts, normalize_embeddings=True) - batch).max() <= 1e-6
+    assert minilm.encode([]).shape == (0, 384)
+    # a prompt is text put before every text
+    prompted = minilm.encode(texts[0], prompt="query: ")
+    assert prompted.tobytes() == minilm.encode("query: " + texts[0]).tobytes()
+
+
+def test_cli_byte_for_byte(minilm, minilm_dir, golden, embed_cli, tmp_path):
+    lines = golden / "minilm" / "lines.txt"
+    texts = read_lines(lines)
+    for batch in (32, 5):
+        out = tmp_path / f"cli{batch}.npy"
+        subprocess.run([embed_cli, "--model", str(minilm_dir), "--input",
+                        str(lines), "--batch-size", str(batch), "--output", str(out)],
+                       check=True, capture_output=True)
+        expected = np.load(out)
+        got = minilm.encode(texts, batch_size=batch)
+        assert got.tobytes() == expected.tobytes(), f"batch {batch}"
+
