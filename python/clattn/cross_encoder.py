@@ -8,7 +8,7 @@ import numpy as np
 from . import _api
 from ._api import lib
 from ._context import Context, Progress, path_argument
-from .sentence import _c_texts, _positive_int
+from .sentence import _c_texts, _positive_int, utf8
 
 # activation_fn names -> clattn_score_activation
 _ACTIVATIONS = {
@@ -26,7 +26,7 @@ def _pair_argument(pair, i: int) -> Tuple[bytes, bytes]:
     for text, what in ((query, "query"), (document, "document")):
         if not isinstance(text, str):
             raise TypeError(f"pairs[{i}]: the {what} must be a str, not {type(text).__name__}")
-    return query.encode("utf-8"), document.encode("utf-8")
+    return utf8(query, f"pairs[{i}]: the query"), utf8(document, f"pairs[{i}]: the document")
 
 
 class CrossEncoder:

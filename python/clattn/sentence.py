@@ -10,17 +10,25 @@ from ._api import lib
 from ._context import Context, Error, Progress, path_argument
 
 
+def utf8(text: str, name: str) -> bytes:
+    """text as UTF-8; ValueError naming the argument for a lone surrogate ("\\udc80")."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{name} is not valid Unicode: {err}") from None
+
+
 def _texts_argument(sentences, name: str = "sentences"):
     """(list of UTF-8 bytes, input_was_string) for a str or a sequence of str."""
     if isinstance(sentences, str):
-        return [sentences.encode("utf-8")], True
+        return [utf8(sentences, name)], True
     if isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
         raise TypeError(f"{name} must be a str or a list of str, not {type(sentences).__name__}")
     encoded = []
     for i, text in enumerate(sentences):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}")
-        encoded.append(text.encode("utf-8"))
+        encoded.append(utf8(text, f"{name}[{i}]"))
     return encoded, False
 
 
@@ -152,8 +160,8 @@ class SentenceModel:
         params.max_length = (0 if self._max_seq_length == self._model_max_length
                              else self._max_seq_length)
         params.normalize = 1 if normalize_embeddings else -1
-        params.prompt = prompt.encode("utf-8") if prompt is not None else None
-        params.prompt_name = prompt_name.encode("utf-8") if prompt_name is not None else None
+        params.prompt = utf8(prompt, "prompt") if prompt is not None else None
+        params.prompt_name = utf8(prompt_name, "prompt_name") if prompt_name is not None else None
         progress = Progress("Batches", bool(show_progress_bar))
         params.progress = progress.callback
 

@@ -69,3 +69,19 @@ def read_lines(path: pathlib.Path):
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> pathlib.Path:
+    """A small random BERT folder with a WordPiece vocabulary (tests/tiny_corpus.sh's
+    make_tiny_embedder): tests/golden/bert/gelu's weights, 89 tokens; no real model needed."""
+    import shutil
+    folder = tmp_path_factory.mktemp("tiny")
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(GOLDEN / "bert" / "gelu" / name, folder / name)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(letters)
+             + list("0123456789") + [".", ","] + ["##" + c for c in letters]
+             + "the of and to in is was for on that with as by at from it an be this are".split())
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return folder
