@@ -52,6 +52,9 @@ PKG_CONFIG_SYSROOT_DIR="$prefix" PKG_CONFIG_PATH="$pcdir" \
     PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs clattn)
 LD_LIBRARY_PATH="$libdir" "$prefix/minimal"
 
+echo "=== the Python package: pip install . and pytest tests/python in a fresh venv, pip wheel ."
+bash tools/test-python.sh build-ci
+
 echo "=== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
 setup build-ci-asan --werror --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-ci-asan

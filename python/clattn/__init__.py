@@ -18,5 +18,11 @@ from .sentence import SentenceModel, SentenceTransformer
 
 __version__ = version()
 
+# The public names print as clattn.X (clattn.Error, not clattn._context.Error).
+for _public in (Error, devices, version, sdpa, MultiheadAttention, CrossEncoder, Encoder,
+                SentenceModel):
+    _public.__module__ = __name__
+del _public
+
 __all__ = ["Error", "devices", "version", "sdpa", "MultiheadAttention", "CrossEncoder",
            "Encoder", "SentenceModel", "SentenceTransformer", "__version__"]

@@ -1,0 +1,41 @@
+#!/bin/bash
+# The Python package's tests, as CI runs them (tools/run-tests.sh): in a fresh venv,
+# `pip install .` (meson-python builds the library again, tests and examples off) and pytest on
+# tests/python, with the command-line embed and rerank of BUILD_DIR for the byte-for-byte parity
+# tests; then `pip wheel .` and the wheel installed into a second, clean venv, where importing
+# clattn and scoring a pair must work. No PyTorch: the expected values are committed goldens.
+# Needs python3 with venv (Debian: python3-venv) and PyPI (numpy, pytest, meson-python, meson,
+# ninja). With CLATTN_REQUIRE_REAL_MODEL=1 a missing real model fails the tests.
+#
+#   tools/test-python.sh [BUILD_DIR]     (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+work=$(mktemp -d "${TMPDIR:-/tmp}/clattn-python.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "--- pip install . in a fresh venv"
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check numpy pytest
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check .
+
+echo "--- pytest tests/python"
+CLATTN_EMBED=$PWD/$build/examples/embed CLATTN_RERANK=$PWD/$build/examples/rerank \
+    "$work/venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
+
+echo "--- pip wheel ., installed into a clean venv"
+"$work/venv/bin/pip" wheel --quiet --disable-pip-version-check --no-deps -w "$work/wheels" .
+wheel=$(ls "$work"/wheels/clattn-*.whl)
+echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
+python3 -m venv "$work/clean"
+"$work/clean/bin/pip" install --quiet --disable-pip-version-check "$wheel"
+golden=$PWD/tests/golden
+(cd "$work" && "$work/clean/bin/python" - "$golden/crossenc/one_label" <<'PY'
+import sys
+import clattn
+scores = clattn.CrossEncoder(sys.argv[1]).predict([("what is the capital of france?",
+                                                    "paris is the capital of france.")])
+assert scores.shape == (1,) and 0 < scores[0] < 1, scores
+print(f"ok: clattn {clattn.__version__} from the wheel, on {clattn.devices()[0]['name']}")
+PY
+)
