@@ -116,3 +116,22 @@ def test_one_model_shared_by_threads(tiny_model):
     for t in threads:
         t.join()
     assert len(results) == 4 and all(r.tobytes() == want.tobytes() for r in results)
+
+
+def test_missing_system_library_is_named(monkeypatch):
+    """dlopen's message for a missing dependency becomes an ImportError naming it and its
+    Debian package (the real libraries are installed here, so CDLL is made to fail as it
+    would without libclblast1)."""
+    import ctypes
+    from clattn import _lib
+
+    def fail(path, *args, **kwargs):
+        raise OSError("libclblast.so.1: cannot open shared object file: No such file or "
+                      "directory")
+
+    monkeypatch.setattr(ctypes, "CDLL", fail)
+    with pytest.raises(ImportError, match=r"libclblast\.so\.1.*apt-get install libclblast1"):
+        _lib.load()
+    monkeypatch.setenv("CLATTN_LIBRARY", "/no/such/libclattn.so")
+    with pytest.raises(ImportError, match="/no/such/libclattn.so does not exist"):
+        _lib.load()
