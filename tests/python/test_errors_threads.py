@@ -101,6 +101,12 @@ def test_two_threads_two_models(minilm_dir, golden):
         assert got.tobytes() == want.tobytes()
 
 
+def test_progress_bar(tiny_model, capsys):
+    model = clattn.SentenceModel(tiny_model)
+    model.encode([f"text {i}" for i in range(10)], batch_size=4, show_progress_bar=True)
+    assert "Batches: 10/10" in capsys.readouterr().err
+
+
 def test_one_model_shared_by_threads(tiny_model):
     model = clattn.SentenceModel(tiny_model)
     texts = [f"text number {i}" for i in range(20)]
