@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import clattn
+from conftest import GOLDEN
 
 TOLERANCE = 1e-5
 
@@ -24,8 +25,7 @@ def sdpa_arrays(golden):
         return {name: data[name] for name in data.files}
 
 
-@pytest.mark.parametrize("name", sorted(sdpa_cases(
-    __import__("conftest").GOLDEN)))
+@pytest.mark.parametrize("name", sorted(sdpa_cases(GOLDEN)))
 def test_sdpa(name, golden, sdpa_arrays):
     kwargs = dict(sdpa_cases(golden)[name])
     mask_kind = kwargs.pop("mask")
@@ -61,7 +61,7 @@ def mha_case_names(golden):
                   if json.loads(p.read_text())["kind"] == "mha")
 
 
-@pytest.mark.parametrize("name", mha_case_names(__import__("conftest").GOLDEN))
+@pytest.mark.parametrize("name", mha_case_names(GOLDEN))
 def test_multihead_attention(name, golden):
     folder = golden / name
     meta = json.loads((folder / "meta.json").read_text())
@@ -93,7 +93,7 @@ def encoder_case_names(golden):
     return sorted(names)
 
 
-@pytest.mark.parametrize("name", encoder_case_names(__import__("conftest").GOLDEN))
+@pytest.mark.parametrize("name", encoder_case_names(GOLDEN))
 def test_encoder_from_file(name, golden):
     folder = golden / name
     meta = json.loads((folder / "meta.json").read_text())

@@ -68,3 +68,17 @@ def test_cli_byte_for_byte(minilm, minilm_dir, golden, embed_cli, tmp_path):
         got = minilm.encode(texts, batch_size=batch)
         assert got.tobytes() == expected.tobytes(), f"batch {batch}"
 
+
+
+def test_max_seq_length_as_cli(minilm, minilm_dir, golden, embed_cli, tmp_path):
+    lines = golden / "minilm" / "lines.txt"
+    out = tmp_path / "cli16.npy"
+    subprocess.run([embed_cli, "--model", str(minilm_dir), "--input", str(lines),
+                    "--max-length", "16", "--output", str(out)], check=True, capture_output=True)
+    minilm.max_seq_length = 16
+    try:
+        got = minilm.encode(read_lines(lines))
+        assert minilm.tokenize(read_lines(lines))["input_ids"].shape[1] <= 16
+    finally:
+        minilm.max_seq_length = 256
+    assert got.tobytes() == np.load(out).tobytes()
