@@ -20,7 +20,8 @@
 #                     all-MiniLM-L6-v2); the embedding steps are skipped without it
 #   --python PY       the Python with torch for the PyTorch step (default: the first of
 #                     $PYTHON, ~/.cache/clattn/infinity-venv/bin/python, /usr/bin/python3,
-#                     python3 whose torch sees the device: CUDA for a GPU)
+#                     python3 whose torch sees the device: CUDA for a GPU; with --python,
+#                     only PY)
 #   --tests 'A B'     run only these tests of the unit suite (default: the whole suite)
 #   --test-timeout S  the most the unit tests may take (default: what is left of the budget)
 #   --quick           --repeat 3 --count 200 (a check of the script itself)
@@ -111,7 +112,7 @@ run_step() {
     now=$(date +%s)
     left=$((deadline - reserve - now))
     limit=$((cap < left ? cap : left))
-    if [ "$limit" -lt 5 ]; then
+    if [ "$left" -lt 5 ]; then
         printf '%s\tskipped\t\t0\tout of the time budget\n' "$name" >>"$steps"
         printf '  %-24s skipped: out of the time budget\n' "$name"
         return 125
@@ -150,8 +151,17 @@ skip_step() {
     echo "meson: $(meson --version 2>/dev/null); cc: $(cc --version 2>/dev/null | head -n 1)"
     echo "opencl vendors: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' ')"
 } >"$work/facts.txt"
-run_step nvidia-smi 30 -- nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv,noheader
-run_step clinfo 30 -- clinfo -l
+if command -v nvidia-smi >/dev/null; then
+    run_step nvidia-smi 30 -- nvidia-smi \
+        --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv,noheader
+else
+    skip_step nvidia-smi "not installed"
+fi
+if command -v clinfo >/dev/null; then
+    run_step clinfo 30 -- clinfo -l
+else
+    skip_step clinfo "not installed"
+fi
 
 # --- setup and build
 if [ "$reuse_build" = 1 ] && [ -f "$build_dir/build.ninja" ]; then
@@ -167,16 +177,19 @@ fi
 encode=$build_dir/examples/encode
 embed=$build_dir/examples/embed
 
-# --- devices
+# --- devices: the steps below need the device that --device names
+reached=0
 if [ $built = 1 ]; then
     run_step list-devices 60 -- "$encode" --list-devices
-    run_step device-probe 120 -- "$encode" --device "$device" --batch 1 --seq 8 --json
+    run_step device-probe 120 -- "$encode" --device "$device" --batch 1 --seq 8 --json &&
+        reached=1
 else
     skip_step list-devices "the build failed"
 fi
+unreached="device '$device' not reached (see device-probe)"
 
 # --- encode at the base shapes
-if [ $built = 1 ]; then
+if [ $reached = 1 ]; then
     run_step write-model 60 -- python3 tools/write_base_layer.py "$work/layer1.safetensors" --layers 1
     run_step write-model-6 60 -- python3 tools/write_base_layer.py "$work/layer6.safetensors" --layers 6
     for shape in 4x1024 1x4096 32x128 2x128x6; do
@@ -186,12 +199,14 @@ if [ $built = 1 ]; then
     done
     run_step encode-profile-4x1024 120 -- "$encode" --device "$device" \
         --model "$work/layer1.safetensors" --batch 4 --seq 1024 --repeat 1 --profile --json
+elif [ $built = 1 ]; then
+    skip_step encode "$unreached"
 fi
 
 # --- embed on MiniLM
 have_model=0
 [ -s "$model_dir/tokenizer.json" ] && have_model=1
-if [ $built = 1 ] && [ $have_model = 1 ]; then
+if [ $reached = 1 ] && [ $have_model = 1 ]; then
     run_step embed-golden 120 -- "$embed" --model "$model_dir" --device "$device" \
         --input tests/golden/minilm/lines.txt --output "$work/golden.npy" --json
     # the max abs difference, whatever it is (the tolerance is judged in the report)
@@ -206,7 +221,9 @@ with open(sys.argv[1], 'w', encoding='utf-8', newline='') as f:
             --input "$work/corpus.txt" --output "$work/corpus.npy" --batch-size 32 --json
     done
 elif [ $have_model = 0 ]; then
-    skip_step embed-golden "no model at $model_dir (tools/fetch-model.sh)"
+    skip_step embed "no model at $model_dir (tools/fetch-model.sh)"
+elif [ $built = 1 ]; then
+    skip_step embed "$unreached"
 fi
 
 # --- PyTorch on the same device
@@ -217,8 +234,14 @@ esac
 probe="import torch, sys; ok = torch.cuda.is_available() if sys.argv[1] == 'cuda' else True; print(torch.__version__, ok); sys.exit(0 if ok else 1)"
 torch_python=""
 : >"$work/torch-probe.txt"
-for py in $python_pick ${PYTHON:-} "$HOME/.cache/clattn/infinity-venv/bin/python" /usr/bin/python3 python3; do
-    command -v "$py" >/dev/null 2>&1 || continue
+candidates=("${PYTHON:-}" "$HOME/.cache/clattn/infinity-venv/bin/python" /usr/bin/python3 python3)
+[ -n "$python_pick" ] && candidates=("$python_pick")
+for py in "${candidates[@]}"; do
+    [ -n "$py" ] || continue
+    if ! command -v "$py" >/dev/null 2>&1; then
+        echo "$py: not found" >>"$work/torch-probe.txt"
+        continue
+    fi
     if answer=$(timeout 120 "$py" -c "$probe" "$torch_device" 2>&1); then
         torch_python=$py
         echo "$py: torch $answer" >>"$work/torch-probe.txt"
@@ -238,12 +261,14 @@ else
 fi
 
 # --- the unit tests on the device, under the rest of the budget
-if [ $built = 1 ]; then
+if [ $reached = 1 ]; then
     rm -f "$build_dir/meson-logs/testlog.json"
     # shellcheck disable=SC2086  # --tests is a list of names
     run_step test "${test_timeout:-100000}" -- meson test -C "$build_dir" --suite unit \
         --no-rebuild --num-processes "$jobs" --print-errorlogs $tests
     cp "$build_dir/meson-logs/testlog.json" "$work/testlog.json" 2>/dev/null
+elif [ $built = 1 ]; then
+    skip_step test "$unreached"
 fi
 
 python3 tools/device_check_report.py --work "$work" --device "$device" --budget "$budget" \

@@ -127,6 +127,8 @@ def test_results(work, by):
     step = by.get("test")
     if not step:
         return None
+    if step["status"] == "skipped":
+        return {"status": "skipped", "note": step.get("note")}
     tests = []
     path = os.path.join(work, "testlog.json")
     if os.path.exists(path):
@@ -181,8 +183,11 @@ def main():
     if golden.get("within_tolerance") is False:
         failed.append("embed-golden (max abs %.3g > %g)" % (golden["max_abs_vs_golden"],
                                                            GOLDEN_TOLERANCE))
+    probe_error = None
+    if not probe and "device-probe" in by:
+        probe_error = ((read(w, "device-probe", ".err") or "").strip().splitlines() or [""])[-1]
     report = {"check": "tools/device-check.sh", "device_spec": a.device,
-              "device": (probe or {}).get("device"), "budget_s": a.budget,
+              "device": (probe or {}).get("device"), "device_error": probe_error, "budget_s": a.budget,
               "elapsed_s": a.elapsed, "ok": not failed, "failed": failed, "facts": facts,
               "results": results, "steps": steps}
     with open(a.out, "w", encoding="utf-8") as f:
@@ -203,6 +208,8 @@ def print_summary(r):
     p("== device check: %s (%s, %s, driver %s) in %d s of %d" % (
         dev.get("name", "device '%s' not reached" % r["device_spec"]), dev.get("type", "?"),
         dev.get("platform", "?"), dev.get("driver_version", "?"), r["elapsed_s"], r["budget_s"]))
+    if r.get("device_error"):
+        p("   " + r["device_error"])
     for k in ("cpu", "commit", "nvidia-smi"):
         if r["facts"].get(k):
             p("   %s: %s" % (k, r["facts"][k].splitlines()[0]))
@@ -256,7 +263,10 @@ def print_summary(r):
                                   " (TF32 matmul %s)" % pt.get("tf32_matmul")
                                   if "tf32_matmul" in pt else ""))
     t = res["tests"]
-    if t:
+    if t and t["status"] == "skipped":
+        p("")
+        p("meson test --suite unit: skipped: %s" % t["note"])
+    elif t:
         p("")
         p("meson test --suite unit: %s in %.0f s; %s%s" % (
             t["status"], t["seconds"], ", ".join("%s %d" % kv for kv in sorted(
