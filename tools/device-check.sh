@@ -17,18 +17,27 @@
 #   --repeat R        timed passes of each encode shape and PyTorch shape (default 10)
 #   --count N         texts of the embedding corpus (default 1000, bench/embed_bench.py's)
 #   --model DIR       the MiniLM folder (default ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/
-#                     all-MiniLM-L6-v2); the embedding steps are skipped without it
+#                     all-MiniLM-L6-v2, else .device-check/minilm-f16); the embedding steps
+#                     are skipped without one. A folder holding lines_embeddings.npy (the
+#                     pack's F16 model) is compared with that, else with the committed
+#                     tests/golden/minilm/lines_embeddings.npy
 #   --python PY       the Python with torch for the PyTorch step (default: the first of
 #                     $PYTHON, ~/.cache/clattn/infinity-venv/bin/python, /usr/bin/python3,
 #                     python3 whose torch sees the device: CUDA for a GPU; with --python,
 #                     only PY)
+#   --deps DIR        a folder of Debian packages of the build dependencies
+#                     (tools/device-check-pack.sh writes .device-check/debs): unpacked into the
+#                     work folder (never into /) and the build pointed at them; by default
+#                     .device-check/debs when pkg-config does not find the dependencies here
 #   --tests 'A B'     run only these tests of the unit suite (default: the whole suite)
 #   --test-timeout S  the most the unit tests may take (default: what is left of the budget)
 #   --quick           --repeat 3 --count 200 (a check of the script itself)
 #
 # The steps, in this order (the measurements first, so that a slow test suite cannot crowd
 # them out; the tests take what is left of the budget):
-#   facts     the machine: CPU, OS, nvidia-smi -L, clinfo -l, /etc/OpenCL/vendors, git commit
+#   facts     the machine: CPU, OS, nvidia-smi, clinfo -l, /etc/OpenCL/vendors, git commit
+#   deps      (where needed) the packed build dependencies unpacked; an ICD file for NVIDIA's
+#             OpenCL driver written when none is installed but libnvidia-opencl.so.1 is
 #   setup     meson setup DIR --buildtype=release -Dtest_device=SPEC (fresh) ; build: ninja
 #   devices   encode --list-devices, and which device SPEC picks (encode --json, one pass)
 #   encode    encode --model base.safetensors --batch B --seq N --repeat R --json at the base
@@ -63,6 +72,7 @@ repeat=10
 count=1000
 model_dir=${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2
 python_pick=""
+deps=""
 tests=""
 test_timeout=""
 
@@ -78,6 +88,7 @@ while [ $# -gt 0 ]; do
         --count) count=$2; shift 2 ;;
         --model) model_dir=$2; shift 2 ;;
         --python) python_pick=$2; shift 2 ;;
+        --deps) deps=$2; shift 2 ;;
         --tests) tests=$2; shift 2 ;;
         --test-timeout) test_timeout=$2; shift 2 ;;
         --quick) repeat=3; count=200; shift ;;
@@ -163,6 +174,39 @@ else
     skip_step clinfo "not installed"
 fi
 
+# --- deps: the build dependencies from packed Debian packages, where this machine lacks them
+needed="OpenCL clblast jansson libutf8proc libpcre2-8 cmocka libmicrohttpd"
+# shellcheck disable=SC2086  # a list of module names
+if [ -z "$deps" ] && [ -d "$root/.device-check/debs" ] &&
+    ! { command -v pkg-config >/dev/null && pkg-config --exists $needed; }; then
+    deps=$root/.device-check/debs
+fi
+if [ -n "$deps" ]; then
+    run_step deps 120 -- bash "$here/device-check-deps.sh" "$deps" "$work/deps"
+    lib=$work/deps/usr/lib/x86_64-linux-gnu
+    export PKG_CONFIG="$work/deps/usr/bin/pkgconf"
+    export PKG_CONFIG_LIBDIR="$lib/pkgconfig:$work/deps/usr/share/pkgconfig"
+    export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export CPATH="$work/deps/usr/include${CPATH:+:$CPATH}"
+    export LDFLAGS="-Wl,-rpath-link,$lib${LDFLAGS:+ $LDFLAGS}"
+fi
+# NVIDIA's OpenCL driver without its ICD file (containers often mount the library alone).
+nv_opencl=$( (ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1/ { print $NF; exit }';
+    find /usr/local/nvidia /usr/lib/x86_64-linux-gnu /usr/lib64 -maxdepth 3 \
+        -name 'libnvidia-opencl.so.1' 2>/dev/null) | head -n 1)
+if [ -n "$nv_opencl" ] && ! grep -qs libnvidia-opencl /etc/OpenCL/vendors/*.icd; then
+    mkdir -p "$work/vendors"
+    cp /etc/OpenCL/vendors/*.icd "$work/vendors/" 2>/dev/null
+    echo "$nv_opencl" >"$work/vendors/nvidia.icd"
+    export OCL_ICD_VENDORS="$work/vendors"
+    nv_dir=$(dirname "$nv_opencl")
+    export LD_LIBRARY_PATH="$nv_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "icd: wrote $work/vendors/nvidia.icd -> $nv_opencl (OCL_ICD_VENDORS)" >>"$work/facts.txt"
+elif [ -n "$nv_opencl" ]; then
+    echo "icd: $nv_opencl, installed in /etc/OpenCL/vendors" >>"$work/facts.txt"
+fi
+
 # --- setup and build
 if [ "$reuse_build" = 1 ] && [ -f "$build_dir/build.ninja" ]; then
     setup=(meson configure "$build_dir" "-Dtest_device=$device")
@@ -205,13 +249,19 @@ fi
 
 # --- embed on MiniLM
 have_model=0
+if [ ! -s "$model_dir/tokenizer.json" ] && [ -s "$root/.device-check/minilm-f16/tokenizer.json" ]; then
+    model_dir=$root/.device-check/minilm-f16
+fi
 [ -s "$model_dir/tokenizer.json" ] && have_model=1
+golden=tests/golden/minilm/lines_embeddings.npy
+[ -s "$model_dir/lines_embeddings.npy" ] && golden=$model_dir/lines_embeddings.npy
+echo "$golden" >"$work/golden-ref.txt"
 if [ $reached = 1 ] && [ $have_model = 1 ]; then
     run_step embed-golden 120 -- "$embed" --model "$model_dir" --device "$device" \
         --input tests/golden/minilm/lines.txt --output "$work/golden.npy" --json
     # the max abs difference, whatever it is (the tolerance is judged in the report)
     run_step embed-golden-diff 30 -- "$build_dir/tests/npy_compare" "$work/golden.npy" \
-        tests/golden/minilm/lines_embeddings.npy 1e30
+        "$golden" 1e30
     run_step write-corpus 30 -- python3 -c "import sys; sys.path.insert(0, 'bench')
 from embed_bench import make_corpus
 with open(sys.argv[1], 'w', encoding='utf-8', newline='') as f:
