@@ -14,6 +14,7 @@
 #   --build-dir DIR   the build folder (default build-device-check), wiped and set up afresh
 #                     unless --reuse-build (which keeps it and reconfigures -Dtest_device)
 #   --jobs N          ninja's and meson test's parallelism (default: the CPU count)
+#   --build-timeout S the most the build may take (default 300)
 #   --repeat R        timed passes of each encode shape and PyTorch shape (default 10)
 #   --count N         texts of the embedding corpus (default 1000, bench/embed_bench.py's)
 #   --model DIR       the MiniLM folder (default ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/
@@ -38,7 +39,8 @@
 #   facts     the machine: CPU, OS, nvidia-smi, clinfo -l, /etc/OpenCL/vendors, git commit
 #   deps      (where needed) the packed build dependencies unpacked; an ICD file for NVIDIA's
 #             OpenCL driver written when none is installed but libnvidia-opencl.so.1 is
-#   setup     meson setup DIR --buildtype=release -Dtest_device=SPEC (fresh) ; build: ninja
+#   setup     meson setup DIR --buildtype=release -Dtest_device=SPEC -Doclgrind=disabled
+#             -Dmpi=disabled (fresh); build: ninja
 #   devices   encode --list-devices, and which device SPEC picks (encode --json, one pass)
 #   encode    encode --model base.safetensors --batch B --seq N --repeat R --json at the base
 #             shapes: one layer (E 512, 8 heads, d_ff 2048; tools/write_base_layer.py, seeded)
@@ -75,6 +77,7 @@ python_pick=""
 deps=""
 tests=""
 test_timeout=""
+build_timeout=300
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -91,12 +94,13 @@ while [ $# -gt 0 ]; do
         --deps) deps=$2; shift 2 ;;
         --tests) tests=$2; shift 2 ;;
         --test-timeout) test_timeout=$2; shift 2 ;;
+        --build-timeout) build_timeout=$2; shift 2 ;;
         --quick) repeat=3; count=200; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "device-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-for v in budget jobs repeat count ${test_timeout:+test_timeout}; do
+for v in budget jobs repeat count build_timeout ${test_timeout:+test_timeout}; do
     case "${!v}" in ''|*[!0-9]*) echo "device-check: --${v/_/-} needs a number, not '${!v}'" >&2; exit 2 ;; esac
 done
 
@@ -212,10 +216,11 @@ if [ "$reuse_build" = 1 ] && [ -f "$build_dir/build.ninja" ]; then
     setup=(meson configure "$build_dir" "-Dtest_device=$device")
 else
     rm -rf "$build_dir"
-    setup=(meson setup "$build_dir" --buildtype=release "-Dtest_device=$device" -Doclgrind=disabled)
+    setup=(meson setup "$build_dir" --buildtype=release "-Dtest_device=$device" -Doclgrind=disabled \
+        -Dmpi=disabled)
 fi
 built=0
-if run_step setup 120 -- "${setup[@]}" && run_step build 300 -- ninja -C "$build_dir" -j "$jobs"; then
+if run_step setup 120 -- "${setup[@]}" && run_step build "$build_timeout" -- ninja -C "$build_dir" -j "$jobs"; then
     built=1
 fi
 encode=$build_dir/examples/encode
