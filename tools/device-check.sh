@@ -319,6 +319,8 @@ fi
 if [ $reached = 1 ]; then
     rm -f "$build_dir/meson-logs/testlog.json"
     # shellcheck disable=SC2086  # --tests is a list of names
+    run_step test-list 60 -- meson test -C "$build_dir" --suite unit --no-rebuild --list $tests
+    # shellcheck disable=SC2086  # --tests is a list of names
     run_step test "${test_timeout:-100000}" -- meson test -C "$build_dir" --suite unit \
         --no-rebuild --num-processes "$jobs" --print-errorlogs $tests
     cp "$build_dir/meson-logs/testlog.json" "$work/testlog.json" 2>/dev/null

@@ -105,6 +105,7 @@ def embed_results(work, by):
         if m:
             g["max_abs_vs_golden"] = float(m.group(1))
             g["tolerance"] = GOLDEN_TOLERANCE
+            g["reference"] = (read(work, "golden-ref", ".txt") or "").strip()
             g["within_tolerance"] = float(m.group(1)) <= GOLDEN_TOLERANCE
         elif by["embed-golden"]["status"] == "ok":
             g["max_abs_vs_golden"] = None
@@ -144,7 +145,9 @@ def test_results(work, by):
     for t in tests:
         counts[t["result"]] = counts.get(t["result"], 0) + 1
     bad = [t for t in tests if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL")]
+    listed = [l for l in (read(work, "test-list", ".out") or "").splitlines() if l.strip()]
     return {"status": step["status"], "seconds": step["seconds"], "counts": counts,
+            "in_suite": len(listed) or None, "ran": len(tests),
             "not_passed": bad, "skipped": [t["name"] for t in tests if t["result"] == "SKIP"],
             "slowest": sorted(tests, key=lambda t: -t["seconds"])[:10],
             "complete": step["status"] == "ok",
@@ -241,9 +244,10 @@ def print_summary(r):
         p("")
         g = emb.get("golden", {})
         if g:
-            p("embed, golden lines: %s; max abs vs sentence-transformers %s (tolerance %g)" % (
-                g.get("status"), fmt(g.get("max_abs_vs_golden"), 9) if g.get(
-                    "max_abs_vs_golden") is not None else "—", GOLDEN_TOLERANCE))
+            p("embed, golden lines: %s; max abs vs sentence-transformers %s (tolerance %g; %s)"
+              % (g.get("status"), "%.3g" % g["max_abs_vs_golden"] if g.get(
+                  "max_abs_vs_golden") is not None else "—", GOLDEN_TOLERANCE,
+                 g.get("reference", "?")))
         c = emb.get("corpus")
         if c:
             st = (res["pytorch"] or {}).get("embeddings", {}) if isinstance(
@@ -268,10 +272,10 @@ def print_summary(r):
         p("meson test --suite unit: skipped: %s" % t["note"])
     elif t:
         p("")
-        p("meson test --suite unit: %s in %.0f s; %s%s" % (
-            t["status"], t["seconds"], ", ".join("%s %d" % kv for kv in sorted(
-                t["counts"].items())) or "no results", "" if t["complete"]
-            else " (incomplete: the step %s)" % t["status"]))
+        p("meson test --suite unit: %s in %.0f s; %d of %s tests ran: %s%s" % (
+            t["status"], t["seconds"], t["ran"], t["in_suite"] or "?",
+            ", ".join("%s %d" % kv for kv in sorted(t["counts"].items())) or "no results",
+            "" if t["complete"] else " (incomplete: the step %s)" % t["status"]))
         for b in t["not_passed"][:20]:
             p("   %s: %s" % (b["result"], b["name"]))
     p("")

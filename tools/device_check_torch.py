@@ -76,8 +76,8 @@ def bench_embeddings(torch, dev, model_dir, corpus):
     out = {"sentence_transformers": sentence_transformers.__version__, "count": len(texts)}
     for name in ["fp32"] + (["fp16"] if dev.type == "cuda" else []):
         model = sentence_transformers.SentenceTransformer(model_dir, device=str(dev))
-        if name == "fp16":
-            model = model.half()
+        # fp32 forced: newer transformers keep an F16 file's dtype (the pack's MiniLM is F16)
+        model = model.half() if name == "fp16" else model.float()
         model.encode(texts[:32], batch_size=32)  # warm-up: CUDA context, kernels
         if dev.type == "cuda":
             torch.cuda.synchronize()
