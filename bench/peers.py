@@ -1,11 +1,25 @@
 #!/usr/bin/env python3
 """One base encoder layer on libclattn and on the engines users would pick instead: PyTorch 2.x,
-ONNX Runtime, OpenVINO (f32) and tinygrad (OpenCL, on the same device as libclattn), same
-machine, same run, same weights, outputs cross-checked.
+ONNX Runtime (f32 and int8), OpenVINO (f32 and its default precision) and tinygrad (OpenCL, on
+the same device as libclattn), same machine, same run, same weights, outputs cross-checked.
 
 usage: python bench/peers.py --encode build/examples/encode [--out bench/results]
            [--shapes 4x1024,1x4096,32x128,2x128x6,1x16384] [--repeat 5] [--threads 2]
-           [--engines libclattn,pytorch,onnxruntime,openvino,tinygrad]
+           [--engines libclattn,pytorch,onnxruntime,onnxruntime-int8,openvino,
+                      openvino-default,tinygrad] [--clattn-precisions fp32,bf16,int8]
+
+The engines:
+  libclattn         examples/encode --model the layer's file --input x.npy --repeat R --json
+  libclattn-P       the same with --precision P, for each P of --clattn-precisions other than
+                    fp32 (skipped with encode's message where this build or CPU refuses it)
+  pytorch           nn.TransformerEncoderLayer (its fused inference path), inference_mode
+  onnxruntime       the layer as an ONNX graph of plain operators, CPUExecutionProvider
+  onnxruntime-int8  that graph quantised by onnxruntime.quantization.quantize_dynamic (QInt8
+                    weights, per tensor; activations quantised at run time)
+  openvino          the ONNX graph, INFERENCE_PRECISION_HINT f32
+  openvino-default  the ONNX graph with OpenVINO's default precision (bf16 on CPUs with
+                    AVX512_BF16 or AMX: the precision it chose is in the version column)
+  tinygrad          the layer written in tinygrad, on its OpenCL device
 
 Run it with a Python that has torch 2.x, onnx, onnxruntime, openvino and tinygrad (a venv:
 `pip install torch onnx onnxruntime openvino tinygrad matplotlib`); an engine that is not
@@ -44,9 +58,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 E, H, F = 512, 8, 2048
-ENGINES = ["libclattn", "pytorch", "onnxruntime", "openvino", "tinygrad"]
+ENGINES = ["libclattn", "pytorch", "onnxruntime", "onnxruntime-int8", "openvino",
+           "openvino-default", "tinygrad"]
 # Engines whose attention materialises the score matrix (skipped above --max-scores-gib).
-MATERIALISE = {"onnxruntime", "openvino", "tinygrad"}
+MATERIALISE = {"onnxruntime", "onnxruntime-int8", "openvino", "openvino-default", "tinygrad"}
+CLATTN_PRECISIONS = ("fp32", "bf16", "int8")
 
 
 def library_version():
@@ -112,8 +128,13 @@ def run_onnxruntime(a, x, L):
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(os.path.join(a.dir, "layer%d.onnx" % L), so,
-                                providers=["CPUExecutionProvider"])
+    # onnxruntime-int8: the copy that prepare() quantised with quantize_dynamic.
+    graph = os.path.join(a.dir, "layer%d%s.onnx" % (L, ".int8" if a.engine.endswith("int8")
+                                                      else ""))
+    if not os.path.exists(graph):
+        raise SystemExit("no %s: onnxruntime.quantization could not make it (see the "
+                         "preparation's message)" % os.path.basename(graph))
+    sess = ort.InferenceSession(graph, so, providers=["CPUExecutionProvider"])
     out = {}
 
     def step():
@@ -125,16 +146,21 @@ def run_openvino(a, x, L):
     import openvino as ov
     core = ov.Core()
     model = core.read_model(os.path.join(a.dir, "layer%d.onnx" % L))
-    # f32 forced: on CPUs with AVX-512 BF16/AMX its default would be bf16 (1e-2 off).
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                 "INFERENCE_NUM_THREADS": str(a.threads)})
+    config = {"INFERENCE_NUM_THREADS": str(a.threads)}
+    if a.engine == "openvino":
+        # f32 forced: on CPUs with AVX-512 BF16/AMX its default would be bf16 (1e-2 off).
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    compiled = core.compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
     out = {}
 
     def step():
         request.infer({0: x})
         out["y"] = request.get_output_tensor(0).data.copy()
-    return timed(step, a.repeat), out["y"], "openvino " + ov.__version__
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+    precision = getattr(precision, "get_type_name", lambda: str(precision))()
+    return (timed(step, a.repeat), out["y"],
+            "openvino %s (%s)" % (ov.__version__.split("-")[0], precision))
 
 
 def run_tinygrad(a, x, L):
@@ -178,8 +204,16 @@ def run_tinygrad(a, x, L):
 def child(a):
     B, N, L = (list(int(v) for v in a.shape.split("x")) + [1])[:3]
     x = np.load(os.path.join(a.dir, "x_%dx%d.npy" % (B, N)))
+    try:
+        import importlib
+        importlib.import_module({"onnxruntime-int8": "onnxruntime",
+                                 "openvino-default": "openvino",
+                                 "pytorch": "torch"}.get(a.engine, a.engine))
+    except ImportError as e:
+        raise SystemExit("%s is not importable by %s: %s" % (a.engine, sys.executable, e))
     runner = {"pytorch": run_pytorch, "onnxruntime": run_onnxruntime,
-              "openvino": run_openvino, "tinygrad": run_tinygrad}[a.engine]
+              "onnxruntime-int8": run_onnxruntime, "openvino": run_openvino,
+              "openvino-default": run_openvino, "tinygrad": run_tinygrad}[a.engine]
     times, y, version = runner(a, x, L)
     np.save(os.path.join(a.dir, "out_%s_%s.npy" % (a.engine, a.shape)), y.astype(np.float32))
     print(json.dumps({"times_ms": times, "version": version}))
@@ -195,23 +229,31 @@ def plain_layer_class():
 
         def __init__(self, layer):
             super().__init__()
-            self.sd = {k: v.detach().clone() for k, v in layer.state_dict().items()}
+            # Buffers, so that the ONNX graph holds them as initializers (quantize_dynamic
+            # quantises only a MatMul whose weight is one); the matrices stored transposed, so
+            # that each MatMul reads its initializer directly.
+            self.names = []
+            for k, v in layer.state_dict().items():
+                name = k.replace(".", "_")
+                self.register_buffer(name, (v.t() if v.dim() == 2 else v).detach().contiguous())
+                self.names.append((k, name))
 
         def forward(self, x):
-            sd = self.sd
+            # sd[".._weight"] of a matrix is its transpose: [in, out].
+            sd = {k: getattr(self, name) for k, name in self.names}
             B, N = x.shape[0], x.shape[1]
             d = E // H
-            qkv = x @ sd["self_attn.in_proj_weight"].T + sd["self_attn.in_proj_bias"]
+            qkv = x @ sd["self_attn.in_proj_weight"] + sd["self_attn.in_proj_bias"]
             q = qkv[..., :E].reshape(B, N, H, d).transpose(1, 2)
             k = qkv[..., E:2 * E].reshape(B, N, H, d).transpose(1, 2)
             v = qkv[..., 2 * E:].reshape(B, N, H, d).transpose(1, 2)
             p = torch.softmax((q * (1.0 / math.sqrt(d))) @ k.transpose(-1, -2), dim=-1)
             att = (p @ v).transpose(1, 2).reshape(B, N, E)
-            att = att @ sd["self_attn.out_proj.weight"].T + sd["self_attn.out_proj.bias"]
+            att = att @ sd["self_attn.out_proj.weight"] + sd["self_attn.out_proj.bias"]
             h = torch.nn.functional.layer_norm(x + att, (E,), sd["norm1.weight"],
                                                sd["norm1.bias"], 1e-5)
-            ff = torch.relu(h @ sd["linear1.weight"].T + sd["linear1.bias"])
-            ff = ff @ sd["linear2.weight"].T + sd["linear2.bias"]
+            ff = torch.relu(h @ sd["linear1.weight"] + sd["linear1.bias"])
+            ff = ff @ sd["linear2.weight"] + sd["linear2.bias"]
             return torch.nn.functional.layer_norm(h + ff, (E,), sd["norm2.weight"],
                                                   sd["norm2.bias"], 1e-5)
     class PlainStack(torch.nn.Module):
@@ -251,6 +293,7 @@ def prepare(a, shapes):
                               dynamic_axes={"x": {0: "batch", 1: "seq"},
                                             "y": {0: "batch", 1: "seq"}}, **kwargs)
             assert torch.allclose(PlainStack(layer, L)(x0), stack(x0), atol=1e-4)
+        quantize_int8(os.path.join(a.dir, "layer%d.onnx" % L))
     rng = np.random.default_rng(0)
     for B, N, L in shapes:
         x = rng.standard_normal((B, N, E)).astype(np.float32)
@@ -259,6 +302,17 @@ def prepare(a, shapes):
         for _ in range(L):
             y = reference(layer, y)
         np.save(os.path.join(a.dir, "ref_%s.npy" % shape_key(B, N, L)), y)
+
+
+def quantize_int8(path):
+    """PATH's int8 copy (layer.onnx -> layer.int8.onnx) for onnxruntime-int8, as ONNX Runtime's
+    documentation makes one for CPUs: quantize_dynamic, QInt8 weights, its other defaults."""
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as e:
+        print("no int8 graph for onnxruntime-int8: %s" % e, flush=True)
+        return
+    quantize_dynamic(path, path[:-len(".onnx")] + ".int8.onnx", weight_type=QuantType.QInt8)
 
 
 def reference(layer, x):
@@ -300,7 +354,7 @@ def with_peak_memory(cmd, env, timeout):
     for line in p.stderr.splitlines():
         if line.startswith("PEAK_KIB "):
             peak = int(line.split()[1]) / 1024.0
-        else:
+        elif not line.startswith("Command exited with non-zero status"):  # /usr/bin/time's
             lines.append(line)
     return p.stdout, "\n".join(lines), p.returncode, peak
 
@@ -312,10 +366,12 @@ def run_engine(a, engine, B, N, L, ref):
     if engine in MATERIALISE and scores_gib > a.max_scores_gib:
         return {"skipped": "its [B, 8, N, N] score matrix would take %.1f GiB" % scores_gib}
     out_path = os.path.join(a.dir, "out_%s_%s.npy" % (engine, shape_key(B, N, L)))
-    if engine == "libclattn":
+    if engine.startswith("libclattn"):
         cmd = [a.encode, "--model", os.path.join(a.dir, "layer%d.safetensors" % L), "--input",
                os.path.join(a.dir, "x_%dx%d.npy" % (B, N)), "--output", out_path, "--repeat",
                str(a.repeat), "--json"]
+        if engine != "libclattn":
+            cmd += ["--precision", engine.split("-", 1)[1]]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--engine", engine,
                "--shape", shape_key(B, N, L), "--dir", a.dir, "--repeat", str(a.repeat),
@@ -325,7 +381,7 @@ def run_engine(a, engine, B, N, L, ref):
         return {"error": (stderr.strip() or stdout.strip())[-400:]}
     r = json.loads(stdout)
     device = None
-    if engine == "libclattn":
+    if engine.startswith("libclattn"):
         median, times, version = r["forward_ms_median"], None, "libclattn " + CLATTN_VERSION
         device = r["device"]["name"]
     else:
@@ -343,6 +399,29 @@ def run_engine(a, engine, B, N, L, ref):
         result["device"] = device
     result["fraction_of_peak"] = result["gmacs"] / a.peak_gmacs
     return result
+
+
+def clattn_precisions(a, ap):
+    """libclattn-P for each P of --clattn-precisions other than fp32 that encode accepts: tried
+    once on a small input (a build without --precision, or a CPU without the precision's
+    instructions, refuses it; it is then skipped with encode's message)."""
+    out = []
+    for p in [p for p in a.clattn_precisions.split(",") if p]:
+        if p not in CLATTN_PRECISIONS:
+            ap.error("--clattn-precisions: unknown %s (precisions: %s)"
+                     % (p, ", ".join(CLATTN_PRECISIONS)))
+        if p == "fp32":
+            continue  # the libclattn engine itself
+        probe = subprocess.run([a.encode, "--precision", p, "--batch", "1", "--seq", "8",
+                                "--json"], capture_output=True, text=True,
+                               env=dict(os.environ, POCL_MAX_PTHREAD_COUNT=str(a.threads)))
+        if probe.returncode != 0:
+            print("skipping libclattn-%s: encode refuses --precision %s (exit %d): %s" % (
+                p, p, probe.returncode, " ".join(probe.stderr.strip().splitlines()[-2:])[:300]),
+                flush=True)
+            continue
+        out.append("libclattn-" + p)
+    return out
 
 
 def measure_peak(threads):
@@ -438,6 +517,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--shapes", default="4x1024,1x4096,32x128,2x128x6,1x16384")
     ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--clattn-precisions", default="fp32",
+                    help="libclattn's precisions, e.g. fp32,bf16,int8: each other than fp32 is "
+                         "an engine libclattn-P, encode --precision P (default fp32)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -465,6 +547,7 @@ def main():
     unknown = [e for e in engines if e not in ENGINES]
     if unknown or not engines or engines[0] != "libclattn":
         ap.error("--engines: libclattn first, then any of %s" % ", ".join(ENGINES[1:]))
+    engines[1:1] = clattn_precisions(a, ap)
     shapes = [tuple((list(int(v) for v in s.split("x")) + [1])[:3]) for s in a.shapes.split(",")]
     peak_source = a.peak_source
     if a.peak_gmacs <= 0:

@@ -94,7 +94,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # The process harness, the text generator and the report's shared parts of the embedding
 # benchmark: the same conventions.
-from embed_bench import (blas_info, child_env, emit, git_rev, load_row,  # noqa: E402
+from embed_bench import (VECTOR_FLAGS, blas_info, child_env, cpu_flags, emit,  # noqa: E402
+                         git_rev, load_row,
                          loadavg_summary, machine_info, parse_result, pkg_version, random_text,
                          read_corpus, readme_table, run_child, run_worker, shared_machine_note,
                          skylakex_note, summarize, table, threads_row)
@@ -112,10 +113,6 @@ SHAPE = {"vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
          # 0.04-0.1; the default 0.02 leaves every score within 0.003 of 0.47, too flat for the
          # cross-check to say much.
          "initializer_range": 0.05}
-# The CPU flags that decide which kernels the engines pick.
-VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512cd",
-                "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
-                "amx_bf16", "amx_int8")
 DOC_TOKENS = (16, 200)
 
 # --------------------------------------------------------------------------------------------
@@ -332,15 +329,6 @@ def py_worker(args, worker, tmp, extra_env=None, **kw):
 def die(msg):
     print("rerank_bench: " + msg, file=sys.stderr, flush=True)
     sys.exit(1)
-
-
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            line = next((l for l in f if l.startswith("flags")), "")
-    except OSError:
-        return []
-    return line.split(":", 1)[1].split() if ":" in line else []
 
 
 def main():
