@@ -283,8 +283,10 @@ static void bias_and_activations(void **state)
     check_bias_act(*state, CLATTN_ACT_GELU_TANH, true);
 }
 
-static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
-                            bool in_place, uint64_t seed)
+/* LayerNorm of x (+ r (+ rb)) into y (or x in place), or with `store` the fused residual add of
+ * pre-LN layers: x = x + (r (+ rb)) kept, y = LayerNorm(x) (clattn__add_layernorm). */
+static void check_layernorm_variant(test_fixture *f, size_t rows, size_t width, bool residual,
+                                    bool res_bias, bool in_place, bool store, uint64_t seed)
 {
     float *x = random_array(rows * width, seed, -3, 3);
     float *r = random_array(rows * width, seed + 1, -1, 1);
@@ -298,12 +300,18 @@ static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool res
     clattn_tensor *tb = test_tensor_from(f->ctx, 1, &width, b);
     clattn_tensor *ty = in_place ? tx : test_tensor_from(f->ctx, 2, (size_t[]){rows, width}, NULL);
     float eps = 1e-5f;
-    assert_int_equal(clattn__layernorm(f->ctx, clattn_tensor_buffer(tx), 0,
-                                       residual ? clattn_tensor_buffer(tr) : NULL, 0,
-                                       res_bias ? clattn_tensor_buffer(trb) : NULL,
-                                       clattn_tensor_buffer(ty), 0, rows, width,
-                                       clattn_tensor_buffer(tw), clattn_tensor_buffer(tb), eps),
-                     CLATTN_OK);
+    cl_mem mx = clattn_tensor_buffer(tx), my = clattn_tensor_buffer(ty);
+    cl_mem mr = residual ? clattn_tensor_buffer(tr) : NULL;
+    cl_mem mrb = res_bias ? clattn_tensor_buffer(trb) : NULL;
+    cl_mem mw = clattn_tensor_buffer(tw), mb = clattn_tensor_buffer(tb);
+    if (store)
+        assert_int_equal(clattn__add_layernorm(f->ctx, mx, 0, mr, 0, mrb, my, 0, rows, width, mw,
+                                               mb, eps),
+                         CLATTN_OK);
+    else
+        assert_int_equal(clattn__layernorm(f->ctx, mx, 0, mr, 0, mrb, my, 0, rows, width, mw, mb,
+                                           eps),
+                         CLATTN_OK);
     float *got = test_tensor_to_host(ty);
     float *z = malloc(rows * width * sizeof(float)), *want = malloc(rows * width * sizeof(float));
     for (size_t i = 0; i < rows * width; i++)
@@ -311,11 +319,22 @@ static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool res
                         : x[i];
     ref_layernorm(z, w, b, rows, width, eps, want);
     assert_close(got, want, rows * width, 4e-6);
+    if (store) { /* the residual stream keeps the sum */
+        float *sum = test_tensor_to_host(tx);
+        assert_close(sum, z, rows * width, 1e-6);
+        free(sum);
+    }
     free(got), free(z), free(want), free(x), free(r), free(rb), free(w), free(b);
     if (!in_place)
         clattn_tensor_destroy(&ty);
     clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tr), clattn_tensor_destroy(&trb);
     clattn_tensor_destroy(&tw), clattn_tensor_destroy(&tb);
+}
+
+static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
+                            bool in_place, uint64_t seed)
+{
+    check_layernorm_variant(f, rows, width, residual, res_bias, in_place, false, seed);
 }
 
 static void layernorm_with_fused_residual(void **state)
@@ -329,6 +348,17 @@ static void layernorm_with_fused_residual(void **state)
     check_layernorm(*state, 3, 32, false, false, false, 75);
     check_layernorm(*state, 7, 48, true, false, false, 76);
     check_layernorm(*state, 2, 64, true, true, true, 77);
+}
+
+/* clattn__add_layernorm: the sum stored back into x, its LayerNorm into y; widths that take the
+ * work-group kernels (not multiples of 16) and, on CPUs, the one-row-per-work-item ones. */
+static void layernorm_storing_the_residual_sum(void **state)
+{
+    check_layernorm_variant(*state, 1, 1, true, false, false, true, 78);
+    check_layernorm_variant(*state, 4, 129, true, false, false, true, 79);
+    check_layernorm_variant(*state, 3, 300, true, true, false, true, 80);
+    check_layernorm_variant(*state, 5, 48, true, false, false, true, 81);
+    check_layernorm_variant(*state, 6, 384, true, true, false, true, 82);
 }
 
 static void residual_add_with_bias(void **state)
@@ -654,6 +684,7 @@ int main(void)
         cmocka_unit_test(average_heads_over_chunks),
         cmocka_unit_test(bias_and_activations),
         cmocka_unit_test(layernorm_with_fused_residual),
+        cmocka_unit_test(layernorm_storing_the_residual_sum),
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
         cmocka_unit_test(split_key_attention),

@@ -22,6 +22,15 @@ clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, 
                                 size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
                                 size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps);
 
+/* The residual add and the LayerNorm after it in one launch (pre-LN layers):
+ *   x = x + (res + res_bias);  y = LayerNorm(x)
+ * row by row on [rows, width] contiguous blocks; res_bias may be NULL; y must not overlap x.
+ * The same bytes as clattn__add then clattn__layernorm. */
+clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                    size_t res_offset, cl_mem res_bias, cl_mem y,
+                                    size_t y_offset, size_t rows, size_t width, cl_mem weight,
+                                    cl_mem bias, float eps);
+
 /* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
                           size_t x_offset, cl_mem bias, size_t rows, size_t width);
