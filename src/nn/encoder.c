@@ -299,8 +299,9 @@ static bool layer_is_local(const clattn_encoder_config *c, size_t i)
 }
 
 /* Layer i's self-attention of input into p->sub: the pass's masks and modifiers, and a local
- * layer's sliding window and rotary base. */
-static clattn_status self_attention(pass *p, size_t i, cl_mem input)
+ * layer's sliding window and rotary base. *out_bias: the output projection's bias when the GEMM
+ * left it (CLBlast), for the residual step's LayerNorm to add; else NULL. */
+static clattn_status self_attention(pass *p, size_t i, cl_mem input, cl_mem *out_bias)
 {
     const clattn_encoder_config *c = &p->enc->cfg;
     clattn_mha_io io = p->attn;
@@ -312,7 +313,7 @@ static clattn_status self_attention(pass *p, size_t i, cl_mem input)
         if (io.rope && c->local_rope_theta > 0.0f)
             io.rope_q.theta = (double)c->local_rope_theta;
     }
-    return clattn__mha_run(p->enc->weights.layers[i].attn, &io);
+    return clattn__mha_run_out_bias_left(p->enc->weights.layers[i].attn, &io, out_bias);
 }
 
 /* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
@@ -340,10 +341,12 @@ static clattn_status layer_post_ln(pass *p, size_t i, destination dst)
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
+    cl_mem out_bias;
     clattn_status status;
-    if ((status = self_attention(p, i, p->x)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1.weight,
-                                    l->norm1.bias, eps)) ||
+    /* x = LN1(x + (attention + out_proj's bias if the GEMM left it)) */
+    if ((status = self_attention(p, i, p->x, &out_bias)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->x, 0, T, d,
+                                    l->norm1.weight, l->norm1.bias, eps)) ||
         (status = feed_forward(p, l, p->x)))
         return status;
     /* x = LN2(x + (H·W2ᵀ + b2)) */
@@ -371,10 +374,11 @@ static clattn_status layer_pre_ln(pass *p, size_t i, norm_after after)
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
     bool norm1 = l->norm1.weight != NULL;
+    cl_mem out_bias;
     clattn_status status;
-    /* x += attention; normed = LN2(x) */
-    if ((status = self_attention(p, i, norm1 ? p->normed : p->x)) ||
-        (status = clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->normed, 0, T, d,
+    /* x += attention (+ out_proj's bias if the GEMM left it); normed = LN2(x) */
+    if ((status = self_attention(p, i, norm1 ? p->normed : p->x, &out_bias)) ||
+        (status = clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->normed, 0, T, d,
                                         l->norm2.weight, l->norm2.bias, eps)) ||
         (status = feed_forward(p, l, p->normed)))
         return status;
