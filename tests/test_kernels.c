@@ -443,6 +443,76 @@ static void embedding_and_positions(void **state)
     clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
 }
 
+/* clattn__embed_layernorm (BERT's embeddings with their LayerNorm) against the embedding and
+ * LayerNorm in plain C: d = 48 takes CPUs' one-launch kernel, d = 6 the embedding and LayerNorm
+ * launches; with and without positions (from the sinusoidal table, or per-token rows) and token
+ * types. */
+static void check_embedding_layernorm(test_fixture *f, size_t d, uint64_t seed)
+{
+    size_t vocab = 7, B = 2, N = 5, T = B * N, offset = 3, positions = offset + N + 2;
+    float *emb = random_array(vocab * d, seed, -1, 1);
+    float *type_emb = random_array(3 * d, seed + 1, -1, 1);
+    float *w = random_array(d, seed + 2, 0.5f, 1.5f);
+    float *b = random_array(d, seed + 3, -0.5f, 0.5f);
+    cl_int ids[10] = {0, 6, 3, 3, 1, 2, 5, 4, 0, 6};
+    cl_int types[10] = {0, 1, 2, 0, 0, 1, 1, 2, 2, 0};
+    cl_int rows[10] = {9, 4, 5, 6, 7, 3, 8, 0, 1, 2};
+    float *pe = malloc(positions * d * sizeof(float));
+    ref_sinusoidal(positions, d, pe);
+    cl_mem table;
+    assert_int_equal(clattn__positional_table(f->ctx, positions, d, &table), CLATTN_OK);
+    clattn_tensor *temb = test_tensor_from(f->ctx, 2, (size_t[]){vocab, d}, emb);
+    clattn_tensor *ttype = test_tensor_from(f->ctx, 2, (size_t[]){3, d}, type_emb);
+    clattn_tensor *tw = test_tensor_from(f->ctx, 1, &d, w);
+    clattn_tensor *tb = test_tensor_from(f->ctx, 1, &d, b);
+    clattn_tensor *tx = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, NULL);
+    cl_int err;
+    cl_context cl = clattn_context_cl_context(f->ctx);
+    cl_mem tids = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(ids), ids,
+                                 &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem ttypes = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(types),
+                                   types, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem trows = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(rows), rows,
+                                  &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float *z = malloc(T * d * sizeof(float)), *want = malloc(T * d * sizeof(float));
+    for (int with_pe = 0; with_pe <= 2; with_pe++) /* none, table rows from offset, per-token rows */
+        for (int with_types = 0; with_types <= 1; with_types++) {
+            clattn_embed_args e = {tids, clattn_tensor_buffer(temb), 1.5f,
+                                   with_pe ? table : NULL, offset, with_types ? ttypes : NULL,
+                                   with_types ? clattn_tensor_buffer(ttype) : NULL,
+                                   with_pe == 2 ? trows : NULL};
+            assert_int_equal(clattn__embed_layernorm(f->ctx, &e, T, N, d,
+                                                     clattn_tensor_buffer(tx),
+                                                     clattn_tensor_buffer(tw),
+                                                     clattn_tensor_buffer(tb), 1e-12f),
+                             CLATTN_OK);
+            float *got = test_tensor_to_host(tx);
+            for (size_t t = 0; t < T; t++) {
+                size_t row = with_pe == 2 ? (size_t)rows[t] : offset + t % N;
+                for (size_t c = 0; c < d; c++)
+                    z[t * d + c] = (emb[ids[t] * d + c] * 1.5f +
+                                    (with_types ? type_emb[types[t] * d + c] : 0.0f)) +
+                                   (with_pe ? pe[row * d + c] : 0.0f);
+            }
+            ref_layernorm(z, w, b, T, d, 1e-12f, want);
+            assert_close(got, want, T * d, 4e-6);
+            free(got);
+        }
+    free(z), free(want), free(emb), free(type_emb), free(w), free(b), free(pe);
+    clReleaseMemObject(tids), clReleaseMemObject(ttypes), clReleaseMemObject(trows);
+    clattn_tensor_destroy(&temb), clattn_tensor_destroy(&ttype), clattn_tensor_destroy(&tw);
+    clattn_tensor_destroy(&tb), clattn_tensor_destroy(&tx);
+}
+
+static void embedding_with_layernorm(void **state)
+{
+    check_embedding_layernorm(*state, 48, 95);
+    check_embedding_layernorm(*state, 6, 96);
+}
+
 /* IEEE half bits of x, rounded to nearest even (finite, normal-range inputs: |x| in [2^-14,
  * 65504] or 0, as the tests use). */
 static uint16_t half_bits(float x)
@@ -687,6 +757,7 @@ int main(void)
         cmocka_unit_test(layernorm_storing_the_residual_sum),
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
+        cmocka_unit_test(embedding_with_layernorm),
         cmocka_unit_test(split_key_attention),
         cmocka_unit_test(rows_to_half_rounds_to_nearest_even),
         cmocka_unit_test(half_key_value_attention),

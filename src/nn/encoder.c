@@ -729,8 +729,14 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
         if (status != CLATTN_OK)
             return status;
     }
-    if ((status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x)) ||
-        (status = embedding_norm(&p)))
+    /* The embedding LayerNorm, when the model has one, in the same launch where it can be. */
+    if (c->embedding_norm)
+        status = clattn__embed_layernorm(ctx, &e, p.tokens, seq, c->d_model, p.x,
+                                         enc->weights.embedding_norm.weight,
+                                         enc->weights.embedding_norm.bias, c->layer_norm_eps);
+    else
+        status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x);
+    if (status != CLATTN_OK)
         return status;
     return run_layers(&p, out);
 }

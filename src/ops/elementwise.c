@@ -38,8 +38,7 @@ clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t col
     return clattn__launch(ctx, &args, "glu", 2, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
-/* CPUs: one work-item per row with 16-wide vectors (no barriers); else a work-group per row. */
-static bool layernorm_by_rows(const clattn_context *ctx, size_t width)
+bool clattn__layernorm_by_rows(const clattn_context *ctx, size_t width)
 {
     return ctx->info.local_mem_is_global && width % 16 == 0;
 }
@@ -75,7 +74,7 @@ clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, 
                                 size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
                                 size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)
 {
-    bool by_rows = layernorm_by_rows(ctx, width);
+    bool by_rows = clattn__layernorm_by_rows(ctx, width);
     clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
                           : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
                                       : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
@@ -92,7 +91,7 @@ clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offs
                                     size_t y_offset, size_t rows, size_t width, cl_mem weight,
                                     cl_mem bias, float eps)
 {
-    bool by_rows = layernorm_by_rows(ctx, width);
+    bool by_rows = clattn__layernorm_by_rows(ctx, width);
     clattn_kernel_id id = by_rows ? (res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS_STORE
                                               : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_STORE)
                                   : (res_bias ? CLATTN_KERNEL_LAYERNORM_ADD_BIAS_STORE
