@@ -331,8 +331,8 @@ static void check_layernorm_variant(test_fixture *f, size_t rows, size_t width, 
     clattn_tensor_destroy(&tw), clattn_tensor_destroy(&tb);
 }
 
-static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
-                            bool in_place, uint64_t seed)
+static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual,
+                            bool res_bias, bool in_place, uint64_t seed)
 {
     check_layernorm_variant(f, rows, width, residual, res_bias, in_place, false, seed);
 }
@@ -478,7 +478,8 @@ static void check_embedding_layernorm(test_fixture *f, size_t d, uint64_t seed)
                                   &err);
     assert_int_equal(err, CL_SUCCESS);
     float *z = malloc(T * d * sizeof(float)), *want = malloc(T * d * sizeof(float));
-    for (int with_pe = 0; with_pe <= 2; with_pe++) /* none, table rows from offset, per-token rows */
+    /* positions: none, table rows from the offset, per-token rows */
+    for (int with_pe = 0; with_pe <= 2; with_pe++)
         for (int with_types = 0; with_types <= 1; with_types++) {
             clattn_embed_args e = {tids, clattn_tensor_buffer(temb), 1.5f,
                                    with_pe ? table : NULL, offset, with_types ? ttypes : NULL,
