@@ -283,8 +283,10 @@ static void bias_and_activations(void **state)
     check_bias_act(*state, CLATTN_ACT_GELU_TANH, true);
 }
 
-static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual, bool res_bias,
-                            bool in_place, uint64_t seed)
+/* LayerNorm of x (+ r (+ rb)) into y (or x in place), or with `store` the fused residual add of
+ * pre-LN layers: x = x + (r (+ rb)) kept, y = LayerNorm(x) (clattn__add_layernorm). */
+static void check_layernorm_variant(test_fixture *f, size_t rows, size_t width, bool residual,
+                                    bool res_bias, bool in_place, bool store, uint64_t seed)
 {
     float *x = random_array(rows * width, seed, -3, 3);
     float *r = random_array(rows * width, seed + 1, -1, 1);
@@ -298,12 +300,18 @@ static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool res
     clattn_tensor *tb = test_tensor_from(f->ctx, 1, &width, b);
     clattn_tensor *ty = in_place ? tx : test_tensor_from(f->ctx, 2, (size_t[]){rows, width}, NULL);
     float eps = 1e-5f;
-    assert_int_equal(clattn__layernorm(f->ctx, clattn_tensor_buffer(tx), 0,
-                                       residual ? clattn_tensor_buffer(tr) : NULL, 0,
-                                       res_bias ? clattn_tensor_buffer(trb) : NULL,
-                                       clattn_tensor_buffer(ty), 0, rows, width,
-                                       clattn_tensor_buffer(tw), clattn_tensor_buffer(tb), eps),
-                     CLATTN_OK);
+    cl_mem mx = clattn_tensor_buffer(tx), my = clattn_tensor_buffer(ty);
+    cl_mem mr = residual ? clattn_tensor_buffer(tr) : NULL;
+    cl_mem mrb = res_bias ? clattn_tensor_buffer(trb) : NULL;
+    cl_mem mw = clattn_tensor_buffer(tw), mb = clattn_tensor_buffer(tb);
+    if (store)
+        assert_int_equal(clattn__add_layernorm(f->ctx, mx, 0, mr, 0, mrb, my, 0, rows, width, mw,
+                                               mb, eps),
+                         CLATTN_OK);
+    else
+        assert_int_equal(clattn__layernorm(f->ctx, mx, 0, mr, 0, mrb, my, 0, rows, width, mw, mb,
+                                           eps),
+                         CLATTN_OK);
     float *got = test_tensor_to_host(ty);
     float *z = malloc(rows * width * sizeof(float)), *want = malloc(rows * width * sizeof(float));
     for (size_t i = 0; i < rows * width; i++)
@@ -311,11 +319,22 @@ static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool res
                         : x[i];
     ref_layernorm(z, w, b, rows, width, eps, want);
     assert_close(got, want, rows * width, 4e-6);
+    if (store) { /* the residual stream keeps the sum */
+        float *sum = test_tensor_to_host(tx);
+        assert_close(sum, z, rows * width, 1e-6);
+        free(sum);
+    }
     free(got), free(z), free(want), free(x), free(r), free(rb), free(w), free(b);
     if (!in_place)
         clattn_tensor_destroy(&ty);
     clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tr), clattn_tensor_destroy(&trb);
     clattn_tensor_destroy(&tw), clattn_tensor_destroy(&tb);
+}
+
+static void check_layernorm(test_fixture *f, size_t rows, size_t width, bool residual,
+                            bool res_bias, bool in_place, uint64_t seed)
+{
+    check_layernorm_variant(f, rows, width, residual, res_bias, in_place, false, seed);
 }
 
 static void layernorm_with_fused_residual(void **state)
@@ -329,6 +348,17 @@ static void layernorm_with_fused_residual(void **state)
     check_layernorm(*state, 3, 32, false, false, false, 75);
     check_layernorm(*state, 7, 48, true, false, false, 76);
     check_layernorm(*state, 2, 64, true, true, true, 77);
+}
+
+/* clattn__add_layernorm: the sum stored back into x, its LayerNorm into y; widths that take the
+ * work-group kernels (not multiples of 16) and, on CPUs, the one-row-per-work-item ones. */
+static void layernorm_storing_the_residual_sum(void **state)
+{
+    check_layernorm_variant(*state, 1, 1, true, false, false, true, 78);
+    check_layernorm_variant(*state, 4, 129, true, false, false, true, 79);
+    check_layernorm_variant(*state, 3, 300, true, true, false, true, 80);
+    check_layernorm_variant(*state, 5, 48, true, false, false, true, 81);
+    check_layernorm_variant(*state, 6, 384, true, true, false, true, 82);
 }
 
 static void residual_add_with_bias(void **state)
@@ -411,6 +441,77 @@ static void embedding_and_positions(void **state)
     free(got), free(in), free(emb), free(in_host);
     clReleaseMemObject(tids);
     clattn_tensor_destroy(&temb), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tin);
+}
+
+/* clattn__embed_layernorm (BERT's embeddings with their LayerNorm) against the embedding and
+ * LayerNorm in plain C: d = 48 takes CPUs' one-launch kernel, d = 6 the embedding and LayerNorm
+ * launches; with and without positions (from the sinusoidal table, or per-token rows) and token
+ * types. */
+static void check_embedding_layernorm(test_fixture *f, size_t d, uint64_t seed)
+{
+    size_t vocab = 7, B = 2, N = 5, T = B * N, offset = 3, positions = offset + N + 2;
+    float *emb = random_array(vocab * d, seed, -1, 1);
+    float *type_emb = random_array(3 * d, seed + 1, -1, 1);
+    float *w = random_array(d, seed + 2, 0.5f, 1.5f);
+    float *b = random_array(d, seed + 3, -0.5f, 0.5f);
+    cl_int ids[10] = {0, 6, 3, 3, 1, 2, 5, 4, 0, 6};
+    cl_int types[10] = {0, 1, 2, 0, 0, 1, 1, 2, 2, 0};
+    cl_int rows[10] = {9, 4, 5, 6, 7, 3, 8, 0, 1, 2};
+    float *pe = malloc(positions * d * sizeof(float));
+    ref_sinusoidal(positions, d, pe);
+    cl_mem table;
+    assert_int_equal(clattn__positional_table(f->ctx, positions, d, &table), CLATTN_OK);
+    clattn_tensor *temb = test_tensor_from(f->ctx, 2, (size_t[]){vocab, d}, emb);
+    clattn_tensor *ttype = test_tensor_from(f->ctx, 2, (size_t[]){3, d}, type_emb);
+    clattn_tensor *tw = test_tensor_from(f->ctx, 1, &d, w);
+    clattn_tensor *tb = test_tensor_from(f->ctx, 1, &d, b);
+    clattn_tensor *tx = test_tensor_from(f->ctx, 2, (size_t[]){T, d}, NULL);
+    cl_int err;
+    cl_context cl = clattn_context_cl_context(f->ctx);
+    cl_mem tids = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(ids), ids,
+                                 &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem ttypes = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(types),
+                                   types, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    cl_mem trows = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(rows), rows,
+                                  &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float *z = malloc(T * d * sizeof(float)), *want = malloc(T * d * sizeof(float));
+    /* positions: none, table rows from the offset, per-token rows */
+    for (int with_pe = 0; with_pe <= 2; with_pe++)
+        for (int with_types = 0; with_types <= 1; with_types++) {
+            clattn_embed_args e = {tids, clattn_tensor_buffer(temb), 1.5f,
+                                   with_pe ? table : NULL, offset, with_types ? ttypes : NULL,
+                                   with_types ? clattn_tensor_buffer(ttype) : NULL,
+                                   with_pe == 2 ? trows : NULL};
+            assert_int_equal(clattn__embed_layernorm(f->ctx, &e, T, N, d,
+                                                     clattn_tensor_buffer(tx),
+                                                     clattn_tensor_buffer(tw),
+                                                     clattn_tensor_buffer(tb), 1e-12f),
+                             CLATTN_OK);
+            float *got = test_tensor_to_host(tx);
+            for (size_t t = 0; t < T; t++) {
+                size_t row = with_pe == 2 ? (size_t)rows[t] : offset + t % N;
+                for (size_t c = 0; c < d; c++)
+                    z[t * d + c] = (emb[ids[t] * d + c] * 1.5f +
+                                    (with_types ? type_emb[types[t] * d + c] : 0.0f)) +
+                                   (with_pe ? pe[row * d + c] : 0.0f);
+            }
+            ref_layernorm(z, w, b, T, d, 1e-12f, want);
+            assert_close(got, want, T * d, 4e-6);
+            free(got);
+        }
+    free(z), free(want), free(emb), free(type_emb), free(w), free(b), free(pe);
+    clReleaseMemObject(tids), clReleaseMemObject(ttypes), clReleaseMemObject(trows);
+    clattn_tensor_destroy(&temb), clattn_tensor_destroy(&ttype), clattn_tensor_destroy(&tw);
+    clattn_tensor_destroy(&tb), clattn_tensor_destroy(&tx);
+}
+
+static void embedding_with_layernorm(void **state)
+{
+    check_embedding_layernorm(*state, 48, 95);
+    check_embedding_layernorm(*state, 6, 96);
 }
 
 /* IEEE half bits of x, rounded to nearest even (finite, normal-range inputs: |x| in [2^-14,
@@ -654,8 +755,10 @@ int main(void)
         cmocka_unit_test(average_heads_over_chunks),
         cmocka_unit_test(bias_and_activations),
         cmocka_unit_test(layernorm_with_fused_residual),
+        cmocka_unit_test(layernorm_storing_the_residual_sum),
         cmocka_unit_test(residual_add_with_bias),
         cmocka_unit_test(embedding_and_positions),
+        cmocka_unit_test(embedding_with_layernorm),
         cmocka_unit_test(split_key_attention),
         cmocka_unit_test(rows_to_half_rounds_to_nearest_even),
         cmocka_unit_test(half_key_value_attention),

@@ -28,7 +28,12 @@
     X(LAYERNORM_ROWS, "clattn_layernorm_rows")   \
     X(LAYERNORM_ROWS_ADD, "clattn_layernorm_rows_add") \
     X(LAYERNORM_ROWS_ADD_BIAS, "clattn_layernorm_rows_add_bias") \
+    X(LAYERNORM_ADD_STORE, "clattn_layernorm_add_store") \
+    X(LAYERNORM_ADD_BIAS_STORE, "clattn_layernorm_add_bias_store") \
+    X(LAYERNORM_ROWS_ADD_STORE, "clattn_layernorm_rows_add_store") \
+    X(LAYERNORM_ROWS_ADD_BIAS_STORE, "clattn_layernorm_rows_add_bias_store") \
     X(EMBED, "clattn_embed")                     \
+    X(EMBED_LAYERNORM_ROWS, "clattn_embed_layernorm_rows") \
     X(ADD_POSITIONAL, "clattn_add_positional")   \
     X(ADD, "clattn_add")                         \
     X(POOL_MEAN, "clattn_pool_mean")             \

@@ -299,8 +299,9 @@ static bool layer_is_local(const clattn_encoder_config *c, size_t i)
 }
 
 /* Layer i's self-attention of input into p->sub: the pass's masks and modifiers, and a local
- * layer's sliding window and rotary base. */
-static clattn_status self_attention(pass *p, size_t i, cl_mem input)
+ * layer's sliding window and rotary base. *out_bias: the output projection's bias when the GEMM
+ * left it (CLBlast), for the residual step's LayerNorm to add; else NULL. */
+static clattn_status self_attention(pass *p, size_t i, cl_mem input, cl_mem *out_bias)
 {
     const clattn_encoder_config *c = &p->enc->cfg;
     clattn_mha_io io = p->attn;
@@ -312,7 +313,7 @@ static clattn_status self_attention(pass *p, size_t i, cl_mem input)
         if (io.rope && c->local_rope_theta > 0.0f)
             io.rope_q.theta = (double)c->local_rope_theta;
     }
-    return clattn__mha_run(p->enc->weights.layers[i].attn, &io);
+    return clattn__mha_run_out_bias_left(p->enc->weights.layers[i].attn, &io, out_bias);
 }
 
 /* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
@@ -324,44 +325,108 @@ static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input
                                activation_kind(c->activation), input, p->hidden, p->sub);
 }
 
-static clattn_status layer_post_ln(pass *p, size_t i)
+/* Where a layer's last LayerNorm writes: p->x, or the caller's output for the last layer (no
+ * copy after it). */
+typedef struct destination {
+    cl_mem mem;
+    size_t offset; /* floats */
+} destination;
+
+/* Post-LN: x = LN1(x + attn(x)); x = LN2(x + FFN(x)), each residual add fused into its LayerNorm
+ * (and linear2's bias into the second), LN2 writing into `dst`. */
+static clattn_status layer_post_ln(pass *p, size_t i, destination dst)
 {
     clattn_encoder_layer *l = &p->enc->weights.layers[i];
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
+    cl_mem out_bias;
     clattn_status status;
-    if ((status = self_attention(p, i, p->x)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, NULL, p->x, 0, T, d, l->norm1.weight,
-                                    l->norm1.bias, eps)) ||
+    /* x = LN1(x + (attention + out_proj's bias if the GEMM left it)) */
+    if ((status = self_attention(p, i, p->x, &out_bias)) ||
+        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->x, 0, T, d,
+                                    l->norm1.weight, l->norm1.bias, eps)) ||
         (status = feed_forward(p, l, p->x)))
         return status;
     /* x = LN2(x + (H·W2ᵀ + b2)) */
-    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, p->x, 0, T, d, l->norm2.weight,
-                             l->norm2.bias, eps);
+    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, dst.mem, dst.offset, T, d,
+                             l->norm2.weight, l->norm2.bias, eps);
 }
 
-static clattn_status layer_pre_ln(pass *p, size_t i)
+/* The LayerNorm that follows a pre-LN layer's last residual add: the next layer's norm1 into
+ * p->normed, the final norm into the output, or none (weight NULL). */
+typedef struct norm_after {
+    const clattn_norm *norm;
+    destination dst;
+} norm_after;
+
+/* Pre-LN: x = x + attn(LN1(x)); x = x + FFN(LN2(x)). Every residual add is one launch with the
+ * LayerNorm after it (clattn__add_layernorm): LN2, then `after` (the next layer's LN1 or the
+ * final norm). On entry p->normed holds LN1(x) when the layer has a norm1 (the previous layer's
+ * last launch, or run_layers's first one); without norm1 (first_norm1_identity's layer 0) the
+ * attention reads x itself. */
+static clattn_status layer_pre_ln(pass *p, size_t i, norm_after after)
 {
     clattn_context *ctx = p->enc->ctx;
     const clattn_encoder_config *c = &p->enc->cfg;
     clattn_encoder_layer *l = &p->enc->weights.layers[i];
     size_t T = p->tokens, d = c->d_model;
     float eps = c->layer_norm_eps;
-    clattn_status status = CLATTN_OK;
-    /* Without norm1 (first_norm1_identity's layer 0) the attention reads x itself. */
     bool norm1 = l->norm1.weight != NULL;
-    if ((norm1 && (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d,
-                                              l->norm1.weight, l->norm1.bias, eps))) ||
-        (status = self_attention(p, i, norm1 ? p->normed : p->x)) ||
-        (status = clattn__add(ctx, p->x, 0, p->sub, 0, NULL, T, d)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, T, d, l->norm2.weight,
-                                    l->norm2.bias, eps)) ||
+    cl_mem out_bias;
+    clattn_status status;
+    /* x += attention (+ out_proj's bias if the GEMM left it); normed = LN2(x) */
+    if ((status = self_attention(p, i, norm1 ? p->normed : p->x, &out_bias)) ||
+        (status = clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->normed, 0, T, d,
+                                        l->norm2.weight, l->norm2.bias, eps)) ||
         (status = feed_forward(p, l, p->normed)))
         return status;
-    /* x = x + (H·W2ᵀ + b2) */
-    return clattn__add(ctx, p->x, 0, p->sub, 0, l->ffn.b2, T, d);
+    /* x += H·W2ᵀ + b2, then the norm after the layer */
+    if (!after.norm)
+        return clattn__add(ctx, p->x, 0, p->sub, 0, l->ffn.b2, T, d);
+    return clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, after.dst.mem,
+                                 after.dst.offset, T, d, after.norm->weight, after.norm->bias,
+                                 eps);
+}
+
+/* Runs the pre-LN layers on p->x; the final norm, when the model has one, writes into out
+ * (*done then). */
+static clattn_status run_pre_ln(pass *p, clattn_tensor *out, bool *done)
+{
+    clattn_encoder *enc = p->enc;
+    const clattn_encoder_config *c = &enc->cfg;
+    size_t L = c->num_layers;
+    const clattn_norm *first = &enc->weights.layers[0].norm1;
+    clattn_status status = CLATTN_OK;
+    if (first->weight)
+        status = clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, p->tokens,
+                                   c->d_model, first->weight, first->bias, c->layer_norm_eps);
+    for (size_t i = 0; i < L && status == CLATTN_OK; i++) {
+        norm_after after = {NULL, {p->normed, 0}};
+        if (i + 1 < L && enc->weights.layers[i + 1].norm1.weight)
+            after.norm = &enc->weights.layers[i + 1].norm1;
+        else if (i + 1 == L && c->final_norm)
+            after = (norm_after){&enc->weights.norm, {out->mem, out->offset}};
+        status = layer_pre_ln(p, i, after);
+    }
+    *done = c->final_norm;
+    return status;
+}
+
+/* Runs the post-LN layers on p->x, the last one's LN2 writing into out (*done then), unless a
+ * final norm follows. */
+static clattn_status run_post_ln(pass *p, clattn_tensor *out, bool *done)
+{
+    const clattn_encoder_config *c = &p->enc->cfg;
+    clattn_status status = CLATTN_OK;
+    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++) {
+        bool last = i + 1 == c->num_layers && !c->final_norm;
+        status = layer_post_ln(p, i, last ? (destination){out->mem, out->offset}
+                                          : (destination){p->x, 0});
+    }
+    *done = !c->final_norm;
+    return status;
 }
 
 /* Runs the layers and the final norm on p->x (already holding the embedded input) into out. */
@@ -369,10 +434,11 @@ static clattn_status run_layers(pass *p, clattn_tensor *out)
 {
     clattn_encoder *enc = p->enc;
     const clattn_encoder_config *c = &enc->cfg;
+    bool done = false;
     clattn_status status = relative_position_bias(p);
-    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++)
-        status = c->norm_first ? layer_pre_ln(p, i) : layer_post_ln(p, i);
-    if (status != CLATTN_OK)
+    if (status == CLATTN_OK)
+        status = c->norm_first ? run_pre_ln(p, out, &done) : run_post_ln(p, out, &done);
+    if (status != CLATTN_OK || done)
         return status;
     size_t d = c->d_model;
     if (c->final_norm)
@@ -663,8 +729,14 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
         if (status != CLATTN_OK)
             return status;
     }
-    if ((status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x)) ||
-        (status = embedding_norm(&p)))
+    /* The embedding LayerNorm, when the model has one, in the same launch where it can be. */
+    if (c->embedding_norm)
+        status = clattn__embed_layernorm(ctx, &e, p.tokens, seq, c->d_model, p.x,
+                                         enc->weights.embedding_norm.weight,
+                                         enc->weights.embedding_norm.bias, c->layer_norm_eps);
+    else
+        status = clattn__embed(ctx, &e, p.tokens, seq, c->d_model, p.x);
+    if (status != CLATTN_OK)
         return status;
     return run_layers(&p, out);
 }

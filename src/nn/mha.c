@@ -488,9 +488,10 @@ static clattn_attention_problem problem_of(const clattn_mha *mha, const clattn_m
     return p;
 }
 
-/* Attention into the head outputs, then the output projection into io->out. */
-static clattn_status attend_and_project(clattn_mha *mha, const clattn_mha_io *io,
-                                        clattn_attention_problem *p)
+/* Attention into the head outputs, then the output projection into io->out. With out_bias, a
+ * bias the GEMM does not fuse is left to the caller there (clattn__mha_run_out_bias_left). */
+static clattn_status attend_and_project_to(clattn_mha *mha, const clattn_mha_io *io,
+                                           clattn_attention_problem *p, cl_mem *out_bias)
 {
     clattn_context *ctx = mha->ctx;
     const clattn_mha_config *c = &mha->cfg;
@@ -513,8 +514,21 @@ static clattn_status attend_and_project(clattn_mha *mha, const clattn_mha_io *io
         return status;
     if (!c->out_proj)
         return CLATTN_OK;
-    return clattn__linear(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, heads, 0, vw, &mha->out_w,
-                          mha->b_out, 0, CLATTN_ACT_NONE, io->out, io->out_offset, E);
+    if (!out_bias)
+        return clattn__linear(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, heads, 0, vw, &mha->out_w,
+                              mha->b_out, 0, CLATTN_ACT_NONE, io->out, io->out_offset, E);
+    bool left = false;
+    status = clattn__linear_bias_left(ctx, CLATTN_OP_OUT_PROJECTION, rows_q, heads, 0, vw,
+                                      &mha->out_w, mha->b_out, 0, io->out, io->out_offset, E,
+                                      &left);
+    *out_bias = left ? mha->b_out : NULL;
+    return status;
+}
+
+static clattn_status attend_and_project(clattn_mha *mha, const clattn_mha_io *io,
+                                        clattn_attention_problem *p)
+{
+    return attend_and_project_to(mha, io, p, NULL);
 }
 
 clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
@@ -524,6 +538,17 @@ clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io)
     if (status != CLATTN_OK)
         return status;
     return attend_and_project(mha, io, &p);
+}
+
+clattn_status clattn__mha_run_out_bias_left(clattn_mha *mha, const clattn_mha_io *io,
+                                            cl_mem *out_bias)
+{
+    *out_bias = NULL;
+    clattn_attention_problem p = problem_of(mha, io);
+    clattn_status status = project_inputs(mha, io, &p);
+    if (status != CLATTN_OK)
+        return status;
+    return attend_and_project_to(mha, io, &p, out_bias);
 }
 
 /* Copies rows [B, n] of `width` floats, `pitch` floats apart, from src at column `column` into

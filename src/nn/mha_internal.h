@@ -42,6 +42,13 @@ clattn_status clattn__mha_keep_packed_only(clattn_mha *mha);
  * CLATTN_SLOT_PROJECTIONS and CLATTN_SLOT_HEADS (and attention's own). */
 clattn_status clattn__mha_run(clattn_mha *mha, const clattn_mha_io *io);
 
+/* clattn__mha_run for a caller whose next kernel adds io->out to a residual (an encoder layer's
+ * add with LayerNorm): when the output projection's GEMM does not fuse its bias, io->out is left
+ * without it and *out_bias is that bias [E] for the caller to add there (saving a launch);
+ * otherwise *out_bias is NULL. */
+clattn_status clattn__mha_run_out_bias_left(clattn_mha *mha, const clattn_mha_io *io,
+                                            cl_mem *out_bias);
+
 /* A key/value cache of one self-attention layer: rows [B, capacity, h·d_k] and [B, capacity,
  * h·d_v] (the projection's own layout, so that a step appends rows by a rectangle copy). */
 typedef struct clattn_kv_cache {

@@ -38,21 +38,19 @@ clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t col
     return clattn__launch(ctx, &args, "glu", 2, global, NULL, CLATTN_OP_OTHER, 0);
 }
 
-clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
-                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
-                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)
+bool clattn__layernorm_by_rows(const clattn_context *ctx, size_t width)
+{
+    return ctx->info.local_mem_is_global && width % 16 == 0;
+}
+
+/* Launches LayerNorm kernel `id` (cl/layernorm.cl: they all take the same arguments). */
+static clattn_status launch_layernorm(clattn_context *ctx, clattn_kernel_id id, bool by_rows,
+                                      cl_mem x, size_t x_offset, cl_mem res, size_t res_offset,
+                                      cl_mem res_bias, cl_mem y, size_t y_offset, size_t rows,
+                                      size_t width, cl_mem weight, cl_mem bias, float eps)
 {
     cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
     cl_uint r = (cl_uint)rows, w = (cl_uint)width;
-    /* CPUs: one work-item per row with 16-wide vectors (no barriers); else a work-group per row. */
-    bool rows_kernel = ctx->info.local_mem_is_global && width % 16 == 0;
-    clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
-                          : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
-                                      : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
-    if (rows_kernel)
-        id = !res ? CLATTN_KERNEL_LAYERNORM_ROWS
-                  : !res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD
-                              : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS;
     /* The variants without a residual ignore res and res_bias: pass x for both. */
     cl_mem res_arg = res ? res : x, res_bias_arg = res_bias ? res_bias : x;
     clattn_kernel_args args = {ctx->kernels.kernel[id], 0, CL_SUCCESS};
@@ -68,8 +66,38 @@ clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, 
     CLATTN_ARG(&args, weight);
     CLATTN_ARG(&args, bias);
     CLATTN_ARG(&args, eps);
-    size_t wg = rows_kernel ? 1 : ctx->kernels.reduce_wg, global = rows * wg;
+    size_t wg = by_rows ? 1 : ctx->kernels.reduce_wg, global = rows * wg;
     return clattn__launch(ctx, &args, "layernorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
+}
+
+clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps)
+{
+    bool by_rows = clattn__layernorm_by_rows(ctx, width);
+    clattn_kernel_id id = !res        ? CLATTN_KERNEL_LAYERNORM
+                          : !res_bias ? CLATTN_KERNEL_LAYERNORM_ADD
+                                      : CLATTN_KERNEL_LAYERNORM_ADD_BIAS;
+    if (by_rows)
+        id = !res ? CLATTN_KERNEL_LAYERNORM_ROWS
+                  : !res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD
+                              : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS;
+    return launch_layernorm(ctx, id, by_rows, x, x_offset, res, res_offset, res_bias, y, y_offset,
+                            rows, width, weight, bias, eps);
+}
+
+clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                    size_t res_offset, cl_mem res_bias, cl_mem y,
+                                    size_t y_offset, size_t rows, size_t width, cl_mem weight,
+                                    cl_mem bias, float eps)
+{
+    bool by_rows = clattn__layernorm_by_rows(ctx, width);
+    clattn_kernel_id id = by_rows ? (res_bias ? CLATTN_KERNEL_LAYERNORM_ROWS_ADD_BIAS_STORE
+                                              : CLATTN_KERNEL_LAYERNORM_ROWS_ADD_STORE)
+                                  : (res_bias ? CLATTN_KERNEL_LAYERNORM_ADD_BIAS_STORE
+                                              : CLATTN_KERNEL_LAYERNORM_ADD_STORE);
+    return launch_layernorm(ctx, id, by_rows, x, x_offset, res, res_offset, res_bias, y, y_offset,
+                            rows, width, weight, bias, eps);
 }
 
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,

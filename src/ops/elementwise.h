@@ -16,11 +16,24 @@ clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, s
  * (contiguous): the gated feed-forward's product of the gate and up projections. */
 clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t cols, int act);
 
+/* Whether LayerNorm over rows of `width` runs one work-item per row with 16-wide vectors (CPU
+ * devices, whose barriers are costly: width a multiple of 16) rather than a work-group per row. */
+bool clattn__layernorm_by_rows(const clattn_context *ctx, size_t width);
+
 /* y = LayerNorm(x + (res + res_bias)) row by row on [rows, width] contiguous blocks; res and
  * res_bias may be NULL; y may be x. */
 clattn_status clattn__layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
                                 size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
                                 size_t rows, size_t width, cl_mem weight, cl_mem bias, float eps);
+
+/* The residual add and the LayerNorm after it in one launch (pre-LN layers):
+ *   x = x + (res + res_bias);  y = LayerNorm(x)
+ * row by row on [rows, width] contiguous blocks; res_bias may be NULL; y must not overlap x.
+ * The same bytes as clattn__add then clattn__layernorm. */
+clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                    size_t res_offset, cl_mem res_bias, cl_mem y,
+                                    size_t y_offset, size_t rows, size_t width, cl_mem weight,
+                                    cl_mem bias, float eps);
 
 /* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,

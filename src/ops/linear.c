@@ -14,3 +14,16 @@ clattn_status clattn__linear(clattn_context *ctx, clattn_op op, size_t m, cl_mem
     return clattn__bias_act(ctx, y, y_offset, ldy, m, w->n, left.bias ? bias : NULL, bias_offset,
                             left.act);
 }
+
+clattn_status clattn__linear_bias_left(clattn_context *ctx, clattn_op op, size_t m, cl_mem x,
+                                       size_t x_offset, size_t ldx, clattn_gemm_weight *w,
+                                       cl_mem bias, size_t bias_offset, cl_mem y,
+                                       size_t y_offset, size_t ldy, bool *bias_left)
+{
+    clattn_gemm_left left;
+    clattn_status status = clattn__gemm_weighted(ctx, op, m, x, x_offset, ldx, w, bias,
+                                                 bias_offset, CLATTN_ACT_NONE, y, y_offset, ldy,
+                                                 &left);
+    *bias_left = status == CLATTN_OK && bias && left.bias;
+    return status;
+}

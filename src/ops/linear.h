@@ -11,4 +11,12 @@ clattn_status clattn__linear(clattn_context *ctx, clattn_op op, size_t m, cl_mem
                              size_t x_offset, size_t ldx, clattn_gemm_weight *w, cl_mem bias,
                              size_t bias_offset, int act, cl_mem y, size_t y_offset, size_t ldy);
 
+/* y = x·Wᵀ + bias as clattn__linear without an activation, except that a bias the GEMM does not
+ * fuse is left to the caller (*bias_left true), who adds it in its next kernel (a residual add
+ * with LayerNorm) instead of an element-wise launch of its own. */
+clattn_status clattn__linear_bias_left(clattn_context *ctx, clattn_op op, size_t m, cl_mem x,
+                                       size_t x_offset, size_t ldx, clattn_gemm_weight *w,
+                                       cl_mem bias, size_t bias_offset, cl_mem y,
+                                       size_t y_offset, size_t ldy, bool *bias_left);
+
 #endif /* CLATTN_LINEAR_H */

@@ -29,4 +29,10 @@ typedef struct clattn_embed_args {
 clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *args, size_t tokens,
                             size_t seq, size_t d, cl_mem x);
 
+/* clattn__embed, then x = LayerNorm(x) with weight and bias [d] (an embedding LayerNorm): one
+ * launch on CPU devices when d is a multiple of 16 (the bytes of the two launches), else two. */
+clattn_status clattn__embed_layernorm(clattn_context *ctx, const clattn_embed_args *args,
+                                      size_t tokens, size_t seq, size_t d, cl_mem x,
+                                      cl_mem weight, cl_mem bias, float eps);
+
 #endif /* CLATTN_POSITIONAL_H */
