@@ -175,7 +175,7 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      are ignored with a warning naming the cache, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
  *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two up to the device's maximum
- *      work-group size), fused_local (0 or 1), gemm_kernel (0 or 1), split_keys (0, 1 or 2),
+ *      work-group size), fused_local (0 or 1), gemm_kernel (0 to 2), split_keys (0, 1 or 2),
  *      fused_untiled (0 or 1) — the fields below; anything else is ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
@@ -196,11 +196,17 @@ typedef struct clattn_tuning {
                        * or 16) */
     size_t fused_wg;  /* fused_wg: work-group size (a power of two up to the device's
                        * max_work_group_size) */
-    int gemm_kernel;  /* gemm_kernel: 1 runs the projection and feed-forward GEMMs with the
+    int gemm_kernel;  /* gemm_kernel: which GEMM runs the projection and feed-forward layers.
+                       * 2: oneDNN's matmul on the host, on the device buffers' mapped memory
+                       * (zero-copy where the driver maps in place, as PoCL does), weights
+                       * reordered once into its layout, bias and activation fused; CPU devices
+                       * in builds with oneDNN only (meson -Donednn), where it is the default
+                       * (its OpenMP threads: as many as the device's compute units). 1: the
                        * library's CPU GEMM (register-blocked micro-tiles of the device's native
                        * vector width over weights packed once, bias and activation fused; the
-                       * default on PoCL's CPU devices, see docs/pocl-cpu-performance.md); 0 with
-                       * CLBlast (the default elsewhere: GPUs, Mesa's llvmpipe) */
+                       * default on PoCL's CPU devices without oneDNN, see
+                       * docs/pocl-cpu-performance.md); 0: CLBlast (the default elsewhere: GPUs,
+                       * Mesa's llvmpipe without oneDNN) */
     int split_keys;   /* split_keys: split-key attention (flash-decoding) for few queries
                        * against many keys, e.g. a decoding step against its cache: the keys are
                        * split across work-items whose partial softmax states a second kernel
@@ -228,13 +234,14 @@ typedef struct clattn_tuning {
  * (its in-memory path and its corpus job, on any number of processes), for the same input,
  * device, driver, library version and tuning. Every reduction of a row runs in an order fixed by
  * the row alone: the GEMMs sum each output over K in one order whatever M is (the library's CPU
- * GEMM; on GPUs CLBlast is kept on its main kernel for every size, while on CPU devices its
- * direct and main kernels were measured to agree bit for bit); the attention visits a row's
- * keys in the same blocks from key 0 with the same kernel variant for every query count and
- * padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
+ * GEMM; oneDNN, with one primitive per row count, all reading the weights in one layout, its
+ * brgemm kernels then blocking K alike; on GPUs CLBlast is kept on its main kernel for every
+ * size, while on CPU devices its direct and main kernels were measured to agree bit for bit);
+ * the attention visits a row's keys in the same blocks from key 0 with the same kernel variant
+ * for every query count and padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
  * real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
- * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, the
- * library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
+ * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, oneDNN,
+ * the library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
  * Not guaranteed: the same bytes on another device, driver, library version or tuning (another
  * kernel variant or GEMM tiling sums in another order: results then agree to float32 rounding,
  * not bit for bit); split_keys = CLATTN_SPLIT_KEYS_ALWAYS (its splits follow the batch); a

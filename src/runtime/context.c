@@ -1,6 +1,7 @@
 /* The context: device, queue, compiled kernels; it owns and releases the parts in
  * context_internal.h, and applies the tuning that tuning.c chooses. */
 #include "context_internal.h"
+#include "gemm_onednn.h"
 #include "device.h"
 #include "gemm.h"
 #include "tuning.h"
@@ -223,6 +224,9 @@ void clattn_context_destroy(clattn_context **pctx)
     clattn__rotary_table_release(&ctx->rope_table);
     clattn__fused_cache_clear(&ctx->fused);
     clattn__gemm_cpu_destroy(&ctx->gemm_cpu);
+#ifdef CLATTN_HAVE_ONEDNN
+    clattn__onednn_destroy(&ctx->onednn);
+#endif
     clattn__kernels_release(&ctx->kernels);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

@@ -34,6 +34,8 @@ struct clattn_context {
     clattn_rotary_table rope_table;   /* rotary_table.c */
     clattn_stats_state stats;         /* stats.c */
     clattn_gemm_cpu *gemm_cpu;        /* gemm.c: the CPU GEMM's program, built on first use */
+    struct clattn_onednn *onednn;     /* gemm_onednn.c: oneDNN's engine and primitives, made on
+                                       * first use (builds with oneDNN only) */
 };
 
 #endif /* CLATTN_CONTEXT_INTERNAL_H */

@@ -1,0 +1,436 @@
+/* Projection GEMMs through oneDNN's matmul on the mapped buffers of a CPU device. */
+#include "gemm_onednn.h"
+#include "context_internal.h"
+#include "base/constants.h"
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Primitives kept per context, by shape: a model's GEMMs come in a handful of (n, k) pairs, times
+ * the row counts its batches have. The least recently used one makes room (oneDNN's own
+ * primitive cache then often still has its compiled kernel). */
+#define PRIMITIVES 64
+
+typedef struct matmul_key {
+    size_t m, n, k, lda, ldc;
+    bool bias;
+    int act; /* fused CLATTN_ACT_*, or CLATTN_ACT_NONE */
+} matmul_key;
+
+typedef struct matmul_entry {
+    matmul_key key;
+    dnnl_memory_desc_t weights; /* the layout the primitive reads W in */
+    dnnl_primitive_t primitive; /* NULL: a free entry */
+    uint64_t used;              /* the call counter when last used */
+} matmul_entry;
+
+struct clattn_onednn {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    int threads; /* OpenMP threads for oneDNN: the device's compute units */
+    uint64_t calls;
+    matmul_entry entries[PRIMITIVES];
+};
+
+struct clattn_onednn_weight {
+    size_t n, k;
+    dnnl_memory_desc_t md; /* W as oneDNN's K x N "weights", in its preferred blocked layout */
+    dnnl_memory_t mem;     /* owns the reordered data */
+};
+
+static const char *dnnl_status_name(dnnl_status_t s)
+{
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "unimplemented";
+    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    }
+    return "unknown oneDNN status";
+}
+
+static clattn_status fail_dnnl(clattn_context *ctx, dnnl_status_t s, const char *what)
+{
+    return clattn__fail(ctx,
+                        s == dnnl_out_of_memory ? CLATTN_ERROR_OUT_OF_HOST_MEMORY
+                                                : CLATTN_ERROR_UNSUPPORTED,
+                        "oneDNN: %s failed: %s (%d)", what, dnnl_status_name(s), (int)s);
+}
+
+#define DNNL_TRY(call, what)                                                                  \
+    do {                                                                                      \
+        dnnl_status_t s_ = (call);                                                            \
+        if (s_ != dnnl_success) {                                                             \
+            status = fail_dnnl(ctx, s_, what);                                                \
+            goto done;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+static void entry_clear(matmul_entry *e)
+{
+    if (e->primitive)
+        dnnl_primitive_destroy(e->primitive);
+    memset(e, 0, sizeof(*e));
+}
+
+void clattn__onednn_destroy(clattn_onednn **po)
+{
+    clattn_onednn *o = *po;
+    if (!o)
+        return;
+    for (int i = 0; i < PRIMITIVES; i++)
+        entry_clear(&o->entries[i]);
+    if (o->stream)
+        dnnl_stream_destroy(o->stream);
+    if (o->engine)
+        dnnl_engine_destroy(o->engine);
+    free(o);
+    *po = NULL;
+}
+
+/* The context's oneDNN state, made on first use. */
+static clattn_status state(clattn_context *ctx, clattn_onednn **out)
+{
+    if (ctx->onednn) {
+        *out = ctx->onednn;
+        return CLATTN_OK;
+    }
+    clattn_status status = CLATTN_OK;
+    clattn_onednn *o = calloc(1, sizeof(*o));
+    if (!o)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for oneDNN's state");
+    DNNL_TRY(dnnl_engine_create(&o->engine, dnnl_cpu, 0), "creating a CPU engine");
+    DNNL_TRY(dnnl_stream_create(&o->stream, o->engine, dnnl_stream_default_flags),
+             "creating a stream");
+    o->threads = ctx->info.compute_units ? (int)ctx->info.compute_units : 1;
+    ctx->onednn = o;
+    *out = o;
+    return CLATTN_OK;
+done:
+    clattn__onednn_destroy(&o);
+    return status;
+}
+
+/* ---- the mapped buffers ---- */
+
+/* Finishes the queue (oneDNN runs on the host, after everything queued before) and maps
+ * `floats` floats of `mem` from `offset` (in floats) into *ptr. Blocking: the pointer is valid on
+ * return. PoCL maps its CPU device's buffers in place: no copy. */
+static clattn_status map(clattn_context *ctx, cl_mem mem, size_t offset, size_t floats,
+                         cl_map_flags flags, float **ptr)
+{
+    cl_int err;
+    *ptr = clEnqueueMapBuffer(ctx->queue, mem, CL_TRUE, flags, offset * sizeof(float),
+                              floats * sizeof(float), 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "mapping a buffer of %zu floats for oneDNN", floats);
+    return CLATTN_OK;
+}
+
+static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, clattn_status status)
+{
+    if (!ptr)
+        return status;
+    cl_int err = clEnqueueUnmapMemObject(ctx->queue, mem, ptr, 0, NULL, NULL);
+    if (err != CL_SUCCESS && status == CLATTN_OK)
+        status = clattn__fail_cl(ctx, err, "unmapping a buffer after oneDNN");
+    return status;
+}
+
+/* Sets OpenMP's thread count for oneDNN's next parallel region: the device's compute units (the
+ * cores PoCL would use), whatever the process's OpenMP default is. */
+static void set_threads(const clattn_onednn *o)
+{
+    if (omp_get_max_threads() != o->threads)
+        omp_set_num_threads(o->threads);
+}
+
+/* ---- weights ---- */
+
+/* W [n, k] with row stride ldb as oneDNN's weights: K x N with strides (1, ldb). */
+static dnnl_status_t plain_weights_md(dnnl_memory_desc_t *md, size_t n, size_t k, size_t ldb)
+{
+    return dnnl_memory_desc_init_by_strides(md, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+                                            dnnl_f32, (dnnl_dims_t){1, (dnnl_dim_t)ldb});
+}
+
+/* The weight layout oneDNN chooses for its matmul at this (n, k): asked of a primitive for 512
+ * rows; it depends on the CPU's instruction set, n and k, not on the row count (brgemm's blocks
+ * of 16 rows of K by 64 columns of N on AVX-512), and every primitive is then made for it. */
+static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, size_t n, size_t k,
+                                      dnnl_memory_desc_t *out)
+{
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_desc_t src, weights, dst;
+    dnnl_matmul_desc_t desc;
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, dnnl_f32,
+                                          dnnl_ab),
+             "describing A");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+                                          dnnl_f32, dnnl_format_tag_any),
+             "describing W");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
+                                          dnnl_ab),
+             "describing C");
+    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src, &weights, NULL, &dst), "describing a matmul");
+    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, NULL, o->engine, NULL),
+             "choosing a matmul");
+    *out = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+done:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return status;
+}
+
+/* Copies `from` (at from_ptr) into `to` (at to_ptr) through a reorder primitive. */
+static clattn_status reorder(clattn_context *ctx, clattn_onednn *o, const dnnl_memory_desc_t *from,
+                             void *from_ptr, const dnnl_memory_desc_t *to, void *to_ptr)
+{
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t src = NULL, dst = NULL;
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from, o->engine, to, o->engine, NULL),
+             "choosing a weight reorder");
+    DNNL_TRY(dnnl_primitive_create(&prim, pd), "creating a weight reorder");
+    DNNL_TRY(dnnl_memory_create(&src, from, o->engine, from_ptr), "wrapping a weight");
+    DNNL_TRY(dnnl_memory_create(&dst, to, o->engine, to_ptr), "wrapping a weight");
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    set_threads(o);
+    DNNL_TRY(dnnl_primitive_execute(prim, o->stream, 2, args), "reordering a weight");
+    DNNL_TRY(dnnl_stream_wait(o->stream), "reordering a weight");
+done:
+    if (src)
+        dnnl_memory_destroy(src);
+    if (dst)
+        dnnl_memory_destroy(dst);
+    if (prim)
+        dnnl_primitive_destroy(prim);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return status;
+}
+
+clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t k, cl_mem b,
+                                           size_t b_offset, size_t ldb,
+                                           clattn_onednn_weight **out)
+{
+    *out = NULL;
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    clattn_onednn_weight *w = calloc(1, sizeof(*w));
+    if (!w)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for a oneDNN weight [%zu, %zu]", n, k);
+    w->n = n;
+    w->k = k;
+    float *plain = NULL;
+    dnnl_memory_desc_t from;
+    if ((status = preferred_layout(ctx, o, n, k, &w->md)))
+        goto done;
+    DNNL_TRY(dnnl_memory_create(&w->mem, &w->md, o->engine, DNNL_MEMORY_ALLOCATE),
+             "allocating a reordered weight");
+    DNNL_TRY(plain_weights_md(&from, n, k, ldb), "describing a weight");
+    clFinish(ctx->queue);
+    if ((status = map(ctx, b, b_offset, (n - 1) * ldb + k, CL_MAP_READ, &plain)))
+        goto done;
+    void *to;
+    DNNL_TRY(dnnl_memory_get_data_handle(w->mem, &to), "reading a weight's handle");
+    status = reorder(ctx, o, &from, plain, &w->md, to);
+done:
+    status = unmap(ctx, b, plain, status);
+    if (status != CLATTN_OK)
+        clattn__onednn_weight_release(&w);
+    *out = w;
+    return status;
+}
+
+clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_onednn_weight *w,
+                                           cl_mem dst)
+{
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    float *plain = NULL;
+    dnnl_memory_desc_t to;
+    void *from;
+    DNNL_TRY(plain_weights_md(&to, w->n, w->k, w->k), "describing a weight");
+    DNNL_TRY(dnnl_memory_get_data_handle(w->mem, &from), "reading a weight's handle");
+    clFinish(ctx->queue);
+    if ((status = map(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
+        goto done;
+    status = reorder(ctx, o, &w->md, from, &to, plain);
+done:
+    return unmap(ctx, dst, plain, status);
+}
+
+void clattn__onednn_weight_release(clattn_onednn_weight **pw)
+{
+    clattn_onednn_weight *w = *pw;
+    if (!w)
+        return;
+    if (w->mem)
+        dnnl_memory_destroy(w->mem);
+    free(w);
+    *pw = NULL;
+}
+
+/* ---- the product ---- */
+
+bool clattn__onednn_fuses(int act)
+{
+    return act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
+}
+
+static bool same_key(const matmul_key *a, const matmul_key *b)
+{
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda &&
+           a->ldc == b->ldc && a->bias == b->bias && a->act == b->act;
+}
+
+/* The matmul primitive for `key` reading W in `weights`' layout: kept, or made now. */
+static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matmul_key *key,
+                               const dnnl_memory_desc_t *weights, dnnl_primitive_t *out)
+{
+    matmul_entry *slot = &o->entries[0];
+    o->calls++;
+    for (int i = 0; i < PRIMITIVES; i++) {
+        matmul_entry *e = &o->entries[i];
+        if (e->primitive && same_key(&e->key, key) &&
+            dnnl_memory_desc_equal(&e->weights, weights)) {
+            e->used = o->calls;
+            *out = e->primitive;
+            return CLATTN_OK;
+        }
+        if (!e->primitive ? slot->primitive != NULL : (slot->primitive && e->used < slot->used))
+            slot = e; /* a free entry, else the least recently used */
+    }
+    entry_clear(slot);
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post_ops = NULL;
+    dnnl_memory_desc_t src, bias, dst;
+    dnnl_matmul_desc_t desc;
+    dnnl_dim_t m = (dnnl_dim_t)key->m, n = (dnnl_dim_t)key->n, k = (dnnl_dim_t)key->k;
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&src, 2, (dnnl_dims_t){m, k}, dnnl_f32,
+                                              (dnnl_dims_t){(dnnl_dim_t)key->lda, 1}),
+             "describing A");
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst, 2, (dnnl_dims_t){m, n}, dnnl_f32,
+                                              (dnnl_dims_t){(dnnl_dim_t)key->ldc, 1}),
+             "describing C");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias, 2, (dnnl_dims_t){1, n}, dnnl_f32, dnnl_ab),
+             "describing the bias");
+    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src, weights, key->bias ? &bias : NULL, &dst),
+             "describing a matmul");
+    DNNL_TRY(dnnl_primitive_attr_create(&attr), "creating attributes");
+    if (key->act != CLATTN_ACT_NONE) {
+        dnnl_alg_kind_t alg = key->act == CLATTN_ACT_RELU ? dnnl_eltwise_relu
+                              : key->act == CLATTN_ACT_GELU ? dnnl_eltwise_gelu_erf
+                                                            : dnnl_eltwise_gelu_tanh;
+        DNNL_TRY(dnnl_post_ops_create(&post_ops), "creating post-ops");
+        DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, alg, 0.0f, 0.0f),
+                 "adding the activation");
+        DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops), "setting post-ops");
+    }
+    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, o->engine, NULL), "choosing a matmul");
+    DNNL_TRY(dnnl_primitive_create(&slot->primitive, pd), "creating a matmul");
+    slot->key = *key;
+    slot->weights = *weights;
+    slot->used = o->calls;
+    *out = slot->primitive;
+done:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (post_ops)
+        dnnl_post_ops_destroy(post_ops);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (status != CLATTN_OK)
+        entry_clear(slot);
+    return status;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
+                                 size_t lda, const clattn_onednn_weight *w, cl_mem bias,
+                                 size_t bias_offset, int act, cl_mem c, size_t c_offset,
+                                 size_t ldc, double *ms)
+{
+    *ms = 0;
+    size_t n = w->n, k = w->k;
+    if (m == 0 || n == 0 || k == 0)
+        return CLATTN_OK;
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    matmul_key key = {m, n, k, lda, ldc, bias != NULL,
+                      clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
+    dnnl_primitive_t prim = NULL;
+    if ((status = primitive(ctx, o, &key, &w->md, &prim)))
+        return status;
+
+    double start = now_ms();
+    float *pa = NULL, *pc = NULL, *pbias = NULL;
+    dnnl_memory_t ma = NULL, mc = NULL, mbias = NULL;
+    cl_int err = clFinish(ctx->queue);
+    if (err != CL_SUCCESS) {
+        status = clattn__fail_cl(ctx, err, "finishing the queue before a oneDNN GEMM");
+        goto done;
+    }
+    if ((status = map(ctx, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa)) ||
+        (status = map(ctx, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
+        (bias && (status = map(ctx, bias, bias_offset, n, CL_MAP_READ, &pbias))))
+        goto done;
+    dnnl_memory_desc_t src, dst, bias_md;
+    dnnl_dim_t dm = (dnnl_dim_t)m, dn = (dnnl_dim_t)n, dk = (dnnl_dim_t)k;
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&src, 2, (dnnl_dims_t){dm, dk}, dnnl_f32,
+                                              (dnnl_dims_t){(dnnl_dim_t)lda, 1}),
+             "describing A");
+    DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst, 2, (dnnl_dims_t){dm, dn}, dnnl_f32,
+                                              (dnnl_dims_t){(dnnl_dim_t)ldc, 1}),
+             "describing C");
+    DNNL_TRY(dnnl_memory_create(&ma, &src, o->engine, pa), "wrapping A");
+    DNNL_TRY(dnnl_memory_create(&mc, &dst, o->engine, pc), "wrapping C");
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, mc}};
+    int nargs = 3;
+    if (bias) {
+        DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32, dnnl_ab),
+                 "describing the bias");
+        DNNL_TRY(dnnl_memory_create(&mbias, &bias_md, o->engine, pbias), "wrapping the bias");
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mbias};
+    }
+    set_threads(o);
+    DNNL_TRY(dnnl_primitive_execute(prim, o->stream, nargs, args), "a matmul");
+    DNNL_TRY(dnnl_stream_wait(o->stream), "a matmul");
+done:
+    if (ma)
+        dnnl_memory_destroy(ma);
+    if (mc)
+        dnnl_memory_destroy(mc);
+    if (mbias)
+        dnnl_memory_destroy(mbias);
+    status = unmap(ctx, a, pa, status);
+    status = unmap(ctx, c, pc, status);
+    status = unmap(ctx, bias, pbias, status);
+    *ms = now_ms() - start;
+    return status;
+}
