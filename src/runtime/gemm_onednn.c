@@ -3,11 +3,86 @@
 #include "context_internal.h"
 #include "base/constants.h"
 
-#include <omp.h>
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_version.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* ---- loading oneDNN ----
+ * Debian's oneDNN runs its parallel regions on OpenMP (libgomp), whose idle threads spin for
+ * milliseconds after each region before they sleep (OMP_WAIT_POLICY unset: GOMP_SPINCOUNT
+ * 300000). Between two GEMMs PoCL's own threads run the attention and LayerNorm kernels, and a
+ * spinning OpenMP thread takes a core from them: embedding 500 texts with all-MiniLM-L6-v2 took
+ * 9.9 s with the spin (9.6 s of CPU time) against 4.5 s (4.0 s) with OMP_WAIT_POLICY=passive, on
+ * 2 cores. libgomp reads its environment once, when it is loaded, and no call changes the policy
+ * afterwards (omp_pause_resource_all did not help either). So oneDNN is loaded here with dlopen
+ * on first use, not linked: when the process has not loaded libgomp yet and the user has not
+ * chosen OMP_WAIT_POLICY or GOMP_SPINCOUNT, OMP_WAIT_POLICY=passive is set for libgomp's
+ * start-up, then removed again. A process that loaded libgomp before (an OpenMP program) keeps
+ * its own policy; context creation then logs how to choose passive waiting. */
+#define ONEDNN_SONAME "libdnnl.so." CLATTN_STRINGIFY(DNNL_VERSION_MAJOR)
+#define CLATTN_STRINGIFY(x) CLATTN_STRINGIFY_(x)
+#define CLATTN_STRINGIFY_(x) #x
+
+#define ONEDNN_FUNCTIONS(X)                                                                   \
+    X(dnnl_engine_create) X(dnnl_engine_destroy) X(dnnl_matmul_desc_init)                     \
+    X(dnnl_memory_create) X(dnnl_memory_desc_equal) X(dnnl_memory_desc_init_by_strides)       \
+    X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_destroy) X(dnnl_memory_get_data_handle)     \
+    X(dnnl_post_ops_append_eltwise) X(dnnl_post_ops_create) X(dnnl_post_ops_destroy)          \
+    X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy)                              \
+    X(dnnl_primitive_attr_set_post_ops) X(dnnl_primitive_create) X(dnnl_primitive_desc_create) \
+    X(dnnl_primitive_desc_destroy) X(dnnl_primitive_desc_query)                               \
+    X(dnnl_primitive_desc_query_md) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)       \
+    X(dnnl_reorder_primitive_desc_create) X(dnnl_stream_create) X(dnnl_stream_destroy)        \
+    X(dnnl_stream_wait)
+
+#define POINTER(name) static __typeof__(name) *name##_ptr;
+ONEDNN_FUNCTIONS(POINTER)
+#undef POINTER
+/* OpenMP's functions, from the libgomp oneDNN brings. */
+static int (*omp_get_max_threads_ptr)(void);
+static void (*omp_set_num_threads_ptr)(int);
+/* A loaded function: D(dnnl_stream_wait)(stream). */
+#define D(name) (name##_ptr)
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[512]; /* "" once loaded */
+static bool spin_policy_kept; /* libgomp was loaded before with its default policy */
+
+static void load(void)
+{
+    bool gomp_loaded = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD) != NULL;
+    bool chosen = getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT");
+    bool set = !gomp_loaded && !chosen && setenv("OMP_WAIT_POLICY", "passive", 0) == 0;
+    spin_policy_kept = gomp_loaded && !chosen;
+    void *lib = dlopen(ONEDNN_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (set)
+        unsetenv("OMP_WAIT_POLICY");
+    if (!lib) {
+        snprintf(load_error, sizeof(load_error), "%s could not be loaded: %s", ONEDNN_SONAME,
+                 dlerror());
+        return;
+    }
+#define RESOLVE(name)                                                                         \
+    if (!(*(void **)&name##_ptr = dlsym(lib, #name))) {                                       \
+        snprintf(load_error, sizeof(load_error), "%s lacks %s", ONEDNN_SONAME, #name);        \
+        return;                                                                               \
+    }
+    ONEDNN_FUNCTIONS(RESOLVE)
+    RESOLVE(omp_get_max_threads)
+    RESOLVE(omp_set_num_threads)
+#undef RESOLVE
+}
+
+bool clattn__onednn_available(void)
+{
+    pthread_once(&load_once, load);
+    return !load_error[0];
+}
 
 /* Primitives kept per context, by shape: a model's GEMMs come in a handful of (n, k) pairs, times
  * the row counts its batches have. The least recently used one makes room (oneDNN's own
@@ -15,7 +90,7 @@
 #define PRIMITIVES 64
 
 typedef struct matmul_key {
-    size_t m, n, k, lda, ldc;
+    size_t m, n, k; /* A [m, k] and C [m, n] dense */
     bool bias;
     int act; /* fused CLATTN_ACT_*, or CLATTN_ACT_NONE */
 } matmul_key;
@@ -32,6 +107,9 @@ struct clattn_onednn {
     dnnl_stream_t stream;
     int threads; /* OpenMP threads for oneDNN: the device's compute units */
     uint64_t calls;
+    float *dense;        /* host scratch for strided A and C (see clattn__onednn_run) */
+    size_t dense_floats; /* its size */
+    bool warned_ref;     /* a warning about oneDNN's reference matmul was logged */
     matmul_entry entries[PRIMITIVES];
 };
 
@@ -75,7 +153,7 @@ static clattn_status fail_dnnl(clattn_context *ctx, dnnl_status_t s, const char 
 static void entry_clear(matmul_entry *e)
 {
     if (e->primitive)
-        dnnl_primitive_destroy(e->primitive);
+        D(dnnl_primitive_destroy)(e->primitive);
     memset(e, 0, sizeof(*e));
 }
 
@@ -87,9 +165,10 @@ void clattn__onednn_destroy(clattn_onednn **po)
     for (int i = 0; i < PRIMITIVES; i++)
         entry_clear(&o->entries[i]);
     if (o->stream)
-        dnnl_stream_destroy(o->stream);
+        D(dnnl_stream_destroy)(o->stream);
     if (o->engine)
-        dnnl_engine_destroy(o->engine);
+        D(dnnl_engine_destroy)(o->engine);
+    free(o->dense);
     free(o);
     *po = NULL;
 }
@@ -101,13 +180,20 @@ static clattn_status state(clattn_context *ctx, clattn_onednn **out)
         *out = ctx->onednn;
         return CLATTN_OK;
     }
+    if (!clattn__onednn_available())
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED, "oneDNN: %s", load_error);
+    if (spin_policy_kept)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN: OpenMP (libgomp) was loaded before oneDNN with its busy-waiting "
+                    "threads, which slow PoCL's kernels between the GEMMs: set "
+                    "OMP_WAIT_POLICY=passive in the environment, or CLATTN_TUNE=gemm_kernel=1");
     clattn_status status = CLATTN_OK;
     clattn_onednn *o = calloc(1, sizeof(*o));
     if (!o)
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                             "out of host memory for oneDNN's state");
-    DNNL_TRY(dnnl_engine_create(&o->engine, dnnl_cpu, 0), "creating a CPU engine");
-    DNNL_TRY(dnnl_stream_create(&o->stream, o->engine, dnnl_stream_default_flags),
+    DNNL_TRY(D(dnnl_engine_create)(&o->engine, dnnl_cpu, 0), "creating a CPU engine");
+    DNNL_TRY(D(dnnl_stream_create)(&o->stream, o->engine, dnnl_stream_default_flags),
              "creating a stream");
     o->threads = ctx->info.compute_units ? (int)ctx->info.compute_units : 1;
     ctx->onednn = o;
@@ -148,8 +234,8 @@ static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, clattn_s
  * cores PoCL would use), whatever the process's OpenMP default is. */
 static void set_threads(const clattn_onednn *o)
 {
-    if (omp_get_max_threads() != o->threads)
-        omp_set_num_threads(o->threads);
+    if (D(omp_get_max_threads)() != o->threads)
+        D(omp_set_num_threads)(o->threads);
 }
 
 /* ---- weights ---- */
@@ -157,7 +243,7 @@ static void set_threads(const clattn_onednn *o)
 /* W [n, k] with row stride ldb as oneDNN's weights: K x N with strides (1, ldb). */
 static dnnl_status_t plain_weights_md(dnnl_memory_desc_t *md, size_t n, size_t k, size_t ldb)
 {
-    return dnnl_memory_desc_init_by_strides(md, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+    return D(dnnl_memory_desc_init_by_strides)(md, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
                                             dnnl_f32, (dnnl_dims_t){1, (dnnl_dim_t)ldb});
 }
 
@@ -171,22 +257,22 @@ static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, siz
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t src, weights, dst;
     dnnl_matmul_desc_t desc;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, dnnl_f32,
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, dnnl_f32,
                                           dnnl_ab),
              "describing A");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&weights, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
                                           dnnl_f32, dnnl_format_tag_any),
              "describing W");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
                                           dnnl_ab),
              "describing C");
-    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src, &weights, NULL, &dst), "describing a matmul");
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, NULL, o->engine, NULL),
+    DNNL_TRY(D(dnnl_matmul_desc_init)(&desc, &src, &weights, NULL, &dst), "describing a matmul");
+    DNNL_TRY(D(dnnl_primitive_desc_create)(&pd, &desc, NULL, o->engine, NULL),
              "choosing a matmul");
-    *out = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    *out = *D(dnnl_primitive_desc_query_md)(pd, dnnl_query_weights_md, 0);
 done:
     if (pd)
-        dnnl_primitive_desc_destroy(pd);
+        D(dnnl_primitive_desc_destroy)(pd);
     return status;
 }
 
@@ -198,24 +284,24 @@ static clattn_status reorder(clattn_context *ctx, clattn_onednn *o, const dnnl_m
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_memory_t src = NULL, dst = NULL;
-    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from, o->engine, to, o->engine, NULL),
+    DNNL_TRY(D(dnnl_reorder_primitive_desc_create)(&pd, from, o->engine, to, o->engine, NULL),
              "choosing a weight reorder");
-    DNNL_TRY(dnnl_primitive_create(&prim, pd), "creating a weight reorder");
-    DNNL_TRY(dnnl_memory_create(&src, from, o->engine, from_ptr), "wrapping a weight");
-    DNNL_TRY(dnnl_memory_create(&dst, to, o->engine, to_ptr), "wrapping a weight");
+    DNNL_TRY(D(dnnl_primitive_create)(&prim, pd), "creating a weight reorder");
+    DNNL_TRY(D(dnnl_memory_create)(&src, from, o->engine, from_ptr), "wrapping a weight");
+    DNNL_TRY(D(dnnl_memory_create)(&dst, to, o->engine, to_ptr), "wrapping a weight");
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
     set_threads(o);
-    DNNL_TRY(dnnl_primitive_execute(prim, o->stream, 2, args), "reordering a weight");
-    DNNL_TRY(dnnl_stream_wait(o->stream), "reordering a weight");
+    DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, 2, args), "reordering a weight");
+    DNNL_TRY(D(dnnl_stream_wait)(o->stream), "reordering a weight");
 done:
     if (src)
-        dnnl_memory_destroy(src);
+        D(dnnl_memory_destroy)(src);
     if (dst)
-        dnnl_memory_destroy(dst);
+        D(dnnl_memory_destroy)(dst);
     if (prim)
-        dnnl_primitive_destroy(prim);
+        D(dnnl_primitive_destroy)(prim);
     if (pd)
-        dnnl_primitive_desc_destroy(pd);
+        D(dnnl_primitive_desc_destroy)(pd);
     return status;
 }
 
@@ -238,14 +324,14 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
     dnnl_memory_desc_t from;
     if ((status = preferred_layout(ctx, o, n, k, &w->md)))
         goto done;
-    DNNL_TRY(dnnl_memory_create(&w->mem, &w->md, o->engine, DNNL_MEMORY_ALLOCATE),
+    DNNL_TRY(D(dnnl_memory_create)(&w->mem, &w->md, o->engine, DNNL_MEMORY_ALLOCATE),
              "allocating a reordered weight");
     DNNL_TRY(plain_weights_md(&from, n, k, ldb), "describing a weight");
     clFinish(ctx->queue);
     if ((status = map(ctx, b, b_offset, (n - 1) * ldb + k, CL_MAP_READ, &plain)))
         goto done;
     void *to;
-    DNNL_TRY(dnnl_memory_get_data_handle(w->mem, &to), "reading a weight's handle");
+    DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &to), "reading a weight's handle");
     status = reorder(ctx, o, &from, plain, &w->md, to);
 done:
     status = unmap(ctx, b, plain, status);
@@ -266,7 +352,7 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
     dnnl_memory_desc_t to;
     void *from;
     DNNL_TRY(plain_weights_md(&to, w->n, w->k, w->k), "describing a weight");
-    DNNL_TRY(dnnl_memory_get_data_handle(w->mem, &from), "reading a weight's handle");
+    DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &from), "reading a weight's handle");
     clFinish(ctx->queue);
     if ((status = map(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
         goto done;
@@ -281,7 +367,7 @@ void clattn__onednn_weight_release(clattn_onednn_weight **pw)
     if (!w)
         return;
     if (w->mem)
-        dnnl_memory_destroy(w->mem);
+        D(dnnl_memory_destroy)(w->mem);
     free(w);
     *pw = NULL;
 }
@@ -295,8 +381,8 @@ bool clattn__onednn_fuses(int act)
 
 static bool same_key(const matmul_key *a, const matmul_key *b)
 {
-    return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda &&
-           a->ldc == b->ldc && a->bias == b->bias && a->act == b->act;
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->bias == b->bias &&
+           a->act == b->act;
 }
 
 /* The matmul primitive for `key` reading W in `weights`' layout: kept, or made now. */
@@ -308,7 +394,7 @@ static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matm
     for (int i = 0; i < PRIMITIVES; i++) {
         matmul_entry *e = &o->entries[i];
         if (e->primitive && same_key(&e->key, key) &&
-            dnnl_memory_desc_equal(&e->weights, weights)) {
+            D(dnnl_memory_desc_equal)(&e->weights, weights)) {
             e->used = o->calls;
             *out = e->primitive;
             return CLATTN_OK;
@@ -324,39 +410,46 @@ static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matm
     dnnl_memory_desc_t src, bias, dst;
     dnnl_matmul_desc_t desc;
     dnnl_dim_t m = (dnnl_dim_t)key->m, n = (dnnl_dim_t)key->n, k = (dnnl_dim_t)key->k;
-    DNNL_TRY(dnnl_memory_desc_init_by_strides(&src, 2, (dnnl_dims_t){m, k}, dnnl_f32,
-                                              (dnnl_dims_t){(dnnl_dim_t)key->lda, 1}),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){m, k}, dnnl_f32, dnnl_ab),
              "describing A");
-    DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst, 2, (dnnl_dims_t){m, n}, dnnl_f32,
-                                              (dnnl_dims_t){(dnnl_dim_t)key->ldc, 1}),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){m, n}, dnnl_f32, dnnl_ab),
              "describing C");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias, 2, (dnnl_dims_t){1, n}, dnnl_f32, dnnl_ab),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias, 2, (dnnl_dims_t){1, n}, dnnl_f32, dnnl_ab),
              "describing the bias");
-    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src, weights, key->bias ? &bias : NULL, &dst),
+    DNNL_TRY(D(dnnl_matmul_desc_init)(&desc, &src, weights, key->bias ? &bias : NULL, &dst),
              "describing a matmul");
-    DNNL_TRY(dnnl_primitive_attr_create(&attr), "creating attributes");
+    DNNL_TRY(D(dnnl_primitive_attr_create)(&attr), "creating attributes");
     if (key->act != CLATTN_ACT_NONE) {
         dnnl_alg_kind_t alg = key->act == CLATTN_ACT_RELU ? dnnl_eltwise_relu
                               : key->act == CLATTN_ACT_GELU ? dnnl_eltwise_gelu_erf
                                                             : dnnl_eltwise_gelu_tanh;
-        DNNL_TRY(dnnl_post_ops_create(&post_ops), "creating post-ops");
-        DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, alg, 0.0f, 0.0f),
+        DNNL_TRY(D(dnnl_post_ops_create)(&post_ops), "creating post-ops");
+        DNNL_TRY(D(dnnl_post_ops_append_eltwise)(post_ops, 1.0f, alg, 0.0f, 0.0f),
                  "adding the activation");
-        DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops), "setting post-ops");
+        DNNL_TRY(D(dnnl_primitive_attr_set_post_ops)(attr, post_ops), "setting post-ops");
     }
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, o->engine, NULL), "choosing a matmul");
-    DNNL_TRY(dnnl_primitive_create(&slot->primitive, pd), "creating a matmul");
+    DNNL_TRY(D(dnnl_primitive_desc_create)(&pd, &desc, attr, o->engine, NULL), "choosing a matmul");
+    const char *impl = "";
+    D(dnnl_primitive_desc_query)(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (impl && strncmp(impl, "ref", 3) == 0 && !o->warned_ref) {
+        o->warned_ref = true;
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN runs a GEMM (m=%zu n=%zu k=%zu) with its slow reference matmul "
+                    "(\"%s\"); the library's CPU GEMM (CLATTN_TUNE=gemm_kernel=1) may be faster",
+                    key->m, key->n, key->k, impl);
+    }
+    DNNL_TRY(D(dnnl_primitive_create)(&slot->primitive, pd), "creating a matmul");
     slot->key = *key;
     slot->weights = *weights;
     slot->used = o->calls;
     *out = slot->primitive;
 done:
     if (pd)
-        dnnl_primitive_desc_destroy(pd);
+        D(dnnl_primitive_desc_destroy)(pd);
     if (post_ops)
-        dnnl_post_ops_destroy(post_ops);
+        D(dnnl_post_ops_destroy)(post_ops);
     if (attr)
-        dnnl_primitive_attr_destroy(attr);
+        D(dnnl_primitive_attr_destroy)(attr);
     if (status != CLATTN_OK)
         entry_clear(slot);
     return status;
@@ -367,6 +460,30 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* o->dense with room for `floats` floats. */
+static clattn_status dense_scratch(clattn_context *ctx, clattn_onednn *o, size_t floats)
+{
+    if (floats <= o->dense_floats)
+        return CLATTN_OK;
+    free(o->dense);
+    o->dense_floats = 0;
+    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    o->dense = aligned_alloc(64, bytes);
+    if (!o->dense)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for oneDNN's scratch of %zu floats", floats);
+    o->dense_floats = floats;
+    return CLATTN_OK;
+}
+
+/* Copies `rows` rows of `cols` floats between row strides. */
+static void copy_rows(float *to, size_t ld_to, const float *from, size_t ld_from, size_t rows,
+                      size_t cols)
+{
+    for (size_t i = 0; i < rows; i++)
+        memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
 }
 
 clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
@@ -382,8 +499,15 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     clattn_status status = state(ctx, &o);
     if (status != CLATTN_OK)
         return status;
-    matmul_key key = {m, n, k, lda, ldc, bias != NULL,
-                      clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
+    /* oneDNN 2.6's brgemm matmul takes dense A and C only (with a row stride it would fall back
+     * to its reference matmul, or, for weights in the plain layout, to its jit GEMM): strided ones
+     * (a gated feed-forward's halves) go through a dense copy, O(m·(k + n)) beside the product's
+     * O(m·n·k), and every row is still summed by the same kernel. */
+    bool dense_a = lda == k, dense_c = ldc == n;
+    if (!dense_a || !dense_c)
+        if ((status = dense_scratch(ctx, o, (dense_a ? 0 : m * k) + (dense_c ? 0 : m * n))))
+            return status;
+    matmul_key key = {m, n, k, bias != NULL, clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
     dnnl_primitive_t prim = NULL;
     if ((status = primitive(ctx, o, &key, &w->md, &prim)))
         return status;
@@ -400,34 +524,41 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         (status = map(ctx, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
         (bias && (status = map(ctx, bias, bias_offset, n, CL_MAP_READ, &pbias))))
         goto done;
+    float *src_ptr = pa, *dst_ptr = pc;
+    if (!dense_a) {
+        src_ptr = o->dense;
+        copy_rows(src_ptr, k, pa, lda, m, k);
+    }
+    if (!dense_c)
+        dst_ptr = o->dense + (dense_a ? 0 : m * k);
     dnnl_memory_desc_t src, dst, bias_md;
     dnnl_dim_t dm = (dnnl_dim_t)m, dn = (dnnl_dim_t)n, dk = (dnnl_dim_t)k;
-    DNNL_TRY(dnnl_memory_desc_init_by_strides(&src, 2, (dnnl_dims_t){dm, dk}, dnnl_f32,
-                                              (dnnl_dims_t){(dnnl_dim_t)lda, 1}),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){dm, dk}, dnnl_f32, dnnl_ab),
              "describing A");
-    DNNL_TRY(dnnl_memory_desc_init_by_strides(&dst, 2, (dnnl_dims_t){dm, dn}, dnnl_f32,
-                                              (dnnl_dims_t){(dnnl_dim_t)ldc, 1}),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){dm, dn}, dnnl_f32, dnnl_ab),
              "describing C");
-    DNNL_TRY(dnnl_memory_create(&ma, &src, o->engine, pa), "wrapping A");
-    DNNL_TRY(dnnl_memory_create(&mc, &dst, o->engine, pc), "wrapping C");
+    DNNL_TRY(D(dnnl_memory_create)(&ma, &src, o->engine, src_ptr), "wrapping A");
+    DNNL_TRY(D(dnnl_memory_create)(&mc, &dst, o->engine, dst_ptr), "wrapping C");
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, mc}};
     int nargs = 3;
     if (bias) {
-        DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32, dnnl_ab),
+        DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32, dnnl_ab),
                  "describing the bias");
-        DNNL_TRY(dnnl_memory_create(&mbias, &bias_md, o->engine, pbias), "wrapping the bias");
+        DNNL_TRY(D(dnnl_memory_create)(&mbias, &bias_md, o->engine, pbias), "wrapping the bias");
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mbias};
     }
     set_threads(o);
-    DNNL_TRY(dnnl_primitive_execute(prim, o->stream, nargs, args), "a matmul");
-    DNNL_TRY(dnnl_stream_wait(o->stream), "a matmul");
+    DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, nargs, args), "a matmul");
+    DNNL_TRY(D(dnnl_stream_wait)(o->stream), "a matmul");
+    if (!dense_c)
+        copy_rows(pc, ldc, dst_ptr, n, m, n);
 done:
     if (ma)
-        dnnl_memory_destroy(ma);
+        D(dnnl_memory_destroy)(ma);
     if (mc)
-        dnnl_memory_destroy(mc);
+        D(dnnl_memory_destroy)(mc);
     if (mbias)
-        dnnl_memory_destroy(mbias);
+        D(dnnl_memory_destroy)(mbias);
     status = unmap(ctx, a, pa, status);
     status = unmap(ctx, c, pc, status);
     status = unmap(ctx, bias, pbias, status);

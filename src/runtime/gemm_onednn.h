@@ -6,8 +6,9 @@
  * fused into it, W reordered once into the layout oneDNN prefers.
  *
  * Each call first finishes the context's queue (oneDNN then owns the cores, with as many OpenMP
- * threads as the device has compute units), maps A, bias and C, runs the primitive on the
- * calling thread and unmaps: OpenCL work queued afterwards sees C.
+ * threads as the device has compute units, which wait passively afterwards: see the loading in
+ * gemm_onednn.c), maps A, bias and C, runs the primitive on the calling thread and unmaps:
+ * OpenCL work queued afterwards sees C.
  *
  * Batch invariance (clattn/context.h): one primitive per row count M, every one with the same
  * weight layout; oneDNN's brgemm kernels then sum each output over K in the same blocks, in the
@@ -24,15 +25,17 @@
 
 #include "base/errors.h"
 
-/* Whether this build has oneDNN; without it nothing below exists (gemm_onednn.c is not built). */
+/* Whether oneDNN can run: the build has it (else nothing below exists: gemm_onednn.c is not
+ * built) and its library loads. The first call loads it (dlopen, see gemm_onednn.c: OpenMP's
+ * wait policy); thread-safe. */
+#ifdef CLATTN_HAVE_ONEDNN
+bool clattn__onednn_available(void);
+#else
 static inline bool clattn__onednn_available(void)
 {
-#ifdef CLATTN_HAVE_ONEDNN
-    return true;
-#else
     return false;
-#endif
 }
+#endif
 
 /* The per-context state (engine, stream, primitives by shape): made on first use, released by
  * clattn__onednn_destroy at context destruction. */
