@@ -113,23 +113,38 @@ static void xgemm_text(const size_t *values, char *text, size_t size)
                                  xgemm_names[i], values[i]);
 }
 
-/* The GEMM path: the library's CPU GEMM (gemm_kernel 1), then CLBlast (gemm_kernel 0) with each
- * Xgemm candidate, by the whole layer's kernel time (the CPU GEMM fuses bias and activation,
- * which CLBlast leaves to separate kernels). */
+/* The GEMM path: oneDNN (gemm_kernel 2, CPU devices in builds with it), the library's CPU GEMM
+ * (gemm_kernel 1), then CLBlast (gemm_kernel 0) with each Xgemm candidate, by the whole layer's
+ * time (oneDNN and the CPU GEMM fuse bias and activation, which CLBlast leaves to separate
+ * kernels). */
 static int tune_gemm(session *s, clattn_tuning *tuning, char *best, size_t best_size)
 {
     printf("\nGEMM path (the whole layer, fastest pass):\n");
     double best_ms = -1.0;
     clattn_tuning t = *tuning;
-    t.gemm_kernel = 1;
-    double ms = clattn_context_set_tuning(s->ctx, &t) == CLATTN_OK ? measure(s) : -1.0;
-    if (ms >= 0) {
-        printf("  the library's CPU GEMM: %8.1f ms  <- best so far\n", ms);
-        best_ms = ms;
-        *tuning = t;
-    } else {
-        printf("  the library's CPU GEMM: failed (%s)\n", clattn_last_error(s->ctx));
+    static const struct {
+        int kernel;
+        const char *name;
+    } providers[] = {{2, "oneDNN"}, {1, "the library's CPU GEMM"}};
+    for (int p = 0; p < 2; p++) {
+        t.gemm_kernel = providers[p].kernel;
+        if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK) {
+            printf("  %s: not available here (%s)\n", providers[p].name,
+                   clattn_last_error(s->ctx));
+            continue;
+        }
+        double ms = measure(s);
+        if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {
+            printf("  %s: %8.1f ms  <- best so far\n", providers[p].name, ms);
+            best_ms = ms;
+            *tuning = t;
+        } else if (ms >= 0) {
+            printf("  %s: %8.1f ms\n", providers[p].name, ms);
+        } else {
+            printf("  %s: failed (%s)\n", providers[p].name, clattn_last_error(s->ctx));
+        }
     }
+    double ms;
     t.gemm_kernel = 0;
     if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
         return fail(s->ctx, "choosing CLBlast");
