@@ -173,6 +173,37 @@ void clattn__onednn_destroy(clattn_onednn **po)
     *po = NULL;
 }
 
+/* Whether the device maps its buffers in place (zero-copy: PoCL's CPU device returns the
+ * buffer's own host memory): a buffer like the library's mapped twice at once gives the same
+ * pointer both times, where a driver that maps through a staging copy gives two. Only logged: the
+ * GEMMs are right either way, a copying driver makes them pay a copy of A and C per call. */
+static void check_zero_copy(clattn_context *ctx)
+{
+    cl_int err;
+    cl_mem probe = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    if (err != CL_SUCCESS)
+        return;
+    void *first = clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ, 0, 4096, 0, NULL,
+                                     NULL, &err);
+    void *second = err == CL_SUCCESS ? clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ,
+                                                          0, 4096, 0, NULL, NULL, &err)
+                                     : NULL;
+    if (second && first != second)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN: %s maps buffers through copies (two maps of one buffer gave two "
+                    "pointers): its GEMMs pay a copy of their inputs and outputs",
+                    ctx->info.name);
+    else if (second)
+        clattn__log(ctx, CLATTN_LOG_INFO, "oneDNN: %s maps buffers in place (zero-copy)",
+                    ctx->info.name);
+    if (second)
+        clEnqueueUnmapMemObject(ctx->queue, probe, second, 0, NULL, NULL);
+    if (first)
+        clEnqueueUnmapMemObject(ctx->queue, probe, first, 0, NULL, NULL);
+    clFinish(ctx->queue);
+    clReleaseMemObject(probe);
+}
+
 /* The context's oneDNN state, made on first use. */
 static clattn_status state(clattn_context *ctx, clattn_onednn **out)
 {
@@ -196,6 +227,7 @@ static clattn_status state(clattn_context *ctx, clattn_onednn **out)
     DNNL_TRY(D(dnnl_stream_create)(&o->stream, o->engine, dnnl_stream_default_flags),
              "creating a stream");
     o->threads = ctx->info.compute_units ? (int)ctx->info.compute_units : 1;
+    check_zero_copy(ctx);
     ctx->onednn = o;
     *out = o;
     return CLATTN_OK;
