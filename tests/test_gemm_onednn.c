@@ -51,7 +51,28 @@ typedef struct gemm_data {
     float *A, *B, *C, *bias, *want;
 } gemm_data;
 
+/* x rounded to bfloat16 (to nearest even), as a float. */
+static float bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof(u));
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, sizeof(u));
+    return x;
+}
+
+/* With `bf16`, the reference rounds A and W to bfloat16 first (what CLATTN_PRECISION_BF16
+ * computes with), then sums in double. */
+static void data_make_in(const gemm_case *c, uint64_t seed, bool apply_act, bool bf16,
+                         gemm_data *d);
+
 static void data_make(const gemm_case *c, uint64_t seed, bool apply_act, gemm_data *d)
+{
+    data_make_in(c, seed, apply_act, false, d);
+}
+
+static void data_make_in(const gemm_case *c, uint64_t seed, bool apply_act, bool bf16,
+                         gemm_data *d)
 {
     d->lda = c->k + c->pad, d->ldb = c->k + 2 * c->pad, d->ldc = c->n + c->pad;
     d->aoff = 3 * c->pad, d->boff = c->pad, d->coff = 2 * c->pad;
@@ -69,7 +90,9 @@ static void data_make(const gemm_case *c, uint64_t seed, bool apply_act, gemm_da
         for (size_t j = 0; j < c->n; j++) {
             double s = 0;
             for (size_t l = 0; l < c->k; l++)
-                s += (double)d->A[d->aoff + i * d->lda + l] * d->B[d->boff + j * d->ldb + l];
+                s += bf16 ? (double)bf16_round(d->A[d->aoff + i * d->lda + l]) *
+                                bf16_round(d->B[d->boff + j * d->ldb + l])
+                          : (double)d->A[d->aoff + i * d->lda + l] * d->B[d->boff + j * d->ldb + l];
             if (c->bias)
                 s += d->bias[1 + j];
             d->want[d->coff + i * d->ldc + j] = (float)(apply_act ? activate(c->act, s) : s);
@@ -83,11 +106,11 @@ static void data_free(gemm_data *d)
 
 /* Runs one case through clattn__gemm_weighted on the context's tuning; checks every element of
  * C (inside and outside the window) and what the GEMM left to the caller. */
-static void run_case(clattn_context *ctx, const gemm_case *c, uint64_t seed)
+static void run_case_in(clattn_context *ctx, const gemm_case *c, uint64_t seed, bool bf16)
 {
     gemm_data d;
     bool fused = c->act != CLATTN_ACT_SILU;
-    data_make(c, seed, fused, &d);
+    data_make_in(c, seed, fused, bf16, &d);
     cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
            dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
     clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL};
@@ -116,6 +139,11 @@ static void run_case(clattn_context *ctx, const gemm_case *c, uint64_t seed)
     data_free(&d);
 }
 
+static void run_case(clattn_context *ctx, const gemm_case *c, uint64_t seed)
+{
+    run_case_in(ctx, c, seed, false);
+}
+
 static const gemm_case cases[] = {
     {1, 1, 1, 0, 0, CLATTN_ACT_NONE},
     {7, 13, 5, 0, 0, CLATTN_ACT_NONE},
@@ -136,6 +164,26 @@ static void against_the_reference(void **state)
     clattn_context *ctx = *state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(ctx, &cases[i], 100 + i);
+}
+
+/* CLATTN_PRECISION_BF16: the same cases against the reference on bfloat16-rounded A and W (float
+ * accumulation in both). Skipped where the CPU or the device cannot run bf16. */
+static void bf16_against_the_reference(void **state)
+{
+    (void)state;
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    params.precision = CLATTN_PRECISION_BF16;
+    clattn_context *ctx = NULL;
+    clattn_status status = clattn_context_create(&ctx, &params);
+    if (status == CLATTN_ERROR_UNSUPPORTED) {
+        printf("    skipped: %s\n", clattn_last_error(NULL));
+        skip();
+    }
+    assert_int_equal(status, CLATTN_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run_case_in(ctx, &cases[i], 300 + i, true);
+    clattn_context_destroy(&ctx);
 }
 
 /* Batch invariance: each row of a 37-row product, computed alone and inside blocks of other row
@@ -267,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(against_the_reference),
+        cmocka_unit_test(bf16_against_the_reference),
         cmocka_unit_test(rows_are_the_same_whatever_the_row_count),
         cmocka_unit_test(weight_kept_only_in_onednn_layout),
     };

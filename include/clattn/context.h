@@ -100,9 +100,34 @@ typedef struct clattn_context_params {
      * scores. 0 means the device's maximum allocation. Attention whose score matrix is larger is
      * processed in chunks of (batch, head) pairs. */
     uint64_t workspace_limit_bytes;
+    /* The number format of the projection and feed-forward GEMMs of the weights loaded
+     * afterwards (clattn_precision; default CLATTN_PRECISION_FP32). */
+    int precision;
     /* Reserved for future fields: must be zero (clattn_context_params_default does this). */
-    uint8_t reserved[64];
+    uint8_t reserved[60];
 } clattn_context_params;
+
+/*
+ * Precision of the GEMMs (clattn_context_params.precision). Attention, softmax, LayerNorm and
+ * pooling stay float32 whatever it is.
+ *   CLATTN_PRECISION_FP32: float32 throughout (the default).
+ *   CLATTN_PRECISION_BF16: weights stored as bfloat16 in oneDNN's layout, activations rounded to
+ *     bfloat16 (to nearest even) on their way into each product, float32 accumulation, bias
+ *     and output. Needs a CPU device, a build with oneDNN (the GEMMs then run on it: tuning
+ *     gemm_kernel 2; another gemm_kernel chosen later runs the bfloat16-rounded weights in
+ *     float32) and a CPU with AVX512_BF16 or AMX-BF16; elsewhere context creation fails with
+ *     CLATTN_ERROR_UNSUPPORTED naming what is missing, never a slow emulation. Embeddings of
+ *     all-MiniLM-L6-v2: worst cosine against float32 over tests/data/precision/corpus.txt is
+ *     asserted >= 0.999 by tests/test_precision.c. Rows keep their bytes whatever the batch
+ *     (the rounding is per element, the products are oneDNN's per-row-count primitives).
+ *   CLATTN_PRECISION_INT8: reserved (per-channel int8 weights, dynamic per-token int8
+ *     activations): not implemented yet, CLATTN_ERROR_UNSUPPORTED.
+ */
+typedef enum clattn_precision {
+    CLATTN_PRECISION_FP32 = 0,
+    CLATTN_PRECISION_BF16 = 1,
+    CLATTN_PRECISION_INT8 = 2,
+} clattn_precision;
 
 /* Fills *params with the defaults described above. */
 CLATTN_API void clattn_context_params_default(clattn_context_params *params);

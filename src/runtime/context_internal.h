@@ -23,6 +23,7 @@ struct clattn_context {
     clattn_device_info info;
     bool profiling;
     uint64_t workspace_limit; /* bytes; already clamped to the device's max allocation */
+    int precision;            /* clattn_precision of the GEMMs (gemm_onednn.c) */
     bool counted;             /* counted among the live contexts (context.c) */
 
     clattn_diagnostics diag;          /* error.c, log.c */

@@ -6,7 +6,14 @@
 #include "gemm_onednn.h"
 #include "launch.h"
 
+#ifdef CLATTN_HAVE_ONEDNN
+#define CLATTN_HAVE_ONEDNN_BUILD 1
+#else
+#define CLATTN_HAVE_ONEDNN_BUILD 0
+#endif
+
 #include <clblast_c.h>
+#include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,6 +256,37 @@ clattn_status clattn__gemm_nt(clattn_context *ctx, clattn_op op, size_t m, size_
 void clattn__gemm_clear_cache(void)
 {
     CLBlastClearCache();
+}
+
+/* ---- reduced precisions ---- */
+
+/* The CPU's AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5) and AMX-BF16 (leaf 7, subleaf 0,
+ * EDX bit 22). */
+static bool cpu_has_bf16(void)
+{
+    unsigned a, b, c, d;
+    bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+    bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
+    return avx512_bf16 || amx_bf16;
+}
+
+bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size)
+{
+    if (precision == CLATTN_PRECISION_INT8)
+        snprintf(missing, size, "not implemented yet (per-channel int8 weights with dynamic "
+                                "per-token activations are planned); use fp32 or bf16");
+    else if (!clattn__onednn_available())
+        snprintf(missing, size, "needs oneDNN, which %s",
+                 CLATTN_HAVE_ONEDNN_BUILD ? "could not be loaded (libdnnl.so.2)"
+                                          : "this build lacks (meson -Donednn, libdnnl-dev)");
+    else if (ctx->info.type != CLATTN_DEVICE_TYPE_CPU)
+        snprintf(missing, size, "needs a CPU device (%s is a %s)", ctx->info.name,
+                 clattn_device_type_name(ctx->info.type));
+    else if (precision == CLATTN_PRECISION_BF16 && !cpu_has_bf16())
+        snprintf(missing, size, "the CPU lacks AVX512_BF16 and AMX-BF16");
+    else
+        return false;
+    return true;
 }
 
 /* ---- the library's CPU GEMM ---- */

@@ -22,6 +22,10 @@ typedef struct clattn_gemm_weight {
     struct clattn_onednn_weight *onednn; /* owned; NULL until first used by oneDNN */
 } clattn_gemm_weight;
 
+/* What keeps `precision` (clattn_precision, not FP32) from running on the context: written into
+ * `missing` (the CPU feature, oneDNN, the device type), true; false when nothing does. */
+bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size);
+
 /* Releases the packed forms (not the weight itself) and clears the struct. */
 void clattn__gemm_weight_release(clattn_gemm_weight *w);
 

@@ -91,6 +91,7 @@ bool clattn__onednn_available(void)
 
 typedef struct matmul_key {
     size_t m, n, k; /* A [m, k] and C [m, n] dense */
+    dnnl_data_type_t type; /* of A and W: f32 or bf16 (C and the bias are f32) */
     bool bias;
     int act; /* fused CLATTN_ACT_*, or CLATTN_ACT_NONE */
 } matmul_key;
@@ -115,6 +116,7 @@ struct clattn_onednn {
 
 struct clattn_onednn_weight {
     size_t n, k;
+    dnnl_data_type_t type; /* f32, or bf16 (CLATTN_PRECISION_BF16) */
     dnnl_memory_desc_t md; /* W as oneDNN's K x N "weights", in its preferred blocked layout */
     dnnl_memory_t mem;     /* owns the reordered data */
 };
@@ -283,17 +285,17 @@ static dnnl_status_t plain_weights_md(dnnl_memory_desc_t *md, size_t n, size_t k
  * rows; it depends on the CPU's instruction set, n and k, not on the row count (brgemm's blocks
  * of 16 rows of K by 64 columns of N on AVX-512), and every primitive is then made for it. */
 static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, size_t n, size_t k,
-                                      dnnl_memory_desc_t *out)
+                                      dnnl_data_type_t type, dnnl_memory_desc_t *out)
 {
     clattn_status status = CLATTN_OK;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t src, weights, dst;
     dnnl_matmul_desc_t desc;
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, dnnl_f32,
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, type,
                                           dnnl_ab),
              "describing A");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&weights, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
-                                          dnnl_f32, dnnl_format_tag_any),
+                                          type, dnnl_format_tag_any),
              "describing W");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
                                           dnnl_ab),
@@ -352,9 +354,10 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
                             "out of host memory for a oneDNN weight [%zu, %zu]", n, k);
     w->n = n;
     w->k = k;
+    w->type = ctx->precision == CLATTN_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
     float *plain = NULL;
     dnnl_memory_desc_t from;
-    if ((status = preferred_layout(ctx, o, n, k, &w->md)))
+    if ((status = preferred_layout(ctx, o, n, k, w->type, &w->md)))
         goto done;
     DNNL_TRY(D(dnnl_memory_create)(&w->mem, &w->md, o->engine, DNNL_MEMORY_ALLOCATE),
              "allocating a reordered weight");
@@ -413,8 +416,8 @@ bool clattn__onednn_fuses(int act)
 
 static bool same_key(const matmul_key *a, const matmul_key *b)
 {
-    return a->m == b->m && a->n == b->n && a->k == b->k && a->bias == b->bias &&
-           a->act == b->act;
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->type == b->type &&
+           a->bias == b->bias && a->act == b->act;
 }
 
 /* The matmul primitive for `key` reading W in `weights`' layout: kept, or made now. */
@@ -442,7 +445,7 @@ static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matm
     dnnl_memory_desc_t src, bias, dst;
     dnnl_matmul_desc_t desc;
     dnnl_dim_t m = (dnnl_dim_t)key->m, n = (dnnl_dim_t)key->n, k = (dnnl_dim_t)key->k;
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){m, k}, dnnl_f32, dnnl_ab),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){m, k}, key->type, dnnl_ab),
              "describing A");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){m, n}, dnnl_f32, dnnl_ab),
              "describing C");
@@ -518,6 +521,22 @@ static void copy_rows(float *to, size_t ld_to, const float *from, size_t ld_from
         memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
 }
 
+/* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16, to nearest even (NaN
+ * kept a NaN), into `to` (dense, row stride cols). */
+static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t rows, size_t cols)
+{
+    uint16_t *out = to;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            uint32_t u;
+            memcpy(&u, &from[i * ld_from + j], sizeof(u));
+            if ((u & 0x7fffffffu) > 0x7f800000u)
+                out[i * cols + j] = (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+            else
+                out[i * cols + j] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
+}
+
 clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
                                  size_t lda, const clattn_onednn_weight *w, cl_mem bias,
                                  size_t bias_offset, int act, cl_mem c, size_t c_offset,
@@ -535,11 +554,16 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
      * to its reference matmul, or, for weights in the plain layout, to its jit GEMM): strided ones
      * (a gated feed-forward's halves) go through a dense copy, O(m·(k + n)) beside the product's
      * O(m·n·k), and every row is still summed by the same kernel. */
-    bool dense_a = lda == k, dense_c = ldc == n;
+    /* With bfloat16 weights A goes in as bfloat16 too (oneDNN 2.6 has no f32 x bf16 matmul):
+     * rounded into the scratch, per element, so still the same bytes whatever the batch. */
+    bool bf16 = w->type == dnnl_bf16, dense_a = lda == k && !bf16, dense_c = ldc == n;
+    size_t a_floats = dense_a ? 0 : bf16 ? (m * k + 1) / 2 : m * k;
+    a_floats = (a_floats + 15) / 16 * 16; /* C's part 64-byte aligned */
     if (!dense_a || !dense_c)
-        if ((status = dense_scratch(ctx, o, (dense_a ? 0 : m * k) + (dense_c ? 0 : m * n))))
+        if ((status = dense_scratch(ctx, o, a_floats + (dense_c ? 0 : m * n))))
             return status;
-    matmul_key key = {m, n, k, bias != NULL, clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
+    matmul_key key = {m, n, k, w->type, bias != NULL,
+                      clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
     dnnl_primitive_t prim = NULL;
     if ((status = primitive(ctx, o, &key, &w->md, &prim)))
         return status;
@@ -558,16 +582,20 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         (status = map(ctx, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
         (bias && (status = map(ctx, bias, bias_offset, n, CL_MAP_READ, &pbias))))
         goto done;
-    float *src_ptr = pa, *dst_ptr = pc;
-    if (!dense_a) {
+    void *src_ptr = pa;
+    float *dst_ptr = pc;
+    if (bf16) {
         src_ptr = o->dense;
-        copy_rows(src_ptr, k, pa, lda, m, k);
+        to_bf16_rows(o->dense, pa, lda, m, k);
+    } else if (!dense_a) {
+        src_ptr = o->dense;
+        copy_rows(o->dense, k, pa, lda, m, k);
     }
     if (!dense_c)
-        dst_ptr = o->dense + (dense_a ? 0 : m * k);
+        dst_ptr = o->dense + a_floats;
     dnnl_memory_desc_t src, dst, bias_md;
     dnnl_dim_t dm = (dnnl_dim_t)m, dn = (dnnl_dim_t)n, dk = (dnnl_dim_t)k;
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){dm, dk}, dnnl_f32, dnnl_ab),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){dm, dk}, w->type, dnnl_ab),
              "describing A");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){dm, dn}, dnnl_f32, dnnl_ab),
              "describing C");
