@@ -25,6 +25,7 @@ typedef struct options {
     size_t batch, seq;
     unsigned repeat;
     bool quick, dry_run;
+    int precision; /* clattn_precision (--precision) */
 } options;
 
 /* CLBlast's Xgemm parameters, in the order of the candidates below. */
@@ -57,13 +58,15 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tune [--device SPEC] [--config PRESET | --model FILE] [--batch B] [--seq N]\n"
-            "            [--repeat R] [--quick] [--dry-run]\n"
+            "            [--repeat R] [--quick] [--dry-run] [--precision fp32|bf16|int8]\n"
             "  Times kernel variants and CLBlast GEMM parameters in one encoder layer of the\n"
             "  given configuration (default: base) at [B, N] (default 2 x 512) and stores the\n"
             "  fastest in the tuning cache (%s).\n"
             "  --repeat R  timed passes per candidate (default 3; the fastest counts)\n"
             "  --quick     fewer candidates\n"
-            "  --dry-run   measure and print, store nothing\n",
+            "  --dry-run   measure and print, store nothing\n"
+            "  --precision the GEMMs' number format (clattn_precision; default fp32): bf16\n"
+            "              runs on oneDNN only, so its GEMM path is not searched\n",
             clattn_tuning_cache_path() ? clattn_tuning_cache_path() : "no cache path");
 }
 
@@ -126,7 +129,9 @@ static int tune_gemm(session *s, clattn_tuning *tuning, char *best, size_t best_
         int kernel;
         const char *name;
     } providers[] = {{2, "oneDNN"}, {1, "the library's CPU GEMM"}};
-    for (int p = 0; p < 2; p++) {
+    /* the reduced precisions run on oneDNN only (clattn_precision) */
+    int searched = s->o->precision ? 1 : 2;
+    for (int p = 0; p < searched; p++) {
         t.gemm_kernel = providers[p].kernel;
         if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK) {
             printf("  %s: not available here (%s)\n", providers[p].name,
@@ -144,6 +149,11 @@ static int tune_gemm(session *s, clattn_tuning *tuning, char *best, size_t best_
             printf("  %s: failed (%s)\n", providers[p].name, clattn_last_error(s->ctx));
         }
     }
+    if (s->o->precision) /* oneDNN only */
+        return best_ms < 0 ? fail(s->ctx, "oneDNN failed")
+                           : clattn_context_set_tuning(s->ctx, tuning) == CLATTN_OK
+                               ? 0
+                               : fail(s->ctx, "applying");
     double ms;
     t.gemm_kernel = 0;
     if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
@@ -267,6 +277,7 @@ static int run(const options *o)
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = o->device;
+    params.precision = o->precision;
     session s = {o, NULL, NULL, NULL};
     int rc = 0;
     if (clattn_context_create(&s.ctx, &params) != CLATTN_OK)
@@ -335,12 +346,13 @@ done:
 
 int main(int argc, char **argv)
 {
-    options o = {NULL, "base", NULL, 2, 512, 3, false, false};
+    options o = {NULL, "base", NULL, 2, 512, 3, false, false, 0};
     static const struct option longopts[] = {
         {"device", required_argument, NULL, 'd'}, {"config", required_argument, NULL, 'c'},
         {"model", required_argument, NULL, 'm'},  {"batch", required_argument, NULL, 'b'},
         {"seq", required_argument, NULL, 'n'},    {"repeat", required_argument, NULL, 'r'},
         {"quick", no_argument, NULL, 'q'},        {"dry-run", no_argument, NULL, 'y'},
+        {"precision", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -365,6 +377,12 @@ int main(int argc, char **argv)
         case 'r': o.repeat = (unsigned)v; break;
         case 'q': o.quick = true; break;
         case 'y': o.dry_run = true; break;
+        case 'p':
+            if (!cli_parse_precision(optarg, &o.precision)) {
+                fprintf(stderr, "tune: --precision is fp32, bf16 or int8, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "tune: bad option '%s'\n", argv[optind - 1]);
