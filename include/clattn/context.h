@@ -263,8 +263,8 @@ typedef struct clattn_tuning {
  * brgemm kernels then blocking K alike; on GPUs CLBlast is kept on its main kernel for every
  * size, while on CPU devices its direct and main kernels were measured to agree bit for bit);
  * the attention visits a row's keys in the same blocks from key 0 with the same kernel variant
- * for every query count and padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
- * real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
+ * for every query count and padded length, masked keys adding exact zeros; LayerNorm, pooling
+ * (a masked mean over the real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
  * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, oneDNN,
  * the library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
  * Not guaranteed: the same bytes on another device, driver, library version or tuning (another

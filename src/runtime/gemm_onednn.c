@@ -294,8 +294,9 @@ static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, siz
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, type,
                                           dnnl_ab),
              "describing A");
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&weights, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
-                                          type, dnnl_format_tag_any),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&weights, 2,
+                                             (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n}, type,
+                                             dnnl_format_tag_any),
              "describing W");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
                                           dnnl_ab),
@@ -604,7 +605,8 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, mc}};
     int nargs = 3;
     if (bias) {
-        DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32, dnnl_ab),
+        DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32,
+                                                 dnnl_ab),
                  "describing the bias");
         DNNL_TRY(D(dnnl_memory_create)(&mbias, &bias_md, o->engine, pbias), "wrapping the bias");
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mbias};
