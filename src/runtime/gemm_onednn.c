@@ -22,8 +22,10 @@
  * afterwards (omp_pause_resource_all did not help either). So oneDNN is loaded here with dlopen
  * on first use, not linked: when the process has not loaded libgomp yet and the user has not
  * chosen OMP_WAIT_POLICY or GOMP_SPINCOUNT, OMP_WAIT_POLICY=passive is set for libgomp's
- * start-up, then removed again. A process that loaded libgomp before (an OpenMP program) keeps
- * its own policy; context creation then logs how to choose passive waiting. */
+ * start-up, then removed again (setenv is not thread-safe against another thread's getenv at
+ * that moment: the first oneDNN use, normally context creation). A process that loaded libgomp
+ * before (an OpenMP program) keeps its own policy; oneDNN's first use then logs how to choose
+ * passive waiting. */
 #define ONEDNN_SONAME "libdnnl.so." CLATTN_STRINGIFY(DNNL_VERSION_MAJOR)
 #define CLATTN_STRINGIFY(x) CLATTN_STRINGIFY_(x)
 #define CLATTN_STRINGIFY_(x) #x
@@ -55,7 +57,10 @@ static bool spin_policy_kept; /* libgomp was loaded before with its default poli
 
 static void load(void)
 {
-    bool gomp_loaded = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD) != NULL;
+    void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    bool gomp_loaded = gomp != NULL;
+    if (gomp)
+        dlclose(gomp); /* only asked whether it was loaded */
     bool chosen = getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT");
     bool set = !gomp_loaded && !chosen && setenv("OMP_WAIT_POLICY", "passive", 0) == 0;
     spin_policy_kept = gomp_loaded && !chosen;

@@ -16,6 +16,9 @@
  * runtime M (one primitive for every M) would select oneDNN's older jit GEMM, whose M = 1 path
  * (a GEMV) sums in another order.
  *
+ * OpenMP's thread count is set on the calling thread (omp_set_num_threads: its nthreads-var),
+ * which a caller using OpenMP itself on that thread inherits.
+ *
  * Not thread-safe per context (like the context itself).
  */
 #ifndef CLATTN_GEMM_ONEDNN_H
