@@ -42,7 +42,7 @@ bool cli_parse_precision(const char *text, int *precision);
 /* The --precision line of a usage text. */
 #define CLI_PRECISION_USAGE                                                                   \
     "  --precision P      fp32 (default), bf16 or int8: the GEMMs' number format (CPU devices\n" \
-    "                     with oneDNN; bf16 needs AVX512_BF16 or AMX; int8 is not implemented)\n"
+    "                     with oneDNN; bf16 needs AVX512_BF16 or AMX, int8 VNNI or AMX)\n"
 /* Seconds on the monotonic clock (for durations). */
 double cli_now_s(void);
 /* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */

@@ -57,8 +57,8 @@ static void usage(FILE *out)
             "                      else the first GPU, else the first CPU)\n"
             "  --list-devices      print every OpenCL device and its facts, then exit\n"
             "  --precision P       fp32 (default), bf16 or int8: the GEMMs' number format (CPU\n"
-            "                      devices with oneDNN; bf16 needs AVX512_BF16 or AMX; int8 is\n"
-            "                      not implemented yet)\n"
+            "                      devices with oneDNN; bf16 needs AVX512_BF16 or AMX, int8 VNNI\n"
+            "                      or AMX)\n"
             "  --model FILE        a safetensors model (tools/export_torch.py writes one)\n"
             "  --config PRESET     a Table 3 configuration with seeded random weights:\n"
             "                      ");

@@ -66,7 +66,7 @@ static void usage(FILE *out)
             "  --quick     fewer candidates\n"
             "  --dry-run   measure and print, store nothing\n"
             "  --precision the GEMMs' number format (clattn_precision; default fp32): bf16\n"
-            "              runs on oneDNN only, so its GEMM path is not searched\n",
+            "              and int8 run on oneDNN only, so their GEMM path is not searched\n",
             clattn_tuning_cache_path() ? clattn_tuning_cache_path() : "no cache path");
 }
 

@@ -186,6 +186,86 @@ static void bf16_against_the_reference(void **state)
     clattn_context_destroy(&ctx);
 }
 
+/* Symmetric int8 of a row, as CLATTN_PRECISION_INT8 documents it: scale = max |x| / 127 (1 for
+ * zeros), q = x·(1 / scale) rounded to nearest, halves away from zero. */
+static float quantize(const float *x, size_t count, int *q)
+{
+    float max = 0;
+    for (size_t i = 0; i < count; i++)
+        max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+    float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
+    for (size_t i = 0; i < count; i++) {
+        float r = x[i] * inverse;
+        q[i] = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
+    }
+    return scale;
+}
+
+/* CLATTN_PRECISION_INT8: C = (Σ qa·qw)·(scale_a[i]·scale_w[j]) + bias (the activation left to the
+ * caller), against that computed here with 64-bit integer sums. Skipped without VNNI or AMX. */
+static void int8_against_the_reference(void **state)
+{
+    (void)state;
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    params.precision = CLATTN_PRECISION_INT8;
+    clattn_context *ctx = NULL;
+    clattn_status status = clattn_context_create(&ctx, &params);
+    if (status == CLATTN_ERROR_UNSUPPORTED) {
+        printf("    skipped: %s\n", clattn_last_error(NULL));
+        skip();
+    }
+    assert_int_equal(status, CLATTN_OK);
+    static const gemm_case int8_cases[] = {
+        {1, 1, 1, 0, 0, CLATTN_ACT_NONE},   {7, 13, 5, 2, 1, CLATTN_ACT_RELU},
+        {129, 257, 65, 3, 1, CLATTN_ACT_GELU}, {33, 65, 300, 1, 0, CLATTN_ACT_NONE},
+        {64, 384, 1536, 0, 1, CLATTN_ACT_NONE},
+    };
+    for (size_t t = 0; t < sizeof(int8_cases) / sizeof(int8_cases[0]); t++) {
+        const gemm_case *c = &int8_cases[t];
+        gemm_data d;
+        data_make(c, 500 + t, false, &d);
+        int *qa = malloc(c->m * c->k * sizeof(int)), *qw = malloc(c->n * c->k * sizeof(int));
+        float *sa = malloc(c->m * sizeof(float)), *sw = malloc(c->n * sizeof(float));
+        for (size_t i = 0; i < c->m; i++)
+            sa[i] = quantize(d.A + d.aoff + i * d.lda, c->k, qa + i * c->k);
+        for (size_t j = 0; j < c->n; j++)
+            sw[j] = quantize(d.B + d.boff + j * d.ldb, c->k, qw + j * c->k);
+        for (size_t i = 0; i < c->m; i++)
+            for (size_t j = 0; j < c->n; j++) {
+                long long acc = 0;
+                for (size_t l = 0; l < c->k; l++)
+                    acc += (long long)qa[i * c->k + l] * qw[j * c->k + l];
+                d.want[d.coff + i * d.ldc + j] =
+                    (float)acc * (sa[i] * sw[j]) + (c->bias ? d.bias[1 + j] : 0.0f);
+            }
+        cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
+               dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
+        clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL};
+        clattn_gemm_left left;
+        assert_int_equal(clattn__gemm_weighted(ctx, CLATTN_OP_OTHER, c->m, dA, d.aoff, d.lda, &w,
+                                               c->bias ? dbias : NULL, 1, c->act, dC, d.coff,
+                                               d.ldc, &left),
+                         CLATTN_OK);
+        assert_false(left.bias);
+        assert_int_equal(left.act, c->act); /* int8 leaves the activation to the caller */
+        float *out = malloc(d.c_len * sizeof(float));
+        assert_int_equal(clEnqueueReadBuffer(ctx->queue, dC, CL_TRUE, 0, d.c_len * sizeof(float),
+                                             out, 0, NULL, NULL),
+                         CL_SUCCESS);
+        for (size_t i = 0; i < d.c_len; i++)
+            if (!(fabs((double)out[i] - d.want[i]) <= 1e-5 * (1 + fabs((double)d.want[i]))))
+                fail_msg("int8 m %zu n %zu k %zu: C[%zu] = %.7g, want %.7g", c->m, c->n, c->k, i,
+                         (double)out[i], (double)d.want[i]);
+        clattn__gemm_weight_release(&w);
+        clReleaseMemObject(dA), clReleaseMemObject(dB), clReleaseMemObject(dC);
+        clReleaseMemObject(dbias);
+        free(out), free(qa), free(qw), free(sa), free(sw);
+        data_free(&d);
+    }
+    clattn_context_destroy(&ctx);
+}
+
 /* Batch invariance: each row of a 37-row product, computed alone and inside blocks of other row
  * counts (1, 2, 5, 16, 36 rows from it), has the same bytes; K 1536 and 384 (MiniLM's
  * feed-forward and attention widths). */
@@ -316,6 +396,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(against_the_reference),
         cmocka_unit_test(bf16_against_the_reference),
+        cmocka_unit_test(int8_against_the_reference),
         cmocka_unit_test(rows_are_the_same_whatever_the_row_count),
         cmocka_unit_test(weight_kept_only_in_onednn_layout),
     };

@@ -1,10 +1,10 @@
 /*
  * The GEMMs' precision (clattn_context_params.precision): all-MiniLM-L6-v2's embeddings of the
  * committed corpus tests/data/precision/corpus.txt (tools/gen_precision_corpus.py, 300 mixed
- * texts) at bf16 against float32's (themselves checked against sentence-transformers by
- * test_bert and the embed tests): worst cosine >= 0.999. int8 and out-of-range precisions are
- * refused with their cause. Real-model suite (skips without the model); bf16 skips, saying why,
- * where the CPU, the build or the device cannot run it.
+ * texts) at bf16 and int8 against float32's (themselves checked against sentence-transformers by
+ * test_bert and the embed tests): worst cosine >= 0.999 (bf16), >= 0.99 (int8). Out-of-range
+ * precisions are refused. Real-model suite (skips without the model); a precision skips, saying
+ * why, where the CPU, the build or the device cannot run it.
  */
 #include "common/test_util.h"
 
@@ -73,14 +73,14 @@ static double cosine(const float *a, const float *b, size_t d)
     return ab / sqrt(aa * bb);
 }
 
-static void bf16_embeddings_match_fp32(void **state)
+/* The worst cosine of `precision`'s embeddings against fp32's must reach `bound`. */
+static void check_precision(int precision, const char *name, double bound)
 {
-    (void)state;
     const char *dir = test_real_model_or_skip();
     char **texts = read_corpus();
     size_t d = 0, d16 = 0;
     float *fp32 = embed_corpus(dir, CLATTN_PRECISION_FP32, texts, &d);
-    float *bf16 = embed_corpus(dir, CLATTN_PRECISION_BF16, texts, &d16);
+    float *bf16 = embed_corpus(dir, precision, texts, &d16);
     if (!bf16) {
         free(fp32), free(texts[0]), free(texts);
         skip();
@@ -94,23 +94,31 @@ static void bf16_embeddings_match_fp32(void **state)
         if (c < worst)
             worst = c, worst_at = i;
     }
-    printf("    bf16 against fp32 over %d texts: worst cosine %.6f (text %zu), mean %.6f\n",
+    printf("    %s against fp32 over %d texts: worst cosine %.6f (text %zu), mean %.6f\n", name,
            CORPUS_TEXTS, worst, worst_at + 1, sum / CORPUS_TEXTS);
-    assert_true(worst >= 0.999);
-    assert_true(worst < 1.0); /* bf16 really ran: not the float32 bytes */
+    assert_true(worst >= bound);
+    assert_true(worst < 1.0); /* the precision really ran: not the float32 bytes */
     free(fp32), free(bf16), free(texts[0]), free(texts);
 }
 
-static void other_precisions_are_refused(void **state)
+static void bf16_embeddings_match_fp32(void **state)
+{
+    (void)state;
+    check_precision(CLATTN_PRECISION_BF16, "bf16", 0.999);
+}
+
+static void int8_embeddings_match_fp32(void **state)
+{
+    (void)state;
+    check_precision(CLATTN_PRECISION_INT8, "int8", 0.99);
+}
+
+static void bad_precisions_are_refused(void **state)
 {
     (void)state;
     clattn_context_params params;
     clattn_context_params_default(&params);
     clattn_context *ctx = NULL;
-    params.precision = CLATTN_PRECISION_INT8;
-    assert_int_equal(clattn_context_create(&ctx, &params), CLATTN_ERROR_UNSUPPORTED);
-    assert_null(ctx);
-    assert_non_null(strstr(clattn_last_error(NULL), "int8"));
     params.precision = 7;
     assert_int_equal(clattn_context_create(&ctx, &params), CLATTN_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(clattn_last_error(NULL), "params->precision is 7"));
@@ -120,8 +128,9 @@ int main(void)
 {
     test_require_device();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(other_precisions_are_refused),
+        cmocka_unit_test(bad_precisions_are_refused),
         cmocka_unit_test(bf16_embeddings_match_fp32),
+        cmocka_unit_test(int8_embeddings_match_fp32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

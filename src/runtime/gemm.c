@@ -270,12 +270,19 @@ static bool cpu_has_bf16(void)
     return avx512_bf16 || amx_bf16;
 }
 
+/* The CPU's int8 dot products: AVX512_VNNI (leaf 7, subleaf 0, ECX bit 11), AVX-VNNI (subleaf 1,
+ * EAX bit 4), AMX-INT8 (subleaf 0, EDX bit 25). */
+static bool cpu_has_int8_dot(void)
+{
+    unsigned a, b, c, d, a1 = 0, b1, c1, d1;
+    bool leaf0 = __get_cpuid_count(7, 0, &a, &b, &c, &d);
+    bool leaf1 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+    return (leaf0 && ((c & (1u << 11)) || (d & (1u << 25)))) || (leaf1 && (a1 & (1u << 4)));
+}
+
 bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size)
 {
-    if (precision == CLATTN_PRECISION_INT8)
-        snprintf(missing, size, "not implemented yet (per-channel int8 weights with dynamic "
-                                "per-token activations are planned); use fp32 or bf16");
-    else if (!clattn__onednn_available())
+    if (!clattn__onednn_available())
         snprintf(missing, size, "needs oneDNN, which %s",
                  CLATTN_HAVE_ONEDNN_BUILD ? "could not be loaded (libdnnl.so.2)"
                                           : "this build lacks (meson -Donednn, libdnnl-dev)");
@@ -284,6 +291,8 @@ bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing
                  clattn_device_type_name(ctx->info.type));
     else if (precision == CLATTN_PRECISION_BF16 && !cpu_has_bf16())
         snprintf(missing, size, "the CPU lacks AVX512_BF16 and AMX-BF16");
+    else if (precision == CLATTN_PRECISION_INT8 && !cpu_has_int8_dot())
+        snprintf(missing, size, "the CPU lacks AVX512_VNNI, AVX-VNNI and AMX-INT8");
     else
         return false;
     return true;
@@ -469,7 +478,7 @@ static clattn_status run_onednn(clattn_context *ctx, clattn_op op, size_t m, cl_
                             clattn_op_name(op), m, w->n, w->k, cause);
     }
     left->bias = false;
-    left->act = clattn__onednn_fuses(act) ? CLATTN_ACT_NONE : act;
+    left->act = clattn__onednn_fuses(w->onednn, act) ? CLATTN_ACT_NONE : act;
     char name[CLATTN_STATS_NAME_SIZE];
     snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
     return clattn__account_host(ctx, name, op, (uint64_t)m * w->n * w->k, ms);

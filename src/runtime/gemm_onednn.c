@@ -4,6 +4,7 @@
 #include "base/constants.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_version.h>
 #include <pthread.h>
@@ -121,7 +122,8 @@ struct clattn_onednn {
 
 struct clattn_onednn_weight {
     size_t n, k;
-    dnnl_data_type_t type; /* f32, or bf16 (CLATTN_PRECISION_BF16) */
+    dnnl_data_type_t type; /* f32, bf16 (CLATTN_PRECISION_BF16) or s8 (CLATTN_PRECISION_INT8) */
+    float *scales;         /* s8: W[j, :] ≈ scales[j]·q[j, :], one per output channel [n] */
     dnnl_memory_desc_t md; /* W as oneDNN's K x N "weights", in its preferred blocked layout */
     dnnl_memory_t mem;     /* owns the reordered data */
 };
@@ -279,6 +281,22 @@ static void set_threads(const clattn_onednn *o)
 
 /* ---- weights ---- */
 
+/* Quantises x[0 .. count) symmetrically to int8: q = round(x·(1 / scale)) with scale = max |x| /
+ * 127 (1 for an all-zero row); returns the scale. Per row, so a row's bytes depend on it alone. */
+static float quantize_row(const float *x, size_t count, int8_t *q)
+{
+    float max = 0;
+    for (size_t i = 0; i < count; i++)
+        max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+    float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
+    for (size_t i = 0; i < count; i++) { /* to nearest, halves away from zero; |x·inverse| <= 127 */
+        float r = x[i] * inverse;
+        int v = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
+        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return scale;
+}
+
 /* W [n, k] with row stride ldb as oneDNN's weights: K x N with strides (1, ldb). */
 static dnnl_status_t plain_weights_md(dnnl_memory_desc_t *md, size_t n, size_t k, size_t ldb)
 {
@@ -303,7 +321,8 @@ static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, siz
                                              (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n}, type,
                                              dnnl_format_tag_any),
              "describing W");
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n}, dnnl_f32,
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n},
+                                             type == dnnl_s8 ? dnnl_s32 : dnnl_f32,
                                           dnnl_ab),
              "describing C");
     DNNL_TRY(D(dnnl_matmul_desc_init)(&desc, &src, &weights, NULL, &dst), "describing a matmul");
@@ -360,7 +379,10 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
                             "out of host memory for a oneDNN weight [%zu, %zu]", n, k);
     w->n = n;
     w->k = k;
-    w->type = ctx->precision == CLATTN_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+    w->type = ctx->precision == CLATTN_PRECISION_BF16   ? dnnl_bf16
+              : ctx->precision == CLATTN_PRECISION_INT8 ? dnnl_s8
+                                                        : dnnl_f32;
+    int8_t *q = NULL;
     float *plain = NULL;
     dnnl_memory_desc_t from;
     if ((status = preferred_layout(ctx, o, n, k, w->type, &w->md)))
@@ -373,8 +395,28 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
         goto done;
     void *to;
     DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &to), "reading a weight's handle");
-    status = reorder(ctx, o, &from, plain, &w->md, to);
+    if (w->type == dnnl_s8) {
+        /* per output channel: q[j, l] = round(W[j, l] / scales[j]), scales[j] = max |W[j, :]| /
+         * 127; into a plain int8 K x N (strides 1, k), then into oneDNN's layout */
+        w->scales = malloc(n * sizeof(float));
+        q = malloc(n * k);
+        if (!w->scales || !q) {
+            status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                  "out of host memory quantising a weight [%zu, %zu]", n, k);
+            goto done;
+        }
+        for (size_t j = 0; j < n; j++)
+            w->scales[j] = quantize_row(plain + j * ldb, k, q + j * k);
+        DNNL_TRY(D(dnnl_memory_desc_init_by_strides)(&from, 2,
+                                                     (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+                                                     dnnl_s8, (dnnl_dims_t){1, (dnnl_dim_t)k}),
+                 "describing a quantised weight");
+        status = reorder(ctx, o, &from, q, &w->md, to);
+    } else {
+        status = reorder(ctx, o, &from, plain, &w->md, to);
+    }
 done:
+    free(q);
     status = unmap(ctx, b, plain, status);
     if (status != CLATTN_OK)
         clattn__onednn_weight_release(&w);
@@ -398,6 +440,10 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
     if ((status = map(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
         goto done;
     status = reorder(ctx, o, &w->md, from, &to, plain);
+    if (status == CLATTN_OK && w->type == dnnl_s8) /* the quantised values, scaled back */
+        for (size_t j = 0; j < w->n; j++)
+            for (size_t l = 0; l < w->k; l++)
+                plain[j * w->k + l] *= w->scales[j];
 done:
     return unmap(ctx, dst, plain, status);
 }
@@ -409,15 +455,19 @@ void clattn__onednn_weight_release(clattn_onednn_weight **pw)
         return;
     if (w->mem)
         D(dnnl_memory_destroy)(w->mem);
+    free(w->scales);
     free(w);
     *pw = NULL;
 }
 
 /* ---- the product ---- */
 
-bool clattn__onednn_fuses(int act)
+bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act)
 {
-    return act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
+    /* int8's activation is left to the caller's kernel (parallel, vectorised): the product's
+     * scaling runs on the calling thread alone */
+    return w->type != dnnl_s8 &&
+           (act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH);
 }
 
 static bool same_key(const matmul_key *a, const matmul_key *b)
@@ -453,7 +503,8 @@ static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matm
     dnnl_dim_t m = (dnnl_dim_t)key->m, n = (dnnl_dim_t)key->n, k = (dnnl_dim_t)key->k;
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){m, k}, key->type, dnnl_ab),
              "describing A");
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){m, n}, dnnl_f32, dnnl_ab),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){m, n},
+                                             key->type == dnnl_s8 ? dnnl_s32 : dnnl_f32, dnnl_ab),
              "describing C");
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias, 2, (dnnl_dims_t){1, n}, dnnl_f32, dnnl_ab),
              "describing the bias");
@@ -527,6 +578,17 @@ static void copy_rows(float *to, size_t ld_to, const float *from, size_t ld_from
         memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
 }
 
+/* C[i, j] = acc[i, j]·row_scales[i]·col_scales[j] + bias[j] (bias may be NULL) from the int32
+ * products acc [rows, cols] into C (row stride ldc). */
+static void dequantize(float *c, size_t ldc, const int32_t *acc, size_t rows, size_t cols,
+                       const float *row_scales, const float *col_scales, const float *bias)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = (float)acc[i * cols + j] * (row_scales[i] * col_scales[j]) +
+                             (bias ? bias[j] : 0.0f);
+}
+
 /* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16, to nearest even (NaN
  * kept a NaN), into `to` (dense, row stride cols). */
 static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t rows, size_t cols)
@@ -562,14 +624,18 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
      * O(m·n·k), and every row is still summed by the same kernel. */
     /* With bfloat16 weights A goes in as bfloat16 too (oneDNN 2.6 has no f32 x bf16 matmul):
      * rounded into the scratch, per element, so still the same bytes whatever the batch. */
-    bool bf16 = w->type == dnnl_bf16, dense_a = lda == k && !bf16, dense_c = ldc == n;
-    size_t a_floats = dense_a ? 0 : bf16 ? (m * k + 1) / 2 : m * k;
+    /* int8: A quantised per row (dynamic, per token) into the scratch with its scales, the
+     * product into an int32 scratch, then scaled back with the weight's per-channel scales, the
+     * bias and the activation added here (oneDNN 2.6 takes no per-row runtime scales). */
+    bool bf16 = w->type == dnnl_bf16, int8 = w->type == dnnl_s8;
+    bool dense_a = lda == k && !bf16 && !int8, dense_c = ldc == n && !int8;
+    size_t a_floats = dense_a ? 0 : bf16 ? (m * k + 1) / 2 : int8 ? (m * k + 3) / 4 + m : m * k;
     a_floats = (a_floats + 15) / 16 * 16; /* C's part 64-byte aligned */
     if (!dense_a || !dense_c)
         if ((status = dense_scratch(ctx, o, a_floats + (dense_c ? 0 : m * n))))
             return status;
-    matmul_key key = {m, n, k, w->type, bias != NULL,
-                      clattn__onednn_fuses(act) ? act : CLATTN_ACT_NONE};
+    matmul_key key = {m, n, k, w->type, bias != NULL && !int8,
+                      clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
     dnnl_primitive_t prim = NULL;
     if ((status = primitive(ctx, o, &key, &w->md, &prim)))
         return status;
@@ -590,9 +656,15 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         goto done;
     void *src_ptr = pa;
     float *dst_ptr = pc;
+    float *row_scales = NULL; /* int8: A[i, :] ≈ row_scales[i]·q[i, :] */
     if (bf16) {
         src_ptr = o->dense;
         to_bf16_rows(o->dense, pa, lda, m, k);
+    } else if (int8) {
+        row_scales = o->dense;
+        src_ptr = o->dense + m;
+        for (size_t i = 0; i < m; i++)
+            row_scales[i] = quantize_row(pa + i * lda, k, (int8_t *)src_ptr + i * k);
     } else if (!dense_a) {
         src_ptr = o->dense;
         copy_rows(o->dense, k, pa, lda, m, k);
@@ -603,13 +675,14 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     dnnl_dim_t dm = (dnnl_dim_t)m, dn = (dnnl_dim_t)n, dk = (dnnl_dim_t)k;
     DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){dm, dk}, w->type, dnnl_ab),
              "describing A");
-    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){dm, dn}, dnnl_f32, dnnl_ab),
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){dm, dn},
+                                             int8 ? dnnl_s32 : dnnl_f32, dnnl_ab),
              "describing C");
     DNNL_TRY(D(dnnl_memory_create)(&ma, &src, o->engine, src_ptr), "wrapping A");
     DNNL_TRY(D(dnnl_memory_create)(&mc, &dst, o->engine, dst_ptr), "wrapping C");
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, mc}};
     int nargs = 3;
-    if (bias) {
+    if (bias && !int8) {
         DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32,
                                                  dnnl_ab),
                  "describing the bias");
@@ -619,7 +692,9 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     set_threads(o);
     DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, nargs, args), "a matmul");
     DNNL_TRY(D(dnnl_stream_wait)(o->stream), "a matmul");
-    if (!dense_c)
+    if (int8)
+        dequantize(pc, ldc, (const int32_t *)dst_ptr, m, n, row_scales, w->scales, pbias);
+    else if (!dense_c)
         copy_rows(pc, ldc, dst_ptr, n, m, n);
 done:
     if (ma)

@@ -58,11 +58,12 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
 /* Releases *w (NULL is fine) and clears the pointer. */
 void clattn__onednn_weight_release(clattn_onednn_weight **w);
 
-/* Whether oneDNN fuses CLATTN_ACT_* `act` (relu, gelu, gelu_tanh): else the caller applies it. */
-bool clattn__onednn_fuses(int act);
+/* Whether the product with w fuses CLATTN_ACT_* `act` (relu, gelu, gelu_tanh in float32 and
+ * bf16; none in int8): else the caller applies it. */
+bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act);
 
 /* C[m, n] = act(A[m, k]·Wᵀ + bias[n]) with W from clattn__onednn_weight_create; bias may be NULL;
- * act is fused when clattn__onednn_fuses(act), else ignored (the caller applies it). Leading
+ * act is fused when clattn__onednn_fuses(w, act), else ignored (the caller applies it). Leading
  * dimensions and offsets in floats. *ms receives the call's time in milliseconds (for the
  * profile: the call runs on the host, outside OpenCL's events). */
 clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
