@@ -49,6 +49,11 @@ ONEDNN_FUNCTIONS(POINTER)
 /* OpenMP's functions, from the libgomp oneDNN brings. */
 static int (*omp_get_max_threads_ptr)(void);
 static void (*omp_set_num_threads_ptr)(int);
+static int (*omp_get_thread_num_ptr)(void);
+static int (*omp_get_num_threads_ptr)(void);
+/* libgomp's entry for a parallel region (what `#pragma omp parallel` compiles to): int8's
+ * quantisation passes run on oneDNN's OpenMP threads without linking OpenMP. */
+static void (*GOMP_parallel_ptr)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
 /* A loaded function: D(dnnl_stream_wait)(stream). */
 #define D(name) (name##_ptr)
 
@@ -81,6 +86,9 @@ static void load(void)
     ONEDNN_FUNCTIONS(RESOLVE)
     RESOLVE(omp_get_max_threads)
     RESOLVE(omp_set_num_threads)
+    RESOLVE(omp_get_thread_num)
+    RESOLVE(omp_get_num_threads)
+    RESOLVE(GOMP_parallel)
 #undef RESOLVE
 }
 
@@ -289,7 +297,8 @@ static float quantize_row(const float *x, size_t count, int8_t *q)
     for (size_t i = 0; i < count; i++)
         max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
     float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
-    for (size_t i = 0; i < count; i++) { /* to nearest, halves away from zero; |x·inverse| <= 127 */
+    /* to nearest, halves away from zero; |x·inverse| <= 127 */
+    for (size_t i = 0; i < count; i++) {
         float r = x[i] * inverse;
         int v = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
         q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
@@ -605,6 +614,42 @@ static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t row
         }
 }
 
+/* One of int8's passes over the rows: quantising A, or scaling the products back. */
+typedef struct int8_pass {
+    bool quantize;
+    size_t m, n, k;
+    const float *from; /* quantize: A, row stride ld_from */
+    size_t ld_from;
+    void *q;           /* quantize: int8 [m, k] */
+    float *row_scales; /* [m] */
+    float *c;          /* dequantize: C, row stride ldc */
+    size_t ldc;
+    const int32_t *acc;       /* dequantize: [m, n] */
+    const float *col_scales;  /* [n] */
+    const float *bias;        /* [n] or NULL */
+} int8_pass;
+
+/* The rows of OpenMP thread omp_get_thread_num() out of omp_get_num_threads(): each row's result
+ * is its own, whichever thread computes it. */
+static void int8_pass_rows(void *data)
+{
+    const int8_pass *p = data;
+    size_t t = (size_t)D(omp_get_thread_num)(), nt = (size_t)D(omp_get_num_threads)();
+    size_t r0 = p->m * t / nt, r1 = p->m * (t + 1) / nt;
+    if (p->quantize)
+        for (size_t i = r0; i < r1; i++)
+            p->row_scales[i] = quantize_row(p->from + i * p->ld_from, p->k,
+                                            (int8_t *)p->q + i * p->k);
+    else
+        dequantize(p->c + r0 * p->ldc, p->ldc, p->acc + r0 * p->n, r1 - r0, p->n,
+                   p->row_scales + r0, p->col_scales, p->bias);
+}
+
+static void run_pass(const clattn_onednn *o, int8_pass *p)
+{
+    D(GOMP_parallel)(int8_pass_rows, p, (unsigned)o->threads, 0);
+}
+
 clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
                                  size_t lda, const clattn_onednn_weight *w, cl_mem bias,
                                  size_t bias_offset, int act, cl_mem c, size_t c_offset,
@@ -663,8 +708,9 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     } else if (int8) {
         row_scales = o->dense;
         src_ptr = o->dense + m;
-        for (size_t i = 0; i < m; i++)
-            row_scales[i] = quantize_row(pa + i * lda, k, (int8_t *)src_ptr + i * k);
+        int8_pass pass = {.quantize = true, .m = m, .k = k, .from = pa, .ld_from = lda,
+                          .q = src_ptr, .row_scales = row_scales};
+        run_pass(o, &pass);
     } else if (!dense_a) {
         src_ptr = o->dense;
         copy_rows(o->dense, k, pa, lda, m, k);
@@ -692,10 +738,14 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     set_threads(o);
     DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, nargs, args), "a matmul");
     DNNL_TRY(D(dnnl_stream_wait)(o->stream), "a matmul");
-    if (int8)
-        dequantize(pc, ldc, (const int32_t *)dst_ptr, m, n, row_scales, w->scales, pbias);
-    else if (!dense_c)
+    if (int8) {
+        int8_pass pass = {.quantize = false, .m = m, .n = n, .c = pc, .ldc = ldc,
+                          .acc = (const int32_t *)dst_ptr, .row_scales = row_scales,
+                          .col_scales = w->scales, .bias = pbias};
+        run_pass(o, &pass);
+    } else if (!dense_c) {
         copy_rows(pc, ldc, dst_ptr, n, m, n);
+    }
 done:
     if (ma)
         D(dnnl_memory_destroy)(ma);
