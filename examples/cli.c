@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -109,9 +110,26 @@ int refuse_output_over_inputs(const char *output, const char *const *names,
 
 int cli_context_create(const char *device, clattn_context **ctx)
 {
+    return cli_context_create_precision(device, CLATTN_PRECISION_FP32, ctx);
+}
+
+bool cli_parse_precision(const char *text, int *precision)
+{
+    static const char *const names[] = {"fp32", "bf16", "int8"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *precision = i; /* CLATTN_PRECISION_FP32, _BF16, _INT8 */
+            return true;
+        }
+    return false;
+}
+
+int cli_context_create_precision(const char *device, int precision, clattn_context **ctx)
+{
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = device;
+    params.precision = precision;
     *ctx = NULL;
     if (clattn_context_create(ctx, &params) != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(NULL));

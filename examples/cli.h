@@ -35,6 +35,14 @@ int refuse_output_over_inputs(const char *output, const char *const *names,
 /* Creates *ctx on `device` (--device's spec; NULL: the default device) with the other context
  * parameters at their defaults. Returns 0, else runtime_error's status (the library's message). */
 int cli_context_create(const char *device, clattn_context **ctx);
+/* The same with --precision's clattn_precision. */
+int cli_context_create_precision(const char *device, int precision, clattn_context **ctx);
+/* --precision fp32|bf16|int8 into *precision (a clattn_precision); false for anything else. */
+bool cli_parse_precision(const char *text, int *precision);
+/* The --precision line of a usage text. */
+#define CLI_PRECISION_USAGE                                                                   \
+    "  --precision P      fp32 (default), bf16 or int8: the GEMMs' number format (CPU devices\n" \
+    "                     with oneDNN; bf16 needs AVX512_BF16 or AMX, int8 VNNI or AMX)\n"
 /* Seconds on the monotonic clock (for durations). */
 double cli_now_s(void);
 /* Prints s as a JSON string (quoted, with ", \\ and control characters escaped) on stdout. */

@@ -23,6 +23,7 @@
 
 typedef struct options {
     const char *device;
+    int precision; /* clattn_precision (--precision) */
     bool list_devices;
     const char *model;
     const char *preset;
@@ -43,7 +44,7 @@ typedef struct options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: encode [--device SPEC] [--list-devices]\n"
+            "usage: encode [--device SPEC] [--list-devices] [--precision fp32|bf16|int8]\n"
             "              [--model FILE.safetensors | --config PRESET] [--seed S]\n"
             "              [--input X.npy | --tokens IDS.npy | --batch B --seq N]\n"
             "              [--mask PAD.npy] [--causal] [--positional sinusoidal|none]\n"
@@ -55,6 +56,9 @@ static void usage(FILE *out)
             "  --device SPEC       gpu, cpu, P:D, or part of a device name (default: $CLATTN_DEVICE,\n"
             "                      else the first GPU, else the first CPU)\n"
             "  --list-devices      print every OpenCL device and its facts, then exit\n"
+            "  --precision P       fp32 (default), bf16 or int8: the GEMMs' number format (CPU\n"
+            "                      devices with oneDNN; bf16 needs AVX512_BF16 or AMX, int8 VNNI\n"
+            "                      or AMX)\n"
             "  --model FILE        a safetensors model (tools/export_torch.py writes one)\n"
             "  --config PRESET     a Table 3 configuration with seeded random weights:\n"
             "                      ");
@@ -83,10 +87,11 @@ static void usage(FILE *out)
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_DEVICE = 256, O_LIST, O_MODEL, O_CONFIG, O_SEED, O_INPUT, O_TOKENS, O_BATCH, O_SEQ,
+    enum { O_DEVICE = 256, O_PRECISION, O_LIST, O_MODEL, O_CONFIG, O_SEED, O_INPUT, O_TOKENS, O_BATCH, O_SEQ,
            O_MASK, O_CAUSAL, O_POSITIONAL, O_OUTPUT, O_REPEAT, O_PROFILE, O_JSON, O_HELP };
     static const struct option longopts[] = {
         {"device", required_argument, NULL, O_DEVICE},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"list-devices", no_argument, NULL, O_LIST},
         {"model", required_argument, NULL, O_MODEL},
         {"config", required_argument, NULL, O_CONFIG},
@@ -114,6 +119,10 @@ static int parse_options(int argc, char **argv, options *o)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case O_DEVICE: o->device = optarg; break;
+        case O_PRECISION:
+            if (!cli_parse_precision(optarg, &o->precision))
+                return usage_error("--precision is fp32, bf16 or int8, not \"%s\"", optarg);
+            break;
         case O_LIST: o->list_devices = true; break;
         case O_MODEL: o->model = optarg; break;
         case O_CONFIG: o->preset = optarg; break;
@@ -591,6 +600,7 @@ static int execute(run *r)
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = o->device;
+    params.precision = o->precision;
     params.profiling = o->profile;
     params.log_callback = log_message;
     if (clattn_context_create(&r->ctx, &params) != CLATTN_OK)

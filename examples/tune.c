@@ -25,6 +25,7 @@ typedef struct options {
     size_t batch, seq;
     unsigned repeat;
     bool quick, dry_run;
+    int precision; /* clattn_precision (--precision) */
 } options;
 
 /* CLBlast's Xgemm parameters, in the order of the candidates below. */
@@ -57,13 +58,15 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tune [--device SPEC] [--config PRESET | --model FILE] [--batch B] [--seq N]\n"
-            "            [--repeat R] [--quick] [--dry-run]\n"
+            "            [--repeat R] [--quick] [--dry-run] [--precision fp32|bf16|int8]\n"
             "  Times kernel variants and CLBlast GEMM parameters in one encoder layer of the\n"
             "  given configuration (default: base) at [B, N] (default 2 x 512) and stores the\n"
             "  fastest in the tuning cache (%s).\n"
             "  --repeat R  timed passes per candidate (default 3; the fastest counts)\n"
             "  --quick     fewer candidates\n"
-            "  --dry-run   measure and print, store nothing\n",
+            "  --dry-run   measure and print, store nothing\n"
+            "  --precision the GEMMs' number format (clattn_precision; default fp32): bf16\n"
+            "              and int8 run on oneDNN only, so their GEMM path is not searched\n",
             clattn_tuning_cache_path() ? clattn_tuning_cache_path() : "no cache path");
 }
 
@@ -113,23 +116,45 @@ static void xgemm_text(const size_t *values, char *text, size_t size)
                                  xgemm_names[i], values[i]);
 }
 
-/* The GEMM path: the library's CPU GEMM (gemm_kernel 1), then CLBlast (gemm_kernel 0) with each
- * Xgemm candidate, by the whole layer's kernel time (the CPU GEMM fuses bias and activation,
- * which CLBlast leaves to separate kernels). */
+/* The GEMM path: oneDNN (gemm_kernel 2, CPU devices in builds with it), the library's CPU GEMM
+ * (gemm_kernel 1), then CLBlast (gemm_kernel 0) with each Xgemm candidate, by the whole layer's
+ * time (oneDNN and the CPU GEMM fuse bias and activation, which CLBlast leaves to separate
+ * kernels). */
 static int tune_gemm(session *s, clattn_tuning *tuning, char *best, size_t best_size)
 {
     printf("\nGEMM path (the whole layer, fastest pass):\n");
     double best_ms = -1.0;
     clattn_tuning t = *tuning;
-    t.gemm_kernel = 1;
-    double ms = clattn_context_set_tuning(s->ctx, &t) == CLATTN_OK ? measure(s) : -1.0;
-    if (ms >= 0) {
-        printf("  the library's CPU GEMM: %8.1f ms  <- best so far\n", ms);
-        best_ms = ms;
-        *tuning = t;
-    } else {
-        printf("  the library's CPU GEMM: failed (%s)\n", clattn_last_error(s->ctx));
+    static const struct {
+        int kernel;
+        const char *name;
+    } providers[] = {{2, "oneDNN"}, {1, "the library's CPU GEMM"}};
+    /* the reduced precisions run on oneDNN only (clattn_precision) */
+    int searched = s->o->precision ? 1 : 2;
+    for (int p = 0; p < searched; p++) {
+        t.gemm_kernel = providers[p].kernel;
+        if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK) {
+            printf("  %s: not available here (%s)\n", providers[p].name,
+                   clattn_last_error(s->ctx));
+            continue;
+        }
+        double ms = measure(s);
+        if (ms >= 0 && (best_ms < 0 || ms < best_ms)) {
+            printf("  %s: %8.1f ms  <- best so far\n", providers[p].name, ms);
+            best_ms = ms;
+            *tuning = t;
+        } else if (ms >= 0) {
+            printf("  %s: %8.1f ms\n", providers[p].name, ms);
+        } else {
+            printf("  %s: failed (%s)\n", providers[p].name, clattn_last_error(s->ctx));
+        }
     }
+    if (s->o->precision) /* oneDNN only */
+        return best_ms < 0 ? fail(s->ctx, "oneDNN failed")
+                           : clattn_context_set_tuning(s->ctx, tuning) == CLATTN_OK
+                               ? 0
+                               : fail(s->ctx, "applying");
+    double ms;
     t.gemm_kernel = 0;
     if (clattn_context_set_tuning(s->ctx, &t) != CLATTN_OK)
         return fail(s->ctx, "choosing CLBlast");
@@ -252,6 +277,7 @@ static int run(const options *o)
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = o->device;
+    params.precision = o->precision;
     session s = {o, NULL, NULL, NULL};
     int rc = 0;
     if (clattn_context_create(&s.ctx, &params) != CLATTN_OK)
@@ -320,12 +346,13 @@ done:
 
 int main(int argc, char **argv)
 {
-    options o = {NULL, "base", NULL, 2, 512, 3, false, false};
+    options o = {NULL, "base", NULL, 2, 512, 3, false, false, 0};
     static const struct option longopts[] = {
         {"device", required_argument, NULL, 'd'}, {"config", required_argument, NULL, 'c'},
         {"model", required_argument, NULL, 'm'},  {"batch", required_argument, NULL, 'b'},
         {"seq", required_argument, NULL, 'n'},    {"repeat", required_argument, NULL, 'r'},
         {"quick", no_argument, NULL, 'q'},        {"dry-run", no_argument, NULL, 'y'},
+        {"precision", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     opterr = 0;
@@ -350,6 +377,12 @@ int main(int argc, char **argv)
         case 'r': o.repeat = (unsigned)v; break;
         case 'q': o.quick = true; break;
         case 'y': o.dry_run = true; break;
+        case 'p':
+            if (!cli_parse_precision(optarg, &o.precision)) {
+                fprintf(stderr, "tune: --precision is fp32, bf16 or int8, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "tune: bad option '%s'\n", argv[optind - 1]);

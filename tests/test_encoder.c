@@ -506,9 +506,10 @@ static void random_weights_are_deterministic(void **state)
         assert_true(isfinite(out[0][i]));
 }
 
-/* On the library's CPU GEMM the encoder keeps its linear weights only packed (held once); a
- * later switch to CLBlast (tuning gemm_kernel 0) unpacks them on the fly and gives the same
- * result to rounding, and switching back gives the first bytes again. */
+/* On the library's CPU GEMM and on oneDNN the encoder keeps its linear weights only packed (held
+ * once); a later switch to another GEMM (tuning gemm_kernel 0: CLBlast, 1: the CPU GEMM) unpacks
+ * them on the fly and gives the same result to rounding, and switching back gives the first bytes
+ * again. */
 static void weights_kept_packed_run_on_either_gemm(void **state)
 {
     test_fixture *f = *state;
@@ -523,24 +524,35 @@ static void weights_kept_packed_run_on_either_gemm(void **state)
         assert_int_equal(clattn_encoder_create(f->ctx, &enc, &cfg), CLATTN_OK);
         assert_int_equal(clattn_encoder_init_random(enc, 5 + (uint64_t)gated), CLATTN_OK);
         const clattn_ffn *ffn = &enc->weights.layers[0].ffn;
-        if (saved.gemm_kernel) /* packed, and the unpacked copies released */
+        if (saved.gemm_kernel == 1) /* packed, and the unpacked copies released */
             assert_true(ffn->lin1.packed && !ffn->w1 && ffn->lin2.packed && !ffn->w2);
+        else if (saved.gemm_kernel == 2) /* in oneDNN's layout, likewise */
+            assert_true(ffn->lin1.onednn && !ffn->w1 && ffn->lin2.onednn && !ffn->w2);
         else
             assert_true(ffn->w1 && ffn->w2);
-        float x[2 * 7 * 32], out[3][2 * 7 * 32];
+        float x[2 * 7 * 32], out[4][2 * 7 * 32];
         test_fill_uniform(x, 2 * 7 * 32, 40 + (uint64_t)gated, -1, 1);
         clattn_tensor *tx = test_tensor_from(f->ctx, 3, (size_t[]){2, 7, 32}, x);
         clattn_tensor *ty = test_tensor_from(f->ctx, 3, (size_t[]){2, 7, 32}, NULL);
-        for (int run = 0; run < 3; run++) {
+        /* the context's GEMM, the two others (CLBlast first), the context's again */
+        int kernels[4] = {saved.gemm_kernel, 0, saved.gemm_kernel == 1 ? 2 : 1,
+                          saved.gemm_kernel};
+        for (int run = 0; run < 4; run++) {
             tuning = saved;
-            tuning.gemm_kernel = run == 1 ? !saved.gemm_kernel : saved.gemm_kernel;
-            assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
+            tuning.gemm_kernel = kernels[run];
+            clattn_status set = clattn_context_set_tuning(f->ctx, &tuning);
+            if (set != CLATTN_OK) { /* gemm_kernel 2 without oneDNN: the context's again */
+                assert_int_equal(kernels[run], 2);
+                tuning.gemm_kernel = saved.gemm_kernel;
+                assert_int_equal(clattn_context_set_tuning(f->ctx, &tuning), CLATTN_OK);
+            }
             assert_int_equal(clattn_encoder_forward(enc, tx, ty, NULL), CLATTN_OK);
             assert_int_equal(clattn_tensor_read(ty, out[run], 2 * 7 * 32), CLATTN_OK);
         }
         assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
         assert_close(out[1], out[0], 2 * 7 * 32, 1e-5);
-        assert_memory_equal(out[2], out[0], sizeof(out[0]));
+        assert_close(out[2], out[0], 2 * 7 * 32, 1e-5);
+        assert_memory_equal(out[3], out[0], sizeof(out[0]));
         clattn_tensor_destroy(&tx), clattn_tensor_destroy(&ty);
         clattn_encoder_destroy(&enc);
     }

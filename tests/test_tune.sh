@@ -17,8 +17,8 @@ small=(--config base --batch 1 --seq 24 --repeat 1 --quick)
 expect 0 "the library's CPU GEMM:" -- "$tune" "${small[@]}" --dry-run
 out=$("$tune" "${small[@]}" --dry-run 2>&1)
 if grep -q "micro-tiled *wg" <<<"$out" && grep -q "local 0 qpw [48] tk" <<<"$out" &&
-    grep -q "^defaults: gemm_kernel [01], fused untiled [01]" <<<"$out" &&
-    grep -q "^best: *gemm_kernel [01], fused untiled [01] .* ms per layer" <<<"$out" &&
+    grep -q "^defaults: gemm_kernel [012], fused untiled [01]" <<<"$out" &&
+    grep -q "^best: *gemm_kernel [012], fused untiled [01] .* ms per layer" <<<"$out" &&
     grep -q "nothing stored" <<<"$out" && [ ! -e "$CLATTN_TUNING_CACHE" ]; then
     echo "ok:   --dry-run: both GEMM paths and attention variants timed, defaults and best printed, no cache"
 else
@@ -27,7 +27,7 @@ else
     failures=$((failures + 1))
 fi
 # Storing: the best lands in the cache, and a new run (a new context) starts from it.
-config() { sed -n "s/^$1: *\(gemm_kernel [01], fused untiled [01] local [01] qpw [0-9]* tk [0-9]* wg [0-9]*\).*/\1/p"; }
+config() { sed -n "s/^$1: *\(gemm_kernel [012], fused untiled [01] local [01] qpw [0-9]* tk [0-9]* wg [0-9]*\).*/\1/p"; }
 out=$("$tune" "${small[@]}" 2>&1)
 best=$(config best <<<"$out")
 if grep -q "stored in $CLATTN_TUNING_CACHE" <<<"$out" && grep -q '"gemm_kernel"' "$CLATTN_TUNING_CACHE" &&

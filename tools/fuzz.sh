@@ -53,7 +53,8 @@ work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/clattn-fuzz-$harness.XXXXXX")
 mkdir -p "$work/corpus"
 echo "fuzz.sh: fuzzing $harness for $seconds s; new inputs and findings in $work"
 
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+# intercept_tls_get_addr=0: see tools/run-tests.sh (oneDNN's OpenMP threads)
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export POCL_DEBUG=0 CLATTN_TUNE='' CLATTN_TUNING_CACHE="$work/no-tuning-cache.json"

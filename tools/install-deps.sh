@@ -3,6 +3,7 @@
 # Idempotent: when everything is already installed it changes nothing and needs no network.
 # clang-14 and its libFuzzer runtime serve tools/fuzz.sh (the fuzzing step of tools/run-tests.sh);
 # Open MPI lets examples/embed run under mpirun (meson's -Dmpi=auto finds it).
+# oneDNN (libdnnl-dev) runs the projection GEMMs on CPU devices (meson's -Donednn=auto finds it).
 # libmicrohttpd serves HTTP in examples/serve (clattn-serve); curl and python3-venv are for its
 # tests (tests/test_serve.sh drives it with curl; tests/serve_client.py makes a venv for the
 # official openai client from PyPI).
@@ -14,6 +15,7 @@ gcc g++ pkg-config python3 python3-pip
 meson ninja-build
 ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 libclblast-dev
+libdnnl-dev
 libjansson-dev
 libmicrohttpd-dev curl python3-venv
 libutf8proc-dev

@@ -30,6 +30,7 @@
 typedef struct options {
     const char *model;
     const char *device;
+    int precision;      /* clattn_precision */
     const char *input;  /* NULL: the positional texts */
     const char *output; /* NULL: JSON on stdout */
     bool json, tokenize, no_normalize, resume, progress, allow_non_finite;
@@ -44,8 +45,8 @@ typedef struct options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: embed --model DIR [--device SPEC] [--input FILE|-] [--output OUT.npy] "
-            "[--json]\n"
+            "usage: embed --model DIR [--device SPEC] [--precision P] [--input FILE|-]\n"
+            "             [--output OUT.npy] [--json]\n"
             "             [--tokenize] [--max-length N] [--batch-size B] [--pooling mean|cls]\n"
             "             [--no-normalize] [--allow-non-finite] [--shard-size BYTES] [--resume]\n"
             "             [--progress] [--prompt TEXT | --prompt-name NAME]\n"
@@ -59,6 +60,7 @@ static void usage(FILE *out)
             "  --model DIR        the model folder (tools/fetch-model.sh fetches all-MiniLM-L6-v2)\n"
             "  --device SPEC      gpu, cpu, P:D, or part of a device name (default: $CLATTN_DEVICE,\n"
             "                     else the first GPU, else the first CPU)\n"
+            CLI_PRECISION_USAGE
             "  --input FILE       one text per line (UTF-8; the line end is not part of the text;\n"
             "                     an empty line is an empty text); - reads standard input\n"
             "  TEXT ...           the texts, when there is no --input\n"
@@ -200,12 +202,13 @@ static int refuse_output_over_reads(const options *o, bool job)
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_MODEL = 256, O_DEVICE, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
+    enum { O_MODEL = 256, O_DEVICE, O_PRECISION, O_INPUT, O_OUTPUT, O_JSON, O_TOKENIZE, O_MAX_LENGTH,
            O_BATCH_SIZE, O_POOLING, O_NO_NORMALIZE, O_SHARD_SIZE, O_RESUME, O_PROGRESS,
            O_ALLOW_NON_FINITE, O_PROMPT, O_PROMPT_NAME, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"input", required_argument, NULL, O_INPUT},
         {"output", required_argument, NULL, O_OUTPUT},
         {"json", no_argument, NULL, O_JSON},
@@ -232,6 +235,10 @@ static int parse_options(int argc, char **argv, options *o)
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_DEVICE: o->device = optarg; break;
+        case O_PRECISION:
+            if (!cli_parse_precision(optarg, &o->precision))
+                return usage_error("--precision is fp32, bf16 or int8, not \"%s\"", optarg);
+            break;
         case O_INPUT: o->input = optarg; break;
         case O_OUTPUT: o->output = optarg; break;
         case O_JSON: o->json = true; break;
@@ -399,7 +406,7 @@ static void show_progress(void *user, size_t done, size_t total)
 static int embed(const options *o, const text_list *t)
 {
     clattn_context *ctx = NULL;
-    if (cli_context_create(o->device, &ctx))
+    if (cli_context_create_precision(o->device, o->precision, &ctx))
         return EXIT_RUNTIME;
     clattn_sentence_model *model = NULL;
     clattn_sentence_model_info info;
@@ -512,6 +519,7 @@ static int run_corpus_job(const options *o)
     embed_job_settings settings = {
         .model = o->model,
         .device = o->device,
+        .precision = o->precision,
         .input = o->input,
         .output = o->output,
         .max_length = o->max_length,

@@ -305,6 +305,7 @@ static int open_model(job *j)
     clattn_context_params cp;
     clattn_context_params_default(&cp);
     cp.device = device;
+    cp.precision = j->s->precision;
     if (clattn_context_create(&j->ctx, &cp) != CLATTN_OK)
         return local_error("%s", clattn_last_error(NULL));
     clattn_sentence_model_info info;

@@ -21,6 +21,7 @@ typedef struct embed_job_settings {
     const char *model;
     const char *device; /* NULL: $CLATTN_DEVICE, else a GPU of the node by local rank, else the
                            default device */
+    int precision;      /* clattn_precision of the GEMMs */
     const char *input;  /* a file (not stdin: every process reads its own part) */
     const char *output; /* the .npy */
     size_t max_length, batch_size; /* 0: the defaults */

@@ -100,9 +100,40 @@ typedef struct clattn_context_params {
      * scores. 0 means the device's maximum allocation. Attention whose score matrix is larger is
      * processed in chunks of (batch, head) pairs. */
     uint64_t workspace_limit_bytes;
+    /* The number format of the projection and feed-forward GEMMs of the weights loaded
+     * afterwards (clattn_precision; default CLATTN_PRECISION_FP32). */
+    int precision;
     /* Reserved for future fields: must be zero (clattn_context_params_default does this). */
-    uint8_t reserved[64];
+    uint8_t reserved[60];
 } clattn_context_params;
+
+/*
+ * Precision of the GEMMs (clattn_context_params.precision). Attention, softmax, LayerNorm and
+ * pooling stay float32 whatever it is.
+ *   CLATTN_PRECISION_FP32: float32 throughout (the default).
+ *   CLATTN_PRECISION_BF16: weights stored as bfloat16 in oneDNN's layout, activations rounded to
+ *     bfloat16 (to nearest even) on their way into each product, float32 accumulation, bias
+ *     and output. Needs a CPU device, a build with oneDNN (the GEMMs then run on it: tuning
+ *     gemm_kernel 2; another gemm_kernel chosen later runs the bfloat16-rounded weights in
+ *     float32) and a CPU with AVX512_BF16 or AMX-BF16; elsewhere context creation fails with
+ *     CLATTN_ERROR_UNSUPPORTED naming what is missing, never a slow emulation. Embeddings of
+ *     all-MiniLM-L6-v2: worst cosine against float32 over tests/data/precision/corpus.txt is
+ *     asserted >= 0.999 by tests/test_precision.c. Rows keep their bytes whatever the batch
+ *     (the rounding is per element, the products are oneDNN's per-row-count primitives).
+ *   CLATTN_PRECISION_INT8: weights quantised per output channel (int8, scale = the row's
+ *     largest magnitude / 127), activations per token on their way into each product (the same
+ *     rule per row: dynamic, no calibration), int32 accumulation in oneDNN, then scaled back,
+ *     the bias added in float32 and the activation applied by the library's kernel. Needs what
+ *     bf16 needs but AVX512_VNNI, AVX-VNNI or AMX-INT8 in place of the bf16 instructions.
+ *     all-MiniLM-L6-v2: worst cosine against float32 >= 0.99 asserted by
+ *     tests/test_precision.c (0.9932 measured). Rows keep their bytes whatever the batch (the
+ *     scales are per row and per channel).
+ */
+typedef enum clattn_precision {
+    CLATTN_PRECISION_FP32 = 0,
+    CLATTN_PRECISION_BF16 = 1,
+    CLATTN_PRECISION_INT8 = 2,
+} clattn_precision;
 
 /* Fills *params with the defaults described above. */
 CLATTN_API void clattn_context_params_default(clattn_context_params *params);
@@ -175,7 +206,7 @@ CLATTN_API const char *clattn_last_error(const clattn_context *ctx);
  *      are ignored with a warning naming the cache, never fatal;
  *   3. the environment variable CLATTN_TUNE: comma-separated key=value pairs with the keys
  *      fused_qpw (1-16), fused_tk (1-256), fused_wg (a power of two up to the device's maximum
- *      work-group size), fused_local (0 or 1), gemm_kernel (0 or 1), split_keys (0, 1 or 2),
+ *      work-group size), fused_local (0 or 1), gemm_kernel (0 to 2), split_keys (0, 1 or 2),
  *      fused_untiled (0 or 1) — the fields below; anything else is ignored with a warning.
  * The GEMMs' parameters (CLBlast's Xgemm kernel) are not part of this struct: they live in the
  * tuning cache (steps 1 and 2: PoCL's CPU devices get parameters examples/tune found there) and
@@ -196,11 +227,17 @@ typedef struct clattn_tuning {
                        * or 16) */
     size_t fused_wg;  /* fused_wg: work-group size (a power of two up to the device's
                        * max_work_group_size) */
-    int gemm_kernel;  /* gemm_kernel: 1 runs the projection and feed-forward GEMMs with the
+    int gemm_kernel;  /* gemm_kernel: which GEMM runs the projection and feed-forward layers.
+                       * 2: oneDNN's matmul on the host, on the device buffers' mapped memory
+                       * (zero-copy where the driver maps in place, as PoCL does), weights
+                       * reordered once into its layout, bias and activation fused; CPU devices
+                       * in builds with oneDNN only (meson -Donednn), where it is the default
+                       * (its OpenMP threads: as many as the device's compute units). 1: the
                        * library's CPU GEMM (register-blocked micro-tiles of the device's native
                        * vector width over weights packed once, bias and activation fused; the
-                       * default on PoCL's CPU devices, see docs/pocl-cpu-performance.md); 0 with
-                       * CLBlast (the default elsewhere: GPUs, Mesa's llvmpipe) */
+                       * default on PoCL's CPU devices without oneDNN, see
+                       * docs/pocl-cpu-performance.md); 0: CLBlast (the default elsewhere: GPUs,
+                       * Mesa's llvmpipe without oneDNN) */
     int split_keys;   /* split_keys: split-key attention (flash-decoding) for few queries
                        * against many keys, e.g. a decoding step against its cache: the keys are
                        * split across work-items whose partial softmax states a second kernel
@@ -228,13 +265,14 @@ typedef struct clattn_tuning {
  * (its in-memory path and its corpus job, on any number of processes), for the same input,
  * device, driver, library version and tuning. Every reduction of a row runs in an order fixed by
  * the row alone: the GEMMs sum each output over K in one order whatever M is (the library's CPU
- * GEMM; on GPUs CLBlast is kept on its main kernel for every size, while on CPU devices its
- * direct and main kernels were measured to agree bit for bit); the attention visits a row's
- * keys in the same blocks from key 0 with the same kernel variant for every query count and
- * padded length, masked keys adding exact zeros; LayerNorm, pooling (a masked mean over the
- * real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
- * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, the
- * library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
+ * GEMM; oneDNN, with one primitive per row count, all reading the weights in one layout, its
+ * brgemm kernels then blocking K alike; on GPUs CLBlast is kept on its main kernel for every
+ * size, while on CPU devices its direct and main kernels were measured to agree bit for bit);
+ * the attention visits a row's keys in the same blocks from key 0 with the same kernel variant
+ * for every query count and padded length, masked keys adding exact zeros; LayerNorm, pooling
+ * (a masked mean over the real tokens) and normalisation are per row. tests/test_invariance.c checks it byte for byte
+ * on every tuning the tests run (PoCL's CPU device: the micro-tiled and plain kernels, oneDNN,
+ * the library's GEMM and CLBlast, the __local variant; Mesa's llvmpipe).
  * Not guaranteed: the same bytes on another device, driver, library version or tuning (another
  * kernel variant or GEMM tiling sums in another order: results then agree to float32 rounding,
  * not bit for bit); split_keys = CLATTN_SPLIT_KEYS_ALWAYS (its splits follow the batch); a

@@ -161,8 +161,8 @@ clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix
         if ((status = clattn__load_tensor(l, name, parts[p].ndim, parts[p].shape, parts[p].mem)))
             return status;
     }
-    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, gated ? 2 * ff : ff, d, d, NULL};
-    ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL};
+    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, gated ? 2 * ff : ff, d, d, NULL, NULL};
+    ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL, NULL};
     return CLATTN_OK;
 }
 

@@ -285,11 +285,12 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
     mha->wk_offset = wq;
     mha->wv_offset = wq + wk;
     size_t qk = mha->qk_width, vw = mha->v_width;
-    mha->in_all = (clattn_gemm_weight){b.w_in, 0, mha->in_width, E, E, NULL};
-    mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL};
-    mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL};
-    mha->in_v = (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL};
-    mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL};
+    mha->in_all = (clattn_gemm_weight){b.w_in, 0, mha->in_width, E, E, NULL, NULL};
+    mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL, NULL};
+    mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL, NULL};
+    mha->in_v =
+        (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL, NULL};
+    mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL, NULL};
     mha->self_only = false;
     mha->loaded = true;
     return CLATTN_OK;

@@ -1,6 +1,7 @@
 /* The context: device, queue, compiled kernels; it owns and releases the parts in
  * context_internal.h, and applies the tuning that tuning.c chooses. */
 #include "context_internal.h"
+#include "gemm_onednn.h"
 #include "device.h"
 #include "gemm.h"
 #include "tuning.h"
@@ -62,6 +63,10 @@ static clattn_status check_params(const clattn_context_params *params, const cha
                      params->log_level >= CLATTN_LOG_DEBUG && params->log_level <= CLATTN_LOG_NONE,
                      "params->log_level is %d, not a clattn_log_level", (int)params->log_level);
     CLATTN_CHECK_ARG(NULL, function,
+                     params->precision >= CLATTN_PRECISION_FP32 &&
+                         params->precision <= CLATTN_PRECISION_INT8,
+                     "params->precision is %d, not a clattn_precision", params->precision);
+    CLATTN_CHECK_ARG(NULL, function,
                      clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
                      "params->reserved is not zero (initialise params with "
                      "clattn_context_params_default)");
@@ -78,6 +83,7 @@ static clattn_context *context_alloc(const clattn_context_params *params)
     ctx->diag.log_level = clattn__log_threshold(params->log_level);
     ctx->profiling = params->profiling != 0;
     ctx->workspace_limit = params->workspace_limit_bytes;
+    ctx->precision = params->precision;
     return ctx;
 }
 
@@ -90,6 +96,14 @@ static clattn_status context_finish_setup(clattn_context *ctx)
     if (ctx->workspace_limit == 0 || ctx->workspace_limit > ctx->info.max_alloc_bytes)
         ctx->workspace_limit = ctx->info.max_alloc_bytes;
     apply_initial_tuning(ctx);
+    if (ctx->precision != CLATTN_PRECISION_FP32) {
+        char missing[256];
+        if (clattn__precision_missing(ctx, ctx->precision, missing, sizeof(missing)))
+            return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED, "precision %s: %s",
+                                ctx->precision == CLATTN_PRECISION_BF16 ? "bf16" : "int8",
+                                missing);
+        ctx->tuning.gemm_kernel = 2; /* the reduced precisions run on oneDNN */
+    }
     status = clattn__kernels_build(ctx, &ctx->kernels);
     if (status != CLATTN_OK)
         return status;
@@ -223,6 +237,9 @@ void clattn_context_destroy(clattn_context **pctx)
     clattn__rotary_table_release(&ctx->rope_table);
     clattn__fused_cache_clear(&ctx->fused);
     clattn__gemm_cpu_destroy(&ctx->gemm_cpu);
+#ifdef CLATTN_HAVE_ONEDNN
+    clattn__onednn_destroy(&ctx->onednn);
+#endif
     clattn__kernels_release(&ctx->kernels);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

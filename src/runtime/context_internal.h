@@ -23,6 +23,7 @@ struct clattn_context {
     clattn_device_info info;
     bool profiling;
     uint64_t workspace_limit; /* bytes; already clamped to the device's max allocation */
+    int precision;            /* clattn_precision of the GEMMs (gemm_onednn.c) */
     bool counted;             /* counted among the live contexts (context.c) */
 
     clattn_diagnostics diag;          /* error.c, log.c */
@@ -34,6 +35,8 @@ struct clattn_context {
     clattn_rotary_table rope_table;   /* rotary_table.c */
     clattn_stats_state stats;         /* stats.c */
     clattn_gemm_cpu *gemm_cpu;        /* gemm.c: the CPU GEMM's program, built on first use */
+    struct clattn_onednn *onednn;     /* gemm_onednn.c: oneDNN's engine and primitives, made on
+                                       * first use (builds with oneDNN only) */
 };
 
 #endif /* CLATTN_CONTEXT_INTERNAL_H */

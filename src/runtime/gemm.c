@@ -1,11 +1,19 @@
-/* Projection GEMMs through CLBlast. */
+/* Projection GEMMs: CLBlast, the library's CPU GEMM or oneDNN, and the weights' forms for each. */
 #include "gemm.h"
 #include "buffers.h"
 #include "context_internal.h"
 #include "base/constants.h"
+#include "gemm_onednn.h"
 #include "launch.h"
 
+#ifdef CLATTN_HAVE_ONEDNN
+#define CLATTN_HAVE_ONEDNN_BUILD 1
+#else
+#define CLATTN_HAVE_ONEDNN_BUILD 0
+#endif
+
 #include <clblast_c.h>
+#include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -250,6 +258,46 @@ void clattn__gemm_clear_cache(void)
     CLBlastClearCache();
 }
 
+/* ---- reduced precisions ---- */
+
+/* The CPU's AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5) and AMX-BF16 (leaf 7, subleaf 0,
+ * EDX bit 22). */
+static bool cpu_has_bf16(void)
+{
+    unsigned a, b, c, d;
+    bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+    bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
+    return avx512_bf16 || amx_bf16;
+}
+
+/* The CPU's int8 dot products: AVX512_VNNI (leaf 7, subleaf 0, ECX bit 11), AVX-VNNI (subleaf 1,
+ * EAX bit 4), AMX-INT8 (subleaf 0, EDX bit 25). */
+static bool cpu_has_int8_dot(void)
+{
+    unsigned a, b, c, d, a1 = 0, b1, c1, d1;
+    bool leaf0 = __get_cpuid_count(7, 0, &a, &b, &c, &d);
+    bool leaf1 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+    return (leaf0 && ((c & (1u << 11)) || (d & (1u << 25)))) || (leaf1 && (a1 & (1u << 4)));
+}
+
+bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size)
+{
+    if (!clattn__onednn_available())
+        snprintf(missing, size, "needs oneDNN, which %s",
+                 CLATTN_HAVE_ONEDNN_BUILD ? "could not be loaded (libdnnl.so.2)"
+                                          : "this build lacks (meson -Donednn, libdnnl-dev)");
+    else if (ctx->info.type != CLATTN_DEVICE_TYPE_CPU)
+        snprintf(missing, size, "needs a CPU device (%s is a %s)", ctx->info.name,
+                 clattn_device_type_name(ctx->info.type));
+    else if (precision == CLATTN_PRECISION_BF16 && !cpu_has_bf16())
+        snprintf(missing, size, "the CPU lacks AVX512_BF16 and AMX-BF16");
+    else if (precision == CLATTN_PRECISION_INT8 && !cpu_has_int8_dot())
+        snprintf(missing, size, "the CPU lacks AVX512_VNNI, AVX-VNNI and AMX-INT8");
+    else
+        return false;
+    return true;
+}
+
 /* ---- the library's CPU GEMM ---- */
 
 void clattn__gemm_cpu_destroy(clattn_gemm_cpu **g)
@@ -263,6 +311,9 @@ void clattn__gemm_weight_release(clattn_gemm_weight *w)
 {
     if (w->packed)
         clReleaseMemObject(w->packed);
+#ifdef CLATTN_HAVE_ONEDNN
+    clattn__onednn_weight_release(&w->onednn);
+#endif
     memset(w, 0, sizeof(*w));
 }
 
@@ -282,33 +333,96 @@ static clattn_status cpu_gemm(clattn_context *ctx, clattn_gemm_cpu **out)
     return CLATTN_OK;
 }
 
-/* w's packed form, made on first use. */
+/* A weight kept only in a packed form, unpacked into the workspace as a contiguous [n, k]: *b
+ * its buffer (reused by the next unpacking). */
+static clattn_status unpacked(clattn_context *ctx, const clattn_gemm_weight *w, cl_mem *b)
+{
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_UNPACKED_WEIGHT,
+                                                  w->n * w->k * sizeof(float), b);
+    if (status != CLATTN_OK)
+        return status;
+    if (w->packed) {
+        clattn_gemm_cpu *g;
+        if ((status = cpu_gemm(ctx, &g)))
+            return status;
+        if ((status = clattn__gemm_cpu_unpack_b(g, ctx->queue, w->n, w->k, w->packed, *b)))
+            return clattn__fail(ctx, status, "unpacking a weight: %s", clattn__gemm_cpu_error(g));
+        return CLATTN_OK;
+    }
+#ifdef CLATTN_HAVE_ONEDNN
+    if (w->onednn)
+        return clattn__onednn_weight_unpack(ctx, w->onednn, *b);
+#endif
+    return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                        "a GEMM weight [%zu, %zu] has neither its buffer nor a packed form", w->n,
+                        w->k);
+}
+
+/* Where w's plain [n, k] form is: its own buffer, else a packed form unpacked into the
+ * workspace. */
+static clattn_status plain(clattn_context *ctx, const clattn_gemm_weight *w, cl_mem *b,
+                           size_t *offset, size_t *ld)
+{
+    *b = w->mem, *offset = w->offset, *ld = w->ld;
+    if (w->mem)
+        return CLATTN_OK;
+    *offset = 0, *ld = w->k;
+    return unpacked(ctx, w, b);
+}
+
+/* w's packed form for the CPU GEMM, made on first use. */
 static clattn_status ensure_packed(clattn_context *ctx, clattn_gemm_cpu *g, clattn_gemm_weight *w)
 {
     if (w->packed)
         return CLATTN_OK;
-    if (!w->mem)
-        return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
-                            "a GEMM weight [%zu, %zu] has neither its buffer nor a packed form",
-                            w->n, w->k);
+    cl_mem b;
+    size_t offset, ld;
+    clattn_status status = plain(ctx, w, &b, &offset, &ld);
+    if (status != CLATTN_OK)
+        return status;
     cl_event event = NULL;
-    clattn_status status = clattn__gemm_cpu_pack_b(g, ctx->queue, w->n, w->k, w->mem, w->offset,
-                                                   w->ld, &w->packed,
-                                                   ctx->profiling ? &event : NULL);
+    status = clattn__gemm_cpu_pack_b(g, ctx->queue, w->n, w->k, b, offset, ld, &w->packed,
+                                     ctx->profiling ? &event : NULL);
     if (status != CLATTN_OK)
         return clattn__fail(ctx, status, "packing a weight for the CPU GEMM: %s",
                             clattn__gemm_cpu_error(g));
     return clattn__account(ctx, "gemm_pack", CLATTN_OP_OTHER, 0, NULL, event);
 }
 
+#ifdef CLATTN_HAVE_ONEDNN
+/* w in oneDNN's layout, made on first use. */
+static clattn_status ensure_onednn(clattn_context *ctx, clattn_gemm_weight *w)
+{
+    if (w->onednn)
+        return CLATTN_OK;
+    cl_mem b;
+    size_t offset, ld;
+    clattn_status status = plain(ctx, w, &b, &offset, &ld);
+    if (status == CLATTN_OK)
+        status = clattn__onednn_weight_create(ctx, w->n, w->k, b, offset, ld, &w->onednn);
+    return status;
+}
+#endif
+
 clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *w, bool *packed)
 {
     *packed = false;
     if (!ctx->tuning.gemm_kernel || w->n == 0 || w->k == 0)
         return CLATTN_OK;
-    clattn_gemm_cpu *g;
-    clattn_status status = cpu_gemm(ctx, &g);
-    if (status == CLATTN_OK && (status = ensure_packed(ctx, g, w)) == CLATTN_OK)
+    clattn_status status;
+    if (ctx->tuning.gemm_kernel == 2) {
+#ifdef CLATTN_HAVE_ONEDNN
+        status = ensure_onednn(ctx, w);
+#else
+        status = clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED, "gemm_kernel 2: built without oneDNN");
+#endif
+    } else {
+        clattn_gemm_cpu *g;
+        status = cpu_gemm(ctx, &g);
+        if (status == CLATTN_OK)
+            status = ensure_packed(ctx, g, w);
+    }
+    if (status == CLATTN_OK)
         *packed = true;
     /* Finished before the caller releases the unpacked buffer: a release waits for the
      * commands that use it, so without this every weight would be held twice until the end. */
@@ -316,21 +430,6 @@ clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "packing a weight for the CPU GEMM");
     return status;
-}
-
-/* A weight kept only packed, unpacked into the workspace for CLBlast: *b its buffer. */
-static clattn_status unpacked(clattn_context *ctx, const clattn_gemm_weight *w, cl_mem *b)
-{
-    clattn_gemm_cpu *g;
-    clattn_status status = cpu_gemm(ctx, &g);
-    if (status != CLATTN_OK ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_UNPACKED_WEIGHT,
-                                         w->n * w->k * sizeof(float), b)))
-        return status;
-    if ((status = clattn__gemm_cpu_unpack_b(g, ctx->queue, w->n, w->k, w->packed, *b)))
-        return clattn__fail(ctx, status, "unpacking a weight for CLBlast: %s",
-                            clattn__gemm_cpu_error(g));
-    return CLATTN_OK;
 }
 
 static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
@@ -361,6 +460,31 @@ static clattn_status run_cpu(clattn_context *ctx, clattn_op op, size_t m, cl_mem
     return clattn__account(ctx, name, op, (uint64_t)m * w->n * w->k, NULL, event);
 }
 
+#ifdef CLATTN_HAVE_ONEDNN
+static clattn_status run_onednn(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
+                                size_t a_offset, size_t lda, clattn_gemm_weight *w, cl_mem bias,
+                                size_t bias_offset, int act, cl_mem c, size_t c_offset,
+                                size_t ldc, clattn_gemm_left *left)
+{
+    clattn_status status = ensure_onednn(ctx, w);
+    double ms;
+    if (status == CLATTN_OK)
+        status = clattn__onednn_run(ctx, m, a, a_offset, lda, w->onednn, bias, bias_offset, act,
+                                    c, c_offset, ldc, &ms);
+    if (status != CLATTN_OK) {
+        char cause[512];
+        snprintf(cause, sizeof(cause), "%s", clattn_last_error(ctx));
+        return clattn__fail(ctx, status, "oneDNN's GEMM (%s, m=%zu n=%zu k=%zu): %s",
+                            clattn_op_name(op), m, w->n, w->k, cause);
+    }
+    left->bias = false;
+    left->act = clattn__onednn_fuses(w->onednn, act) ? CLATTN_ACT_NONE : act;
+    char name[CLATTN_STATS_NAME_SIZE];
+    snprintf(name, sizeof(name), "gemm:%s", clattn_op_name(op));
+    return clattn__account_host(ctx, name, op, (uint64_t)m * w->n * w->k, ms);
+}
+#endif
+
 clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
                                     size_t a_offset, size_t lda, clattn_gemm_weight *w,
                                     cl_mem bias, size_t bias_offset, int act, cl_mem c,
@@ -370,22 +494,21 @@ clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m,
     left->act = CLATTN_ACT_NONE;
     if (m == 0 || w->n == 0 || w->k == 0)
         return CLATTN_OK;
+#ifdef CLATTN_HAVE_ONEDNN
+    if (ctx->tuning.gemm_kernel == 2)
+        return run_onednn(ctx, op, m, a, a_offset, lda, w, bias, bias_offset, act, c, c_offset,
+                          ldc, left);
+#endif
     if (ctx->tuning.gemm_kernel)
         return run_cpu(ctx, op, m, a, a_offset, lda, w, bias, bias_offset, act, c, c_offset, ldc,
                        left);
     left->bias = bias != NULL;
     left->act = act;
-    if (!w->mem) {
-        cl_mem b;
-        clattn_status status = w->packed ? unpacked(ctx, w, &b)
-                                         : clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
-                                                        "a GEMM weight [%zu, %zu] has no buffer",
-                                                        w->n, w->k);
-        if (status != CLATTN_OK)
-            return status;
-        return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, b, 0, w->k, 0.0f, c,
-                               c_offset, ldc);
-    }
-    return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, w->mem, w->offset, w->ld,
-                           0.0f, c, c_offset, ldc);
+    cl_mem b;
+    size_t offset, ld;
+    clattn_status status = plain(ctx, w, &b, &offset, &ld);
+    if (status != CLATTN_OK)
+        return status;
+    return clattn__gemm_nt(ctx, op, m, w->n, w->k, a, a_offset, lda, b, offset, ld, 0.0f, c,
+                           c_offset, ldc);
 }

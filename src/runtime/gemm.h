@@ -1,4 +1,5 @@
-/* GEMMs through CLBlast (gemm.c). */
+/* The projection GEMMs (gemm.c): CLBlast, the library's CPU GEMM (gemm_cpu.c) or oneDNN
+ * (gemm_onednn.c), as the context's tuning says (clattn_tuning.gemm_kernel 0, 1 or 2). */
 #ifndef CLATTN_GEMM_H
 #define CLATTN_GEMM_H
 
@@ -8,23 +9,32 @@
 #include "gemm_cpu.h"
 #include "tuning.h"
 
+struct clattn_onednn_weight;
+
 /* A weight B [n, k] (PyTorch's [out, in] layout) as the GEMMs read it: where it lives, and its
- * packed form for the library's CPU GEMM, made on first use and kept until the weight is
- * released (the layer that owns the weight owns this). */
+ * packed forms for the library's CPU GEMM and for oneDNN, each made on first use and kept until
+ * the weight is released (the layer that owns the weight owns this). */
 typedef struct clattn_gemm_weight {
     cl_mem mem;    /* B; not owned here (the layer's buffer) */
     size_t offset; /* in floats */
     size_t n, k, ld;
     cl_mem packed; /* owned; NULL until first used by the CPU GEMM */
+    struct clattn_onednn_weight *onednn; /* owned; NULL until first used by oneDNN */
 } clattn_gemm_weight;
 
-/* Releases the packed form (not the weight itself) and clears the struct. */
+/* What keeps `precision` (clattn_precision, not FP32) from running on the context: written into
+ * `missing` (the CPU feature, oneDNN, the device type), true; false when nothing does. */
+bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size);
+
+/* Releases the packed forms (not the weight itself) and clears the struct. */
 void clattn__gemm_weight_release(clattn_gemm_weight *w);
 
-/* When the context's GEMM is the library's CPU GEMM (tuning gemm_kernel 1), packs w now and sets
- * *packed: its owner may then release the weight's buffer and clear w->mem, so that the weight
- * is held once (the CPU GEMM reads only the packed form). A weight without mem is unpacked into
- * the workspace whenever CLBlast runs it (the tuning changed afterwards): slower, still exact. */
+/* When the context's GEMM is the library's CPU GEMM or oneDNN (tuning gemm_kernel 1 or 2), packs
+ * w now for it and sets *packed: its owner may then release the weight's buffer and clear
+ * w->mem, so that the weight is held once (those GEMMs read only their packed form). A weight
+ * without mem is unpacked into the workspace whenever another GEMM runs it (the tuning changed
+ * afterwards): CLBlast then reads it from there each time, the other packed form is made from it
+ * once. Slower, still exact. */
 clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *w, bool *packed);
 
 /* What a GEMM left for the caller's epilogue kernel. */
@@ -33,9 +43,10 @@ typedef struct clattn_gemm_left {
     int act;   /* CLATTN_ACT_* still to be applied (CLATTN_ACT_NONE: nothing) */
 } clattn_gemm_left;
 
-/* C[m, n] = act(A[m, k]·Wᵀ + bias) with the tuning's kernel: the library's CPU GEMM
- * (gemm_kernel 1: bias, relu and gelu fused into its store) or CLBlast (bias and activation left
- * to the caller). *left says what remains. Leading dimensions and offsets in floats. */
+/* C[m, n] = act(A[m, k]·Wᵀ + bias) with the tuning's kernel: oneDNN (gemm_kernel 2: bias, relu,
+ * gelu and gelu_tanh fused as its post-ops), the library's CPU GEMM (gemm_kernel 1: bias, relu
+ * and gelu fused into its store) or CLBlast (bias and activation left to the caller). *left says
+ * what remains. Leading dimensions and offsets in floats. */
 clattn_status clattn__gemm_weighted(clattn_context *ctx, clattn_op op, size_t m, cl_mem a,
                                     size_t a_offset, size_t lda, clattn_gemm_weight *w,
                                     cl_mem bias, size_t bias_offset, int act, cl_mem c,

@@ -45,6 +45,10 @@ clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args
  * with `start` (also taken over) the time runs from the end of that marker. */
 clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op op, uint64_t macs,
                               cl_event start, cl_event event);
+/* The same for work done on the host (oneDNN's GEMMs) that took `ms` milliseconds: counted as a
+ * launch, its time added to the profile when profiling. */
+clattn_status clattn__account_host(clattn_context *ctx, const char *name, clattn_op op,
+                                   uint64_t macs, double ms);
 /* Adds `macs` more multiply-adds under `op` for a launch already accounted (a kernel that does
  * the work of two operations). */
 void clattn__count_macs(clattn_context *ctx, clattn_op op, uint64_t macs);

@@ -80,6 +80,21 @@ clattn_status clattn__account(clattn_context *ctx, const char *name, clattn_op o
     return CLATTN_OK;
 }
 
+clattn_status clattn__account_host(clattn_context *ctx, const char *name, clattn_op op,
+                                   uint64_t macs, double ms)
+{
+    clattn__count_macs(ctx, op, macs);
+    clattn_stats_state *st = &ctx->stats;
+    st->stats.kernel_launches++;
+    if (ctx->profiling) {
+        size_t slot = kernel_slot(&st->stats, name);
+        st->stats.kernels[slot].launches++;
+        st->stats.kernels[slot].total_ms += ms;
+        st->stats.total_kernel_ms += ms;
+    }
+    return CLATTN_OK;
+}
+
 /* Reads every queued profiling event into the per-kernel times. */
 static clattn_status stats_collect(clattn_context *ctx)
 {

@@ -1,6 +1,7 @@
 /* Device-aware tuning: defaults from device facts, the per-user cache, the CLATTN_TUNE override. */
 #include "tuning.h"
 #include "context_internal.h"
+#include "gemm_onednn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +115,13 @@ bool clattn__gemm_params_problem(const clattn_device_info *info, const clattn_ge
     return false;
 }
 
+/* The largest gemm_kernel the device can use: 2 (oneDNN) on CPU devices in builds with oneDNN
+ * (it runs on the host, on the buffers' mapped memory), else 1. */
+static int max_gemm_kernel(const clattn_device_info *info)
+{
+    return clattn__onednn_available() && info->type == CLATTN_DEVICE_TYPE_CPU ? 2 : 1;
+}
+
 /* What is out of range in a tuning, written into problem; false when nothing is. */
 static bool tuning_problem(const clattn_device_info *info, const clattn_tuning *t, char *problem,
                            size_t size)
@@ -127,8 +135,12 @@ static bool tuning_problem(const clattn_device_info *info, const clattn_tuning *
     else if (!is_pow2(t->fused_wg) || t->fused_wg > info->max_work_group_size)
         snprintf(problem, size, "fused_wg is %zu (a power of two up to %zu)", t->fused_wg,
                  info->max_work_group_size);
-    else if (t->gemm_kernel != 0 && t->gemm_kernel != 1)
-        snprintf(problem, size, "gemm_kernel is %d (0 or 1)", t->gemm_kernel);
+    else if (t->gemm_kernel < 0 || t->gemm_kernel > max_gemm_kernel(info))
+        snprintf(problem, size, "gemm_kernel is %d (0 to %d%s)", t->gemm_kernel,
+                 max_gemm_kernel(info),
+                 max_gemm_kernel(info) == 2       ? ""
+                 : clattn__onednn_available()     ? "; 2, oneDNN, runs on CPU devices only"
+                                                  : "; 2 needs a build with oneDNN");
     else if (t->split_keys < CLATTN_SPLIT_KEYS_AUTO || t->split_keys > CLATTN_SPLIT_KEYS_NEVER)
         snprintf(problem, size, "split_keys is %d (0, 1 or 2)", t->split_keys);
     else if (t->fused_untiled != 0 && t->fused_untiled != 1)
@@ -175,13 +187,15 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
     }
     while (t->fused_wg > max_wg)
         t->fused_wg /= 2;
-    /* PoCL's CPU devices: the library's GEMM (CLBlast's kernels reach a fifth of the peak there;
-     * docs/pocl-cpu-performance.md). Not on Mesa's llvmpipe, which runs work-items as SIMD lanes:
-     * there a work-item's register tile is the wrong shape. */
-    t->gemm_kernel = pocl_cpu;
-    /* The micro-tiled attention variant likewise (on llvmpipe it was 2.8x slower than the plain
-     * kernel: one work-item's 8 x 16 register tile is the wrong shape for SIMD lanes). */
-    t->fused_untiled = !t->gemm_kernel;
+    /* CPU devices in builds with oneDNN: its GEMMs on the buffers' host memory (gemm_onednn.h).
+     * Else, on PoCL's CPU devices, the library's GEMM (CLBlast's kernels reach a fifth of the peak
+     * there; docs/pocl-cpu-performance.md); not on Mesa's llvmpipe, which runs work-items as
+     * SIMD lanes: there a work-item's register tile is the wrong shape. */
+    t->gemm_kernel = max_gemm_kernel(info) == 2 ? 2 : pocl_cpu;
+    /* The micro-tiled attention variant on PoCL's CPU devices (on llvmpipe it was 2.8x slower
+     * than the plain kernel: one work-item's 8 x 16 register tile is the wrong shape for SIMD
+     * lanes). */
+    t->fused_untiled = !pocl_cpu;
     if (pocl_cpu) {
         gemm->present = 1;
         memcpy(gemm->values, pocl_cpu_xgemm, sizeof(pocl_cpu_xgemm));
@@ -257,7 +271,8 @@ static bool entry_tuning(json_t *entry, const clattn_device_info *info, clattn_t
         !read_field(fused, "qpw", "fused.qpw", 1, 16, false, &qpw, problem, size) ||
         !read_field(fused, "tk", "fused.tk", 1, 256, false, &tk, problem, size) ||
         !read_field(fused, "wg", "fused.wg", 1, max_wg, false, &wg, problem, size) ||
-        !read_field(entry, "gemm_kernel", "gemm_kernel", 0, 1, true, &kernel, problem, size) ||
+        !read_field(entry, "gemm_kernel", "gemm_kernel", 0, max_gemm_kernel(info), true, &kernel,
+                    problem, size) ||
         !read_field(entry, "split_keys", "split_keys", 0, 2, true, &split, problem, size) ||
         !read_field(entry, "fused_untiled", "fused_untiled", 0, 1, true, &untiled, problem,
                     size))
@@ -553,9 +568,10 @@ static clattn_status cache_write(clattn_context *ctx, const clattn_device_info *
 /* ---- CLATTN_TUNE ---- */
 
 /* Applies one "key=value"; false when it is not understood. */
-static bool apply_pair(clattn_tuning *t, size_t max_wg, const char *key, size_t key_len,
-                       const char *value)
+static bool apply_pair(clattn_tuning *t, const clattn_device_info *info, const char *key,
+                       size_t key_len, const char *value)
 {
+    size_t max_wg = info->max_work_group_size;
     char *end;
     unsigned long v = strtoul(value, &end, 10);
     if (end == value || (*end && *end != ',') || value[0] == '-')
@@ -569,7 +585,7 @@ static bool apply_pair(clattn_tuning *t, size_t max_wg, const char *key, size_t 
         t->fused_wg = v;
     else if (KEY("fused_local") && v <= 1)
         t->fused_local = (int)v;
-    else if (KEY("gemm_kernel") && v <= 1)
+    else if (KEY("gemm_kernel") && v <= (unsigned long)max_gemm_kernel(info))
         t->gemm_kernel = (int)v;
     else if (KEY("split_keys") && v <= 2)
         t->split_keys = (int)v;
@@ -589,12 +605,12 @@ static void apply_environment(clattn_context *ctx, const clattn_device_info *inf
         const char *eq = strchr(p, '='), *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (!eq || (comma && eq > comma) ||
-            !apply_pair(t, info->max_work_group_size, p, (size_t)(eq - p), eq + 1))
+            !apply_pair(t, info, p, (size_t)(eq - p), eq + 1))
             clattn__log(ctx, CLATTN_LOG_WARNING,
                         "CLATTN_TUNE: ignoring \"%.*s\" (keys: fused_qpw 1-16, fused_tk 1-256, "
-                        "fused_wg a power of two up to %zu, fused_local 0/1, gemm_kernel 0/1, "
+                        "fused_wg a power of two up to %zu, fused_local 0/1, gemm_kernel 0-%d, "
                         "split_keys 0/1/2, fused_untiled 0/1)",
-                        (int)len, p, info->max_work_group_size);
+                        (int)len, p, info->max_work_group_size, max_gemm_kernel(info));
         p = comma ? comma + 1 : p + len;
     }
 }

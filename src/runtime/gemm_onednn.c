@@ -1,0 +1,761 @@
+/* Projection GEMMs through oneDNN's matmul on the mapped buffers of a CPU device. */
+#include "gemm_onednn.h"
+#include "context_internal.h"
+#include "base/constants.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_version.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- loading oneDNN ----
+ * Debian's oneDNN runs its parallel regions on OpenMP (libgomp), whose idle threads spin for
+ * milliseconds after each region before they sleep (OMP_WAIT_POLICY unset: GOMP_SPINCOUNT
+ * 300000). Between two GEMMs PoCL's own threads run the attention and LayerNorm kernels, and a
+ * spinning OpenMP thread takes a core from them: embedding 500 texts with all-MiniLM-L6-v2 took
+ * 9.9 s with the spin (9.6 s of CPU time) against 4.5 s (4.0 s) with OMP_WAIT_POLICY=passive, on
+ * 2 cores. libgomp reads its environment once, when it is loaded, and no call changes the policy
+ * afterwards (omp_pause_resource_all did not help either). So oneDNN is loaded here with dlopen
+ * on first use, not linked: when the process has not loaded libgomp yet and the user has not
+ * chosen OMP_WAIT_POLICY or GOMP_SPINCOUNT, OMP_WAIT_POLICY=passive is set for libgomp's
+ * start-up, then removed again (setenv is not thread-safe against another thread's getenv at
+ * that moment: the first oneDNN use, normally context creation). A process that loaded libgomp
+ * before (an OpenMP program) keeps its own policy; oneDNN's first use then logs how to choose
+ * passive waiting. */
+#define ONEDNN_SONAME "libdnnl.so." CLATTN_STRINGIFY(DNNL_VERSION_MAJOR)
+#define CLATTN_STRINGIFY(x) CLATTN_STRINGIFY_(x)
+#define CLATTN_STRINGIFY_(x) #x
+
+#define ONEDNN_FUNCTIONS(X)                                                                   \
+    X(dnnl_engine_create) X(dnnl_engine_destroy) X(dnnl_matmul_desc_init)                     \
+    X(dnnl_memory_create) X(dnnl_memory_desc_equal) X(dnnl_memory_desc_init_by_strides)       \
+    X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_destroy) X(dnnl_memory_get_data_handle)     \
+    X(dnnl_post_ops_append_eltwise) X(dnnl_post_ops_create) X(dnnl_post_ops_destroy)          \
+    X(dnnl_primitive_attr_create) X(dnnl_primitive_attr_destroy)                              \
+    X(dnnl_primitive_attr_set_post_ops) X(dnnl_primitive_create) X(dnnl_primitive_desc_create) \
+    X(dnnl_primitive_desc_destroy) X(dnnl_primitive_desc_query)                               \
+    X(dnnl_primitive_desc_query_md) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)       \
+    X(dnnl_reorder_primitive_desc_create) X(dnnl_stream_create) X(dnnl_stream_destroy)        \
+    X(dnnl_stream_wait)
+
+#define POINTER(name) static __typeof__(name) *name##_ptr;
+ONEDNN_FUNCTIONS(POINTER)
+#undef POINTER
+/* OpenMP's functions, from the libgomp oneDNN brings. */
+static int (*omp_get_max_threads_ptr)(void);
+static void (*omp_set_num_threads_ptr)(int);
+static int (*omp_get_thread_num_ptr)(void);
+static int (*omp_get_num_threads_ptr)(void);
+/* libgomp's entry for a parallel region (what `#pragma omp parallel` compiles to): int8's
+ * quantisation passes run on oneDNN's OpenMP threads without linking OpenMP. */
+static void (*GOMP_parallel_ptr)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+/* A loaded function: D(dnnl_stream_wait)(stream). */
+#define D(name) (name##_ptr)
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static char load_error[512]; /* "" once loaded */
+static bool spin_policy_kept; /* libgomp was loaded before with its default policy */
+
+static void load(void)
+{
+    void *gomp = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    bool gomp_loaded = gomp != NULL;
+    if (gomp)
+        dlclose(gomp); /* only asked whether it was loaded */
+    bool chosen = getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT");
+    bool set = !gomp_loaded && !chosen && setenv("OMP_WAIT_POLICY", "passive", 0) == 0;
+    spin_policy_kept = gomp_loaded && !chosen;
+    void *lib = dlopen(ONEDNN_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (set)
+        unsetenv("OMP_WAIT_POLICY");
+    if (!lib) {
+        snprintf(load_error, sizeof(load_error), "%s could not be loaded: %s", ONEDNN_SONAME,
+                 dlerror());
+        return;
+    }
+#define RESOLVE(name)                                                                         \
+    if (!(*(void **)&name##_ptr = dlsym(lib, #name))) {                                       \
+        snprintf(load_error, sizeof(load_error), "%s lacks %s", ONEDNN_SONAME, #name);        \
+        return;                                                                               \
+    }
+    ONEDNN_FUNCTIONS(RESOLVE)
+    RESOLVE(omp_get_max_threads)
+    RESOLVE(omp_set_num_threads)
+    RESOLVE(omp_get_thread_num)
+    RESOLVE(omp_get_num_threads)
+    RESOLVE(GOMP_parallel)
+#undef RESOLVE
+}
+
+bool clattn__onednn_available(void)
+{
+    pthread_once(&load_once, load);
+    return !load_error[0];
+}
+
+/* Primitives kept per context, by shape: a model's GEMMs come in a handful of (n, k) pairs, times
+ * the row counts its batches have. The least recently used one makes room (oneDNN's own
+ * primitive cache then often still has its compiled kernel). */
+#define PRIMITIVES 64
+
+typedef struct matmul_key {
+    size_t m, n, k; /* A [m, k] and C [m, n] dense */
+    dnnl_data_type_t type; /* of A and W: f32 or bf16 (C and the bias are f32) */
+    bool bias;
+    int act; /* fused CLATTN_ACT_*, or CLATTN_ACT_NONE */
+} matmul_key;
+
+typedef struct matmul_entry {
+    matmul_key key;
+    dnnl_memory_desc_t weights; /* the layout the primitive reads W in */
+    dnnl_primitive_t primitive; /* NULL: a free entry */
+    uint64_t used;              /* the call counter when last used */
+} matmul_entry;
+
+struct clattn_onednn {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    int threads; /* OpenMP threads for oneDNN: the device's compute units */
+    uint64_t calls;
+    float *dense;        /* host scratch for strided A and C (see clattn__onednn_run) */
+    size_t dense_floats; /* its size */
+    bool warned_ref;     /* a warning about oneDNN's reference matmul was logged */
+    matmul_entry entries[PRIMITIVES];
+};
+
+struct clattn_onednn_weight {
+    size_t n, k;
+    dnnl_data_type_t type; /* f32, bf16 (CLATTN_PRECISION_BF16) or s8 (CLATTN_PRECISION_INT8) */
+    float *scales;         /* s8: W[j, :] ≈ scales[j]·q[j, :], one per output channel [n] */
+    dnnl_memory_desc_t md; /* W as oneDNN's K x N "weights", in its preferred blocked layout */
+    dnnl_memory_t mem;     /* owns the reordered data */
+};
+
+static const char *dnnl_status_name(dnnl_status_t s)
+{
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "unimplemented";
+    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    }
+    return "unknown oneDNN status";
+}
+
+static clattn_status fail_dnnl(clattn_context *ctx, dnnl_status_t s, const char *what)
+{
+    return clattn__fail(ctx,
+                        s == dnnl_out_of_memory ? CLATTN_ERROR_OUT_OF_HOST_MEMORY
+                                                : CLATTN_ERROR_UNSUPPORTED,
+                        "oneDNN: %s failed: %s (%d)", what, dnnl_status_name(s), (int)s);
+}
+
+#define DNNL_TRY(call, what)                                                                  \
+    do {                                                                                      \
+        dnnl_status_t s_ = (call);                                                            \
+        if (s_ != dnnl_success) {                                                             \
+            status = fail_dnnl(ctx, s_, what);                                                \
+            goto done;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+static void entry_clear(matmul_entry *e)
+{
+    if (e->primitive)
+        D(dnnl_primitive_destroy)(e->primitive);
+    memset(e, 0, sizeof(*e));
+}
+
+void clattn__onednn_destroy(clattn_onednn **po)
+{
+    clattn_onednn *o = *po;
+    if (!o)
+        return;
+    for (int i = 0; i < PRIMITIVES; i++)
+        entry_clear(&o->entries[i]);
+    if (o->stream)
+        D(dnnl_stream_destroy)(o->stream);
+    if (o->engine)
+        D(dnnl_engine_destroy)(o->engine);
+    free(o->dense);
+    free(o);
+    *po = NULL;
+}
+
+/* Whether the device maps its buffers in place (zero-copy: PoCL's CPU device returns the
+ * buffer's own host memory): a buffer like the library's mapped twice at once gives the same
+ * pointer both times, where a driver that maps through a staging copy gives two. Only logged: the
+ * GEMMs are right either way, a copying driver makes them pay a copy of A and C per call. */
+static void check_zero_copy(clattn_context *ctx)
+{
+    cl_int err;
+    cl_mem probe = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    if (err != CL_SUCCESS)
+        return;
+    void *first = clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ, 0, 4096, 0, NULL,
+                                     NULL, &err);
+    void *second = err == CL_SUCCESS ? clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ,
+                                                          0, 4096, 0, NULL, NULL, &err)
+                                     : NULL;
+    if (second && first != second)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN: %s maps buffers through copies (two maps of one buffer gave two "
+                    "pointers): its GEMMs pay a copy of their inputs and outputs",
+                    ctx->info.name);
+    else if (second)
+        clattn__log(ctx, CLATTN_LOG_INFO, "oneDNN: %s maps buffers in place (zero-copy)",
+                    ctx->info.name);
+    if (second)
+        clEnqueueUnmapMemObject(ctx->queue, probe, second, 0, NULL, NULL);
+    if (first)
+        clEnqueueUnmapMemObject(ctx->queue, probe, first, 0, NULL, NULL);
+    clFinish(ctx->queue);
+    clReleaseMemObject(probe);
+}
+
+/* The context's oneDNN state, made on first use. */
+static clattn_status state(clattn_context *ctx, clattn_onednn **out)
+{
+    if (ctx->onednn) {
+        *out = ctx->onednn;
+        return CLATTN_OK;
+    }
+    if (!clattn__onednn_available())
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED, "oneDNN: %s", load_error);
+    if (spin_policy_kept)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN: OpenMP (libgomp) was loaded before oneDNN with its busy-waiting "
+                    "threads, which slow PoCL's kernels between the GEMMs: set "
+                    "OMP_WAIT_POLICY=passive in the environment, or CLATTN_TUNE=gemm_kernel=1");
+    clattn_status status = CLATTN_OK;
+    clattn_onednn *o = calloc(1, sizeof(*o));
+    if (!o)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for oneDNN's state");
+    DNNL_TRY(D(dnnl_engine_create)(&o->engine, dnnl_cpu, 0), "creating a CPU engine");
+    DNNL_TRY(D(dnnl_stream_create)(&o->stream, o->engine, dnnl_stream_default_flags),
+             "creating a stream");
+    o->threads = ctx->info.compute_units ? (int)ctx->info.compute_units : 1;
+    check_zero_copy(ctx);
+    ctx->onednn = o;
+    *out = o;
+    return CLATTN_OK;
+done:
+    clattn__onednn_destroy(&o);
+    return status;
+}
+
+/* ---- the mapped buffers ---- */
+
+/* Finishes the queue (oneDNN runs on the host, after everything queued before) and maps
+ * `floats` floats of `mem` from `offset` (in floats) into *ptr. Blocking: the pointer is valid on
+ * return. PoCL maps its CPU device's buffers in place: no copy. */
+static clattn_status map(clattn_context *ctx, cl_mem mem, size_t offset, size_t floats,
+                         cl_map_flags flags, float **ptr)
+{
+    cl_int err;
+    *ptr = clEnqueueMapBuffer(ctx->queue, mem, CL_TRUE, flags, offset * sizeof(float),
+                              floats * sizeof(float), 0, NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "mapping a buffer of %zu floats for oneDNN", floats);
+    return CLATTN_OK;
+}
+
+static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, clattn_status status)
+{
+    if (!ptr)
+        return status;
+    cl_int err = clEnqueueUnmapMemObject(ctx->queue, mem, ptr, 0, NULL, NULL);
+    if (err != CL_SUCCESS && status == CLATTN_OK)
+        status = clattn__fail_cl(ctx, err, "unmapping a buffer after oneDNN");
+    return status;
+}
+
+/* Sets OpenMP's thread count for oneDNN's next parallel region: the device's compute units (the
+ * cores PoCL would use), whatever the process's OpenMP default is. */
+static void set_threads(const clattn_onednn *o)
+{
+    if (D(omp_get_max_threads)() != o->threads)
+        D(omp_set_num_threads)(o->threads);
+}
+
+/* ---- weights ---- */
+
+/* Quantises x[0 .. count) symmetrically to int8: q = round(x·(1 / scale)) with scale = max |x| /
+ * 127 (1 for an all-zero row); returns the scale. Per row, so a row's bytes depend on it alone. */
+static float quantize_row(const float *x, size_t count, int8_t *q)
+{
+    float max = 0;
+    for (size_t i = 0; i < count; i++)
+        max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+    float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
+    /* to nearest, halves away from zero; |x·inverse| <= 127 */
+    for (size_t i = 0; i < count; i++) {
+        float r = x[i] * inverse;
+        int v = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
+        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    }
+    return scale;
+}
+
+/* W [n, k] with row stride ldb as oneDNN's weights: K x N with strides (1, ldb). */
+static dnnl_status_t plain_weights_md(dnnl_memory_desc_t *md, size_t n, size_t k, size_t ldb)
+{
+    return D(dnnl_memory_desc_init_by_strides)(md, 2, (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+                                            dnnl_f32, (dnnl_dims_t){1, (dnnl_dim_t)ldb});
+}
+
+/* The weight layout oneDNN chooses for its matmul at this (n, k): asked of a primitive for 512
+ * rows; it depends on the CPU's instruction set, n and k, not on the row count (brgemm's blocks
+ * of 16 rows of K by 64 columns of N on AVX-512), and every primitive is then made for it. */
+static clattn_status preferred_layout(clattn_context *ctx, clattn_onednn *o, size_t n, size_t k,
+                                      dnnl_data_type_t type, dnnl_memory_desc_t *out)
+{
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_desc_t src, weights, dst;
+    dnnl_matmul_desc_t desc;
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, (dnnl_dim_t)k}, type,
+                                          dnnl_ab),
+             "describing A");
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&weights, 2,
+                                             (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n}, type,
+                                             dnnl_format_tag_any),
+             "describing W");
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, (dnnl_dim_t)n},
+                                             type == dnnl_s8 ? dnnl_s32 : dnnl_f32,
+                                          dnnl_ab),
+             "describing C");
+    DNNL_TRY(D(dnnl_matmul_desc_init)(&desc, &src, &weights, NULL, &dst), "describing a matmul");
+    DNNL_TRY(D(dnnl_primitive_desc_create)(&pd, &desc, NULL, o->engine, NULL),
+             "choosing a matmul");
+    *out = *D(dnnl_primitive_desc_query_md)(pd, dnnl_query_weights_md, 0);
+done:
+    if (pd)
+        D(dnnl_primitive_desc_destroy)(pd);
+    return status;
+}
+
+/* Copies `from` (at from_ptr) into `to` (at to_ptr) through a reorder primitive. */
+static clattn_status reorder(clattn_context *ctx, clattn_onednn *o, const dnnl_memory_desc_t *from,
+                             void *from_ptr, const dnnl_memory_desc_t *to, void *to_ptr)
+{
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t src = NULL, dst = NULL;
+    DNNL_TRY(D(dnnl_reorder_primitive_desc_create)(&pd, from, o->engine, to, o->engine, NULL),
+             "choosing a weight reorder");
+    DNNL_TRY(D(dnnl_primitive_create)(&prim, pd), "creating a weight reorder");
+    DNNL_TRY(D(dnnl_memory_create)(&src, from, o->engine, from_ptr), "wrapping a weight");
+    DNNL_TRY(D(dnnl_memory_create)(&dst, to, o->engine, to_ptr), "wrapping a weight");
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    set_threads(o);
+    DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, 2, args), "reordering a weight");
+    DNNL_TRY(D(dnnl_stream_wait)(o->stream), "reordering a weight");
+done:
+    if (src)
+        D(dnnl_memory_destroy)(src);
+    if (dst)
+        D(dnnl_memory_destroy)(dst);
+    if (prim)
+        D(dnnl_primitive_destroy)(prim);
+    if (pd)
+        D(dnnl_primitive_desc_destroy)(pd);
+    return status;
+}
+
+clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t k, cl_mem b,
+                                           size_t b_offset, size_t ldb,
+                                           clattn_onednn_weight **out)
+{
+    *out = NULL;
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    clattn_onednn_weight *w = calloc(1, sizeof(*w));
+    if (!w)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for a oneDNN weight [%zu, %zu]", n, k);
+    w->n = n;
+    w->k = k;
+    w->type = ctx->precision == CLATTN_PRECISION_BF16   ? dnnl_bf16
+              : ctx->precision == CLATTN_PRECISION_INT8 ? dnnl_s8
+                                                        : dnnl_f32;
+    int8_t *q = NULL;
+    float *plain = NULL;
+    dnnl_memory_desc_t from;
+    if ((status = preferred_layout(ctx, o, n, k, w->type, &w->md)))
+        goto done;
+    DNNL_TRY(D(dnnl_memory_create)(&w->mem, &w->md, o->engine, DNNL_MEMORY_ALLOCATE),
+             "allocating a reordered weight");
+    DNNL_TRY(plain_weights_md(&from, n, k, ldb), "describing a weight");
+    clFinish(ctx->queue);
+    if ((status = map(ctx, b, b_offset, (n - 1) * ldb + k, CL_MAP_READ, &plain)))
+        goto done;
+    void *to;
+    DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &to), "reading a weight's handle");
+    if (w->type == dnnl_s8) {
+        /* per output channel: q[j, l] = round(W[j, l] / scales[j]), scales[j] = max |W[j, :]| /
+         * 127; into a plain int8 K x N (strides 1, k), then into oneDNN's layout */
+        w->scales = malloc(n * sizeof(float));
+        q = malloc(n * k);
+        if (!w->scales || !q) {
+            status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                  "out of host memory quantising a weight [%zu, %zu]", n, k);
+            goto done;
+        }
+        for (size_t j = 0; j < n; j++)
+            w->scales[j] = quantize_row(plain + j * ldb, k, q + j * k);
+        DNNL_TRY(D(dnnl_memory_desc_init_by_strides)(&from, 2,
+                                                     (dnnl_dims_t){(dnnl_dim_t)k, (dnnl_dim_t)n},
+                                                     dnnl_s8, (dnnl_dims_t){1, (dnnl_dim_t)k}),
+                 "describing a quantised weight");
+        status = reorder(ctx, o, &from, q, &w->md, to);
+    } else {
+        status = reorder(ctx, o, &from, plain, &w->md, to);
+    }
+done:
+    free(q);
+    status = unmap(ctx, b, plain, status);
+    if (status != CLATTN_OK)
+        clattn__onednn_weight_release(&w);
+    *out = w;
+    return status;
+}
+
+clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_onednn_weight *w,
+                                           cl_mem dst)
+{
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    float *plain = NULL;
+    dnnl_memory_desc_t to;
+    void *from;
+    DNNL_TRY(plain_weights_md(&to, w->n, w->k, w->k), "describing a weight");
+    DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &from), "reading a weight's handle");
+    clFinish(ctx->queue);
+    if ((status = map(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
+        goto done;
+    status = reorder(ctx, o, &w->md, from, &to, plain);
+    if (status == CLATTN_OK && w->type == dnnl_s8) /* the quantised values, scaled back */
+        for (size_t j = 0; j < w->n; j++)
+            for (size_t l = 0; l < w->k; l++)
+                plain[j * w->k + l] *= w->scales[j];
+done:
+    return unmap(ctx, dst, plain, status);
+}
+
+void clattn__onednn_weight_release(clattn_onednn_weight **pw)
+{
+    clattn_onednn_weight *w = *pw;
+    if (!w)
+        return;
+    if (w->mem)
+        D(dnnl_memory_destroy)(w->mem);
+    free(w->scales);
+    free(w);
+    *pw = NULL;
+}
+
+/* ---- the product ---- */
+
+bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act)
+{
+    /* int8's activation is left to the caller's kernel (parallel, vectorised): the product's
+     * scaling runs on the calling thread alone */
+    return w->type != dnnl_s8 &&
+           (act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH);
+}
+
+static bool same_key(const matmul_key *a, const matmul_key *b)
+{
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->type == b->type &&
+           a->bias == b->bias && a->act == b->act;
+}
+
+/* The matmul primitive for `key` reading W in `weights`' layout: kept, or made now. */
+static clattn_status primitive(clattn_context *ctx, clattn_onednn *o, const matmul_key *key,
+                               const dnnl_memory_desc_t *weights, dnnl_primitive_t *out)
+{
+    matmul_entry *slot = &o->entries[0];
+    o->calls++;
+    for (int i = 0; i < PRIMITIVES; i++) {
+        matmul_entry *e = &o->entries[i];
+        if (e->primitive && same_key(&e->key, key) &&
+            D(dnnl_memory_desc_equal)(&e->weights, weights)) {
+            e->used = o->calls;
+            *out = e->primitive;
+            return CLATTN_OK;
+        }
+        if (!e->primitive ? slot->primitive != NULL : (slot->primitive && e->used < slot->used))
+            slot = e; /* a free entry, else the least recently used */
+    }
+    entry_clear(slot);
+    clattn_status status = CLATTN_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post_ops = NULL;
+    dnnl_memory_desc_t src, bias, dst;
+    dnnl_matmul_desc_t desc;
+    dnnl_dim_t m = (dnnl_dim_t)key->m, n = (dnnl_dim_t)key->n, k = (dnnl_dim_t)key->k;
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){m, k}, key->type, dnnl_ab),
+             "describing A");
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){m, n},
+                                             key->type == dnnl_s8 ? dnnl_s32 : dnnl_f32, dnnl_ab),
+             "describing C");
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias, 2, (dnnl_dims_t){1, n}, dnnl_f32, dnnl_ab),
+             "describing the bias");
+    DNNL_TRY(D(dnnl_matmul_desc_init)(&desc, &src, weights, key->bias ? &bias : NULL, &dst),
+             "describing a matmul");
+    DNNL_TRY(D(dnnl_primitive_attr_create)(&attr), "creating attributes");
+    if (key->act != CLATTN_ACT_NONE) {
+        dnnl_alg_kind_t alg = key->act == CLATTN_ACT_RELU ? dnnl_eltwise_relu
+                              : key->act == CLATTN_ACT_GELU ? dnnl_eltwise_gelu_erf
+                                                            : dnnl_eltwise_gelu_tanh;
+        DNNL_TRY(D(dnnl_post_ops_create)(&post_ops), "creating post-ops");
+        DNNL_TRY(D(dnnl_post_ops_append_eltwise)(post_ops, 1.0f, alg, 0.0f, 0.0f),
+                 "adding the activation");
+        DNNL_TRY(D(dnnl_primitive_attr_set_post_ops)(attr, post_ops), "setting post-ops");
+    }
+    DNNL_TRY(D(dnnl_primitive_desc_create)(&pd, &desc, attr, o->engine, NULL), "choosing a matmul");
+    const char *impl = "";
+    D(dnnl_primitive_desc_query)(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (impl && strncmp(impl, "ref", 3) == 0 && !o->warned_ref) {
+        o->warned_ref = true;
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN runs a GEMM (m=%zu n=%zu k=%zu) with its slow reference matmul "
+                    "(\"%s\"); the library's CPU GEMM (CLATTN_TUNE=gemm_kernel=1) may be faster",
+                    key->m, key->n, key->k, impl);
+    }
+    DNNL_TRY(D(dnnl_primitive_create)(&slot->primitive, pd), "creating a matmul");
+    slot->key = *key;
+    slot->weights = *weights;
+    slot->used = o->calls;
+    *out = slot->primitive;
+done:
+    if (pd)
+        D(dnnl_primitive_desc_destroy)(pd);
+    if (post_ops)
+        D(dnnl_post_ops_destroy)(post_ops);
+    if (attr)
+        D(dnnl_primitive_attr_destroy)(attr);
+    if (status != CLATTN_OK)
+        entry_clear(slot);
+    return status;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* o->dense with room for `floats` floats. */
+static clattn_status dense_scratch(clattn_context *ctx, clattn_onednn *o, size_t floats)
+{
+    if (floats <= o->dense_floats)
+        return CLATTN_OK;
+    free(o->dense);
+    o->dense_floats = 0;
+    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    o->dense = aligned_alloc(64, bytes);
+    if (!o->dense)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "out of host memory for oneDNN's scratch of %zu floats", floats);
+    o->dense_floats = floats;
+    return CLATTN_OK;
+}
+
+/* Copies `rows` rows of `cols` floats between row strides. */
+static void copy_rows(float *to, size_t ld_to, const float *from, size_t ld_from, size_t rows,
+                      size_t cols)
+{
+    for (size_t i = 0; i < rows; i++)
+        memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
+}
+
+/* C[i, j] = acc[i, j]·row_scales[i]·col_scales[j] + bias[j] (bias may be NULL) from the int32
+ * products acc [rows, cols] into C (row stride ldc). */
+static void dequantize(float *c, size_t ldc, const int32_t *acc, size_t rows, size_t cols,
+                       const float *row_scales, const float *col_scales, const float *bias)
+{
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            c[i * ldc + j] = (float)acc[i * cols + j] * (row_scales[i] * col_scales[j]) +
+                             (bias ? bias[j] : 0.0f);
+}
+
+/* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16, to nearest even (NaN
+ * kept a NaN), into `to` (dense, row stride cols). */
+static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t rows, size_t cols)
+{
+    uint16_t *out = to;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            uint32_t u;
+            memcpy(&u, &from[i * ld_from + j], sizeof(u));
+            if ((u & 0x7fffffffu) > 0x7f800000u)
+                out[i * cols + j] = (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+            else
+                out[i * cols + j] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
+}
+
+/* One of int8's passes over the rows: quantising A, or scaling the products back. */
+typedef struct int8_pass {
+    bool quantize;
+    size_t m, n, k;
+    const float *from; /* quantize: A, row stride ld_from */
+    size_t ld_from;
+    void *q;           /* quantize: int8 [m, k] */
+    float *row_scales; /* [m] */
+    float *c;          /* dequantize: C, row stride ldc */
+    size_t ldc;
+    const int32_t *acc;       /* dequantize: [m, n] */
+    const float *col_scales;  /* [n] */
+    const float *bias;        /* [n] or NULL */
+} int8_pass;
+
+/* The rows of OpenMP thread omp_get_thread_num() out of omp_get_num_threads(): each row's result
+ * is its own, whichever thread computes it. */
+static void int8_pass_rows(void *data)
+{
+    const int8_pass *p = data;
+    size_t t = (size_t)D(omp_get_thread_num)(), nt = (size_t)D(omp_get_num_threads)();
+    size_t r0 = p->m * t / nt, r1 = p->m * (t + 1) / nt;
+    if (p->quantize)
+        for (size_t i = r0; i < r1; i++)
+            p->row_scales[i] = quantize_row(p->from + i * p->ld_from, p->k,
+                                            (int8_t *)p->q + i * p->k);
+    else
+        dequantize(p->c + r0 * p->ldc, p->ldc, p->acc + r0 * p->n, r1 - r0, p->n,
+                   p->row_scales + r0, p->col_scales, p->bias);
+}
+
+static void run_pass(const clattn_onednn *o, int8_pass *p)
+{
+    D(GOMP_parallel)(int8_pass_rows, p, (unsigned)o->threads, 0);
+}
+
+clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
+                                 size_t lda, const clattn_onednn_weight *w, cl_mem bias,
+                                 size_t bias_offset, int act, cl_mem c, size_t c_offset,
+                                 size_t ldc, double *ms)
+{
+    *ms = 0;
+    size_t n = w->n, k = w->k;
+    if (m == 0 || n == 0 || k == 0)
+        return CLATTN_OK;
+    clattn_onednn *o;
+    clattn_status status = state(ctx, &o);
+    if (status != CLATTN_OK)
+        return status;
+    /* oneDNN 2.6's brgemm matmul takes dense A and C only (with a row stride it would fall back
+     * to its reference matmul, or, for weights in the plain layout, to its jit GEMM): strided ones
+     * (a gated feed-forward's halves) go through a dense copy, O(m·(k + n)) beside the product's
+     * O(m·n·k), and every row is still summed by the same kernel. */
+    /* With bfloat16 weights A goes in as bfloat16 too (oneDNN 2.6 has no f32 x bf16 matmul):
+     * rounded into the scratch, per element, so still the same bytes whatever the batch. */
+    /* int8: A quantised per row (dynamic, per token) into the scratch with its scales, the
+     * product into an int32 scratch, then scaled back with the weight's per-channel scales, the
+     * bias and the activation added here (oneDNN 2.6 takes no per-row runtime scales). */
+    bool bf16 = w->type == dnnl_bf16, int8 = w->type == dnnl_s8;
+    bool dense_a = lda == k && !bf16 && !int8, dense_c = ldc == n && !int8;
+    size_t a_floats = dense_a ? 0 : bf16 ? (m * k + 1) / 2 : int8 ? (m * k + 3) / 4 + m : m * k;
+    a_floats = (a_floats + 15) / 16 * 16; /* C's part 64-byte aligned */
+    if (!dense_a || !dense_c)
+        if ((status = dense_scratch(ctx, o, a_floats + (dense_c ? 0 : m * n))))
+            return status;
+    matmul_key key = {m, n, k, w->type, bias != NULL && !int8,
+                      clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
+    dnnl_primitive_t prim = NULL;
+    if ((status = primitive(ctx, o, &key, &w->md, &prim)))
+        return status;
+
+    float *pa = NULL, *pc = NULL, *pbias = NULL;
+    dnnl_memory_t ma = NULL, mc = NULL, mbias = NULL;
+    cl_int err = clFinish(ctx->queue);
+    /* timed from here: the wait above is the time of the kernels queued before (their events
+     * count it in the profile) */
+    double start = now_ms();
+    if (err != CL_SUCCESS) {
+        status = clattn__fail_cl(ctx, err, "finishing the queue before a oneDNN GEMM");
+        goto done;
+    }
+    if ((status = map(ctx, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa)) ||
+        (status = map(ctx, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
+        (bias && (status = map(ctx, bias, bias_offset, n, CL_MAP_READ, &pbias))))
+        goto done;
+    void *src_ptr = pa;
+    float *dst_ptr = pc;
+    float *row_scales = NULL; /* int8: A[i, :] ≈ row_scales[i]·q[i, :] */
+    if (bf16) {
+        src_ptr = o->dense;
+        to_bf16_rows(o->dense, pa, lda, m, k);
+    } else if (int8) {
+        row_scales = o->dense;
+        src_ptr = o->dense + m;
+        int8_pass pass = {.quantize = true, .m = m, .k = k, .from = pa, .ld_from = lda,
+                          .q = src_ptr, .row_scales = row_scales};
+        run_pass(o, &pass);
+    } else if (!dense_a) {
+        src_ptr = o->dense;
+        copy_rows(o->dense, k, pa, lda, m, k);
+    }
+    if (!dense_c)
+        dst_ptr = o->dense + a_floats;
+    dnnl_memory_desc_t src, dst, bias_md;
+    dnnl_dim_t dm = (dnnl_dim_t)m, dn = (dnnl_dim_t)n, dk = (dnnl_dim_t)k;
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){dm, dk}, w->type, dnnl_ab),
+             "describing A");
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){dm, dn},
+                                             int8 ? dnnl_s32 : dnnl_f32, dnnl_ab),
+             "describing C");
+    DNNL_TRY(D(dnnl_memory_create)(&ma, &src, o->engine, src_ptr), "wrapping A");
+    DNNL_TRY(D(dnnl_memory_create)(&mc, &dst, o->engine, dst_ptr), "wrapping C");
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, w->mem}, {DNNL_ARG_DST, mc}};
+    int nargs = 3;
+    if (bias && !int8) {
+        DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&bias_md, 2, (dnnl_dims_t){1, dn}, dnnl_f32,
+                                                 dnnl_ab),
+                 "describing the bias");
+        DNNL_TRY(D(dnnl_memory_create)(&mbias, &bias_md, o->engine, pbias), "wrapping the bias");
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mbias};
+    }
+    set_threads(o);
+    DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, nargs, args), "a matmul");
+    DNNL_TRY(D(dnnl_stream_wait)(o->stream), "a matmul");
+    if (int8) {
+        int8_pass pass = {.quantize = false, .m = m, .n = n, .c = pc, .ldc = ldc,
+                          .acc = (const int32_t *)dst_ptr, .row_scales = row_scales,
+                          .col_scales = w->scales, .bias = pbias};
+        run_pass(o, &pass);
+    } else if (!dense_c) {
+        copy_rows(pc, ldc, dst_ptr, n, m, n);
+    }
+done:
+    if (ma)
+        D(dnnl_memory_destroy)(ma);
+    if (mc)
+        D(dnnl_memory_destroy)(mc);
+    if (mbias)
+        D(dnnl_memory_destroy)(mbias);
+    status = unmap(ctx, a, pa, status);
+    status = unmap(ctx, c, pc, status);
+    status = unmap(ctx, bias, pbias, status);
+    *ms = now_ms() - start;
+    return status;
+}
