@@ -39,6 +39,7 @@
 typedef struct options {
     const char *model;
     const char *device;
+    int precision; /* clattn_precision (--precision) */
     const char *host;
     unsigned port;
     size_t max_batch_tokens, max_batch_requests, max_client_batch_size;
@@ -55,7 +56,8 @@ typedef struct options {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: clattn-serve --model DIR [--device SPEC] [--host 127.0.0.1] [--port 8080]\n"
+            "usage: clattn-serve --model DIR [--device SPEC] [--precision P] [--host 127.0.0.1]\n"
+            "                    [--port 8080]\n"
             "                    [--max-batch-tokens 16384] [--max-batch-requests 64]\n"
             "                    [--max-client-batch-size 128] [--max-concurrent-requests 512]\n"
             "                    [--max-input-length N] [--auto-truncate]\n"
@@ -82,6 +84,9 @@ static void usage(FILE *out)
             "  --model DIR                the model folder (as embed takes it)\n"
             "  --device SPEC              gpu, cpu, P:D, or part of a device name (default:\n"
             "                             $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
+            "  --precision P              fp32 (default), bf16 or int8: the GEMMs' number format\n"
+            "                             (CPU devices with oneDNN; bf16 needs AVX512_BF16 or AMX,\n"
+            "                             int8 VNNI or AMX; README \"Precision\" gives the accuracy)\n"
             "  --host ADDR                the address to listen on (default 127.0.0.1)\n"
             "  --port P                   the port (default 8080; 0: a free one, printed as\n"
             "                             'clattn-serve: listening on http://HOST:PORT')\n"
@@ -131,13 +136,14 @@ static bool parse_size(const char *text, unsigned long long min, unsigned long l
 /* Returns -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_MODEL = 256, O_DEVICE, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
+    enum { O_MODEL = 256, O_DEVICE, O_PRECISION, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
            O_MAX_CLIENT_BATCH_SIZE, O_MAX_CONCURRENT_REQUESTS, O_MAX_INPUT_LENGTH,
            O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME, O_REQUEST_TIMEOUT,
            O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"host", required_argument, NULL, O_HOST},
         {"port", required_argument, NULL, O_PORT},
         {"max-batch-tokens", required_argument, NULL, O_MAX_BATCH_TOKENS},
@@ -171,6 +177,10 @@ static int parse_options(int argc, char **argv, options *o)
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_DEVICE: o->device = optarg; break;
+        case O_PRECISION:
+            if (!cli_parse_precision(optarg, &o->precision))
+                return usage_error("--precision is fp32, bf16 or int8, not \"%s\"", optarg);
+            break;
         case O_HOST:
             if (!optarg[0])
                 return usage_error("--host needs an address");
@@ -378,6 +388,7 @@ static int load_model(server *s, const options *o, served_model *m)
     clattn_context_params cp;
     clattn_context_params_default(&cp);
     cp.device = o->device;
+    cp.precision = o->precision;
     if (clattn_context_create(&s->ctx, &cp) != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(NULL));
     memset(m, 0, sizeof(*m));

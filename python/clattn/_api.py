@@ -61,6 +61,10 @@ class DeviceInfo(ctypes.Structure):  # clattn_device_info
     ]
 
 
+# clattn_precision, by the names --precision takes.
+PRECISIONS = {"fp32": 0, "bf16": 1, "int8": 2}
+
+
 class ContextParams(ctypes.Structure):  # clattn_context_params
     _fields_ = [
         ("device", c_char_p),
@@ -69,7 +73,8 @@ class ContextParams(ctypes.Structure):  # clattn_context_params
         ("log_level", c_enum),
         ("profiling", c_int),
         ("workspace_limit_bytes", c_uint64),
-        ("reserved", c_uint8 * 64),
+        ("precision", c_enum),
+        ("reserved", c_uint8 * 60),
     ]
 
 

@@ -60,12 +60,18 @@ def path_argument(path: Any, name: str = "path") -> bytes:
 class Context:
     """One clattn_context (one OpenCL device and queue) and the lock that serialises its use."""
 
-    def __init__(self, device: Optional[str] = None):
+    def __init__(self, device: Optional[str] = None, precision: str = "fp32"):
         if device is not None and not isinstance(device, str):
             raise TypeError(f"device must be a str or None, not {type(device).__name__}")
+        if not isinstance(precision, str):
+            raise TypeError(f"precision must be a str, not {type(precision).__name__}")
+        if precision not in _api.PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(_api.PRECISIONS)}, "
+                             f"not {precision!r}")
         params = _api.ContextParams()
         lib.clattn_context_params_default(ctypes.byref(params))
         params.device = device.encode() if device else None
+        params.precision = _api.PRECISIONS[precision]
         handle = ctypes.c_void_p()
         check(lib.clattn_context_create(ctypes.byref(handle), ctypes.byref(params)))
         self.handle = handle

@@ -33,15 +33,15 @@ class CrossEncoder:
     """A cross-encoder (reranker) folder, scored on an OpenCL device.
 
     A Hugging Face *ForSequenceClassification folder (BERT, RoBERTa, XLM-RoBERTa, ModernBERT;
-    clattn/cross_encoder.h), as sentence-transformers' CrossEncoder(path) loads it; device as
-    SentenceModel's. One call at a time per object (a lock); the GIL is released while the
+    clattn/cross_encoder.h), as sentence-transformers' CrossEncoder(path) loads it; device and
+    precision as SentenceModel's. One call at a time per object (a lock); the GIL is released while the
     device works. Raises clattn.Error with the library's message when the folder is refused.
     """
 
-    def __init__(self, path, device: Optional[str] = None):
+    def __init__(self, path, device: Optional[str] = None, precision: str = "fp32"):
         path_bytes = path_argument(path, "path")
         self._handle = ctypes.c_void_p()
-        self._context = Context(device)
+        self._context = Context(device, precision)
         self._context.check(lib.clattn_cross_encoder_load(
             self._context.handle, ctypes.byref(self._handle), path_bytes))
         info = _api.CrossEncoderInfo()

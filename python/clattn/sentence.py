@@ -55,7 +55,10 @@ class SentenceModel:
     model.safetensors, the tokenizer, sentence_bert_config.json, the Pooling and Normalize
     modules, config_sentence_transformers.json's prompts) with clattn_sentence_model_load, on
     its own context (device: a spec as CLATTN_DEVICE: "gpu", "cpu", "P:D" or part of a device
-    name; None: CLATTN_DEVICE, else the first GPU, else the first CPU).
+    name; None: CLATTN_DEVICE, else the first GPU, else the first CPU). precision: the GEMMs'
+    number format, "fp32" (default), "bf16" or "int8" (as embed --precision: CPU devices with
+    oneDNN; clattn.Error naming the missing CPU feature elsewhere; README "Precision" gives the
+    accuracy against fp32).
 
     The embeddings are the very bytes the command-line `embed` writes for the same texts: the
     texts are sorted by length and batched, and a text's row never depends on its neighbours.
@@ -67,10 +70,10 @@ class SentenceModel:
     folder cannot be loaded.
     """
 
-    def __init__(self, path, device: Optional[str] = None):
+    def __init__(self, path, device: Optional[str] = None, precision: str = "fp32"):
         path_bytes = path_argument(path, "path")
         self._handle = ctypes.c_void_p()
-        self._context = Context(device)
+        self._context = Context(device, precision)
         self._context.check(lib.clattn_sentence_model_load(
             self._context.handle, ctypes.byref(self._handle), path_bytes))
         info = _api.SentenceModelInfo()

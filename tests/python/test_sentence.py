@@ -69,6 +69,36 @@ def test_cli_byte_for_byte(minilm, minilm_dir, golden, embed_cli, tmp_path):
         assert got.tobytes() == expected.tobytes(), f"batch {batch}"
 
 
+@pytest.mark.parametrize("precision,worst", [("bf16", 0.999), ("int8", 0.99)])
+def test_precision_as_cli(minilm, minilm_dir, golden, embed_cli, tmp_path, precision, worst):
+    """precision= is embed --precision's: the same bytes where the CPU has the feature (and
+    not fp32's bytes, within the documented cosine), the same refusal where it lacks it."""
+    lines = golden / "minilm" / "lines.txt"
+    texts = read_lines(lines)
+    out = tmp_path / f"{precision}.npy"
+    cli = subprocess.run([embed_cli, "--model", str(minilm_dir), "--input", str(lines),
+                          "--precision", precision, "--output", str(out)], capture_output=True,
+                         text=True)
+    if cli.returncode != 0:
+        assert cli.returncode == 1, cli.stderr
+        with pytest.raises(clattn.Error):
+            clattn.SentenceModel(minilm_dir, precision=precision)
+        pytest.skip(f"this CPU or build has no {precision}: {cli.stderr.strip()}")
+    got = clattn.SentenceModel(minilm_dir, precision=precision).encode(texts)
+    assert got.tobytes() == np.load(out).tobytes()
+    full = minilm.encode(texts)
+    assert got.tobytes() != full.tobytes()
+    cosine = (got * full).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(full, axis=1)
+    assert cosine.min() >= worst, cosine.min()
+
+
+def test_precision_argument(minilm_dir):
+    with pytest.raises(ValueError, match="precision"):
+        clattn.SentenceModel(minilm_dir, precision="fp16")
+    with pytest.raises(TypeError, match="precision"):
+        clattn.SentenceModel(minilm_dir, precision=16)
+
+
 
 def test_max_seq_length_as_cli(minilm, minilm_dir, golden, embed_cli, tmp_path):
     lines = golden / "minilm" / "lines.txt"
