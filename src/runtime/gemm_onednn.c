@@ -289,20 +289,74 @@ static void set_threads(const clattn_onednn *o)
 
 /* ---- weights ---- */
 
+/* ---- int8's per-row passes, vectorised ----
+ * GCC's vector extensions, 8 lanes: on any x86-64 they compile to pairs of SSE2 instructions;
+ * on x86-64 the functions are also cloned for AVX2 and AVX-512 (target_clones: chosen once, by
+ * the CPU, at load). Every lane computes exactly the scalar formula (no FMA: the library is built
+ * as ISO C, so GCC does not contract a·b + c), so a row's results are the same bytes whatever
+ * the clone, the lane or the batch it sits in. */
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
+typedef int8_t i8x8 __attribute__((vector_size(8)));
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ROW_PASS __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef ROW_PASS
+#define ROW_PASS
+#endif
+
+/* Macros, not functions: a function taking or returning 32-byte vectors has a different ABI
+ * with and without AVX (-Wpsabi). LOAD8 reads 8 lanes from any alignment. */
+#define LOAD8(v, p) memcpy(&(v), (p), sizeof(v))
+/* Lane-wise a where mask is all ones, else b (C has no vector ?:); i32x8 operands. */
+#define SELECT8(mask, a, b) (((mask) & (a)) | (~(mask) & (b)))
+
+/* One element of quantize_row: to nearest, halves away from zero; |r| <= 127 (clamped anyway). */
+static inline int8_t quantize_one(float x, float inverse)
+{
+    float r = x * inverse;
+    int v = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
+    return (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+}
+
 /* Quantises x[0 .. count) symmetrically to int8: q = round(x·(1 / scale)) with scale = max |x| /
  * 127 (1 for an all-zero row); returns the scale. Per row, so a row's bytes depend on it alone. */
-static float quantize_row(const float *x, size_t count, int8_t *q)
+ROW_PASS static float quantize_row(const float *x, size_t count, int8_t *q)
 {
-    float max = 0;
-    for (size_t i = 0; i < count; i++)
+    const i32x8 magnitude = (i32x8){0} + 0x7fffffff;
+    f32x8 max8 = {0};
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        f32x8 a;
+        LOAD8(a, x + i);
+        a = (f32x8)((i32x8)a & magnitude); /* |x| */
+        max8 = (f32x8)SELECT8(a > max8, (i32x8)a, (i32x8)max8);
+    }
+    float max = 0; /* the maximum is exact: any order of comparisons gives the same */
+    for (int l = 0; l < 8; l++)
+        max = max8[l] > max ? max8[l] : max;
+    for (; i < count; i++)
         max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
     float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
-    /* to nearest, halves away from zero; |x·inverse| <= 127 */
-    for (size_t i = 0; i < count; i++) {
-        float r = x[i] * inverse;
-        int v = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
-        q[i] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+    const i32x8 sign = (i32x8){0} + (int32_t)0x80000000u, top = (i32x8){0} + 127;
+    const f32x8 half = (f32x8){0} + 0.5f;
+    for (i = 0; i + 8 <= count; i += 8) {
+        f32x8 r;
+        LOAD8(r, x + i);
+        r *= inverse;
+        /* ±0.5 with r's sign (-0.0 → -0.5: still truncates to 0, as the scalar + 0.5 does) */
+        f32x8 away = (f32x8)(((i32x8)r & sign) | (i32x8)half);
+        i32x8 v = __builtin_convertvector(r + away, i32x8); /* truncates, as (int) does */
+        v = SELECT8(v > top, top, v);
+        v = SELECT8(v < -top, -top, v);
+        i8x8 b = __builtin_convertvector(v, i8x8);
+        memcpy(q + i, &b, sizeof(b));
     }
+    for (; i < count; i++)
+        q[i] = quantize_one(x[i], inverse);
     return scale;
 }
 
@@ -473,10 +527,11 @@ void clattn__onednn_weight_release(clattn_onednn_weight **pw)
 
 bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act)
 {
-    /* int8's activation is left to the caller's kernel (parallel, vectorised): the product's
-     * scaling runs on the calling thread alone */
-    return w->type != dnnl_s8 &&
-           (act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH);
+    /* int8 scales its products back itself (dequantize) and applies ReLU there; GELU's erf is
+     * left to the caller's kernel (vectorised, the library's one erf) */
+    if (w->type == dnnl_s8)
+        return act == CLATTN_ACT_RELU;
+    return act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
 }
 
 static bool same_key(const matmul_key *a, const matmul_key *b)
@@ -587,15 +642,38 @@ static void copy_rows(float *to, size_t ld_to, const float *from, size_t ld_from
         memcpy(to + i * ld_to, from + i * ld_from, cols * sizeof(float));
 }
 
-/* C[i, j] = acc[i, j]·row_scales[i]·col_scales[j] + bias[j] (bias may be NULL) from the int32
- * products acc [rows, cols] into C (row stride ldc). */
-static void dequantize(float *c, size_t ldc, const int32_t *acc, size_t rows, size_t cols,
-                       const float *row_scales, const float *col_scales, const float *bias)
+/* C[i, j] = acc[i, j]·row_scales[i]·col_scales[j] + bias[j] (bias may be NULL), then ReLU when
+ * `relu`, from the int32 products acc [rows, cols] into C (row stride ldc). */
+ROW_PASS static void dequantize(float *c, size_t ldc, const int32_t *acc, size_t rows, size_t cols,
+                                const float *row_scales, const float *col_scales,
+                                const float *bias, bool relu)
 {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            c[i * ldc + j] = (float)acc[i * cols + j] * (row_scales[i] * col_scales[j]) +
-                             (bias ? bias[j] : 0.0f);
+    for (size_t i = 0; i < rows; i++) {
+        const int32_t *from = acc + i * cols;
+        float *to = c + i * ldc, row_scale = row_scales[i];
+        size_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            i32x8 product;
+            f32x8 col_scale, v;
+            LOAD8(product, from + j);
+            LOAD8(col_scale, col_scales + j);
+            v = __builtin_convertvector(product, f32x8) * (row_scale * col_scale);
+            if (bias) {
+                f32x8 b;
+                LOAD8(b, bias + j);
+                v += b;
+            }
+            if (relu) /* fmax(v, 0), as the activation kernel: NaN and -0.0 give +0.0 */
+                v = (f32x8)SELECT8(v > 0, (i32x8)v, (i32x8){0});
+            memcpy(to + j, &v, sizeof(v));
+        }
+        for (; j < cols; j++) {
+            float v = (float)from[j] * (row_scale * col_scales[j]);
+            if (bias)
+                v += bias[j];
+            to[j] = relu && !(v > 0) ? 0.0f : v;
+        }
+    }
 }
 
 /* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16, to nearest even (NaN
@@ -627,6 +705,7 @@ typedef struct int8_pass {
     const int32_t *acc;       /* dequantize: [m, n] */
     const float *col_scales;  /* [n] */
     const float *bias;        /* [n] or NULL */
+    bool relu;                /* dequantize: ReLU after the bias */
 } int8_pass;
 
 /* The rows of OpenMP thread omp_get_thread_num() out of omp_get_num_threads(): each row's result
@@ -642,7 +721,7 @@ static void int8_pass_rows(void *data)
                                             (int8_t *)p->q + i * p->k);
     else
         dequantize(p->c + r0 * p->ldc, p->ldc, p->acc + r0 * p->n, r1 - r0, p->n,
-                   p->row_scales + r0, p->col_scales, p->bias);
+                   p->row_scales + r0, p->col_scales, p->bias, p->relu);
 }
 
 static void run_pass(const clattn_onednn *o, int8_pass *p)
@@ -680,7 +759,7 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         if ((status = dense_scratch(ctx, o, a_floats + (dense_c ? 0 : m * n))))
             return status;
     matmul_key key = {m, n, k, w->type, bias != NULL && !int8,
-                      clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
+                      !int8 && clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
     dnnl_primitive_t prim = NULL;
     if ((status = primitive(ctx, o, &key, &w->md, &prim)))
         return status;
@@ -741,7 +820,8 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     if (int8) {
         int8_pass pass = {.quantize = false, .m = m, .n = n, .c = pc, .ldc = ldc,
                           .acc = (const int32_t *)dst_ptr, .row_scales = row_scales,
-                          .col_scales = w->scales, .bias = pbias};
+                          .col_scales = w->scales, .bias = pbias,
+                          .relu = act == CLATTN_ACT_RELU};
         run_pass(o, &pass);
     } else if (!dense_c) {
         copy_rows(pc, ldc, dst_ptr, n, m, n);
