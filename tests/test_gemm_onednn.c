@@ -201,9 +201,9 @@ static float quantize(const float *x, size_t count, int *q)
     return scale;
 }
 
-/* CLATTN_PRECISION_INT8: C = (Σ qa·qw)·(scale_a[i]·scale_w[j]) + bias, then ReLU when asked (other
- * activations are left to the caller), against that computed here with 64-bit integer sums.
- * Skipped without VNNI or AMX. */
+/* CLATTN_PRECISION_INT8: C = act((Σ qa·qw)·(scale_a[i]·scale_w[j]) + bias) for ReLU and the GELUs
+ * (others are left to the caller), against that computed here with 64-bit integer sums (the
+ * activation in double). Skipped without VNNI or AMX. */
 static void int8_against_the_reference(void **state)
 {
     (void)state;
@@ -221,6 +221,8 @@ static void int8_against_the_reference(void **state)
         {1, 1, 1, 0, 0, CLATTN_ACT_NONE},   {7, 13, 5, 2, 1, CLATTN_ACT_RELU},
         {129, 257, 65, 3, 1, CLATTN_ACT_GELU}, {33, 65, 300, 1, 0, CLATTN_ACT_NONE},
         {64, 384, 1536, 0, 1, CLATTN_ACT_NONE}, {37, 1536, 384, 0, 1, CLATTN_ACT_RELU},
+        {37, 1536, 384, 0, 1, CLATTN_ACT_GELU}, {9, 70, 30, 2, 1, CLATTN_ACT_GELU_TANH},
+        {5, 7, 9, 1, 1, CLATTN_ACT_SILU},
     };
     for (size_t t = 0; t < sizeof(int8_cases) / sizeof(int8_cases[0]); t++) {
         const gemm_case *c = &int8_cases[t];
@@ -238,7 +240,7 @@ static void int8_against_the_reference(void **state)
                 for (size_t l = 0; l < c->k; l++)
                     acc += (long long)qa[i * c->k + l] * qw[j * c->k + l];
                 float v = (float)acc * (sa[i] * sw[j]) + (c->bias ? d.bias[1 + j] : 0.0f);
-                d.want[d.coff + i * d.ldc + j] = c->act == CLATTN_ACT_RELU ? fmaxf(v, 0) : v;
+                d.want[d.coff + i * d.ldc + j] = (float)activate(c->act, v);
             }
         cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
                dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
@@ -249,8 +251,8 @@ static void int8_against_the_reference(void **state)
                                                d.ldc, &left),
                          CLATTN_OK);
         assert_false(left.bias);
-        /* int8 applies ReLU as it scales back, and leaves the other activations to the caller */
-        assert_int_equal(left.act, c->act == CLATTN_ACT_RELU ? CLATTN_ACT_NONE : c->act);
+        /* int8 applies ReLU and the GELUs, and leaves SiLU to the caller */
+        assert_int_equal(left.act, c->act == CLATTN_ACT_SILU ? CLATTN_ACT_SILU : CLATTN_ACT_NONE);
         float *out = malloc(d.c_len * sizeof(float));
         assert_int_equal(clEnqueueReadBuffer(ctx->queue, dC, CL_TRUE, 0, d.c_len * sizeof(float),
                                              out, 0, NULL, NULL),

@@ -32,7 +32,8 @@
 #define CLATTN_STRINGIFY_(x) #x
 
 #define ONEDNN_FUNCTIONS(X)                                                                   \
-    X(dnnl_engine_create) X(dnnl_engine_destroy) X(dnnl_matmul_desc_init)                     \
+    X(dnnl_engine_create) X(dnnl_engine_destroy) X(dnnl_eltwise_forward_desc_init)          \
+    X(dnnl_matmul_desc_init)                     \
     X(dnnl_memory_create) X(dnnl_memory_desc_equal) X(dnnl_memory_desc_init_by_strides)       \
     X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_destroy) X(dnnl_memory_get_data_handle)     \
     X(dnnl_post_ops_append_eltwise) X(dnnl_post_ops_create) X(dnnl_post_ops_destroy)          \
@@ -117,6 +118,17 @@ typedef struct matmul_entry {
     uint64_t used;              /* the call counter when last used */
 } matmul_entry;
 
+/* int8's GELU: oneDNN's eltwise primitive, in place on the scaled-back products (the same
+ * gelu_erf / gelu_tanh as the float32 matmul's post-op), kept per element count. */
+#define ELTWISES 16
+
+typedef struct eltwise_entry {
+    size_t count; /* elements, as one dense row */
+    int act;      /* CLATTN_ACT_GELU or CLATTN_ACT_GELU_TANH */
+    dnnl_primitive_t primitive; /* NULL: a free entry */
+    uint64_t used;
+} eltwise_entry;
+
 struct clattn_onednn {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
@@ -126,6 +138,7 @@ struct clattn_onednn {
     size_t dense_floats; /* its size */
     bool warned_ref;     /* a warning about oneDNN's reference matmul was logged */
     matmul_entry entries[PRIMITIVES];
+    eltwise_entry eltwises[ELTWISES];
 };
 
 struct clattn_onednn_weight {
@@ -181,6 +194,9 @@ void clattn__onednn_destroy(clattn_onednn **po)
         return;
     for (int i = 0; i < PRIMITIVES; i++)
         entry_clear(&o->entries[i]);
+    for (int i = 0; i < ELTWISES; i++)
+        if (o->eltwises[i].primitive)
+            D(dnnl_primitive_destroy)(o->eltwises[i].primitive);
     if (o->stream)
         D(dnnl_stream_destroy)(o->stream);
     if (o->engine)
@@ -527,10 +543,9 @@ void clattn__onednn_weight_release(clattn_onednn_weight **pw)
 
 bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act)
 {
-    /* int8 scales its products back itself (dequantize) and applies ReLU there; GELU's erf is
-     * left to the caller's kernel (vectorised, the library's one erf) */
-    if (w->type == dnnl_s8)
-        return act == CLATTN_ACT_RELU;
+    (void)w;
+    /* int8 scales its products back itself (dequantize), applies ReLU there and GELU through
+     * oneDNN's eltwise primitive (vectorised; PoCL's kernel calls a scalar erf per element) */
     return act == CLATTN_ACT_RELU || act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
 }
 
@@ -608,6 +623,59 @@ done:
         D(dnnl_primitive_attr_destroy)(attr);
     if (status != CLATTN_OK)
         entry_clear(slot);
+    return status;
+}
+
+/* Applies GELU (act: CLATTN_ACT_GELU, erf, or CLATTN_ACT_GELU_TANH) in place to `count` dense
+ * floats at x through oneDNN's eltwise primitive: the float32 matmul's post-op algorithm, each
+ * element on its own. */
+static clattn_status eltwise_gelu(clattn_context *ctx, clattn_onednn *o, int act, float *x,
+                                  size_t count)
+{
+    clattn_status status = CLATTN_OK;
+    eltwise_entry *slot = &o->eltwises[0], *found = NULL;
+    for (int i = 0; i < ELTWISES && !found; i++) {
+        eltwise_entry *e = &o->eltwises[i];
+        if (e->primitive && e->count == count && e->act == act)
+            found = e;
+        else if (!e->primitive ? slot->primitive != NULL
+                               : (slot->primitive && e->used < slot->used))
+            slot = e; /* a free entry, else the least recently used */
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_t mem = NULL;
+    dnnl_memory_desc_t md;
+    DNNL_TRY(D(dnnl_memory_desc_init_by_tag)(&md, 1, (dnnl_dims_t){(dnnl_dim_t)count}, dnnl_f32,
+                                             dnnl_a),
+             "describing the activation's data");
+    if (!found) {
+        if (slot->primitive)
+            D(dnnl_primitive_destroy)(slot->primitive);
+        memset(slot, 0, sizeof(*slot));
+        dnnl_eltwise_desc_t desc;
+        DNNL_TRY(D(dnnl_eltwise_forward_desc_init)(&desc, dnnl_forward_inference,
+                                                   act == CLATTN_ACT_GELU ? dnnl_eltwise_gelu_erf
+                                                                          : dnnl_eltwise_gelu_tanh,
+                                                   &md, 0.0f, 0.0f),
+                 "describing the activation");
+        DNNL_TRY(D(dnnl_primitive_desc_create)(&pd, &desc, NULL, o->engine, NULL),
+                 "choosing the activation");
+        DNNL_TRY(D(dnnl_primitive_create)(&slot->primitive, pd), "creating the activation");
+        slot->count = count;
+        slot->act = act;
+        found = slot;
+    }
+    found->used = ++o->calls;
+    DNNL_TRY(D(dnnl_memory_create)(&mem, &md, o->engine, x), "wrapping the activation's data");
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_SRC, mem}, {DNNL_ARG_DST, mem}};
+    set_threads(o);
+    DNNL_TRY(D(dnnl_primitive_execute)(found->primitive, o->stream, 2, args), "the activation");
+    DNNL_TRY(D(dnnl_stream_wait)(o->stream), "the activation");
+done:
+    if (mem)
+        D(dnnl_memory_destroy)(mem);
+    if (pd)
+        D(dnnl_primitive_desc_destroy)(pd);
     return status;
 }
 
@@ -818,11 +886,20 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     DNNL_TRY(D(dnnl_primitive_execute)(prim, o->stream, nargs, args), "a matmul");
     DNNL_TRY(D(dnnl_stream_wait)(o->stream), "a matmul");
     if (int8) {
-        int8_pass pass = {.quantize = false, .m = m, .n = n, .c = pc, .ldc = ldc,
-                          .acc = (const int32_t *)dst_ptr, .row_scales = row_scales,
-                          .col_scales = w->scales, .bias = pbias,
+        /* scaled back into C, or, for GELU into a strided C, into the products' own scratch
+         * (float over int32, row by row) so that the activation runs on dense rows */
+        bool gelu = act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
+        bool via_scratch = gelu && ldc != n;
+        float *scaled = via_scratch ? dst_ptr : pc;
+        int8_pass pass = {.quantize = false, .m = m, .n = n, .c = scaled,
+                          .ldc = via_scratch ? n : ldc, .acc = (const int32_t *)dst_ptr,
+                          .row_scales = row_scales, .col_scales = w->scales, .bias = pbias,
                           .relu = act == CLATTN_ACT_RELU};
         run_pass(o, &pass);
+        if (gelu && (status = eltwise_gelu(ctx, o, act, scaled, m * n)))
+            goto done;
+        if (via_scratch)
+            copy_rows(pc, ldc, scaled, n, m, n);
     } else if (!dense_c) {
         copy_rows(pc, ldc, dst_ptr, n, m, n);
     }
