@@ -313,7 +313,7 @@ static void set_threads(const clattn_onednn *o)
  * the clone, the lane or the batch it sits in. */
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef int32_t i32x8 __attribute__((vector_size(32)));
-typedef int8_t i8x8 __attribute__((vector_size(8)));
+typedef int8_t i8x32 __attribute__((vector_size(32)));
 
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
@@ -368,8 +368,10 @@ ROW_PASS static float quantize_row(const float *x, size_t count, int8_t *q)
         i32x8 v = __builtin_convertvector(r + away, i32x8); /* truncates, as (int) does */
         v = SELECT8(v > top, top, v);
         v = SELECT8(v < -top, -top, v);
-        i8x8 b = __builtin_convertvector(v, i8x8);
-        memcpy(q + i, &b, sizeof(b));
+        /* the low byte of each lane (|v| <= 127) to the front: one byte shuffle, where GCC's
+         * __builtin_convertvector to 8 bytes extracts lane by lane */
+        i8x32 b = __builtin_shuffle((i8x32)v, (i8x32){0, 4, 8, 12, 16, 20, 24, 28});
+        memcpy(q + i, &b, 8);
     }
     for (; i < count; i++)
         q[i] = quantize_one(x[i], inverse);
