@@ -746,29 +746,55 @@ ROW_PASS static void dequantize(float *c, size_t ldc, const int32_t *acc, size_t
     }
 }
 
-/* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16, to nearest even (NaN
- * kept a NaN), into `to` (dense, row stride cols). */
-static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t rows, size_t cols)
+/* One float's bits rounded to bfloat16, to nearest even (NaN kept a NaN, made quiet). */
+static inline uint16_t bf16_one(uint32_t u)
 {
-    uint16_t *out = to;
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++) {
-            uint32_t u;
-            memcpy(&u, &from[i * ld_from + j], sizeof(u));
-            if ((u & 0x7fffffffu) > 0x7f800000u)
-                out[i * cols + j] = (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
-            else
-                out[i * cols + j] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-        }
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* One of int8's passes over the rows: quantising A, or scaling the products back. */
-typedef struct int8_pass {
-    bool quantize;
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+
+/* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16 as bf16_one, into `to`
+ * (dense, row stride cols). */
+ROW_PASS static void to_bf16_rows(void *to, const float *from, size_t ld_from, size_t rows,
+                                  size_t cols)
+{
+    uint16_t *out = to;
+    const u32x8 magnitude = (u32x8){0} + 0x7fffffffu, infinity = (u32x8){0} + 0x7f800000u;
+    for (size_t i = 0; i < rows; i++) {
+        const float *x = from + i * ld_from;
+        uint16_t *y = out + i * cols;
+        size_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            u32x8 u;
+            LOAD8(u, x + j);
+            u32x8 nan = (u32x8)((u & magnitude) > infinity);
+            u32x8 r = SELECT8(nan, (u >> 16) | 0x40u, (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+            /* the low halves to the front */
+            u16x16 h = __builtin_shuffle((u16x16)r, (u16x16){0, 2, 4, 6, 8, 10, 12, 14});
+            memcpy(y + j, &h, 16);
+        }
+        for (; j < cols; j++) {
+            uint32_t u;
+            memcpy(&u, &x[j], sizeof(u));
+            y[j] = bf16_one(u);
+        }
+    }
+}
+
+/* One of the passes over the rows on OpenMP's threads: int8's quantisation of A or its scaling
+ * back of the products, or bf16's rounding of A. */
+typedef enum row_pass_kind { PASS_QUANTIZE, PASS_DEQUANTIZE, PASS_TO_BF16 } row_pass_kind;
+
+typedef struct row_pass {
+    row_pass_kind kind;
     size_t m, n, k;
-    const float *from; /* quantize: A, row stride ld_from */
+    const float *from; /* quantize, to bf16: A, row stride ld_from */
     size_t ld_from;
-    void *q;           /* quantize: int8 [m, k] */
+    void *q;           /* quantize: int8 [m, k]; to bf16: bfloat16 [m, k] */
     float *row_scales; /* [m] */
     float *c;          /* dequantize: C, row stride ldc */
     size_t ldc;
@@ -776,16 +802,19 @@ typedef struct int8_pass {
     const float *col_scales;  /* [n] */
     const float *bias;        /* [n] or NULL */
     bool relu;                /* dequantize: ReLU after the bias */
-} int8_pass;
+} row_pass;
 
 /* The rows of OpenMP thread omp_get_thread_num() out of omp_get_num_threads(): each row's result
  * is its own, whichever thread computes it. */
-static void int8_pass_rows(void *data)
+static void row_pass_rows(void *data)
 {
-    const int8_pass *p = data;
+    const row_pass *p = data;
     size_t t = (size_t)D(omp_get_thread_num)(), nt = (size_t)D(omp_get_num_threads)();
     size_t r0 = p->m * t / nt, r1 = p->m * (t + 1) / nt;
-    if (p->quantize)
+    if (p->kind == PASS_TO_BF16)
+        to_bf16_rows((uint16_t *)p->q + r0 * p->k, p->from + r0 * p->ld_from, p->ld_from,
+                     r1 - r0, p->k);
+    else if (p->kind == PASS_QUANTIZE)
         for (size_t i = r0; i < r1; i++)
             p->row_scales[i] = quantize_row(p->from + i * p->ld_from, p->k,
                                             (int8_t *)p->q + i * p->k);
@@ -794,9 +823,9 @@ static void int8_pass_rows(void *data)
                    p->row_scales + r0, p->col_scales, p->bias, p->relu);
 }
 
-static void run_pass(const clattn_onednn *o, int8_pass *p)
+static void run_pass(const clattn_onednn *o, row_pass *p)
 {
-    D(GOMP_parallel)(int8_pass_rows, p, (unsigned)o->threads, 0);
+    D(GOMP_parallel)(row_pass_rows, p, (unsigned)o->threads, 0);
 }
 
 clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t a_offset,
@@ -853,11 +882,13 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     float *row_scales = NULL; /* int8: A[i, :] ≈ row_scales[i]·q[i, :] */
     if (bf16) {
         src_ptr = o->dense;
-        to_bf16_rows(o->dense, pa, lda, m, k);
+        row_pass pass = {.kind = PASS_TO_BF16, .m = m, .k = k, .from = pa, .ld_from = lda,
+                          .q = o->dense};
+        run_pass(o, &pass);
     } else if (int8) {
         row_scales = o->dense;
         src_ptr = o->dense + m;
-        int8_pass pass = {.quantize = true, .m = m, .k = k, .from = pa, .ld_from = lda,
+        row_pass pass = {.kind = PASS_QUANTIZE, .m = m, .k = k, .from = pa, .ld_from = lda,
                           .q = src_ptr, .row_scales = row_scales};
         run_pass(o, &pass);
     } else if (!dense_a) {
@@ -893,7 +924,7 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         bool gelu = act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
         bool via_scratch = gelu && ldc != n;
         float *scaled = via_scratch ? dst_ptr : pc;
-        int8_pass pass = {.quantize = false, .m = m, .n = n, .c = scaled,
+        row_pass pass = {.kind = PASS_DEQUANTIZE, .m = m, .n = n, .c = scaled,
                           .ldc = via_scratch ? n : ldc, .acc = (const int32_t *)dst_ptr,
                           .row_scales = row_scales, .col_scales = w->scales, .bias = pbias,
                           .relu = act == CLATTN_ACT_RELU};
