@@ -123,8 +123,9 @@ typedef struct clattn_context_params {
  *   CLATTN_PRECISION_INT8: weights quantised per output channel (int8, scale = the row's
  *     largest magnitude / 127), activations per token on their way into each product (the same
  *     rule per row: dynamic, no calibration), int32 accumulation in oneDNN, then scaled back,
- *     the bias added in float32 and the activation applied by the library's kernel. Needs what
- *     bf16 needs but AVX512_VNNI, AVX-VNNI or AMX-INT8 in place of the bf16 instructions.
+ *     the bias and the activation (ReLU, or GELU with oneDNN's erf as in float32) applied in
+ *     float32 (SiLU by the library's kernel). Needs what bf16 needs but AVX512_VNNI, AVX-VNNI
+ *     or AMX-INT8 in place of the bf16 instructions.
  *     all-MiniLM-L6-v2: worst cosine against float32 >= 0.99 asserted by
  *     tests/test_precision.c (0.9932 measured). Rows keep their bytes whatever the batch (the
  *     scales are per row and per channel).

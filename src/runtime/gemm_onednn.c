@@ -848,8 +848,9 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     /* With bfloat16 weights A goes in as bfloat16 too (oneDNN 2.6 has no f32 x bf16 matmul):
      * rounded into the scratch, per element, so still the same bytes whatever the batch. */
     /* int8: A quantised per row (dynamic, per token) into the scratch with its scales, the
-     * product into an int32 scratch, then scaled back with the weight's per-channel scales, the
-     * bias and the activation added here (oneDNN 2.6 takes no per-row runtime scales). */
+     * product into an int32 scratch, then scaled back with the weight's per-channel scales and
+     * the bias here, ReLU with them, GELU by oneDNN's eltwise primitive after (oneDNN 2.6 takes
+     * no per-row runtime scales). */
     bool bf16 = w->type == dnnl_bf16, int8 = w->type == dnnl_s8;
     bool dense_a = lda == k && !bf16 && !int8, dense_c = ldc == n && !int8;
     size_t a_floats = dense_a ? 0 : bf16 ? (m * k + 1) / 2 : int8 ? (m * k + 3) / 4 + m : m * k;

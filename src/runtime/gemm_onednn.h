@@ -58,8 +58,9 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
 /* Releases *w (NULL is fine) and clears the pointer. */
 void clattn__onednn_weight_release(clattn_onednn_weight **w);
 
-/* Whether the product with w fuses CLATTN_ACT_* `act` (relu, gelu, gelu_tanh in float32 and
- * bf16; none in int8): else the caller applies it. */
+/* Whether the product with w fuses CLATTN_ACT_* `act` (relu, gelu, gelu_tanh, in every
+ * precision: int8 applies ReLU as it scales back and the GELUs with oneDNN's eltwise
+ * primitive): else the caller applies it. */
 bool clattn__onednn_fuses(const clattn_onednn_weight *w, int act);
 
 /* C[m, n] = act(A[m, k]·Wᵀ + bias[n]) with W from clattn__onednn_weight_create; bias may be NULL;
