@@ -247,13 +247,20 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
 #if !defined(CLATTN_FUSED_LOCAL) && !defined(CLATTN_FUSED_KV_HALF)
 
 /* ---- the micro-tiled variant (CPUs, float keys and values) ----
- * The same attention for TQ = CLATTN_TILED_QUERIES queries per work-item, with keys packed
- * transposed in tiles of 16 (kt[pair_kv, tile, c, t], zero past nk; clattn_pack_keys_tiled;
- * passed as a head view whose rows are tiles):
- * the scores of a tile are TQ 16-wide vectors, s[r] += q[r][c]·kt[tile][c][:] over c, outer
- * products with no horizontal sums; the softmax of a tile runs on those vectors; then
- * acc[r] += p[r][t]·v[t] over the tile's keys. NDRange (ceil(nq / TQ), pairs), any local. */
-#define TQ CLATTN_TILED_QUERIES
+ * The same attention for TQ = 16 queries per work-item, one per lane of every vector: with keys
+ * packed transposed in tiles of 16 (kt[pair_kv, tile, c, t], zero past nk;
+ * clattn_pack_keys_tiled; passed as a head view whose rows are tiles), the scores of a tile are
+ * 16 vectors s[t] (key t against the 16 queries), s[t] += q[:][c]·kt[tile][c][t] over c, outer
+ * products with the key component a broadcast operand and no horizontal sums. The online softmax
+ * then runs lane by lane (m, l: one lane per query; the tile's maximum and sum are element-wise
+ * over the 16 score vectors, the sum in clattn_hsum16's tree order), and weights·V streams the
+ * accumulators one d_v column at a time: acc[c][:] = acc[c][:]·correction + Σ_t p[t]·v[t][c]
+ * (16 FMAs with the value a broadcast operand per load and store of the column), so no
+ * accumulator needs to stay in a register across the tile. Every lane computes exactly what the
+ * one-query-per-lane scalar recipe computes (the same FMA chains in the same order), so a row's
+ * result does not depend on the other rows of its block. NDRange (ceil(nq / 16), pairs), any
+ * local. */
+#define TQ CLATTN_TILED_QUERIES /* 16: the lanes of the vectors below */
 #define TT CLATTN_KEY_TILE
 
 __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
@@ -270,19 +277,16 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
     __global const float *ktb = CLATTN_VIEW_ROW(kt, b, h / kv_group, 0);
     __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
 
-    float qs[TQ][DK];  /* the queries, pre-scaled; broadcast into the outer products */
-    VV_T acc[TQ][NV];  /* Σ exp(s - m) · v */
-    float m[TQ], l[TQ];
-#pragma unroll
+    float qt[DK][TQ];  /* the queries transposed, pre-scaled: qt[c] = component c of each */
+    float acc[DV][TQ]; /* Σ exp(s - m) · v, transposed: acc[c] = column c of each query */
     for (int r = 0; r < TQ; r++) {
         __global const float *qi = CLATTN_VIEW_ROW(q, b, h, min(first + r, nq - 1));
         for (int c = 0; c < DK; c++)
-            qs[r][c] = qi[c] * scale;
-        for (int c = 0; c < NV; c++)
-            acc[r][c] = 0.0f;
-        m[r] = -INFINITY;
-        l[r] = 0.0f;
+            qt[c][r] = qi[c] * scale;
     }
+    for (int c = 0; c < DV; c++)
+        vstore16((float16)(0.0f), 0, acc[c]);
+    float16 m = -INFINITY, l = 0.0f;
     uint last = min(first + TQ, nq) - 1;
     uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
     bool masked = am_kind != CLATTN_KMASK_NONE || kp_kind != CLATTN_KMASK_NONE;
@@ -297,15 +301,15 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
 
     for (uint j0 = j_first; j0 < end; j0 += TT) {
         __global const float *tile = ktb + (ulong)(j0 / TT) * DK * TT;
-        float16 s[TQ];
+        float16 s[TT];
 #pragma unroll
-        for (int r = 0; r < TQ; r++)
-            s[r] = 0.0f;
+        for (int t = 0; t < TT; t++)
+            s[t] = 0.0f;
         for (int c = 0; c < DK; c++) {
-            float16 kc = vload16(c, tile);
+            float16 qc = vload16(0, qt[c]);
 #pragma unroll
-            for (int r = 0; r < TQ; r++)
-                s[r] = fma((float16)(qs[r][c]), kc, s[r]);
+            for (int t = 0; t < TT; t++)
+                s[t] = fma(qc, (float16)(tile[c * TT + t]), s[t]);
         }
         /* Lanes past the keys, after a query's causal limit, or masked: element by element, and
          * only in the tiles that have any. */
@@ -315,54 +319,85 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         edge = edge || last + causal_shift > j0 + window_half ||
                j0 + TT - 1 > first + causal_shift + window_half;
 #endif
-        float p[TQ][TT];
+        if (edge) {
+            float sp[TT][TQ];
 #pragma unroll
-        for (int r = 0; r < TQ; r++) {
-            float16 sv = s[r];
-            if (edge) {
-                uint i = min(first + r, nq - 1);
-                vstore16(sv, 0, p[r]);
-                for (int t = 0; t < TT; t++) {
-                    uint j = j0 + t;
-                    p[r][t] = j >= end || (causal && j > i + causal_shift)
-                                  ? -INFINITY
-                                  : (masked ? clattn_masked_score(
-                                                  CLATTN_MODIFY(p[r][t], h, i, j), b, h, i, j,
-                                                  CLATTN_MASK_ARGS)
-                                            : CLATTN_MODIFY(p[r][t], h, i, j));
+            for (int t = 0; t < TT; t++) {
+                vstore16(s[t], 0, sp[t]);
+                uint j = j0 + t;
+                for (int r = 0; r < TQ; r++) {
+                    uint i = min(first + r, nq - 1);
+                    sp[t][r] = j >= end || (causal && j > i + causal_shift)
+                                   ? -INFINITY
+                                   : (masked ? clattn_masked_score(
+                                                   CLATTN_MODIFY(sp[t][r], h, i, j), b, h, i, j,
+                                                   CLATTN_MASK_ARGS)
+                                             : CLATTN_MODIFY(sp[t][r], h, i, j));
                 }
-                sv = vload16(0, p[r]);
+                s[t] = vload16(0, sp[t]);
             }
-            float block_max = clattn_hmax16(sv);
-            if (block_max == -INFINITY) {
-                vstore16((float16)(0.0f), 0, p[r]);
-                continue;
-            }
-            CLATTN_ONLINE_RESCALE(m[r], l[r], acc[r], NV, block_max);
-            float16 e = exp(sv - m[r]);
-            l[r] += clattn_hsum16(e);
-            vstore16(e, 0, p[r]);
         }
-        uint count = min((uint)TT, end - j0);
-        for (uint t = 0; t < count; t++) {
-            __global const float *vj = vb + (ulong)(j0 + t) * v_sn;
+        /* The online softmax, lane by lane. A lane whose scores are all -inf here keeps m (its
+         * correction is exactly 1 and its weights exactly 0); one with no score yet subtracts 0
+         * instead of m = -inf (its weights exp(-inf) = 0, not NaN). */
+        float16 tile_max = s[0];
 #pragma unroll
-            for (int c = 0; c < NV; c++) {
-                VV_T vv = CLATTN_VLOAD(CLATTN_FUSED_VV)(c, vj);
+        for (int t = 1; t < TT; t++)
+            tile_max = fmax(tile_max, s[t]);
+        float16 m_new = fmax(m, tile_max);
+        float16 correction = select((float16)(1.0f), exp(m - m_new), m_new > m);
+        float16 base = select(m_new, (float16)(0.0f), m_new == (float16)(-INFINITY));
+        m = m_new;
+        float16 p[TT];
 #pragma unroll
-                for (int r = 0; r < TQ; r++)
-                    acc[r][c] = fma((VV_T)(p[r][t]), vv, acc[r][c]);
+        for (int t = 0; t < TT; t++)
+            p[t] = exp(s[t] - base);
+        /* Σ_t p[t] in clattn_hsum16's order: pairs 8 apart, then 4, 2 and 1 apart. */
+        float16 sum8[8], sum4[4];
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+            sum8[t] = p[t] + p[t + 8];
+#pragma unroll
+        for (int t = 0; t < 4; t++)
+            sum4[t] = sum8[t] + sum8[t + 4];
+        float16 tile_sum = (sum4[0] + sum4[2]) + (sum4[1] + sum4[3]);
+        l = l * correction;
+        l = l + tile_sum;
+        /* Weights·V, one d_v column at a time. With contiguous value rows (packed by the host
+         * when strided) and a whole tile, every value is at a constant offset from one pointer;
+         * otherwise keys past nk (weight 0) read row nk - 1. */
+        if (v_sn == DV && j0 + TT <= nk) {
+            __global const float *vt = vb + (ulong)j0 * DV;
+            for (int c = 0; c < DV; c++) {
+                float16 a = vload16(0, acc[c]) * correction;
+#pragma unroll
+                for (int t = 0; t < TT; t++)
+                    a = fma(p[t], (float16)(vt[t * DV + c]), a);
+                vstore16(a, 0, acc[c]);
+            }
+        } else {
+            __global const float *vrow[TT];
+#pragma unroll
+            for (int t = 0; t < TT; t++)
+                vrow[t] = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
+            for (int c = 0; c < DV; c++) {
+                float16 a = vload16(0, acc[c]) * correction;
+#pragma unroll
+                for (int t = 0; t < TT; t++)
+                    a = fma(p[t], (float16)(vrow[t][c]), a);
+                vstore16(a, 0, acc[c]);
             }
         }
     }
+    float16 inv = select((float16)(0.0f), (float16)(1.0f) / l, l > (float16)(0.0f));
+    for (int c = 0; c < DV; c++)
+        vstore16(vload16(0, acc[c]) * inv, 0, acc[c]);
     for (int r = 0; r < TQ && first + r < nq; r++) {
         __global float *out = CLATTN_VIEW_ROW(o, b, h, first + r);
-        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (int c = 0; c < NV; c++)
-            CLATTN_VSTORE(CLATTN_FUSED_VV)(acc[r][c] * inv, c, out);
+        for (int c = 0; c < DV; c++)
+            out[c] = acc[c][r];
     }
 }
-
 #endif /* !CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
 
 /* Merges the splits' partial states of query i of pair bh: with M the largest of their maxima,

@@ -242,8 +242,8 @@ static void incremental_steps_equal_the_full_forward(void **state)
 }
 
 /* Prompts of 16 to 33 tokens after a cache of 3 to 36: causal attention with a shift (query i
- * sees keys up to past + i) on the fused kernel's micro-tiled variant (8 queries per work-item,
- * keys in tiles of 16) that CPUs run for 8 queries or more. Each chunk equals the teacher-forced
+ * sees keys up to past + i) on the fused kernel's micro-tiled variant (16 queries per work-item,
+ * keys in tiles of 16) that CPUs run for every query count. Each chunk equals the teacher-forced
  * causal forward at its positions. */
 static void long_prompts_after_a_cache_equal_the_full_forward(void **state)
 {

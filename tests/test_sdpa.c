@@ -233,7 +233,7 @@ static void causal_top_left_also_when_nq_differs_from_nk(void **state)
     }
 }
 
-/* Causal attention with 16 queries or more: on CPUs the micro-tiled kernel (8 queries per
+/* Causal attention with 16 queries or more: on CPUs the micro-tiled kernel (16 queries per
  * work-item, keys in tiles of 16) masks a tile element by element only where some query of the
  * work-item must not see some key of the tile; from the second work-item on, that depends on its
  * first query, not its last. Nk = Nq and Nk > Nq (the keys past Nq all masked). */

@@ -32,9 +32,8 @@
 /* Keys per tile of the fused kernel's micro-tiled variant (keys stored transposed per tile, one
  * 16-wide vector per component: cl/pack_heads.cl, cl/fused_attention.cl). */
 #define CLATTN_KEY_TILE 16
-/* Queries per work-item of the micro-tiled variant: each tile of keys and values read serves
- * this many queries (2, 4, 6, 8, 12, 16 measured on a 2-core AVX-512 Xeon through PoCL: 8 was
- * fastest, 62 G multiply-adds/s at B4 x N1024 against 37 with 2 and 46 with 16). */
-#define CLATTN_TILED_QUERIES 8
+/* Queries per work-item of the micro-tiled variant: one per lane of its 16-wide vectors (the
+ * kernel is written for exactly 16: cl/fused_attention.cl). */
+#define CLATTN_TILED_QUERIES 16
 
 #endif /* CLATTN_CONSTANTS_H */

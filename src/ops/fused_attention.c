@@ -149,7 +149,7 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
 }
 
 /* The micro-tiled variant: keys packed transposed in tiles of 16 (and values made contiguous
- * when strided) into the workspace, then one kernel over (ceil(Nq / 4), pairs). */
+ * when strided) into the workspace, then one kernel over (ceil(Nq / 16), pairs). */
 static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog,
                            const clattn_attention_problem *given)
 {
