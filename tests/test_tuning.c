@@ -98,11 +98,19 @@ static void defaults_follow_the_device(void **state)
     assert_true(t.fused_qpw >= 1 && t.fused_tk >= 1 && t.fused_wg >= 1);
     assert_true(t.fused_wg <= info.max_work_group_size);
     assert_int_equal(t.split_keys, CLATTN_SPLIT_KEYS_AUTO);
-    assert_int_equal(t.fused_untiled, !t.gemm_kernel); /* tiled where the CPU GEMM is: PoCL */
+    bool pocl_cpu = info.type == CLATTN_DEVICE_TYPE_CPU &&
+                    strstr(info.platform_name, "Portable Computing Language") != NULL;
+    assert_int_equal(t.fused_untiled, !pocl_cpu); /* the micro-tiled attention: PoCL's CPUs */
     /* Groups of one on PoCL's CPUs (it loops over a group's items); SIMD-lane groups on other
      * CPU implementations (llvmpipe). */
     if (info.local_mem_is_global)
-        assert_int_equal(t.fused_wg, t.gemm_kernel ? 1 : 32);
+        assert_int_equal(t.fused_wg, pocl_cpu ? 1 : 32);
+    /* The GEMM: oneDNN (2) on CPU devices where this build has it, else the library's CPU GEMM
+     * (1) on PoCL's CPUs and CLBlast (0) elsewhere. */
+    if (info.type != CLATTN_DEVICE_TYPE_CPU)
+        assert_int_equal(t.gemm_kernel, 0);
+    else if (t.gemm_kernel != 2)
+        assert_int_equal(t.gemm_kernel, pocl_cpu ? 1 : 0);
     clattn_context_destroy(&ctx);
 }
 
