@@ -14,8 +14,8 @@
 #   CLANG           the compiler (default: clang, else clang-14)
 #   OCL_ICD_VENDORS the OpenCL drivers to load (default: PoCL's alone, when installed)
 # Exit status: 0 when the time ran out without a finding, 1 on a finding (the input is saved in
-# the work directory as crash-*, leak-* or timeout-*; replay it with the harness binary), 2 on a
-# usage error.
+# the work directory as crash-*, leak-* or timeout-*; replay it with the harness binary) or when
+# the harness does not build (the compiler's messages on stderr), 2 on a usage error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +47,12 @@ if [ ! -f "$build/build.ninja" ]; then
         -Doclgrind=disabled --buildtype=debugoptimized -Db_sanitize=address,undefined \
         -Db_lundef=false >/dev/null
 fi
-meson compile -C "$build" "fuzz/fuzz_$harness" >/dev/null
+# the compiler's messages go to stderr when the build fails (run-tests.sh shows stderr's tail)
+if ! meson compile -C "$build" "fuzz/fuzz_$harness" >"$build/compile-$harness.log" 2>&1; then
+    tail -n 30 "$build/compile-$harness.log" >&2
+    echo "fuzz.sh: building fuzz/fuzz_$harness with $clang failed" >&2
+    exit 1
+fi
 
 work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/clattn-fuzz-$harness.XXXXXX")}
 mkdir -p "$work/corpus"

@@ -314,6 +314,7 @@ static void set_threads(const clattn_onednn *o)
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef int32_t i32x8 __attribute__((vector_size(32)));
 typedef int8_t i8x32 __attribute__((vector_size(32)));
+typedef int8_t i8x8 __attribute__((vector_size(8)));
 
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
@@ -368,9 +369,10 @@ ROW_PASS static float quantize_row(const float *x, size_t count, int8_t *q)
         i32x8 v = __builtin_convertvector(r + away, i32x8); /* truncates, as (int) does */
         v = SELECT8(v > top, top, v);
         v = SELECT8(v < -top, -top, v);
-        /* the low byte of each lane (|v| <= 127) to the front: one byte shuffle, where GCC's
-         * __builtin_convertvector to 8 bytes extracts lane by lane */
-        i8x32 b = __builtin_shuffle((i8x32)v, (i8x32){0, 4, 8, 12, 16, 20, 24, 28});
+        /* the low byte of each lane (|v| <= 127): one byte shuffle, where GCC's
+         * __builtin_convertvector to 8 bytes extracts lane by lane (__builtin_shufflevector:
+         * GCC >= 12 and clang have it) */
+        i8x8 b = __builtin_shufflevector((i8x32)v, (i8x32)v, 0, 4, 8, 12, 16, 20, 24, 28);
         memcpy(q + i, &b, 8);
     }
     for (; i < count; i++)
@@ -756,6 +758,7 @@ static inline uint16_t bf16_one(uint32_t u)
 
 typedef uint32_t u32x8 __attribute__((vector_size(32)));
 typedef uint16_t u16x16 __attribute__((vector_size(32)));
+typedef uint16_t u16x8 __attribute__((vector_size(16)));
 
 /* Rounds `rows` rows of `cols` floats (row stride ld_from) to bfloat16 as bf16_one, into `to`
  * (dense, row stride cols). */
@@ -773,8 +776,8 @@ ROW_PASS static void to_bf16_rows(void *to, const float *from, size_t ld_from, s
             LOAD8(u, x + j);
             u32x8 nan = (u32x8)((u & magnitude) > infinity);
             u32x8 r = SELECT8(nan, (u >> 16) | 0x40u, (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-            /* the low halves to the front */
-            u16x16 h = __builtin_shuffle((u16x16)r, (u16x16){0, 2, 4, 6, 8, 10, 12, 14});
+            /* the low halves */
+            u16x8 h = __builtin_shufflevector((u16x16)r, (u16x16)r, 0, 2, 4, 6, 8, 10, 12, 14);
             memcpy(y + j, &h, 16);
         }
         for (; j < cols; j++) {
