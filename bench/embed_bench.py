@@ -896,13 +896,16 @@ def main():
     jpath = os.path.join(a.out, stem + ".json")
     with open(jpath, "w") as f:
         json.dump(result, f, indent=1)
-    with open(os.path.join(a.out, stem + ".md"), "w") as f:
-        f.write(markdown(result))
     rc, so, se, _, _ = py_worker(a, "plot", tmp, json=jpath,
                                  png=os.path.join(a.out, stem + "_throughput.png"))
     if rc != 0:
         print("no plot (matplotlib?): " + se.strip().splitlines()[-1] if se.strip() else "",
               file=sys.stderr)
+    result["plotted"] = rc == 0
+    with open(jpath, "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(a.out, stem + ".md"), "w") as f:
+        f.write(markdown(result))
     print("wrote %s/%s.json, %s.md%s" % (a.out, stem, stem,
                                          "" if rc else ", %s_throughput.png" % stem))
     if not a.keep:
@@ -1102,8 +1105,11 @@ def markdown(r):
     w(load_row(r))
     if "st-skylakex" in by:
         w(skylakex_note(r))
-    w("Plot: `%s_throughput.png` (median texts/s, min–max bars). Everything, each run "
-      "included: `%s.json`.\n" % (r.get("files_stem", "embed"), r.get("files_stem", "embed")))
+    stem = r.get("files_stem", "embed")
+    plot = r.get("plotted", True)  # False: matplotlib was missing, no picture was drawn
+    w("%sEverything, each run included: `%s.json`.\n"
+      % ("Plot: `%s_throughput.png` (median texts/s, min–max bars). " % stem if plot
+         else "No plot (matplotlib was not importable). ", stem))
     w("## For the README\n")
     names = {"st": "sentence-transformers with Debian's OpenBLAS as it is (%s kernels)"
                    % r["openblas_as_found"]["architecture"],
@@ -1132,10 +1138,9 @@ def markdown(r):
         w("CPU flags: %s.\n" % " ".join(m["vector_flags"]))
     fp32 = [s for s in r["summary"] if not s["engine"] in r.get("reduced_precision", [])]
     w("libclattn's speed relative to each: %s. The fp32 engines' embeddings agree with "
-      "sentence-transformers' to %.1e (max abs). Details, versions and the plot: "
-      "`bench/results/%s.md`, `%s_throughput.png`.\n"
-      % ("; ".join(rel), max(s["cross_check"]["max_abs"] for s in fp32),
-         r.get("files_stem", "embed"), r.get("files_stem", "embed")))
+      "sentence-transformers' to %.1e (max abs). Details and versions: `bench/results/%s.md`%s.\n"
+      % ("; ".join(rel), max(s["cross_check"]["max_abs"] for s in fp32), stem,
+         ", plot `%s_throughput.png`" % stem if plot else ""))
     return "\n".join(out)
 
 

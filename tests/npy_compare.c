@@ -1,7 +1,9 @@
-/* npy_compare [--rows ORDER] A.npy B.npy TOL: exit 0 when both hold the same shape and
- * max |a - b| <= TOL, else 1 with the reason. With --rows, ORDER is a text file of one 1-based
+/* npy_compare [--rows ORDER | --min-cosine] A.npy B.npy TOL: exit 0 when both hold the same shape
+ * and max |a - b| <= TOL, else 1 with the reason. With --rows, ORDER is a text file of one 1-based
  * row number of B per row of A: row i of A is compared with that row of B (A's rows are B's in
- * another order). A test helper for the end-to-end tests of the example programs. */
+ * another order). With --min-cosine, the arrays are 2-D and every row of A must have a cosine of
+ * at least TOL with B's (the worst and the mean printed). A test helper for the end-to-end tests
+ * of the example programs. */
 #include <clattn/clattn.h>
 
 #include <math.h>
@@ -53,12 +55,16 @@ static bool read_order_into(const char *path, const clattn_npy_array *a, size_t 
 int main(int argc, char **argv)
 {
     const char *order_path = NULL;
+    bool cosines = false;
     if (argc == 6 && strcmp(argv[1], "--rows") == 0) {
         order_path = argv[2];
         argv += 2, argc -= 2;
+    } else if (argc == 5 && strcmp(argv[1], "--min-cosine") == 0) {
+        cosines = true;
+        argv += 1, argc -= 1;
     }
     if (argc != 4) {
-        fprintf(stderr, "usage: npy_compare [--rows ORDER] A.npy B.npy TOLERANCE\n");
+        fprintf(stderr, "usage: npy_compare [--rows ORDER | --min-cosine] A.npy B.npy TOLERANCE\n");
         return 2;
     }
     clattn_npy_array *a = NULL, *b = NULL;
@@ -78,6 +84,25 @@ int main(int argc, char **argv)
         rc = 1;
     } else if (order_path && !read_order(order_path, a, order)) {
         rc = 1;
+    } else if (cosines && a->ndim != 2) {
+        fprintf(stderr, "npy_compare: --min-cosine compares the rows of 2-D arrays\n");
+        rc = 1;
+    } else if (cosines) {
+        double worst = 1.0, sum = 0.0;
+        size_t rows = a->shape[0], width = a->shape[1], worst_row = 0;
+        for (size_t r = 0; r < rows; r++) {
+            double ab = 0, aa = 0, bb = 0;
+            for (size_t i = r * width; i < (r + 1) * width; i++)
+                ab += (double)a->f32[i] * b->f32[i], aa += (double)a->f32[i] * a->f32[i],
+                    bb += (double)b->f32[i] * b->f32[i];
+            double c = ab / sqrt(aa * bb);
+            if (!(c >= worst)) /* NaN (a zero row) is the worst */
+                worst = isnan(c) ? -INFINITY : c, worst_row = r;
+            sum += c;
+        }
+        printf("cosine worst %.6f (row %zu), mean %.6f over %zu rows\n", worst, worst_row + 1,
+               rows ? sum / (double)rows : 1.0, rows);
+        rc = worst >= atof(argv[3]) ? 0 : 1;
     } else {
         double worst = 0.0;
         size_t width = a->ndim ? a->numel / a->shape[0] : 1;

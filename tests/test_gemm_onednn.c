@@ -186,24 +186,67 @@ static void bf16_against_the_reference(void **state)
     clattn_context_destroy(&ctx);
 }
 
-/* Symmetric int8 of a row, as CLATTN_PRECISION_INT8 documents it: scale = max |x| / 127 (1 for
- * zeros), q = x·(1 / scale) rounded to nearest, halves away from zero. */
-static float quantize(const float *x, size_t count, int *q)
+/* A row's outliers as CLATTN_PRECISION_INT8 documents them: the elements above 8 times the row's
+ * root mean square, the limit doubled while more than 32 are above it. Marks them in outlier[]. */
+static void find_outliers(const float *x, size_t count, bool *outlier)
+{
+    double sum = 0;
+    for (size_t i = 0; i < count; i++)
+        sum += (double)x[i] * x[i];
+    double limit = 8 * sqrt(sum / (double)count);
+    size_t above;
+    do {
+        above = 0;
+        for (size_t i = 0; i < count; i++)
+            above += fabs((double)x[i]) > limit;
+        if (above > 32)
+            limit *= 2;
+    } while (above > 32);
+    for (size_t i = 0; i < count; i++)
+        outlier[i] = fabs((double)x[i]) > limit;
+}
+
+/* Symmetric int8 of a row, as CLATTN_PRECISION_INT8 documents it: scale = max |x| / 127 over the
+ * elements that are not outliers (1 for zeros), q = x·(1 / scale) rounded to nearest, halves
+ * away from zero; outliers get q = 0. outlier NULL: none. */
+static float quantize(const float *x, size_t count, const bool *outlier, int *q)
 {
     float max = 0;
     for (size_t i = 0; i < count; i++)
-        max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
+        if (!outlier || !outlier[i])
+            max = fabsf(x[i]) > max ? fabsf(x[i]) : max;
     float scale = max > 0 ? max / 127.0f : 1.0f, inverse = 1.0f / scale;
     for (size_t i = 0; i < count; i++) {
         float r = x[i] * inverse;
-        q[i] = (int)(r >= 0 ? r + 0.5f : r - 0.5f);
+        q[i] = outlier && outlier[i] ? 0 : (int)(r >= 0 ? r + 0.5f : r - 0.5f);
     }
     return scale;
 }
 
-/* CLATTN_PRECISION_INT8: C = act((Σ qa·qw)·(scale_a[i]·scale_w[j]) + bias) for ReLU and the GELUs
- * (others are left to the caller), against that computed here with 64-bit integer sums (the
- * activation in double). Skipped without VNNI or AMX. */
+/* Plants outliers in A's rows, by the row number: none in rows 0, 3, 6, ...; one to three of 40
+ * to 170 times the others' magnitude in the others (nothing in rows with k < 64, where they would
+ * not stand out: the reference decides either way); in case k 4096, 33 equal ones in row 1, more
+ * than a row may have, so that the doubled limit leaves none. */
+static void plant_outliers(const gemm_case *c, gemm_data *d)
+{
+    for (size_t i = 0; i < c->m; i++) {
+        float *row = d->A + d->aoff + i * d->lda;
+        if (c->k == 4096 && i == 1) {
+            for (size_t o = 0; o < 33; o++)
+                row[(o * 97 + 5) % c->k] = o % 2 ? 60.0f : -60.0f;
+            continue;
+        }
+        if (i % 3 == 0 || c->k < 64)
+            continue;
+        for (size_t o = 0; o < i % 3 + (i % 5 == 1); o++)
+            row[(i * 31 + o * 211) % c->k] = (o % 2 ? -1.0f : 1.0f) * (40.0f + 65.0f * (float)o);
+    }
+}
+
+/* CLATTN_PRECISION_INT8: C = act((Σ qa·qw)·(scale_a[i]·scale_w[j]) + Σ_outliers x·(scale_w[j]·qw)
+ * + bias) for ReLU and the GELUs (others are left to the caller), against that computed here with
+ * 64-bit integer sums (the outliers' products and the activation in double), with outliers
+ * planted in A (plant_outliers) and without. Skipped without VNNI or AMX. */
 static void int8_against_the_reference(void **state)
 {
     (void)state;
@@ -223,23 +266,44 @@ static void int8_against_the_reference(void **state)
         {64, 384, 1536, 0, 1, CLATTN_ACT_NONE}, {37, 1536, 384, 0, 1, CLATTN_ACT_RELU},
         {37, 1536, 384, 0, 1, CLATTN_ACT_GELU}, {9, 70, 30, 2, 1, CLATTN_ACT_GELU_TANH},
         {5, 7, 9, 1, 1, CLATTN_ACT_SILU},
+        /* with outliers planted in A */
+        {37, 1536, 384, 0, 1, CLATTN_ACT_GELU}, {64, 384, 1536, 2, 1, CLATTN_ACT_NONE},
+        {16, 70, 300, 1, 1, CLATTN_ACT_RELU},   {5, 64, 4096, 0, 0, CLATTN_ACT_NONE},
     };
+    const size_t planted_from = 9;
+    size_t planted_rows = 0; /* rows with outliers, in all: the cases did exercise them */
     for (size_t t = 0; t < sizeof(int8_cases) / sizeof(int8_cases[0]); t++) {
         const gemm_case *c = &int8_cases[t];
         gemm_data d;
         data_make(c, 500 + t, false, &d);
+        if (t >= planted_from)
+            plant_outliers(c, &d);
         int *qa = malloc(c->m * c->k * sizeof(int)), *qw = malloc(c->n * c->k * sizeof(int));
         float *sa = malloc(c->m * sizeof(float)), *sw = malloc(c->n * sizeof(float));
-        for (size_t i = 0; i < c->m; i++)
-            sa[i] = quantize(d.A + d.aoff + i * d.lda, c->k, qa + i * c->k);
+        bool *outlier = malloc(c->m * c->k * sizeof(bool));
+        for (size_t i = 0; i < c->m; i++) {
+            find_outliers(d.A + d.aoff + i * d.lda, c->k, outlier + i * c->k);
+            bool any = false;
+            for (size_t l = 0; l < c->k; l++)
+                any |= outlier[i * c->k + l];
+            planted_rows += any;
+            if (t < planted_from)
+                assert_false(any); /* uniform rows have none */
+            sa[i] = quantize(d.A + d.aoff + i * d.lda, c->k, outlier + i * c->k, qa + i * c->k);
+        }
         for (size_t j = 0; j < c->n; j++)
-            sw[j] = quantize(d.B + d.boff + j * d.ldb, c->k, qw + j * c->k);
+            sw[j] = quantize(d.B + d.boff + j * d.ldb, c->k, NULL, qw + j * c->k);
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++) {
                 long long acc = 0;
-                for (size_t l = 0; l < c->k; l++)
+                double extra = 0;
+                for (size_t l = 0; l < c->k; l++) {
                     acc += (long long)qa[i * c->k + l] * qw[j * c->k + l];
-                float v = (float)acc * (sa[i] * sw[j]) + (c->bias ? d.bias[1 + j] : 0.0f);
+                    if (outlier[i * c->k + l])
+                        extra += (double)d.A[d.aoff + i * d.lda + l] * sw[j] * qw[j * c->k + l];
+                }
+                double v = (double)((float)acc * (sa[i] * sw[j])) + extra +
+                           (c->bias ? d.bias[1 + j] : 0.0);
                 d.want[d.coff + i * d.ldc + j] = (float)activate(c->act, v);
             }
         cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
@@ -264,9 +328,11 @@ static void int8_against_the_reference(void **state)
         clattn__gemm_weight_release(&w);
         clReleaseMemObject(dA), clReleaseMemObject(dB), clReleaseMemObject(dC);
         clReleaseMemObject(dbias);
-        free(out), free(qa), free(qw), free(sa), free(sw);
+        free(out), free(qa), free(qw), free(sa), free(sw), free(outlier);
         data_free(&d);
     }
+    printf("    %zu rows with outliers\n", planted_rows);
+    assert_true(planted_rows >= 40);
     clattn_context_destroy(&ctx);
 }
 

@@ -2,7 +2,10 @@
 # The real all-mpnet-base-v2 through examples/embed, against sentence-transformers 2.7.0
 # (tests/golden/mpnet_real, tools/gen_mpnet_golden.py --real): --tokenize gives the fast
 # tokenizer's ids (<s> ... </s>), and the embeddings (mean pooling, L2 normalisation) equal
-# sentence-transformers' to 1e-5.
+# sentence-transformers' to 1e-5. Then the reduced precisions (embed --precision) over the
+# committed corpus tests/data/precision/corpus.txt (300 texts): worst cosine against float32's
+# >= 0.999 for bf16, >= 0.99 for int8; a precision this CPU or build cannot run is skipped,
+# saying why.
 #
 #   test_mpnet_real.sh EMBED NPY_COMPARE GOLDEN_DIR FETCH_MODEL_SH
 #
@@ -61,6 +64,31 @@ if [ "$(wc -l <<<"$out")" -eq 2 ] && [ "$(head -n 1 <<<"$out" | tr ',' '\n' | wc
     echo "ok:   arguments give one JSON array of 768 numbers per text"
 else
     echo "FAIL: expected 2 lines of 768 numbers"
+    failures=$((failures + 1))
+fi
+
+# The reduced precisions against float32 on the precision corpus.
+corpus=$(dirname "$golden")/../data/precision/corpus.txt
+if "$embed" --model "$model_dir" --input "$corpus" --output "$tmp/fp32.npy"; then
+    for case in bf16:0.999 int8:0.99; do
+        precision=${case%%:*} bound=${case#*:}
+        if ! "$embed" --model "$model_dir" --input "$corpus" --precision "$precision" \
+            --output "$tmp/$precision.npy" 2>"$tmp/$precision.err"; then
+            if grep -q "precision $precision" "$tmp/$precision.err"; then
+                echo "skip: --precision $precision: $(tail -n 1 "$tmp/$precision.err")"
+                continue
+            fi
+            echo "FAIL: embed --precision $precision failed: $(tail -n 3 "$tmp/$precision.err")"
+            failures=$((failures + 1))
+        elif "$compare" --min-cosine "$tmp/fp32.npy" "$tmp/$precision.npy" "$bound"; then
+            echo "ok:   --precision $precision: every text's cosine with float32's >= $bound"
+        else
+            echo "FAIL: --precision $precision: a text's cosine with float32's is below $bound"
+            failures=$((failures + 1))
+        fi
+    done
+else
+    echo "FAIL: embedding the precision corpus failed"
     failures=$((failures + 1))
 fi
 

@@ -2,7 +2,7 @@
  * The GEMMs' precision (clattn_context_params.precision): all-MiniLM-L6-v2's embeddings of the
  * committed corpus tests/data/precision/corpus.txt (tools/gen_precision_corpus.py, 300 mixed
  * texts) at bf16 and int8 against float32's (themselves checked against sentence-transformers by
- * test_bert and the embed tests): worst cosine >= 0.999 (bf16), >= 0.99 (int8). Out-of-range
+ * test_bert and the embed tests): worst cosine >= 0.999 (bf16), >= 0.995 (int8). Out-of-range
  * precisions are refused. Real-model suite (skips without the model); a precision skips, saying
  * why, where the CPU, the build or the device cannot run it.
  */
@@ -110,7 +110,8 @@ static void bf16_embeddings_match_fp32(void **state)
 static void int8_embeddings_match_fp32(void **state)
 {
     (void)state;
-    check_precision(CLATTN_PRECISION_INT8, "int8", 0.99);
+    /* 0.9981 measured; 0.9932 before the outliers were taken out (which this bound fails) */
+    check_precision(CLATTN_PRECISION_INT8, "int8", 0.995);
 }
 
 static void bad_precisions_are_refused(void **state)
