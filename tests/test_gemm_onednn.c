@@ -61,18 +61,23 @@ static float bf16_round(float x)
     return x;
 }
 
+static void find_outliers(const float *x, size_t count, bool *outlier);
+static void plant_outliers(const gemm_case *c, gemm_data *d);
+
 /* With `bf16`, the reference rounds A and W to bfloat16 first (what CLATTN_PRECISION_BF16
- * computes with), then sums in double. */
+ * computes with), then sums in double, but for A's outliers (find_outliers), which it takes
+ * unrounded with the unrounded W. With `plant`, A gets outliers (plant_outliers); *rows_with
+ * (may be NULL) receives how many rows have some. */
 static void data_make_in(const gemm_case *c, uint64_t seed, bool apply_act, bool bf16,
-                         gemm_data *d);
+                         bool plant, gemm_data *d, size_t *rows_with);
 
 static void data_make(const gemm_case *c, uint64_t seed, bool apply_act, gemm_data *d)
 {
-    data_make_in(c, seed, apply_act, false, d);
+    data_make_in(c, seed, apply_act, false, false, d, NULL);
 }
 
 static void data_make_in(const gemm_case *c, uint64_t seed, bool apply_act, bool bf16,
-                         gemm_data *d)
+                         bool plant, gemm_data *d, size_t *rows_with)
 {
     d->lda = c->k + c->pad, d->ldb = c->k + 2 * c->pad, d->ldc = c->n + c->pad;
     d->aoff = 3 * c->pad, d->boff = c->pad, d->coff = 2 * c->pad;
@@ -86,17 +91,33 @@ static void data_make_in(const gemm_case *c, uint64_t seed, bool apply_act, bool
     test_fill_uniform(d->C, d->c_len, seed + 2, -1.0f, 1.0f);
     test_fill_uniform(d->bias, c->n + 1, seed + 3, -1.0f, 1.0f);
     memcpy(d->want, d->C, d->c_len * sizeof(float));
-    for (size_t i = 0; i < c->m; i++)
+    if (plant)
+        plant_outliers(c, d);
+    bool *outlier = calloc(c->k, sizeof(bool));
+    if (rows_with)
+        *rows_with = 0;
+    for (size_t i = 0; i < c->m; i++) {
+        if (bf16)
+            find_outliers(d->A + d->aoff + i * d->lda, c->k, outlier);
+        if (rows_with)
+            for (size_t l = 0; l < c->k; l++)
+                if (outlier[l]) {
+                    ++*rows_with;
+                    break;
+                }
         for (size_t j = 0; j < c->n; j++) {
             double s = 0;
             for (size_t l = 0; l < c->k; l++)
-                s += bf16 ? (double)bf16_round(d->A[d->aoff + i * d->lda + l]) *
-                                bf16_round(d->B[d->boff + j * d->ldb + l])
-                          : (double)d->A[d->aoff + i * d->lda + l] * d->B[d->boff + j * d->ldb + l];
+                s += bf16 && !outlier[l]
+                         ? (double)bf16_round(d->A[d->aoff + i * d->lda + l]) *
+                               bf16_round(d->B[d->boff + j * d->ldb + l])
+                         : (double)d->A[d->aoff + i * d->lda + l] * d->B[d->boff + j * d->ldb + l];
             if (c->bias)
                 s += d->bias[1 + j];
             d->want[d->coff + i * d->ldc + j] = (float)(apply_act ? activate(c->act, s) : s);
         }
+    }
+    free(outlier);
 }
 
 static void data_free(gemm_data *d)
@@ -106,11 +127,12 @@ static void data_free(gemm_data *d)
 
 /* Runs one case through clattn__gemm_weighted on the context's tuning; checks every element of
  * C (inside and outside the window) and what the GEMM left to the caller. */
-static void run_case_in(clattn_context *ctx, const gemm_case *c, uint64_t seed, bool bf16)
+static void run_case_in(clattn_context *ctx, const gemm_case *c, uint64_t seed, bool bf16,
+                        bool plant, size_t *rows_with)
 {
     gemm_data d;
     bool fused = c->act != CLATTN_ACT_SILU;
-    data_make_in(c, seed, fused, bf16, &d);
+    data_make_in(c, seed, fused, bf16, plant, &d, rows_with);
     cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
            dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
     clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL};
@@ -141,7 +163,7 @@ static void run_case_in(clattn_context *ctx, const gemm_case *c, uint64_t seed, 
 
 static void run_case(clattn_context *ctx, const gemm_case *c, uint64_t seed)
 {
-    run_case_in(ctx, c, seed, false);
+    run_case_in(ctx, c, seed, false, false, NULL);
 }
 
 static const gemm_case cases[] = {
@@ -167,7 +189,8 @@ static void against_the_reference(void **state)
 }
 
 /* CLATTN_PRECISION_BF16: the same cases against the reference on bfloat16-rounded A and W (float
- * accumulation in both). Skipped where the CPU or the device cannot run bf16. */
+ * accumulation in both), then cases with outliers planted in A (their products in float32).
+ * Skipped where the CPU or the device cannot run bf16. */
 static void bf16_against_the_reference(void **state)
 {
     (void)state;
@@ -181,8 +204,21 @@ static void bf16_against_the_reference(void **state)
         skip();
     }
     assert_int_equal(status, CLATTN_OK);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        run_case_in(ctx, &cases[i], 300 + i, true);
+    size_t rows = 0, with = 0;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_case_in(ctx, &cases[i], 300 + i, true, false, &rows);
+        assert_int_equal(rows, 0); /* uniform rows have none */
+    }
+    static const gemm_case planted[] = {
+        {37, 1536, 384, 0, 1, CLATTN_ACT_GELU}, {64, 384, 1536, 2, 1, CLATTN_ACT_NONE},
+        {16, 70, 300, 1, 1, CLATTN_ACT_RELU},   {5, 64, 4096, 0, 0, CLATTN_ACT_NONE},
+    };
+    for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
+        run_case_in(ctx, &planted[i], 350 + i, true, true, &rows);
+        with += rows;
+    }
+    printf("    %zu rows with outliers\n", with);
+    assert_true(with >= 40);
     clattn_context_destroy(&ctx);
 }
 
@@ -338,10 +374,10 @@ static void int8_against_the_reference(void **state)
 
 /* Batch invariance: each row of a 37-row product, computed alone and inside blocks of other row
  * counts (1, 2, 5, 16, 36 rows from it), has the same bytes; K 1536 and 384 (MiniLM's
- * feed-forward and attention widths). */
-static void rows_are_the_same_whatever_the_row_count(void **state)
+ * feed-forward and attention widths). With `plant`, every third row has an outlier (bf16's and
+ * int8's decomposition). */
+static void check_row_invariance(clattn_context *ctx, bool plant)
 {
-    clattn_context *ctx = *state;
     static const size_t shapes[][2] = {{384, 1536}, {1536, 384}, {96, 384}};
     const size_t M = 37;
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
@@ -350,6 +386,8 @@ static void rows_are_the_same_whatever_the_row_count(void **state)
               *bias = malloc(n * sizeof(float)), *all = malloc(M * n * sizeof(float)),
               *part = malloc(M * n * sizeof(float));
         test_fill_uniform(A, M * k, 7 + s, -1, 1);
+        for (size_t i = 1; plant && i < M; i += 3)
+            A[i * k + (i * 37) % k] = i % 2 ? 75.0f : -75.0f;
         test_fill_uniform(B, n * k, 8 + s, -1, 1);
         test_fill_uniform(bias, n, 9 + s, -1, 1);
         cl_mem dA = upload(ctx, A, M * k), dB = upload(ctx, B, n * k), dbias = upload(ctx, bias, n),
@@ -382,6 +420,32 @@ static void rows_are_the_same_whatever_the_row_count(void **state)
         clReleaseMemObject(dA), clReleaseMemObject(dB), clReleaseMemObject(dbias);
         clReleaseMemObject(dC);
         free(A), free(B), free(bias), free(all), free(part);
+    }
+}
+
+static void rows_are_the_same_whatever_the_row_count(void **state)
+{
+    check_row_invariance(*state, false);
+}
+
+/* The same for bf16 and int8, with outliers in some rows; each skipped where it cannot run. */
+static void reduced_precision_rows_are_the_same_whatever_the_row_count(void **state)
+{
+    (void)state;
+    static const int precisions[] = {CLATTN_PRECISION_BF16, CLATTN_PRECISION_INT8};
+    for (size_t p = 0; p < 2; p++) {
+        clattn_context_params params;
+        clattn_context_params_default(&params);
+        params.precision = precisions[p];
+        clattn_context *ctx = NULL;
+        clattn_status status = clattn_context_create(&ctx, &params);
+        if (status == CLATTN_ERROR_UNSUPPORTED) {
+            printf("    precision %d skipped: %s\n", precisions[p], clattn_last_error(NULL));
+            continue;
+        }
+        assert_int_equal(status, CLATTN_OK);
+        check_row_invariance(ctx, true);
+        clattn_context_destroy(&ctx);
     }
 }
 
@@ -466,6 +530,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(against_the_reference),
         cmocka_unit_test(bf16_against_the_reference),
+        cmocka_unit_test(reduced_precision_rows_are_the_same_whatever_the_row_count),
         cmocka_unit_test(int8_against_the_reference),
         cmocka_unit_test(rows_are_the_same_whatever_the_row_count),
         cmocka_unit_test(weight_kept_only_in_onednn_layout),

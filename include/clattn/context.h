@@ -113,14 +113,16 @@ typedef struct clattn_context_params {
  *   CLATTN_PRECISION_FP32: float32 throughout (the default).
  *   CLATTN_PRECISION_BF16: weights stored as bfloat16 in oneDNN's layout, activations rounded to
  *     bfloat16 (to nearest even) on their way into each product, float32 accumulation, bias
- *     and output. Needs a CPU device, a build with oneDNN (the GEMMs then run on it: tuning
+ *     and output. A token's outliers (as int8's below) are left out of the bfloat16 product and
+ *     added in float32 with the float32 weights, which the weight keeps transposed for them:
+ *     6 bytes per weight in all, 1.5 times float32's memory for the weights. Needs a CPU device, a build with oneDNN (the GEMMs then run on it: tuning
  *     gemm_kernel 2; another gemm_kernel chosen later runs the bfloat16-rounded weights in
  *     float32) and a CPU with AVX512_BF16 or AMX-BF16; elsewhere context creation fails with
  *     CLATTN_ERROR_UNSUPPORTED naming what is missing, never a slow emulation. Embeddings of
  *     all-MiniLM-L6-v2: worst cosine against float32 over tests/data/precision/corpus.txt is
  *     asserted >= 0.999 by tests/test_precision.c (all-mpnet-base-v2: by test_mpnet_real.sh,
- *     0.99994 measured). Rows keep their bytes whatever the batch
- *     (the rounding is per element, the products are oneDNN's per-row-count primitives).
+ *     0.99997 measured). Rows keep their bytes whatever the batch (the rounding and the
+ *     outliers are per row, the products are oneDNN's per-row-count primitives).
  *   CLATTN_PRECISION_INT8: weights quantised per output channel (int8, scale = the row's
  *     largest magnitude / 127), activations per token on their way into each product (the same
  *     rule per row: dynamic, no calibration), int32 accumulation in oneDNN, then scaled back,
@@ -137,8 +139,8 @@ typedef struct clattn_context_params {
  *     tests/test_mpnet_real.sh (0.9942). Rows keep their bytes whatever the batch (the scales
  *     and the outliers are per row).
  *   bf16 and int8 over 1000 texts of bench/embed_bench.py's corpus, worst / mean cosine:
- *   MiniLM bf16 0.99997 / 0.99999, int8 0.9977 / 0.9991; MPNet bf16 0.9966 (one text; the next
- *   0.99969) / 0.99998, int8 0.9946 / 0.9983.
+ *   MiniLM bf16 0.99997 / 0.99999, int8 0.9977 / 0.9991; MPNet bf16 0.99953 / 0.99999, int8
+ *   0.9946 / 0.9983.
  */
 typedef enum clattn_precision {
     CLATTN_PRECISION_FP32 = 0,

@@ -147,7 +147,8 @@ struct clattn_onednn_weight {
     dnnl_data_type_t type; /* f32, bf16 (CLATTN_PRECISION_BF16) or s8 (CLATTN_PRECISION_INT8) */
     float *scales;         /* s8: W[j, :] ≈ scales[j]·q[j, :], one per output channel [n] */
     int8_t *transposed;    /* s8: q transposed, [k, n]: row l is input channel l's column, for
-                            * the outliers' products (see quantize_row) */
+                            * the outliers' products (see outlier_limit) */
+    float *columns;        /* bf16: W transposed in float32, [k, n], for the outliers' products */
     dnnl_memory_desc_t md; /* W as oneDNN's K x N "weights", in its preferred blocked layout */
     dnnl_memory_t mem;     /* owns the reordered data */
 };
@@ -437,10 +438,10 @@ ROW_PASS static float outlier_limit(const float *x, size_t count)
     return limit < INFINITY ? limit : INFINITY; /* NaN too */
 }
 
-/* Records x's elements above `limit` (columns ascending) in columns[] and values[], and zeroes
- * them in q. Eight at a time, looking into the lanes only where one is above. */
-ROW_PASS static void take_outliers(const float *x, size_t count, float limit, int8_t *q,
-                                   uint32_t *columns, float *values)
+/* Records x's elements above `limit` (columns ascending) in columns[] and values[]. Eight at a
+ * time, looking into the lanes only where one is above. */
+ROW_PASS static void take_outliers(const float *x, size_t count, float limit, uint32_t *columns,
+                                   float *values)
 {
     const i32x8 magnitude = (i32x8){0} + 0x7fffffff;
     const f32x8 limit8 = (f32x8){0} + limit;
@@ -457,15 +458,30 @@ ROW_PASS static void take_outliers(const float *x, size_t count, float limit, in
             if (fabsf(x[c]) > limit) {
                 columns[taken] = (uint32_t)c;
                 values[taken++] = x[c];
-                q[c] = 0;
             }
     }
     for (size_t c = i; c < count; c++)
         if (fabsf(x[c]) > limit) {
             columns[taken] = (uint32_t)c;
             values[taken++] = x[c];
-            q[c] = 0;
         }
+}
+
+/* Row x's outliers: their count (at most OUTLIERS_PER_ROW), columns and values; *max receives the
+ * largest |x| of the others. */
+static size_t row_outliers(const float *x, size_t count, float *max, uint32_t *columns,
+                           float *values)
+{
+    size_t outliers;
+    float limit = outlier_limit(x, count);
+    *max = max_within(x, count, limit, &outliers);
+    while (outliers > OUTLIERS_PER_ROW) { /* squares underflowed to 0: limit 0 */
+        limit = limit > 0 ? 2 * limit : FLT_TRUE_MIN;
+        *max = max_within(x, count, limit, &outliers);
+    }
+    if (outliers)
+        take_outliers(x, count, limit, columns, values);
+    return outliers;
 }
 
 /* W [n, k] with row stride ldb as oneDNN's weights: K x N with strides (1, ldb). */
@@ -592,6 +608,18 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
                  "describing a quantised weight");
         status = reorder(ctx, o, &from, q, &w->md, to);
     } else {
+        if (w->type == dnnl_bf16) {
+            w->columns = malloc(n * k * sizeof(float));
+            if (!w->columns) {
+                status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                                      "out of host memory for a weight's columns [%zu, %zu]", k,
+                                      n);
+                goto done;
+            }
+            for (size_t l = 0; l < k; l++)
+                for (size_t j = 0; j < n; j++)
+                    w->columns[l * n + j] = plain[j * ldb + l];
+        }
         status = reorder(ctx, o, &from, plain, &w->md, to);
     }
 done:
@@ -636,6 +664,7 @@ void clattn__onednn_weight_release(clattn_onednn_weight **pw)
         D(dnnl_memory_destroy)(w->mem);
     free(w->scales);
     free(w->transposed);
+    free(w->columns);
     free(w);
     *pw = NULL;
 }
@@ -921,9 +950,46 @@ ROW_PASS static void to_bf16_rows(void *to, const float *from, size_t ld_from, s
     }
 }
 
+/* bf16's outliers back into C's row `to` [cols]: to[j] += x·W[j, c] for each (ascending c, W's
+ * column c is columns' row c, float32), then ReLU (on every row) when `relu`. */
+ROW_PASS static void add_outliers_row(float *to, size_t cols, const float *columns,
+                                      size_t outliers, const uint32_t *at, const float *values,
+                                      bool relu)
+{
+    size_t j;
+    for (size_t o = 0; o < outliers; o++) {
+        const float *w = columns + (size_t)at[o] * cols;
+        float x = values[o];
+        for (j = 0; j + 8 <= cols; j += 8) {
+            f32x8 v, c;
+            LOAD8(v, to + j);
+            LOAD8(c, w + j);
+            v += x * c;
+            memcpy(to + j, &v, sizeof(v));
+        }
+        for (; j < cols; j++)
+            to[j] += x * w[j];
+    }
+    if (!relu)
+        return;
+    for (j = 0; j + 8 <= cols; j += 8) {
+        f32x8 v;
+        LOAD8(v, to + j);
+        v = (f32x8)SELECT8(v > 0, (i32x8)v, (i32x8){0});
+        memcpy(to + j, &v, sizeof(v));
+    }
+    for (; j < cols; j++)
+        to[j] = to[j] > 0 ? to[j] : 0.0f;
+}
+
 /* One of the passes over the rows on OpenMP's threads: int8's quantisation of A or its scaling
- * back of the products, or bf16's rounding of A. */
-typedef enum row_pass_kind { PASS_QUANTIZE, PASS_DEQUANTIZE, PASS_TO_BF16 } row_pass_kind;
+ * back of the products, bf16's rounding of A or its outliers' products. */
+typedef enum row_pass_kind {
+    PASS_QUANTIZE,
+    PASS_DEQUANTIZE,
+    PASS_TO_BF16,
+    PASS_BF16_OUTLIERS
+} row_pass_kind;
 
 typedef struct row_pass {
     row_pass_kind kind;
@@ -932,18 +998,20 @@ typedef struct row_pass {
     size_t ld_from;
     void *q;           /* quantize: int8 [m, k]; to bf16: bfloat16 [m, k] */
     float *row_scales; /* [m] */
-    float *c;          /* dequantize: C, row stride ldc */
+    float *c;          /* dequantize, bf16 outliers: C, row stride ldc */
     size_t ldc;
     const int32_t *acc;       /* dequantize: [m, n] */
     const float *col_scales;  /* [n] */
     const float *bias;        /* [n] or NULL */
-    bool relu;                /* dequantize: ReLU after the bias */
-    /* int8's outliers (see outlier_limit): per row their count [m], and OUTLIERS_PER_ROW slots
-     * of columns and values [m, OUTLIERS_PER_ROW]; written by quantize, read by dequantize */
+    bool relu;                /* dequantize, bf16 outliers: ReLU after the bias */
+    /* The outliers (see outlier_limit): per row their count [m], and OUTLIERS_PER_ROW slots
+     * of columns and values [m, OUTLIERS_PER_ROW]; written by quantize and to bf16, read by
+     * dequantize and bf16 outliers */
     uint32_t *outliers;
     uint32_t *outlier_columns;
     float *outlier_values;
     const int8_t *transposed; /* dequantize: the weight's q transposed [k, n] */
+    const float *columns;     /* bf16 outliers: the weight transposed [k, n] */
 } row_pass;
 
 /* The rows of OpenMP thread omp_get_thread_num() out of omp_get_num_threads(): each row's result
@@ -953,26 +1021,37 @@ static void row_pass_rows(void *data)
     const row_pass *p = data;
     size_t t = (size_t)D(omp_get_thread_num)(), nt = (size_t)D(omp_get_num_threads)();
     size_t r0 = p->m * t / nt, r1 = p->m * (t + 1) / nt;
-    if (p->kind == PASS_TO_BF16)
+    if (p->kind == PASS_TO_BF16) {
         to_bf16_rows((uint16_t *)p->q + r0 * p->k, p->from + r0 * p->ld_from, p->ld_from,
                      r1 - r0, p->k);
-    else if (p->kind == PASS_QUANTIZE)
+        for (size_t i = r0; i < r1; i++) {
+            uint32_t *at = p->outlier_columns + i * OUTLIERS_PER_ROW;
+            float max;
+            size_t outliers = row_outliers(p->from + i * p->ld_from, p->k, &max, at,
+                                           p->outlier_values + i * OUTLIERS_PER_ROW);
+            p->outliers[i] = (uint32_t)outliers;
+            for (size_t o = 0; o < outliers; o++)
+                ((uint16_t *)p->q)[i * p->k + at[o]] = 0;
+        }
+    } else if (p->kind == PASS_QUANTIZE) {
         for (size_t i = r0; i < r1; i++) {
             const float *x = p->from + i * p->ld_from;
             int8_t *q = (int8_t *)p->q + i * p->k;
-            size_t outliers;
-            float limit = outlier_limit(x, p->k), max = max_within(x, p->k, limit, &outliers);
-            while (outliers > OUTLIERS_PER_ROW) { /* squares underflowed to 0: limit 0 */
-                limit = limit > 0 ? 2 * limit : FLT_TRUE_MIN;
-                max = max_within(x, p->k, limit, &outliers);
-            }
+            uint32_t *at = p->outlier_columns + i * OUTLIERS_PER_ROW;
+            float max;
+            size_t outliers = row_outliers(x, p->k, &max, at,
+                                           p->outlier_values + i * OUTLIERS_PER_ROW);
             p->row_scales[i] = quantize_row(x, p->k, q, max);
             p->outliers[i] = (uint32_t)outliers;
-            if (outliers)
-                take_outliers(x, p->k, limit, q, p->outlier_columns + i * OUTLIERS_PER_ROW,
-                              p->outlier_values + i * OUTLIERS_PER_ROW);
+            for (size_t o = 0; o < outliers; o++)
+                q[at[o]] = 0;
         }
-    else
+    } else if (p->kind == PASS_BF16_OUTLIERS) {
+        for (size_t i = r0; i < r1; i++)
+            add_outliers_row(p->c + i * p->ldc, p->n, p->columns, p->outliers[i],
+                             p->outlier_columns + i * OUTLIERS_PER_ROW,
+                             p->outlier_values + i * OUTLIERS_PER_ROW, p->relu);
+    } else
         dequantize(p->c + r0 * p->ldc, p->ldc, p->acc + r0 * p->n, r1 - r0, p->n,
                    p->row_scales + r0, p->col_scales, p->bias, p->relu, p->transposed,
                    p->outliers + r0, p->outlier_columns + r0 * OUTLIERS_PER_ROW,
@@ -1002,18 +1081,22 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
      * (a gated feed-forward's halves) go through a dense copy, O(m·(k + n)) beside the product's
      * O(m·n·k), and every row is still summed by the same kernel. */
     /* With bfloat16 weights A goes in as bfloat16 too (oneDNN 2.6 has no f32 x bf16 matmul):
-     * rounded into the scratch, per element, so still the same bytes whatever the batch. */
+     * rounded into the scratch, per element, so still the same bytes whatever the batch. Each
+     * row's outliers (as int8's) go in as 0, and their products are added afterwards in float32
+     * with the float32 weights: bf16's rounding of a weight times an outlier was what cost
+     * all-mpnet-base-v2 most. So the activation is not fused for bf16: ReLU comes with the
+     * outliers' pass, GELU by oneDNN's eltwise primitive, as int8's. */
     /* int8: A quantised per row (dynamic, per token) into the scratch with its scales, the
      * product into an int32 scratch, then scaled back with the weight's per-channel scales and
      * the bias here, ReLU with them, GELU by oneDNN's eltwise primitive after (oneDNN 2.6 takes
      * no per-row runtime scales). */
     bool bf16 = w->type == dnnl_bf16, int8 = w->type == dnnl_s8;
     bool dense_a = lda == k && !bf16 && !int8, dense_c = ldc == n && !int8;
-    /* int8's part: row scales [m], outlier counts [m], outlier columns and values
-     * [m, OUTLIERS_PER_ROW] each, then the int8 rows [m, k] */
+    /* int8's and bf16's part: row scales [m] (int8), outlier counts [m], outlier columns and
+     * values [m, OUTLIERS_PER_ROW] each, then the int8 or bfloat16 rows [m, k] */
     size_t outlier_floats = 2 * m + 2 * m * OUTLIERS_PER_ROW;
     size_t a_floats = dense_a ? 0
-                      : bf16  ? (m * k + 1) / 2
+                      : bf16  ? outlier_floats + (m * k + 1) / 2
                       : int8  ? outlier_floats + (m * k + 3) / 4
                               : m * k;
     a_floats = (a_floats + 15) / 16 * 16; /* C's part 64-byte aligned */
@@ -1021,7 +1104,7 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         if ((status = dense_scratch(ctx, o, a_floats + (dense_c ? 0 : m * n))))
             return status;
     matmul_key key = {m, n, k, w->type, bias != NULL && !int8,
-                      !int8 && clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
+                      !int8 && !bf16 && clattn__onednn_fuses(w, act) ? act : CLATTN_ACT_NONE};
     dnnl_primitive_t prim = NULL;
     if ((status = primitive(ctx, o, &key, &w->md, &prim)))
         return status;
@@ -1045,17 +1128,19 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     float *row_scales = NULL; /* int8: A[i, :] ≈ row_scales[i]·q[i, :] + its outliers */
     uint32_t *outliers = NULL, *outlier_columns = NULL;
     float *outlier_values = NULL;
-    if (bf16) {
-        src_ptr = o->dense;
-        row_pass pass = {.kind = PASS_TO_BF16, .m = m, .k = k, .from = pa, .ld_from = lda,
-                          .q = o->dense};
-        run_pass(o, &pass);
-    } else if (int8) {
+    if (bf16 || int8) {
         row_scales = o->dense;
         outliers = (uint32_t *)(o->dense + m);
         outlier_columns = (uint32_t *)(o->dense + 2 * m);
         outlier_values = o->dense + 2 * m + m * OUTLIERS_PER_ROW;
         src_ptr = o->dense + outlier_floats;
+    }
+    if (bf16) {
+        row_pass pass = {.kind = PASS_TO_BF16, .m = m, .k = k, .from = pa, .ld_from = lda,
+                          .q = src_ptr, .outliers = outliers, .outlier_columns = outlier_columns,
+                          .outlier_values = outlier_values};
+        run_pass(o, &pass);
+    } else if (int8) {
         row_pass pass = {.kind = PASS_QUANTIZE, .m = m, .k = k, .from = pa, .ld_from = lda,
                           .q = src_ptr, .row_scales = row_scales, .outliers = outliers,
                           .outlier_columns = outlier_columns, .outlier_values = outlier_values};
@@ -1104,6 +1189,18 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
             goto done;
         if (via_scratch)
             copy_rows(pc, ldc, scaled, n, m, n);
+    } else if (bf16) {
+        /* the outliers and ReLU on C's rows (dense: C itself or the scratch), GELU on them all */
+        bool gelu = act == CLATTN_ACT_GELU || act == CLATTN_ACT_GELU_TANH;
+        row_pass pass = {.kind = PASS_BF16_OUTLIERS, .m = m, .n = n, .c = dst_ptr, .ldc = n,
+                          .relu = act == CLATTN_ACT_RELU, .outliers = outliers,
+                          .outlier_columns = outlier_columns, .outlier_values = outlier_values,
+                          .columns = w->columns};
+        run_pass(o, &pass);
+        if (gelu && (status = eltwise_gelu(ctx, o, act, dst_ptr, m * n)))
+            goto done;
+        if (!dense_c)
+            copy_rows(pc, ldc, dst_ptr, n, m, n);
     } else if (!dense_c) {
         copy_rows(pc, ldc, dst_ptr, n, m, n);
     }
