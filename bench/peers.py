@@ -41,7 +41,7 @@ Throughput in multiply-adds per second (the library's convention) per layer:
 B·N·(4·E² + 2·E·F) + 2·B·N²·E; the fraction of peak uses --peak-gmacs, or, by default, the
 best 2048³ SGEMM of PyTorch (MKL) or numpy on --threads threads, measured first.
 
-Writes OUT/peers.json, OUT/peers.md and OUT/peers.png (matplotlib).
+Writes OUT/peers.json, OUT/peers.md and, when matplotlib is importable, OUT/peers.png.
 """
 import argparse
 import json
@@ -493,7 +493,7 @@ def report(a, results, shapes, engines, meta):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return
+        return False
     fig, ax = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / len(engines)
     for i, engine in enumerate(engines):
@@ -509,6 +509,7 @@ def report(a, results, shapes, engines, meta):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "peers.png"), dpi=110)
+    return True
 
 
 def main():
@@ -598,8 +599,9 @@ def main():
         pass
     meta = {"cpu": cpu, "device": device, "peak_source": peak_source,
             "load": " ".join("%.1f" % v for v in os.getloadavg())}
-    report(a, results, shapes, engines, meta)
-    print("wrote %s/peers.md, peers.json, peers.png" % a.out)
+    plotted = report(a, results, shapes, engines, meta)
+    print("wrote %s/peers.md, peers.json%s" % (a.out, ", peers.png" if plotted else
+                                              " (no peers.png: matplotlib is not importable)"))
 
 
 if __name__ == "__main__":
