@@ -400,10 +400,12 @@ ROW_PASS static float quantize_row(const float *x, size_t count, int8_t *q, floa
     return scale;
 }
 
-/* ---- int8's outliers ----
+/* ---- the outliers of int8 and bf16 ----
  * Per-token scales fail where a few input channels are far larger than the rest: MPNet's hidden
  * states have such channels, and one element at 50× the others leaves them a handful of int8
  * levels (all-mpnet-base-v2's embeddings: worst cosine 0.970 against float32 over 1000 texts).
+ * bf16 takes the same outliers out, for its rounded weights times them (see add_outliers_row);
+ * what follows describes int8's use.
  * So each row's outliers, the elements above OUTLIER_RMS_MULTIPLE times the row's root mean
  * square, are taken out of the int8 product (quantised as 0, and the row's scale made from the
  * others) and added back in float32: C[i, j] += x[i, c]·(scale[j]·q[j, c]) for each outlier c,
