@@ -46,6 +46,31 @@ CLATTN_DEFINE_GROUP_REDUCE(clattn_group_max, fmax)
 #define CLATTN_SPLIT_PAIR(bh, heads, b, h) \
     uint b = (bh) / (heads), h = (bh) % (heads)
 
+/* Transposes the 16 x 16 block x[0..16) in place: x[i].sj becomes the old x[j].si. Four rounds
+ * of interleaving rows i and i + 8 (a perfect shuffle), each component swizzle one vector
+ * shuffle once compiled: no gathers, no scatters, no private memory. Moves only: the values are
+ * the same bits. */
+#define CLATTN_ZIP_LO(a, b)                                                                 \
+    ((float16)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3, (a).s4,     \
+               (b).s4, (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7))
+#define CLATTN_ZIP_HI(a, b)                                                                 \
+    ((float16)((a).s8, (b).s8, (a).s9, (b).s9, (a).sa, (b).sa, (a).sb, (b).sb, (a).sc,     \
+               (b).sc, (a).sd, (b).sd, (a).se, (b).se, (a).sf, (b).sf))
+void clattn_transpose16(float16 *x)
+{
+    for (int round = 0; round < 4; round++) {
+        float16 y[16];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            y[2 * i] = CLATTN_ZIP_LO(x[i], x[i + 8]);
+            y[2 * i + 1] = CLATTN_ZIP_HI(x[i], x[i + 8]);
+        }
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            x[i] = y[i];
+    }
+}
+
 /* The mask arguments every attention kernel takes, in this order:
  *   am: attention mask, element (b, h, i, j) at am[am_off + b·am_sb + h·am_sh + i·am_si + j·am_sj]
  *       (stride 0 broadcasts); kp: key-padding mask, element (b, j) at kp[kp_off + b·kp_sb +

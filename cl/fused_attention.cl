@@ -261,6 +261,16 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
  * result does not depend on the other rows of its block. NDRange (ceil(nq / 16), pairs), any
  * local. */
 #define TQ CLATTN_TILED_QUERIES /* 16: the lanes of the vectors below */
+/* d_v columns of weights·V side by side (independent FMA chains): 8, or what divides d_v */
+#if DV % 8 == 0
+#define VB 8
+#elif DV % 4 == 0
+#define VB 4
+#elif DV % 2 == 0
+#define VB 2
+#else
+#define VB 1
+#endif
 #define TT CLATTN_KEY_TILE
 
 __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
@@ -277,15 +287,31 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
     __global const float *ktb = CLATTN_VIEW_ROW(kt, b, h / kv_group, 0);
     __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
 
-    float qt[DK][TQ];  /* the queries transposed, pre-scaled: qt[c] = component c of each */
-    float acc[DV][TQ]; /* Σ exp(s - m) · v, transposed: acc[c] = column c of each query */
+    /* Vectors, not arrays of floats, so that each is one store and one load (vstore16 into a
+     * float array may be split into narrower stores, which a wide load then waits for). */
+    float16 qt[DK];  /* the queries transposed, pre-scaled: qt[c] = component c of each */
+    float16 acc[DV]; /* Σ exp(s - m) · v, transposed: acc[c] = column c of each query */
+#if DK % 16 == 0
+    /* 16 components of the 16 queries at a time, transposed in registers */
+    for (int c0 = 0; c0 < DK; c0 += 16) {
+        float16 x[16];
+#pragma unroll
+        for (int r = 0; r < TQ; r++)
+            x[r] = vload16(0, CLATTN_VIEW_ROW(q, b, h, min(first + r, nq - 1)) + c0) * scale;
+        clattn_transpose16(x);
+#pragma unroll
+        for (int c = 0; c < 16; c++)
+            qt[c0 + c] = x[c];
+    }
+#else
     for (int r = 0; r < TQ; r++) {
         __global const float *qi = CLATTN_VIEW_ROW(q, b, h, min(first + r, nq - 1));
         for (int c = 0; c < DK; c++)
-            qt[c][r] = qi[c] * scale;
+            ((float *)&qt[c])[r] = qi[c] * scale;
     }
+#endif
     for (int c = 0; c < DV; c++)
-        vstore16((float16)(0.0f), 0, acc[c]);
+        acc[c] = 0.0f;
     float16 m = -INFINITY, l = 0.0f;
     uint last = min(first + TQ, nq) - 1;
     uint end = causal ? min(nk, last + 1 + causal_shift) : nk;
@@ -293,6 +319,11 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
     uint j_first = 0;
 #if defined(CLATTN_FUSED_MODS) && (CLATTN_FUSED_MODS & ~CLATTN_MOD_WINDOW)
     masked = true; /* scores that change: element by element */
+#endif
+    /* Masks that depend on the key alone (no attention mask, no causal limit, no modifier). */
+    bool key_only = am_kind == CLATTN_KMASK_NONE && !causal;
+#ifdef CLATTN_FUSED_MODS
+    key_only = false;
 #endif
 #ifdef CLATTN_FUSED_WINDOW
     j_first = CLATTN_WINDOW_LO(first) / TT * TT; /* whole tiles: the keys are packed by tile */
@@ -306,7 +337,7 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         for (int t = 0; t < TT; t++)
             s[t] = 0.0f;
         for (int c = 0; c < DK; c++) {
-            float16 qc = vload16(0, qt[c]);
+            float16 qc = qt[c];
 #pragma unroll
             for (int t = 0; t < TT; t++)
                 s[t] = fma(qc, (float16)(tile[c * TT + t]), s[t]);
@@ -319,7 +350,23 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         edge = edge || last + causal_shift > j0 + window_half ||
                j0 + TT - 1 > first + causal_shift + window_half;
 #endif
-        if (edge) {
+        if (edge && key_only) {
+            /* Only a key-padding mask and the end of the keys: one decision per key, the same
+             * for all 16 queries (s + m, as clattn_masked_score adds it). */
+#pragma unroll
+            for (int t = 0; t < TT; t++) {
+                uint j = j0 + t;
+                if (j >= end) {
+                    s[t] = -INFINITY;
+                } else if (kp_kind != CLATTN_KMASK_NONE) {
+                    float mk = kp[kp_off + b * kp_sb + j * kp_sj];
+                    if (kp_kind == CLATTN_KMASK_BOOL)
+                        s[t] = mk != 0.0f ? (float16)(-INFINITY) : s[t];
+                    else
+                        s[t] = s[t] + mk;
+                }
+            }
+        } else if (edge) {
             float sp[TT][TQ];
 #pragma unroll
             for (int t = 0; t < TT; t++) {
@@ -363,40 +410,69 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
         float16 tile_sum = (sum4[0] + sum4[2]) + (sum4[1] + sum4[3]);
         l = l * correction;
         l = l + tile_sum;
-        /* Weights·V, one d_v column at a time. With contiguous value rows (packed by the host
-         * when strided) and a whole tile, every value is at a constant offset from one pointer;
-         * otherwise keys past nk (weight 0) read row nk - 1. */
+        /* Weights·V, VB d_v columns at a time: each column is its own chain of 16 FMAs (in t's
+         * order, whatever VB), and VB chains side by side keep the FMA units busy where one
+         * chain would wait for each FMA's result. With contiguous value rows (packed by the
+         * host when strided) and a whole tile, every value is at a constant offset from one
+         * pointer; otherwise keys past nk (weight 0) read row nk - 1. */
         if (v_sn == DV && j0 + TT <= nk) {
             __global const float *vt = vb + (ulong)j0 * DV;
-            for (int c = 0; c < DV; c++) {
-                float16 a = vload16(0, acc[c]) * correction;
+            for (int c = 0; c < DV; c += VB) {
+                float16 a[VB];
+#pragma unroll
+                for (int u = 0; u < VB; u++)
+                    a[u] = acc[c + u] * correction;
 #pragma unroll
                 for (int t = 0; t < TT; t++)
-                    a = fma(p[t], (float16)(vt[t * DV + c]), a);
-                vstore16(a, 0, acc[c]);
+#pragma unroll
+                    for (int u = 0; u < VB; u++)
+                        a[u] = fma(p[t], (float16)(vt[t * DV + c + u]), a[u]);
+#pragma unroll
+                for (int u = 0; u < VB; u++)
+                    acc[c + u] = a[u];
             }
         } else {
             __global const float *vrow[TT];
 #pragma unroll
             for (int t = 0; t < TT; t++)
                 vrow[t] = vb + (ulong)min(j0 + t, nk - 1) * v_sn;
-            for (int c = 0; c < DV; c++) {
-                float16 a = vload16(0, acc[c]) * correction;
+            for (int c = 0; c < DV; c += VB) {
+                float16 a[VB];
+#pragma unroll
+                for (int u = 0; u < VB; u++)
+                    a[u] = acc[c + u] * correction;
 #pragma unroll
                 for (int t = 0; t < TT; t++)
-                    a = fma(p[t], (float16)(vrow[t][c]), a);
-                vstore16(a, 0, acc[c]);
+#pragma unroll
+                    for (int u = 0; u < VB; u++)
+                        a[u] = fma(p[t], (float16)(vrow[t][c + u]), a[u]);
+#pragma unroll
+                for (int u = 0; u < VB; u++)
+                    acc[c + u] = a[u];
             }
         }
     }
     float16 inv = select((float16)(0.0f), (float16)(1.0f) / l, l > (float16)(0.0f));
+#if DV % 16 == 0
+    /* 16 columns at a time, transposed back into 16 rows in registers */
+    for (int c0 = 0; c0 < DV; c0 += 16) {
+        float16 x[16];
+#pragma unroll
+        for (int c = 0; c < 16; c++)
+            x[c] = acc[c0 + c] * inv;
+        clattn_transpose16(x);
+        for (int r = 0; r < TQ && first + r < nq; r++)
+            vstore16(x[r], 0, CLATTN_VIEW_ROW(o, b, h, first + r) + c0);
+    }
+#else
     for (int c = 0; c < DV; c++)
-        vstore16(vload16(0, acc[c]) * inv, 0, acc[c]);
+        acc[c] = acc[c] * inv;
     for (int r = 0; r < TQ && first + r < nq; r++) {
         __global float *out = CLATTN_VIEW_ROW(o, b, h, first + r);
         for (int c = 0; c < DV; c++)
-            out[c] = acc[c][r];
+            out[c] = ((float *)&acc[c])[r];
     }
+#endif
 }
 #endif /* !CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
 

@@ -19,6 +19,7 @@
     X(AVERAGE_HEADS, "clattn_average_heads")     \
     X(PACK_HEADS, "clattn_pack_heads")           \
     X(PACK_KEYS_TILED, "clattn_pack_keys_tiled") \
+    X(PACK_KEYS_TILED16, "clattn_pack_keys_tiled16") \
     X(ROWS_TO_HALF, "clattn_rows_to_half")       \
     X(BIAS_ACT, "clattn_bias_act")               \
     X(GLU, "clattn_glu")                         \

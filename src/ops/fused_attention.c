@@ -168,7 +168,10 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
     cl_ulong out_off = 0;
     cl_uint heads = (cl_uint)kv_heads, n_pairs = (cl_uint)kv_pairs, n = (cl_uint)given->seq_k;
     cl_uint width = (cl_uint)given->dk;
-    clattn_kernel_args pack_k = {ctx->kernels.kernel[CLATTN_KERNEL_PACK_KEYS_TILED], 0, CL_SUCCESS};
+    bool blocks = given->dk % 16 == 0; /* clattn_pack_keys_tiled16: 16 x 16 blocks */
+    clattn_kernel_args pack_k = {
+        ctx->kernels.kernel[blocks ? CLATTN_KERNEL_PACK_KEYS_TILED16 : CLATTN_KERNEL_PACK_KEYS_TILED],
+        0, CL_SUCCESS};
     clattn__head_view_args(&pack_k, &given->k);
     CLATTN_ARG(&pack_k, scratch);
     CLATTN_ARG(&pack_k, out_off);
@@ -176,7 +179,8 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
     CLATTN_ARG(&pack_k, n_pairs);
     CLATTN_ARG(&pack_k, n);
     CLATTN_ARG(&pack_k, width);
-    size_t global_k[3] = {given->dk, tiles * CLATTN_KEY_TILE, kv_pairs};
+    size_t global_k[3] = {blocks ? given->dk / 16 : given->dk,
+                          blocks ? tiles : tiles * CLATTN_KEY_TILE, kv_pairs};
     if ((status = clattn__launch(ctx, &pack_k, "pack_keys_tiled", 3, global_k, NULL,
                                  CLATTN_OP_OTHER, 0)) ||
         (pack_v && (status = pack(ctx, given, given->dv, scratch, k_floats, &packed.v))))

@@ -130,6 +130,8 @@ typedef struct eltwise_entry {
     uint64_t used;
 } eltwise_entry;
 
+#define MAPPED_BUFFERS 32 /* host addresses kept at once (see maps_in_place) */
+
 struct clattn_onednn {
     dnnl_engine_t engine;
     dnnl_stream_t stream;
@@ -138,6 +140,16 @@ struct clattn_onednn {
     float *dense;        /* host scratch for strided A and C (see clattn__onednn_run) */
     size_t dense_floats; /* its size */
     bool warned_ref;     /* a warning about oneDNN's reference matmul was logged */
+    /* Where the device maps its buffers in place, at the same address every time (PoCL's CPU
+     * device): each buffer is mapped once and its host address kept, retained, in `mapped`
+     * (released once the library holds it no longer), so that a GEMM needs a clFinish but no
+     * map or unmap (each a round trip through the device's thread). Otherwise every GEMM maps
+     * its buffers. */
+    bool maps_in_place;
+    struct {
+        cl_mem mem; /* retained */
+        float *host;
+    } mapped[MAPPED_BUFFERS];
     matmul_entry entries[PRIMITIVES];
     eltwise_entry eltwises[ELTWISES];
 };
@@ -198,6 +210,9 @@ void clattn__onednn_destroy(clattn_onednn **po)
         return;
     for (int i = 0; i < PRIMITIVES; i++)
         entry_clear(&o->entries[i]);
+    for (int i = 0; i < MAPPED_BUFFERS; i++)
+        if (o->mapped[i].mem)
+            clReleaseMemObject(o->mapped[i].mem);
     for (int i = 0; i < ELTWISES; i++)
         if (o->eltwises[i].primitive)
             D(dnnl_primitive_destroy)(o->eltwises[i].primitive);
@@ -212,33 +227,43 @@ void clattn__onednn_destroy(clattn_onednn **po)
 
 /* Whether the device maps its buffers in place (zero-copy: PoCL's CPU device returns the
  * buffer's own host memory): a buffer like the library's mapped twice at once gives the same
- * pointer both times, where a driver that maps through a staging copy gives two. Only logged: the
- * GEMMs are right either way, a copying driver makes them pay a copy of A and C per call. */
-static void check_zero_copy(clattn_context *ctx)
+ * pointer both times, and mapped again after both unmaps the same pointer once more, where a
+ * driver that maps through a staging copy gives other ones. The GEMMs are right either way: in
+ * place, each buffer is mapped once (maps_in_place); otherwise every GEMM maps its buffers, and
+ * a copying driver makes them pay a copy of A and C per call. */
+static bool check_zero_copy(clattn_context *ctx)
 {
     cl_int err;
     cl_mem probe = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
     if (err != CL_SUCCESS)
-        return;
+        return false;
     void *first = clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ, 0, 4096, 0, NULL,
                                      NULL, &err);
     void *second = err == CL_SUCCESS ? clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ,
                                                           0, 4096, 0, NULL, NULL, &err)
                                      : NULL;
-    if (second && first != second)
-        clattn__log(ctx, CLATTN_LOG_WARNING,
-                    "oneDNN: %s maps buffers through copies (two maps of one buffer gave two "
-                    "pointers): its GEMMs pay a copy of their inputs and outputs",
-                    ctx->info.name);
-    else if (second)
-        clattn__log(ctx, CLATTN_LOG_INFO, "oneDNN: %s maps buffers in place (zero-copy)",
-                    ctx->info.name);
     if (second)
         clEnqueueUnmapMemObject(ctx->queue, probe, second, 0, NULL, NULL);
     if (first)
         clEnqueueUnmapMemObject(ctx->queue, probe, first, 0, NULL, NULL);
     clFinish(ctx->queue);
+    void *third = second ? clEnqueueMapBuffer(ctx->queue, probe, CL_TRUE, CL_MAP_READ, 0, 4096, 0,
+                                              NULL, NULL, &err)
+                         : NULL;
+    bool in_place = second && first == second && third == first;
+    if (third)
+        clEnqueueUnmapMemObject(ctx->queue, probe, third, 0, NULL, NULL);
+    clFinish(ctx->queue);
     clReleaseMemObject(probe);
+    if (second && !in_place)
+        clattn__log(ctx, CLATTN_LOG_WARNING,
+                    "oneDNN: %s maps buffers through copies (two maps of one buffer gave two "
+                    "pointers): its GEMMs pay a copy of their inputs and outputs",
+                    ctx->info.name);
+    else if (in_place)
+        clattn__log(ctx, CLATTN_LOG_INFO, "oneDNN: %s maps buffers in place (zero-copy)",
+                    ctx->info.name);
+    return in_place;
 }
 
 /* The context's oneDNN state, made on first use. */
@@ -264,7 +289,7 @@ static clattn_status state(clattn_context *ctx, clattn_onednn **out)
     DNNL_TRY(D(dnnl_stream_create)(&o->stream, o->engine, dnnl_stream_default_flags),
              "creating a stream");
     o->threads = ctx->info.compute_units ? (int)ctx->info.compute_units : 1;
-    check_zero_copy(ctx);
+    o->maps_in_place = check_zero_copy(ctx);
     ctx->onednn = o;
     *out = o;
     return CLATTN_OK;
@@ -275,11 +300,9 @@ done:
 
 /* ---- the mapped buffers ---- */
 
-/* Finishes the queue (oneDNN runs on the host, after everything queued before) and maps
- * `floats` floats of `mem` from `offset` (in floats) into *ptr. Blocking: the pointer is valid on
- * return. PoCL maps its CPU device's buffers in place: no copy. */
-static clattn_status map(clattn_context *ctx, cl_mem mem, size_t offset, size_t floats,
-                         cl_map_flags flags, float **ptr)
+/* Maps `floats` floats of `mem` from `offset` (in floats) into *ptr; blocking. */
+static clattn_status map_range(clattn_context *ctx, cl_mem mem, size_t offset, size_t floats,
+                               cl_map_flags flags, float **ptr)
 {
     cl_int err;
     *ptr = clEnqueueMapBuffer(ctx->queue, mem, CL_TRUE, flags, offset * sizeof(float),
@@ -289,7 +312,8 @@ static clattn_status map(clattn_context *ctx, cl_mem mem, size_t offset, size_t 
     return CLATTN_OK;
 }
 
-static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, clattn_status status)
+static clattn_status unmap_range(clattn_context *ctx, cl_mem mem, float *ptr,
+                                 clattn_status status)
 {
     if (!ptr)
         return status;
@@ -297,6 +321,81 @@ static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, clattn_s
     if (err != CL_SUCCESS && status == CLATTN_OK)
         status = clattn__fail_cl(ctx, err, "unmapping a buffer after oneDNN");
     return status;
+}
+
+/* Maps `floats` floats of `mem` from `offset` (in floats) into *ptr, after the queue has
+ * finished (oneDNN runs on the host, after everything queued before). Blocking: the pointer is
+ * valid on return. Where the device maps in place, the buffer's kept host address (the whole
+ * buffer mapped once, then unmapped: the same memory the kernels use) and *held is false: no
+ * unmap is due. */
+static clattn_status map(clattn_context *ctx, clattn_onednn *o, cl_mem mem, size_t offset,
+                         size_t floats, cl_map_flags flags, float **ptr, bool *held)
+{
+    cl_int err;
+    *held = !o->maps_in_place;
+    if (o->maps_in_place) {
+        int slot = -1;
+        for (int i = 0; i < MAPPED_BUFFERS; i++) {
+            if (o->mapped[i].mem == mem) {
+                *ptr = o->mapped[i].host + offset;
+                return CLATTN_OK;
+            }
+            if (!o->mapped[i].mem && slot < 0)
+                slot = i;
+        }
+        if (slot < 0) { /* full: the oldest goes (it is mapped again if used again) */
+            clReleaseMemObject(o->mapped[0].mem);
+            memmove(&o->mapped[0], &o->mapped[1], sizeof(o->mapped[0]) * (MAPPED_BUFFERS - 1));
+            slot = MAPPED_BUFFERS - 1;
+            o->mapped[slot].mem = NULL;
+        }
+        size_t bytes = 0;
+        if ((err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(bytes), &bytes, NULL)))
+            return clattn__fail_cl(ctx, err, "querying a buffer's size for oneDNN");
+        float *host = clEnqueueMapBuffer(ctx->queue, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                         bytes, 0, NULL, NULL, &err);
+        if (err != CL_SUCCESS)
+            return clattn__fail_cl(ctx, err, "mapping a buffer of %zu bytes for oneDNN", bytes);
+        if ((err = clEnqueueUnmapMemObject(ctx->queue, mem, host, 0, NULL, NULL)) ||
+            (err = clFinish(ctx->queue)))
+            return clattn__fail_cl(ctx, err, "unmapping a buffer for oneDNN");
+        clRetainMemObject(mem);
+        o->mapped[slot].mem = mem;
+        o->mapped[slot].host = host;
+        *ptr = host + offset;
+        return CLATTN_OK;
+    }
+    return map_range(ctx, mem, offset, floats, flags, ptr);
+}
+
+static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, bool held,
+                           clattn_status status)
+{
+    if (!held)
+        return status;
+    return unmap_range(ctx, mem, ptr, status);
+}
+
+/* Lets go of the kept host addresses of buffers nobody else holds any more (the library
+ * released them: a workspace that grew, a tensor destroyed), so that their memory is freed and
+ * their handles can be reused. */
+static void forget_released(clattn_onednn *o)
+{
+    int kept = 0;
+    for (int i = 0; i < MAPPED_BUFFERS; i++) {
+        if (!o->mapped[i].mem)
+            continue;
+        cl_uint refs = 0;
+        if (clGetMemObjectInfo(o->mapped[i].mem, CL_MEM_REFERENCE_COUNT, sizeof(refs), &refs,
+                               NULL) == CL_SUCCESS &&
+            refs <= 1) {
+            clReleaseMemObject(o->mapped[i].mem);
+            continue;
+        }
+        o->mapped[kept++] = o->mapped[i];
+    }
+    for (int i = kept; i < MAPPED_BUFFERS; i++)
+        o->mapped[i].mem = NULL;
 }
 
 /* Sets OpenMP's thread count for oneDNN's next parallel region: the device's compute units (the
@@ -580,7 +679,7 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
              "allocating a reordered weight");
     DNNL_TRY(plain_weights_md(&from, n, k, ldb), "describing a weight");
     clFinish(ctx->queue);
-    if ((status = map(ctx, b, b_offset, (n - 1) * ldb + k, CL_MAP_READ, &plain)))
+    if ((status = map_range(ctx, b, b_offset, (n - 1) * ldb + k, CL_MAP_READ, &plain)))
         goto done;
     void *to;
     DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &to), "reading a weight's handle");
@@ -626,7 +725,7 @@ clattn_status clattn__onednn_weight_create(clattn_context *ctx, size_t n, size_t
     }
 done:
     free(q);
-    status = unmap(ctx, b, plain, status);
+    status = unmap_range(ctx, b, plain, status);
     if (status != CLATTN_OK)
         clattn__onednn_weight_release(&w);
     *out = w;
@@ -646,7 +745,7 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
     DNNL_TRY(plain_weights_md(&to, w->n, w->k, w->k), "describing a weight");
     DNNL_TRY(D(dnnl_memory_get_data_handle)(w->mem, &from), "reading a weight's handle");
     clFinish(ctx->queue);
-    if ((status = map(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
+    if ((status = map_range(ctx, dst, 0, w->n * w->k, CL_MAP_WRITE, &plain)))
         goto done;
     status = reorder(ctx, o, &w->md, from, &to, plain);
     if (status == CLATTN_OK && w->type == dnnl_s8) /* the quantised values, scaled back */
@@ -654,7 +753,7 @@ clattn_status clattn__onednn_weight_unpack(clattn_context *ctx, const clattn_one
             for (size_t l = 0; l < w->k; l++)
                 plain[j * w->k + l] *= w->scales[j];
 done:
-    return unmap(ctx, dst, plain, status);
+    return unmap_range(ctx, dst, plain, status);
 }
 
 void clattn__onednn_weight_release(clattn_onednn_weight **pw)
@@ -1112,6 +1211,7 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         return status;
 
     float *pa = NULL, *pc = NULL, *pbias = NULL;
+    bool held_a = false, held_c = false, held_bias = false;
     dnnl_memory_t ma = NULL, mc = NULL, mbias = NULL;
     cl_int err = clFinish(ctx->queue);
     /* timed from here: the wait above is the time of the kernels queued before (their events
@@ -1121,9 +1221,11 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         status = clattn__fail_cl(ctx, err, "finishing the queue before a oneDNN GEMM");
         goto done;
     }
-    if ((status = map(ctx, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa)) ||
-        (status = map(ctx, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
-        (bias && (status = map(ctx, bias, bias_offset, n, CL_MAP_READ, &pbias))))
+    if (o->maps_in_place)
+        forget_released(o);
+    if ((status = map(ctx, o, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa, &held_a)) ||
+        (status = map(ctx, o, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc, &held_c)) ||
+        (bias && (status = map(ctx, o, bias, bias_offset, n, CL_MAP_READ, &pbias, &held_bias))))
         goto done;
     void *src_ptr = pa;
     float *dst_ptr = pc;
@@ -1213,9 +1315,9 @@ done:
         D(dnnl_memory_destroy)(mc);
     if (mbias)
         D(dnnl_memory_destroy)(mbias);
-    status = unmap(ctx, a, pa, status);
-    status = unmap(ctx, c, pc, status);
-    status = unmap(ctx, bias, pbias, status);
+    status = unmap(ctx, a, pa, held_a, status);
+    status = unmap(ctx, c, pc, held_c, status);
+    status = unmap(ctx, bias, pbias, held_bias, status);
     *ms = now_ms() - start;
     return status;
 }
