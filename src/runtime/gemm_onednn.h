@@ -6,7 +6,7 @@
  * fused into it, W reordered once into the layout oneDNN prefers.
  *
  * Each call first finishes the context's queue (oneDNN then owns the cores, with as many OpenMP
- * threads as the device has compute units, which wait passively afterwards: see the loading in
+ * threads as the device has compute units, which spin only briefly afterwards: see the loading in
  * gemm_onednn.c), maps A, bias and C, runs the primitive on the calling thread and unmaps:
  * OpenCL work queued afterwards sees C.
  *
