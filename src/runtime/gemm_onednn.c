@@ -137,7 +137,10 @@ typedef struct eltwise_entry {
     uint64_t used;
 } eltwise_entry;
 
-#define MAPPED_BUFFERS 32 /* host addresses kept at once (see maps_in_place) */
+/* Host addresses kept at once (see maps_in_place): the buffers a model's GEMMs meet, its
+ * workspace and one bias per projection (all-mpnet-base-v2: 48), with room for the largest. */
+#define MAPPED_BUFFERS 256
+#define FORGET_EVERY 64 /* GEMMs between two looks for released buffers (see forget_released) */
 
 struct clattn_onednn {
     dnnl_engine_t engine;
@@ -149,10 +152,11 @@ struct clattn_onednn {
     bool warned_ref;     /* a warning about oneDNN's reference matmul was logged */
     /* Where the device maps its buffers in place, at the same address every time (PoCL's CPU
      * device): each buffer is mapped once and its host address kept, retained, in `mapped`
-     * (released once the library holds it no longer), so that a GEMM needs a clFinish but no
-     * map or unmap (each a round trip through the device's thread). Otherwise every GEMM maps
-     * its buffers. */
+     * (released once the library holds it no longer: looked for when a new buffer comes and
+     * every FORGET_EVERY GEMMs), so that a GEMM needs a clFinish but no map or unmap (each a
+     * round trip through the device's thread). Otherwise every GEMM maps its buffers. */
     bool maps_in_place;
+    unsigned gemms_since_forget;
     struct {
         cl_mem mem; /* retained */
         float *host;
@@ -336,21 +340,24 @@ static clattn_status unmap_range(clattn_context *ctx, cl_mem mem, float *ptr,
  * valid on return. Where the device maps in place, the buffer's kept host address (the whole
  * buffer mapped once, then unmapped: the same memory the kernels use) and *held is false: no
  * unmap is due. */
+static void forget_released(clattn_onednn *o);
+
 static clattn_status map(clattn_context *ctx, clattn_onednn *o, cl_mem mem, size_t offset,
                          size_t floats, cl_map_flags flags, float **ptr, bool *held)
 {
     cl_int err;
     *held = !o->maps_in_place;
     if (o->maps_in_place) {
-        int slot = -1;
-        for (int i = 0; i < MAPPED_BUFFERS; i++) {
+        for (int i = 0; i < MAPPED_BUFFERS && o->mapped[i].mem; i++)
             if (o->mapped[i].mem == mem) {
                 *ptr = o->mapped[i].host + offset;
                 return CLATTN_OK;
             }
-            if (!o->mapped[i].mem && slot < 0)
+        forget_released(o); /* a new buffer: first the room of those let go */
+        int slot = -1;
+        for (int i = 0; i < MAPPED_BUFFERS && slot < 0; i++)
+            if (!o->mapped[i].mem)
                 slot = i;
-        }
         if (slot < 0) { /* full: the oldest goes (it is mapped again if used again) */
             clReleaseMemObject(o->mapped[0].mem);
             memmove(&o->mapped[0], &o->mapped[1], sizeof(o->mapped[0]) * (MAPPED_BUFFERS - 1));
@@ -386,9 +393,10 @@ static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, bool hel
 
 /* Lets go of the kept host addresses of buffers nobody else holds any more (the library
  * released them: a workspace that grew, a tensor destroyed), so that their memory is freed and
- * their handles can be reused. */
+ * their handles can be reused; the others stay in order, packed at the front of `mapped`. */
 static void forget_released(clattn_onednn *o)
 {
+    o->gemms_since_forget = 0;
     int kept = 0;
     for (int i = 0; i < MAPPED_BUFFERS; i++) {
         if (!o->mapped[i].mem)
@@ -1229,7 +1237,7 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         status = clattn__fail_cl(ctx, err, "finishing the queue before a oneDNN GEMM");
         goto done;
     }
-    if (o->maps_in_place)
+    if (o->maps_in_place && ++o->gemms_since_forget >= FORGET_EVERY)
         forget_released(o);
     if ((status = map(ctx, o, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa, &held_a)) ||
         (status = map(ctx, o, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc, &held_c)) ||
