@@ -335,18 +335,37 @@ static clattn_status unmap_range(clattn_context *ctx, cl_mem mem, float *ptr,
     return status;
 }
 
+/* Lets go of the kept host addresses of buffers nobody else holds any more (the library
+ * released them: a workspace that grew, a tensor destroyed), so that their memory is freed and
+ * their handles can be reused; the others stay in order, packed at the front of `mapped`. */
+static void forget_released(clattn_onednn *o)
+{
+    o->gemms_since_forget = 0;
+    int kept = 0;
+    for (int i = 0; i < MAPPED_BUFFERS; i++) {
+        if (!o->mapped[i].mem)
+            continue;
+        cl_uint refs = 0;
+        if (clGetMemObjectInfo(o->mapped[i].mem, CL_MEM_REFERENCE_COUNT, sizeof(refs), &refs,
+                               NULL) == CL_SUCCESS &&
+            refs <= 1) {
+            clReleaseMemObject(o->mapped[i].mem);
+            continue;
+        }
+        o->mapped[kept++] = o->mapped[i];
+    }
+    for (int i = kept; i < MAPPED_BUFFERS; i++)
+        o->mapped[i].mem = NULL;
+}
+
 /* Maps `floats` floats of `mem` from `offset` (in floats) into *ptr, after the queue has
  * finished (oneDNN runs on the host, after everything queued before). Blocking: the pointer is
  * valid on return. Where the device maps in place, the buffer's kept host address (the whole
- * buffer mapped once, then unmapped: the same memory the kernels use) and *held is false: no
- * unmap is due. */
-static void forget_released(clattn_onednn *o);
-
+ * buffer mapped once, then unmapped: the same memory the kernels use), and no unmap is due. */
 static clattn_status map(clattn_context *ctx, clattn_onednn *o, cl_mem mem, size_t offset,
-                         size_t floats, cl_map_flags flags, float **ptr, bool *held)
+                         size_t floats, cl_map_flags flags, float **ptr)
 {
     cl_int err;
-    *held = !o->maps_in_place;
     if (o->maps_in_place) {
         for (int i = 0; i < MAPPED_BUFFERS && o->mapped[i].mem; i++)
             if (o->mapped[i].mem == mem) {
@@ -383,35 +402,11 @@ static clattn_status map(clattn_context *ctx, clattn_onednn *o, cl_mem mem, size
     return map_range(ctx, mem, offset, floats, flags, ptr);
 }
 
-static clattn_status unmap(clattn_context *ctx, cl_mem mem, float *ptr, bool held,
+/* Undoes map: nothing where the device maps in place. */
+static clattn_status unmap(clattn_context *ctx, const clattn_onednn *o, cl_mem mem, float *ptr,
                            clattn_status status)
 {
-    if (!held)
-        return status;
-    return unmap_range(ctx, mem, ptr, status);
-}
-
-/* Lets go of the kept host addresses of buffers nobody else holds any more (the library
- * released them: a workspace that grew, a tensor destroyed), so that their memory is freed and
- * their handles can be reused; the others stay in order, packed at the front of `mapped`. */
-static void forget_released(clattn_onednn *o)
-{
-    o->gemms_since_forget = 0;
-    int kept = 0;
-    for (int i = 0; i < MAPPED_BUFFERS; i++) {
-        if (!o->mapped[i].mem)
-            continue;
-        cl_uint refs = 0;
-        if (clGetMemObjectInfo(o->mapped[i].mem, CL_MEM_REFERENCE_COUNT, sizeof(refs), &refs,
-                               NULL) == CL_SUCCESS &&
-            refs <= 1) {
-            clReleaseMemObject(o->mapped[i].mem);
-            continue;
-        }
-        o->mapped[kept++] = o->mapped[i];
-    }
-    for (int i = kept; i < MAPPED_BUFFERS; i++)
-        o->mapped[i].mem = NULL;
+    return o->maps_in_place ? status : unmap_range(ctx, mem, ptr, status);
 }
 
 /* Sets OpenMP's thread count for oneDNN's next parallel region: the device's compute units (the
@@ -1227,7 +1222,6 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
         return status;
 
     float *pa = NULL, *pc = NULL, *pbias = NULL;
-    bool held_a = false, held_c = false, held_bias = false;
     dnnl_memory_t ma = NULL, mc = NULL, mbias = NULL;
     cl_int err = clFinish(ctx->queue);
     /* timed from here: the wait above is the time of the kernels queued before (their events
@@ -1239,9 +1233,9 @@ clattn_status clattn__onednn_run(clattn_context *ctx, size_t m, cl_mem a, size_t
     }
     if (o->maps_in_place && ++o->gemms_since_forget >= FORGET_EVERY)
         forget_released(o);
-    if ((status = map(ctx, o, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa, &held_a)) ||
-        (status = map(ctx, o, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc, &held_c)) ||
-        (bias && (status = map(ctx, o, bias, bias_offset, n, CL_MAP_READ, &pbias, &held_bias))))
+    if ((status = map(ctx, o, a, a_offset, (m - 1) * lda + k, CL_MAP_READ, &pa)) ||
+        (status = map(ctx, o, c, c_offset, (m - 1) * ldc + n, CL_MAP_WRITE, &pc)) ||
+        (bias && (status = map(ctx, o, bias, bias_offset, n, CL_MAP_READ, &pbias))))
         goto done;
     void *src_ptr = pa;
     float *dst_ptr = pc;
@@ -1331,9 +1325,9 @@ done:
         D(dnnl_memory_destroy)(mc);
     if (mbias)
         D(dnnl_memory_destroy)(mbias);
-    status = unmap(ctx, a, pa, held_a, status);
-    status = unmap(ctx, c, pc, held_c, status);
-    status = unmap(ctx, bias, pbias, held_bias, status);
+    status = unmap(ctx, o, a, pa, status);
+    status = unmap(ctx, o, c, pc, status);
+    status = unmap(ctx, o, bias, pbias, status);
     *ms = now_ms() - start;
     return status;
 }

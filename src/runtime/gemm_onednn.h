@@ -7,8 +7,9 @@
  *
  * Each call first finishes the context's queue (oneDNN then owns the cores, with as many OpenMP
  * threads as the device has compute units, which spin only briefly afterwards: see the loading in
- * gemm_onednn.c), maps A, bias and C, runs the primitive on the calling thread and unmaps:
- * OpenCL work queued afterwards sees C.
+ * gemm_onednn.c), maps A, bias and C (where the device maps in place, each buffer once, its
+ * address kept), runs the primitive on the calling thread and unmaps: OpenCL work queued
+ * afterwards sees C.
  *
  * Batch invariance (clattn/context.h): one primitive per row count M, every one with the same
  * weight layout; oneDNN's brgemm kernels then sum each output over K in the same blocks, in the
