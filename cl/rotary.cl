@@ -8,12 +8,13 @@
  *   channels c >= r are copied.
  * x:     a head view (cl/common.cl) of `heads` heads; pair z = b·heads + h.
  * y:     [pairs, n, d] contiguous from y_off.
- * table: [positions, r / 2] pairs (cos a_k, sin a_k) of float32 angles, computed on the host
- *        (src/runtime/rotary_table.c); positions > pos0 + n - 1.
+ * table: [rows, r / 2] pairs (cos a_k, sin a_k) of float32 angles for a window of positions,
+ *        computed on the host (src/runtime/rotary_table.c); row0 is its row of position pos0,
+ *        so that row n of x reads table row row0 + n (row0 + n - 1 < rows).
  * NDRange: (d, n, pairs). */
 __kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_off, uint heads,
                             uint pairs, uint n, uint d, uint rot_dim, int interleaved,
-                            __global const float *table, uint pos0)
+                            __global const float *table, uint row0)
 {
     uint c = get_global_id(0), row = get_global_id(1), z = get_global_id(2);
     if (c >= d || row >= n || z >= pairs)
@@ -24,7 +25,7 @@ __kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_of
     if (c < rot_dim) {
         uint half_r = rot_dim / 2;
         uint k = interleaved ? c / 2 : c % half_r;
-        float2 cs = vload2((ulong)(pos0 + row) * half_r + k, table);
+        float2 cs = vload2((ulong)(row0 + row) * half_r + k, table);
         float other;
         if (interleaved)
             other = c % 2 == 0 ? -xr[c + 1] : xr[c - 1];
@@ -41,7 +42,7 @@ __kernel void clattn_rotary(CLATTN_VIEW_PARAMS(x), __global float *y, ulong y_of
  * Channels c >= rot_dim are not touched. NDRange: (rot_dim / 2, n, pairs). */
 __kernel void clattn_rotary_in_place(CLATTN_OUT_VIEW_PARAMS(x), uint heads, uint pairs, uint n,
                                      uint rot_dim, int interleaved, __global const float *table,
-                                     uint pos0)
+                                     uint row0)
 {
     uint k = get_global_id(0), row = get_global_id(1), z = get_global_id(2);
     uint half_r = rot_dim / 2;
@@ -50,7 +51,7 @@ __kernel void clattn_rotary_in_place(CLATTN_OUT_VIEW_PARAMS(x), uint heads, uint
     CLATTN_SPLIT_PAIR(z, heads, b, h);
     __global float *xr = CLATTN_VIEW_ROW(x, b, h, row);
     uint a = interleaved ? 2 * k : k, c = interleaved ? 2 * k + 1 : k + half_r;
-    float2 cs = vload2((ulong)(pos0 + row) * half_r + k, table);
+    float2 cs = vload2((ulong)(row0 + row) * half_r + k, table);
     float xa = xr[a], xc = xr[c];
     xr[a] = xa * cs.x - xc * cs.y;
     xr[c] = xc * cs.x + xa * cs.y;

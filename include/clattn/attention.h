@@ -50,7 +50,16 @@
  * channels c >= r are unchanged. The angles are computed as PyTorch's rotary code computes them
  * (transformers, GPT-NeoX, NomicBERT): θ^(-2k/r) and p·θ^(-2k/r) in float32, then their cosines
  * and sines (in double precision, rounded to float). The offsets move RoPE's positions only (the
- * other modifiers and the causal mask use the row indices i and j).
+ * other modifiers and the causal mask use the row indices i and j). A position is rounded to
+ * float32 first, as PyTorch's float position ids are: past 2^24 neighbouring positions share an
+ * angle (at 1e8, multiples of 8). The cosines and sines are computed for the positions a call
+ * rotates, not from position 0: the context keeps them for a window of positions (rounded out
+ * to multiples of 256, extended while it stays within 4 times the window asked for; two
+ * windows side by side, e.g. two bases, or queries and keys far apart), so their memory and
+ * time follow the number of rows, not the offsets: offsets of 1e8, or past 2^32, cost what
+ * offsets of 0 do (4·r bytes on the device per position of the window: n rows rounded out to
+ * multiples of 256, up to 4 times that when windows move). A last position past SIZE_MAX is
+ * CLATTN_ERROR_TOO_LARGE.
  *
  * A query row whose keys are all ignored gets all-zero attention weights and a zero output (not
  * NaN, unlike PyTorch 1.13's slow path; this is PyTorch's later "safe softmax" behaviour).

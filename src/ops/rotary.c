@@ -8,20 +8,18 @@
 
 #include <math.h>
 
-#include <stdint.h>
-
-/* The context's table covering positions spec->pos0 .. pos0 + n - 1 (the kernels' positions are
- * 32-bit: beyond is CLATTN_ERROR_TOO_LARGE). With table NULL: only the range check. */
+/* The context's table covering the positions spec->pos0 .. pos0 + n - 1, and *row0, its row of
+ * position pos0 (the kernels index the table from there: the table holds a window of positions,
+ * not all from 0). */
 static clattn_status table_for(clattn_context *ctx, const clattn_rotary_spec *spec, size_t n,
-                               cl_mem *table)
+                               cl_mem *table, cl_uint *row0)
 {
-    if (spec->pos0 > UINT32_MAX - n)
-        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
-                            "rotary positions %zu + %zu exceed the kernel's 32-bit range",
-                            spec->pos0, n);
-    if (!table)
-        return CLATTN_OK;
-    return clattn__rotary_table(ctx, spec->pos0 + n, spec->rot_dim / 2, spec->theta, table);
+    size_t first;
+    clattn_status status = clattn__rotary_table(ctx, spec->pos0, n, spec->rot_dim / 2,
+                                                spec->theta, table, &first);
+    if (status == CLATTN_OK)
+        *row0 = (cl_uint)(spec->pos0 - first); /* the window has fewer than 2^32 rows */
+    return status;
 }
 
 clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, size_t batch,
@@ -29,12 +27,13 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
                              cl_mem out, size_t out_offset, clattn_head_view *rotated)
 {
     cl_mem table;
-    clattn_status status = table_for(ctx, spec, n, &table);
+    cl_uint row0;
+    clattn_status status = table_for(ctx, spec, n, &table, &row0);
     if (status != CLATTN_OK)
         return status;
     cl_ulong y_off = out_offset;
     cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
-    cl_uint width = (cl_uint)d, rot_dim = (cl_uint)spec->rot_dim, pos0 = (cl_uint)spec->pos0;
+    cl_uint width = (cl_uint)d, rot_dim = (cl_uint)spec->rot_dim;
     cl_int interleaved = spec->interleaved;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROTARY], 0, CL_SUCCESS};
     clattn__head_view_args(&args, x);
@@ -47,7 +46,7 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
     CLATTN_ARG(&args, rot_dim);
     CLATTN_ARG(&args, interleaved);
     CLATTN_ARG(&args, table);
-    CLATTN_ARG(&args, pos0);
+    CLATTN_ARG(&args, row0);
     size_t global[3] = {d, n, batch * heads};
     *rotated = (clattn_head_view){out, out_offset, heads * n * d, n * d, d};
     return clattn__launch(ctx, &args, "rotary", 3, global, NULL, CLATTN_OP_OTHER, 0);
@@ -104,13 +103,14 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
 {
     size_t pairs_per_row = spec->rot_dim / 2;
     if (pairs_per_row == 0 || n == 0 || batch * heads == 0)
-        return spec->pos0 > UINT32_MAX - n ? table_for(ctx, spec, n, NULL) : CLATTN_OK;
+        return CLATTN_OK;
     cl_mem table;
-    clattn_status status = table_for(ctx, spec, n, &table);
+    cl_uint row0;
+    clattn_status status = table_for(ctx, spec, n, &table, &row0);
     if (status != CLATTN_OK)
         return status;
     cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
-    cl_uint rot_dim = (cl_uint)spec->rot_dim, pos0 = (cl_uint)spec->pos0;
+    cl_uint rot_dim = (cl_uint)spec->rot_dim;
     cl_int interleaved = spec->interleaved;
     clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROTARY_IN_PLACE], 0, CL_SUCCESS};
     clattn__head_view_args(&args, x);
@@ -120,7 +120,7 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
     CLATTN_ARG(&args, rot_dim);
     CLATTN_ARG(&args, interleaved);
     CLATTN_ARG(&args, table);
-    CLATTN_ARG(&args, pos0);
+    CLATTN_ARG(&args, row0);
     size_t global[3] = {pairs_per_row, n, batch * heads};
     return clattn__launch(ctx, &args, "rotary in place", 3, global, NULL, CLATTN_OP_OTHER, 0);
 }
