@@ -93,6 +93,65 @@ void print_json_string(const char *s)
     putchar('"');
 }
 
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "a special file";
+}
+
+bool cli_may_write(const char *path, char *problem, size_t problem_size)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return true; /* a new file (a missing folder is the writer's error) */
+        snprintf(problem, problem_size, "a path that cannot be examined (%s)", strerror(errno));
+        return false;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        if (stat(path, &st) != 0) {
+            snprintf(problem, problem_size, "a symbolic link that cannot be followed (%s)",
+                     strerror(errno));
+            return false;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            snprintf(problem, problem_size, "a symbolic link to %s, not to a regular file",
+                     file_kind(st.st_mode));
+            return false;
+        }
+        return true;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(problem, problem_size, "%s, not a regular file", file_kind(st.st_mode));
+        return false;
+    }
+    return true;
+}
+
+int cli_check_output(const char *option, const char *path)
+{
+    char problem[256];
+    if (!path)
+        return -1;
+    if (!path[0])
+        return usage_error("%s needs a file's path, not an empty string", option);
+    if (!cli_may_write(path, problem, sizeof(problem)))
+        return usage_error("%s %s: it names %s; only a regular file or a new one is written "
+                           "(left unchanged)",
+                           option, path, problem);
+    return -1;
+}
+
 int refuse_output_over_inputs(const char *output, const char *const *names,
                               const char *const *paths, int count)
 {

@@ -6,6 +6,7 @@
 #include <clattn/context.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
@@ -25,6 +26,18 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A decimal count, digits only (strtoull alone would skip leading blanks and accept a sign, so
  * " -1" would wrap to 2^64 - 1), at most max. */
 bool parse_count(const char *text, unsigned long long max, unsigned long long *out);
+
+/* The rule for every file the programs write: only a new file or an existing regular file is
+ * ever written or replaced. A symbolic link is followed (the file it names is replaced and the
+ * link stays, as the library's writers do); anything else that exists under the name (a FIFO, a
+ * character or block device, a directory, a socket, a link to one of them or a link to nothing)
+ * is never opened, written, replaced or removed. Returns true when path may be written; else
+ * false, with why in problem: a phrase after "it names" ("a FIFO, not a regular file"). */
+bool cli_may_write(const char *path, char *problem, size_t problem_size);
+/* Up front, before any work: refuses a file option (`option`, e.g. "--output") whose path is
+ * empty or names something cli_may_write refuses. Returns -1 when path is NULL or may be
+ * written, else usage_error's status (the message ends "(left unchanged)"). */
+int cli_check_output(const char *option, const char *path);
 
 /* Refuses an --output that is the same file (device and inode, so also through a link) as one
  * of the `count` files read (paths[i] may be NULL; names[i] is its option without "--"): the

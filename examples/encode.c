@@ -74,6 +74,9 @@ static void usage(FILE *out)
             "  --causal            each position attends only to itself and earlier ones\n"
             "  --positional P      sinusoidal or none: overrides the model's setting\n"
             "  --output Y.npy      write the float32 [batch, seq, d_model] result\n"
+            "                      (a new file, or a regular file replaced whole once the\n"
+            "                      result is ready; a link to one is followed; a FIFO, device\n"
+            "                      or directory is refused and left unchanged)\n"
             "  --repeat R          R timed forward passes after one warm-up; report the median\n"
             "  --profile           per-kernel time table (OpenCL profiling events)\n"
             "  --json              one JSON object on stdout instead of text\n"
@@ -172,6 +175,9 @@ static int parse_options(int argc, char **argv, options *o)
     if ((o->input || o->tokens) && (o->batch_given || o->seq_given))
         return usage_error("--batch and --seq size the random input; they do not apply to "
                            "--%s", o->input ? "input" : "tokens");
+    int rc = cli_check_output("--output", o->output);
+    if (rc >= 0)
+        return rc;
     const char *const names[4] = {"model", "input", "tokens", "mask"};
     const char *const paths[4] = {o->model, o->input, o->tokens, o->mask};
     return refuse_output_over_inputs(o->output, names, paths, 4);

@@ -56,6 +56,9 @@ static void usage(FILE *out)
             "  --output OUT.npy   without --tgt: the generated ids, int64 [B, L] right-padded with\n"
             "                     the model's pad_id (without --output: one JSON array per\n"
             "                     sentence on stdout)\n"
+            "                     (a new file, or a regular file replaced whole once the\n"
+            "                     result is ready; a link to one is followed; a FIFO, device\n"
+            "                     or directory is refused and left unchanged)\n"
             "  --max-new N        tokens to generate at most (default: source length + 50; at\n"
             "                     most 1048576); a key/value cache larger than the device's\n"
             "                     memory is refused before generating. On a terminal, stderr\n"
@@ -146,6 +149,9 @@ static int parse_options(int argc, char **argv, options *o)
                            "--half-cache are for generation");
     if (o->tgt && !o->output)
         return usage_error("--tgt writes logits [B, T, V]: give --output OUT.npy");
+    int rc = cli_check_output("--output", o->output);
+    if (rc >= 0)
+        return rc;
     const char *const names[4] = {"model", "src", "tgt", "src-mask"};
     const char *const paths[4] = {o->model, o->src, o->tgt, o->src_mask};
     return refuse_output_over_inputs(o->output, names, paths, 4);

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct options {
     const char *device, *preset, *model;
@@ -61,7 +60,9 @@ static void usage(FILE *out)
             "            [--repeat R] [--quick] [--dry-run] [--precision fp32|bf16|int8]\n"
             "  Times kernel variants and CLBlast GEMM parameters in one encoder layer of the\n"
             "  given configuration (default: base) at [B, N] (default 2 x 512) and stores the\n"
-            "  fastest in the tuning cache (%s).\n"
+            "  fastest in the tuning cache (%s: replaced whole\n"
+            "  when it is a regular file or a link to one, created when absent; a FIFO, device\n"
+            "  or directory there is refused and left unchanged).\n"
             "  --repeat R  timed passes per candidate (default 3; the fastest counts)\n"
             "  --quick     fewer candidates\n"
             "  --dry-run   measure and print, store nothing\n"
@@ -251,20 +252,22 @@ static int tune_attention(session *s, clattn_tuning *best)
     return clattn_context_set_tuning(s->ctx, best) == CLATTN_OK ? 0 : fail(s->ctx, "applying");
 }
 
-/* The cache is only ever replaced when it is a regular file or does not exist yet (the library
- * refuses anything else): said before the timing rather than after it. */
+/* The cache is only ever replaced when it is a regular file (or a link to one) or does not
+ * exist yet (cli_may_write; the library refuses anything else too): said before the timing
+ * rather than after it. */
 static bool cache_replaceable(void)
 {
     const char *path = clattn_tuning_cache_path();
-    struct stat st;
+    char problem[256];
     if (!path) {
         fprintf(stderr, "tune: no tuning cache path: set CLATTN_TUNING_CACHE, XDG_CACHE_HOME or "
                         "HOME (or use --dry-run)\n");
         return false;
     }
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "tune: the tuning cache %s is not a regular file, and is never replaced: "
-                        "set CLATTN_TUNING_CACHE to a file's path (or use --dry-run)\n", path);
+    if (!cli_may_write(path, problem, sizeof(problem))) {
+        fprintf(stderr, "tune: the tuning cache %s is not a regular file: it names %s; it is "
+                        "never replaced (left unchanged): set CLATTN_TUNING_CACHE to a file's "
+                        "path (or use --dry-run)\n", path, problem);
         return false;
     }
     return true;

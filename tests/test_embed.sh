@@ -48,7 +48,7 @@ expect 1 "is not a regular file" -- "$embed" --model "$tmp/tiny" --input /dev/nu
 expect 1 "holds no text" -- "$embed" --model "$tmp/tiny" --input "$tmp/empty.txt" --output "$tmp/x.npy"
 mkfifo "$tmp/fifo"
 expect 1 "is not a regular file" -- timeout 60 "$embed" --model "$tmp/tiny" --input "$tmp/fifo" --output "$tmp/x.npy"
-expect 2 "is a directory" -- job --output "$tmp"
+expect 2 "it names a directory, not a regular file" -- job --output "$tmp"
 # One shard (the default 1 MiB holds the whole corpus): the very bytes of the in-memory path.
 "$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
 expect 0 "" -- job --output "$tmp/one_shard.npy"
@@ -80,9 +80,10 @@ CLATTN_EMBED_FAIL_SHARD=5 expect 1 "failing as CLATTN_EMBED_FAIL_SHARD asks" -- 
 expect 0 "" -- grep -qx old "$tmp/out.npy"
 expect 0 "" -- test -s "$tmp/out.npy.partial" -a -s "$tmp/out.npy.progress"
 expect 1 "add --resume to finish it" -- job --output "$tmp/out.npy" --shard-size 256
-expect 1 "records another job" -- job --output "$tmp/out.npy" --shard-size 256 --batch-size 5 --resume
-# --resume embeds the shards after the failed one only: the same bytes as the job run whole.
-expect 0 '"shards": 37, "resumed_shards": 5,' -- job --output "$tmp/out.npy" --shard-size 256 --resume --json
+expect 1 "records another job" -- job --output "$tmp/out.npy" --shard-size 256 --pooling cls --resume
+# --resume embeds the shards after the failed one only: the same bytes as the job run whole (in
+# batches of another size: batch invariance, so --batch-size is not part of the job's identity).
+expect 0 '"shards": 37, "resumed_shards": 5,' -- job --output "$tmp/out.npy" --shard-size 256 --resume --json --batch-size 5
 expect 0 "" -- cmp "$tmp/out.npy" "$tmp/ref.npy"
 expect 0 "" -- test ! -e "$tmp/out.npy.partial" -a ! -e "$tmp/out.npy.progress"
 # Killed part-way (SIGKILL: no clean-up at all), then resumed.
@@ -93,6 +94,90 @@ expect 0 "" -- cmp "$tmp/killed.npy" "$tmp/ref.npy"
 # --resume with nothing to resume starts afresh.
 expect 0 '"resumed_shards": 0,' -- job --output "$tmp/fresh.npy" --shard-size 256 --resume --json
 expect 0 "" -- cmp "$tmp/fresh.npy" "$tmp/ref.npy"
+
+echo "--- outputs: only a regular file or a new one is written; anything else is refused up front"
+# A FIFO, a directory, a character device (mknod: root only) and a link to a FIFO as --output,
+# for the in-memory path, a corpus job and its --resume: exit 2 before any work, the node as it
+# was, no OUT.partial or OUT.progress made (a job once replaced a FIFO and, run as root,
+# /dev/full with a regular file). Every run under a timeout: nothing may wait on a FIFO.
+mkdir "$tmp/special"
+mkfifo "$tmp/special/fifo.npy"
+mkdir "$tmp/special/dir.npy"
+ln -s fifo.npy "$tmp/special/link.npy"
+kinds=("fifo.npy:a FIFO, not a regular file" "dir.npy:a directory, not a regular file"
+    "link.npy:a symbolic link to a FIFO, not to a regular file")
+if mknod "$tmp/special/char.npy" c 1 7 2>/dev/null; then # /dev/full's numbers, in $tmp only
+    kinds+=("char.npy:a character device, not a regular file")
+else
+    echo "note: mknod not permitted: the character-device case is not run"
+fi
+special_kept() { # NODE TYPE: NODE is still of TYPE (stat %F) and has no job files beside it
+    if [ "$(stat -c %F "$1")" = "$2" ] && [ ! -e "$1.partial" ] && [ ! -e "$1.progress" ]; then
+        echo "ok:   $1 is still a $2, no job files beside it"
+    else
+        echo "FAIL: $1 is now a $(stat -c %F "$1"), or the job made its files: $(ls -A "$tmp/special")"
+        failures=$((failures + 1))
+    fi
+}
+for kind in "${kinds[@]}"; do
+    node=$tmp/special/${kind%%:*} problem=${kind#*:}
+    type=$(stat -c %F "$node")
+    for run in memory job resume; do
+        case $run in
+        memory) args=(--model "$tmp/tiny" hello) ;;
+        job) args=(--model "$tmp/tiny" --input "$tmp/corpus.txt" --shard-size 256) ;;
+        resume) args=(--model "$tmp/tiny" --input "$tmp/corpus.txt" --shard-size 256 --resume) ;;
+        esac
+        expect 2 "--output $node: it names $problem; only a regular file or a new one is written (left unchanged)" -- \
+            timeout 60 "$embed" "${args[@]}" --output "$node"
+        special_kept "$node" "$type"
+    done
+done
+# An empty path: a usage error up front, nothing made in the current folder.
+for args in "hello" "--input $tmp/corpus.txt" "--input $tmp/corpus.txt --resume"; do
+    # shellcheck disable=SC2086
+    expect 2 "--output needs a file's path, not an empty string" -- \
+        bash -c 'cd "$1" && shift && "$@"' _ "$tmp/special" "$(realpath "$embed")" --model "$tmp/tiny" $args --output ""
+done
+expect 0 "" -- test ! -e "$tmp/special/.partial" -a ! -e "$tmp/special/.progress"
+# The job's own files: a FIFO as OUT.partial or OUT.progress is neither removed, written, nor
+# waited on.
+mkfifo "$tmp/special/p.npy.partial" "$tmp/special/q.npy.progress"
+expect 2 "the job's file $tmp/special/p.npy.partial: it names a FIFO" -- \
+    timeout 60 "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" --output "$tmp/special/p.npy"
+expect 2 "the job's file $tmp/special/q.npy.progress: it names a FIFO" -- \
+    timeout 60 "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" --output "$tmp/special/q.npy" \
+    --resume
+expect 0 "" -- test -p "$tmp/special/p.npy.partial" -a -p "$tmp/special/q.npy.progress" \
+    -a ! -e "$tmp/special/p.npy.progress" -a ! -e "$tmp/special/q.npy.partial" \
+    -a ! -e "$tmp/special/p.npy" -a ! -e "$tmp/special/q.npy"
+# A link to a regular file is followed, as the in-memory path's writer does: the job runs beside
+# the file it names (so that its final rename stays on one file system), the link stays.
+mkdir "$tmp/special/sub"
+echo old >"$tmp/special/sub/target.npy"
+ln -s sub/target.npy "$tmp/special/to-file.npy"
+CLATTN_EMBED_FAIL_SHARD=5 expect 1 "" -- job --output "$tmp/special/to-file.npy" --shard-size 256
+expect 0 "" -- test -s "$tmp/special/sub/target.npy.progress" -a ! -e "$tmp/special/to-file.npy.progress"
+expect 0 '"resumed_shards": 5,' -- job --output "$tmp/special/to-file.npy" --shard-size 256 --resume --json
+expect 0 "" -- cmp "$tmp/special/sub/target.npy" "$tmp/ref.npy"
+expect 0 "" -- test -L "$tmp/special/to-file.npy" -a ! -e "$tmp/special/sub/target.npy.partial"
+# A FIFO that takes --output's name while the job runs: the final rename leaves it as it is and
+# keeps the finished job's .npy in OUT.partial.
+CLATTN_EMBED_STOP_SHARD=36 "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" \
+    --output "$tmp/special/late.npy" --shard-size 256 >"$tmp/late.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+    [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && break
+    sleep 0.1
+done
+mkfifo "$tmp/special/late.npy"
+kill -CONT "$pid"
+wait "$pid"
+expect 0 "" -- test $? -eq 1
+expect 0 "--output $tmp/special/late.npy: it names a FIFO, not a regular file now (left unchanged)" -- \
+    cat "$tmp/late.log"
+expect 0 "" -- test -p "$tmp/special/late.npy"
+expect 0 "" -- cmp "$tmp/special/late.npy.partial" "$tmp/ref.npy"
 
 echo "--- outputs that are files embed reads (by inode, whatever the spelling): refused"
 make_tiny_embedder "$tmp/guard" "$golden"
@@ -157,15 +242,90 @@ for other in relu reweighted; do
     CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- "$embed" --model "$tmp/model.link" \
         --input "$tmp/corpus.txt" --output "$tmp/moved.npy" --shard-size 256
     ln -sfn "$tmp/$other" "$tmp/model.link"
-    expect 1 "records another job" -- "$embed" --model "$tmp/model.link" \
+    expect 1 "recorded: files' checksum" -- "$embed" --model "$tmp/model.link" \
         --input "$tmp/corpus.txt" --output "$tmp/moved.npy" --shard-size 256 --resume
     rm -f "$tmp/moved.npy.partial" "$tmp/moved.npy.progress"
 done
 
+echo "--- --resume refuses another job's files, naming each fact that differs"
+# The progress file's header holds every fact that changes a row's bytes; a resume with any one
+# changed is refused (exit 1), naming it with both values, and leaves the job's files as they
+# were; the same facts (another --batch-size, a --max-length at or above the model's) resume.
+# A model with a Normalize module, so that --no-normalize changes the rows.
+mkdir "$tmp/normed"
+cp "$tmp/tiny"/* "$tmp/normed/"
+printf '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}, {"idx": 1, "name": "1", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]\n' \
+    >"$tmp/normed/modules.json"
+idjob() { "$embed" --model "$tmp/normed" --input "$tmp/corpus.txt" --output "$tmp/id.npy" --shard-size 256 "$@"; }
+CLATTN_EMBED_FAIL_SHARD=5 expect 1 "" -- idjob
+cp "$tmp/id.npy.progress" "$tmp/id.progress.kept"
+cp "$tmp/id.npy.partial" "$tmp/id.partial.kept"
+fact() { sed -n "s/^$1: //p" "$tmp/id.progress.kept"; }
+# refused_naming FACT RECORDED NOW -- COMMAND...: exit 1, the three lines naming FACT, the job's
+# files unchanged.
+refused_naming() {
+    local name=$1 recorded=$2 now=$3 out rc
+    shift 4
+    out=$("$@" 2>&1)
+    rc=$?
+    last_out=$out
+    local block=$'\n'"  $name"$'\n'"    recorded: $recorded"$'\n'"    now:      $now"$'\n'
+    if [ "$rc" -eq 1 ] && [[ "$out" == *"records another job"*"$block"* ]] &&
+        cmp -s "$tmp/id.npy.partial" "$tmp/id.partial.kept"; then
+        echo "ok:   $name: refused ($recorded, now $now)"
+    else
+        echo "FAIL: $* -> exit $rc (expected 1), output must name $name: $recorded -> $now:"
+        sed 's/^/    /' <<<"$out" | head -20
+        failures=$((failures + 1))
+    fi
+    # as they were (a test's edit, or a resume that should have been refused), case by case
+    cp "$tmp/id.progress.kept" "$tmp/id.npy.progress"
+    cp "$tmp/id.partial.kept" "$tmp/id.npy.partial"
+    rm -f "$tmp/id.npy"
+}
+for precision in bf16 int8; do
+    if "$embed" --model "$tmp/normed" --precision "$precision" hello >/dev/null 2>&1; then
+        refused_naming precision fp32 "$precision" -- idjob --resume --precision "$precision"
+    else
+        echo "note: --precision $precision is not supported on this device: its case is not run"
+    fi
+done
+refused_naming max-length "64 tokens" "16 tokens" -- idjob --resume --max-length 16
+refused_naming pooling mean cls -- idjob --resume --pooling cls
+refused_naming normalize yes no -- idjob --resume --no-normalize
+refused_naming prompt none '"the "' -- idjob --resume --prompt "the "
+refused_naming shard-size "256 bytes" "512 bytes" -- idjob --resume --shard-size 512
+if grep -q "input checksum" <<<"$last_out"; then # per shard: another cut, other checksums
+    echo "FAIL: another --shard-size is said to change the input's checksum"
+    failures=$((failures + 1))
+fi
+qpw=$(fact tuning | grep -o 'fused_qpw [0-9]*' | grep -o '[0-9]*$')
+other=$([ "$qpw" = 4 ] && echo 2 || echo 4)
+CLATTN_TUNE=fused_qpw=$other refused_naming tuning "$(fact tuning)" \
+    "$(fact tuning | sed "s/fused_qpw $qpw/fused_qpw $other/")" -- idjob --resume
+# What a test cannot change (the device, its driver, the library) recorded otherwise: the
+# progress file's line edited in place (the same length), as another machine would have written.
+for name in device driver library; do
+    value=$(fact "$name")
+    sed -i "s/^$name: ./$name: ~/" "$tmp/id.npy.progress"
+    refused_naming "$name" "~${value:1}" "$value" -- idjob --resume
+done
+# The same facts: another --batch-size (batch invariance) and --max-length above the model's 64.
+"$embed" --model "$tmp/normed" --input - --output "$tmp/normed.npy" <"$tmp/corpus.txt"
+expect 0 '"resumed_shards": 5,' -- idjob --resume --batch-size 7 --max-length 100000 --json
+expect 0 "" -- cmp "$tmp/id.npy" "$tmp/normed.npy"
+# A progress file of an earlier embed (format 2): refused as such.
+CLATTN_EMBED_FAIL_SHARD=5 expect 1 "" -- idjob
+printf 'clattn-embed progress 2 shards=37 rows=160 hidden=48 job=0123456789abcdef' |
+    dd of="$tmp/id.npy.progress" conv=notrunc status=none
+expect 1 "was written by another version of embed" -- idjob --resume
+rm "$tmp/id.npy.partial" "$tmp/id.npy.progress"
+
 echo "--- --resume trusts no record and no row without its checksum"
 # Every record corrupted towards "done" (each 0 made a 1): embedded again, not taken as zeros.
 CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/records.npy" --shard-size 256
-{ head -c 128 "$tmp/records.npy.progress"; tail -c +129 "$tmp/records.npy.progress" | tr 0 1; } \
+header=$(sed -n '1s/^clattn-embed progress 3 header=0*//p' "$tmp/records.npy.progress") # bytes
+{ head -c "$header" "$tmp/records.npy.progress"; tail -c +$((header + 1)) "$tmp/records.npy.progress" | tr 0 1; } \
     >"$tmp/progress.corrupt" && cp "$tmp/progress.corrupt" "$tmp/records.npy.progress"
 expect 0 "are damaged" -- job --output "$tmp/records.npy" --shard-size 256 --resume
 expect 0 "" -- cmp "$tmp/records.npy" "$tmp/ref.npy"
@@ -288,7 +448,7 @@ expect 0 "changed while the job ran" -- cat "$tmp/changing.log"
 expect 0 "remove $tmp/changing.npy.partial and $tmp/changing.npy.progress and run again" -- \
     cat "$tmp/changing.log"
 expect 1 "" -- grep -q "run again with --resume" "$tmp/changing.log"
-expect 1 "records another job" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
+expect 1 "  input checksum" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
     --output "$tmp/changing.npy" --shard-size 256 --resume
 rm "$tmp/changing.npy.partial" "$tmp/changing.npy.progress"
 expect 0 "" -- "$embed" --model "$tmp/tiny" --input "$tmp/changing.txt" \
@@ -346,9 +506,9 @@ expect 0 "" -- cmp "$tmp/jq.npy" "$tmp/q.npy"
 CLATTN_EMBED_FAIL_SHARD=5 expect 1 "failing as CLATTN_EMBED_FAIL_SHARD asks" -- \
     "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" --output "$tmp/jr.npy" \
     --shard-size 256
-expect 1 "records another job" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
+expect 1 "now:      \"of is \"" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
     --output "$tmp/jr.npy" --shard-size 256 --prompt-name p --resume
-expect 1 "records another job" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
+expect 1 "now:      \"the\"" -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
     --output "$tmp/jr.npy" --shard-size 256 --prompt "the" --resume
 expect 0 '"resumed_shards": 5,' -- "$embed" --model "$tmp/prompted" --input "$tmp/corpus.txt" \
     --output "$tmp/jr.npy" --shard-size 256 --prompt "the " --resume --json

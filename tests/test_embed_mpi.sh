@@ -58,7 +58,7 @@ rm -f "$tmp/two.npy"
 
 echo "--- each rank syncs its rows before it records their shard"
 # CLATTN_JOB_IO_TRACE: every rank logs its writes and syncs ("PID write PATH OFFSET BYTES",
-# "PID sync PATH") after the calls; a record (.progress past its 128-byte header) must follow a
+# "PID sync PATH") after the calls; a record (.progress past its header, over 128 bytes) must follow a
 # sync of the .partial with no write of that rank's rows in between.
 mpi_extra=(-x CLATTN_JOB_IO_TRACE="$tmp/io.log")
 expect 0 "" -- two
@@ -96,7 +96,18 @@ else
     sed 's/^/    /' <<<"$out" | head
     failures=$((failures + 1))
 fi
-rm -f "$tmp/two.npy.partial" "$tmp/two.npy.progress"
+# Resumed by one process: the job's facts are the same (one kind of device, driver and tuning on
+# every rank), so its finished shards are kept, and the bytes are the same.
+out=$(one --output "$tmp/two.npy" --resume --json 2>&1)
+resumed=$(grep -o '"resumed_shards": [0-9]*' <<<"$out" | head -n 1 | grep -o '[0-9]*$')
+if cmp -s "$tmp/one.npy" "$tmp/two.npy" && [ "${resumed:-0}" -gt 0 ]; then
+    echo "ok:   two ranks' job resumed by one process: $resumed shards kept, the same bytes"
+else
+    echo "FAIL: two ranks' job resumed by one process (resumed ${resumed:-none}):"
+    sed 's/^/    /' <<<"$out" | head
+    failures=$((failures + 1))
+fi
+rm -f "$tmp/two.npy" "$tmp/two.npy.partial" "$tmp/two.npy.progress"
 
 echo "--- a rank killed part-way, then --resume"
 mpi_extra=(-x CLATTN_EMBED_KILL_SHARD=35)

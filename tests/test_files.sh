@@ -85,14 +85,20 @@ for opt in model input tokens mask; do
     case_ "--$opt FIFO" 1 "$tmp/fifo/p: not a regular file (a FIFO)" "$tmp/fifo" -- \
         "$encode" "${args[@]}"
 done
-case_ "--output FIFO" 1 "$tmp/fifo/p: cannot create: it names a FIFO, not a regular file" \
+# An output that exists and is not a regular file: refused up front (exit 2, before any work) by
+# the programs' rule (examples/cli.c, cli_check_output); the library's writer refuses it too.
+out_rule="only a regular file or a new one is written (left unchanged)"
+case_ "--output FIFO" 2 "--output $tmp/fifo/p: it names a FIFO, not a regular file; $out_rule" \
     "$tmp/fifo" -- "${run[@]}" --output "$tmp/fifo/p"
 
 echo "--- directories"
 mkdir -p "$tmp/dir/d"
 cp "$tmp/old.txt" "$tmp/dir/d/inside"
-case_ "--output DIRECTORY" 1 "$tmp/dir/d: cannot create: it names a directory, not a regular file" \
+case_ "--output DIRECTORY" 2 "--output $tmp/dir/d: it names a directory, not a regular file" \
     "$tmp/dir" -- "${run[@]}" --output "$tmp/dir/d"
+case_ "--output \"\"" 2 "--output needs a file's path, not an empty string" "$tmp/dir" -- \
+    bash -c 'cd "$1" && shift && "$@"' _ "$tmp/dir" "$(realpath "$encode")" --model "$model" \
+    --input "$input" --output ""
 case_ "--model DIRECTORY" 1 "$tmp/dir/d: not a regular file (a directory)" "$tmp/dir" -- \
     "$encode" --model "$tmp/dir/d"
 case_ "--output in a missing directory" 1 "No such file or directory" "$tmp/dir" -- \
@@ -102,12 +108,12 @@ echo "--- devices and symbolic links to them: refused, neither written nor remov
 mkdir "$tmp/dev"
 ln -s /dev/full "$tmp/dev/full-link"
 ln -s missing "$tmp/dev/dangling"
-case_ "--output LINK-TO-/dev/full" 1 "cannot create: it names a character device, not a regular file" \
+case_ "--output LINK-TO-/dev/full" 2 "it names a symbolic link to a character device, not to a regular file" \
     "$tmp/dev" -- "${run[@]}" --output "$tmp/dev/full-link"
-case_ "--output DANGLING-LINK" 1 "the symbolic link cannot be followed" "$tmp/dev" -- \
+case_ "--output DANGLING-LINK" 2 "it names a symbolic link that cannot be followed" "$tmp/dev" -- \
     "${run[@]}" --output "$tmp/dev/dangling"
 if mknod "$tmp/dev/full" c 1 7 2>/dev/null; then
-    case_ "--output CHARACTER-DEVICE" 1 "it names a character device, not a regular file" \
+    case_ "--output CHARACTER-DEVICE" 2 "it names a character device, not a regular file; $out_rule" \
         "$tmp/dev" -- "${run[@]}" --output "$tmp/dev/full"
 else
     echo "skip: --output CHARACTER-DEVICE (mknod is not allowed here)"

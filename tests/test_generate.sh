@@ -78,6 +78,18 @@ cp "$tmp/src.npy" "$tmp/keep.npy"
 expect 2 "is the same file as --src" -- "$generate" --model "$model" --src "$tmp/keep.npy" --output "$tmp/keep.npy"
 if cmp -s "$tmp/src.npy" "$tmp/keep.npy"; then echo "ok:   the input is unchanged"; else
     echo "FAIL: the input changed"; failures=$((failures + 1)); fi
+# Only a regular file or a new one is written: a FIFO, a directory or an empty path as --output
+# (ids or logits) is refused up front (exit 2), never opened or replaced.
+mkfifo "$tmp/fifo.npy"
+mkdir "$tmp/dir.npy"
+out_rule="only a regular file or a new one is written (left unchanged)"
+expect 2 "--output $tmp/fifo.npy: it names a FIFO, not a regular file; $out_rule" -- \
+    timeout 60 "$generate" --model "$model" --src "$tmp/src.npy" --output "$tmp/fifo.npy"
+expect 2 "--output $tmp/dir.npy: it names a directory, not a regular file; $out_rule" -- \
+    "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy" --output "$tmp/dir.npy"
+expect 2 "--output needs a file's path, not an empty string" -- \
+    "$generate" --model "$model" --src "$tmp/src.npy" --output ""
+expect 0 "" -- test -p "$tmp/fifo.npy" -a -d "$tmp/dir.npy"
 
 echo "--- runtime errors (exit 1)"
 expect 1 "/no/such/model.safetensors" -- "$generate" --model /no/such/model.safetensors --src "$tmp/src.npy"

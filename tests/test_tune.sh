@@ -73,5 +73,32 @@ else
     failures=$((failures + 1))
 fi
 
+# The rule of every file the programs write (examples/cli.c, cli_may_write), checked before any
+# timing: a directory, a link to a FIFO and a link to nothing are refused and left as they are;
+# a link to a regular file is followed (the file it names is replaced, the link stays).
+mkdir "$tmp/dir.json"
+ln -s fifo.json "$tmp/to-fifo.json"
+ln -s missing.json "$tmp/dangling.json"
+for cache in "dir.json:a directory, not a regular file" \
+    "to-fifo.json:a symbolic link to a FIFO, not to a regular file" \
+    "dangling.json:a symbolic link that cannot be followed"; do
+    expect 1 "the tuning cache $tmp/${cache%%:*} is not a regular file: it names ${cache#*:}" -- \
+        env CLATTN_TUNING_CACHE="$tmp/${cache%%:*}" timeout 60 "$tune" "${small[@]}"
+done
+if [ -d "$tmp/dir.json" ] && [ -z "$(ls -A "$tmp/dir.json")" ] && [ -p "$tmp/fifo.json" ] &&
+    [ "$(readlink "$tmp/to-fifo.json")" = fifo.json ] && [ "$(readlink "$tmp/dangling.json")" = missing.json ] &&
+    [ ! -e "$tmp/missing.json" ]; then
+    echo "ok:   the directory and the links are as they were"
+else
+    echo "FAIL: a refused cache changed:"
+    ls -l "$tmp"
+    failures=$((failures + 1))
+fi
+echo '{"format": 1, "entries": []}' >"$tmp/real.json"
+ln -s real.json "$tmp/to-real.json"
+expect 0 "stored in $tmp/to-real.json" -- env CLATTN_TUNING_CACHE="$tmp/to-real.json" "$tune" "${small[@]}"
+expect 0 "" -- grep -q '"gemm_kernel"' "$tmp/real.json"
+expect 0 "" -- test -L "$tmp/to-real.json"
+
 echo "--- $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -38,6 +38,7 @@ typedef struct options {
     uint64_t shard_bytes; /* 0: not given */
     int pooling; /* -1: the model's */
     const char *prompt, *prompt_name; /* NULL: the model's default prompt */
+    char *resolved_output; /* a corpus job's --output link, followed (malloc'd) */
     char **texts;
     size_t text_count;
 } options;
@@ -65,7 +66,10 @@ static void usage(FILE *out)
             "                     an empty line is an empty text); - reads standard input\n"
             "  TEXT ...           the texts, when there is no --input\n"
             "  --output OUT.npy   float32 [count, hidden], row i = text i\n"
-            "                     (without it: one JSON array per text on stdout)\n"
+            "                     (without it: one JSON array per text on stdout); a new file\n"
+            "                     or a regular file, replaced whole once the rows are ready (a\n"
+            "                     link to one is followed); a FIFO, device or directory is\n"
+            "                     refused and left unchanged\n"
             "  --json             one JSON object on stdout: the embeddings (unless --output) and\n"
             "                     texts/s, tokens/s, the device and the model\n"
             "  --tokenize         no model run: each text's token ids ([CLS] ... [SEP]) as a JSON\n"
@@ -87,16 +91,22 @@ static void usage(FILE *out)
             "A corpus job: with --input FILE (not -) and --output, the file is embedded in shards\n"
             "of its bytes, each on its own (so the result does not depend on the number of\n"
             "processes), into OUT.npy.partial, the finished shards recorded in OUT.npy.progress\n"
-            "(with checksums);\n"
+            "(with checksums; as OUT.npy, each a regular file or a new one; for a link\n"
+            "OUT.npy, beside the file it names);\n"
             "OUT.npy appears only when every shard is done. Under mpirun every rank embeds a\n"
             "contiguous part of the shards on its own device (--device, else $CLATTN_DEVICE,\n"
             "else the node's GPUs round-robin by local rank, else the default device) and\n"
             "writes its rows in place with MPI-IO.\n"
             "  --shard-size BYTES input bytes per shard (default 1048576); the unit of work and\n"
             "                     of --resume\n"
-            "  --resume           finish a job that stopped part-way (the same input, model and\n"
-            "                     options, by content, whatever their paths): the recorded\n"
-            "                     shards whose rows match their checksums are not embedded again\n"
+            "  --resume           finish a job that stopped part-way: the recorded shards whose\n"
+            "                     rows match their checksums are not embedded again. The job is\n"
+            "                     named by content, whatever the paths: the input, --shard-size,\n"
+            "                     the model, the precision, max length, pooling, normalisation\n"
+            "                     and prompt in effect, each process's device, driver and\n"
+            "                     tuning, and the library's version (not --batch-size: rows are\n"
+            "                     the same bytes whatever the batch); a progress file that\n"
+            "                     records other values is refused, naming each that differs\n"
             "  --progress         a progress line for the whole job on stderr (rank 0), also\n"
             "                     when stderr is not a terminal\n"
             "\n"
@@ -195,6 +205,39 @@ static int refuse_output_over_reads(const options *o, bool job)
             return usage_error("%s is the same file as %s of --model %s; refusing to overwrite "
                                "or remove the model",
                                name, found, o->model);
+    }
+    return -1;
+}
+
+/* A corpus job's --output (cli_check_output took it: a regular file, a link to one, or new) and
+ * its own files OUT.partial and OUT.progress, which it creates, writes, renames and removes:
+ * each must be a regular file or absent (never a FIFO or a device: the job would write into it,
+ * remove it or wait on it). A link as --output is followed, as the in-memory path's writer
+ * does: the job runs on the file it names (its .partial and .progress beside that file, so that
+ * the final rename stays within one file system) and the link stays. Returns -1, else the exit
+ * status. */
+static int job_output(options *o)
+{
+    struct stat st;
+    if (lstat(o->output, &st) == 0 && S_ISLNK(st.st_mode)) {
+        o->resolved_output = realpath(o->output, NULL);
+        if (!o->resolved_output)
+            return usage_error("--output %s: the symbolic link cannot be followed: %s", o->output,
+                               strerror(errno));
+        o->output = o->resolved_output;
+    }
+    const char *suffixes[2] = {EMBED_JOB_PARTIAL_SUFFIX, EMBED_JOB_PROGRESS_SUFFIX};
+    for (int i = 0; i < 2; i++) {
+        char path[4096], problem[256];
+        if (snprintf(path, sizeof(path), "%s%s", o->output, suffixes[i]) >= (int)sizeof(path))
+            return usage_error("--output: the path is too long (%zu bytes)", strlen(o->output));
+        bool link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+        if (link) /* the job makes these files itself: a link there is not one of its own */
+            snprintf(problem, sizeof(problem), "a symbolic link, not a regular file");
+        if (link || !cli_may_write(path, problem, sizeof(problem)))
+            return usage_error("--output %s: the job's file %s: it names %s; only a regular file "
+                               "or a new one is written (left unchanged)",
+                               o->output, path, problem);
     }
     return -1;
 }
@@ -308,9 +351,10 @@ static int parse_options(int argc, char **argv, options *o)
         return usage_error("under mpirun, embed needs --input FILE (not -) and --output OUT.npy: "
                            "each of the %d processes embeds a part of the file",
                            comm_size());
-    struct stat out;
-    if (job && stat(o->output, &out) == 0 && S_ISDIR(out.st_mode))
-        return usage_error("--output %s is a directory; give the .npy file's path", o->output);
+    if ((rc = cli_check_output("--output", o->output)) >= 0)
+        return rc;
+    if (job && (rc = job_output(o)) >= 0)
+        return rc;
     return refuse_output_over_reads(o, job);
 }
 
@@ -554,6 +598,7 @@ int main(int argc, char **argv)
             rc = o.tokenize ? tokenize(&o, &t) : embed(&o, &t);
         text_list_free(&t);
     }
+    free(o.resolved_output);
     if (fflush(stdout) != 0 && rc == 0)
         rc = runtime_error("writing to stdout failed: %s", strerror(errno));
     comm_finalize();

@@ -11,15 +11,21 @@
  * shard's first row and checksum.
  *
  * Files. OUTPUT.partial is the .npy being written (its header by rank 0, rows by all with
- * collective writes), OUTPUT.progress records the finished shards: a 128-byte header naming the
- * job, then one record of RECORD_BYTES per shard, "1 <rows' checksum> <record's checksum>" once
+ * collective writes), OUTPUT.progress records the finished shards: a header naming the job
+ * (PROGRESS_MAGIC), then one record of RECORD_BYTES per shard, "1 <rows' checksum> <record's checksum>" once
  * its rows reached the storage (written after their fsync). The job is named by content, not by
- * paths: the input's size and its shards' checksums, the model's config.json and tokenizer file
- * bytes, its weights file's size, modification time and header, what the model loaded, and the
- * options that change the rows. When every shard is done, rank 0 renames OUTPUT.partial to
- * OUTPUT and removes OUTPUT.progress; until then OUTPUT does not exist. After a failure both are
- * kept: --resume skips the recorded shards whose record and rows (read back from OUTPUT.partial)
- * match their checksums, and embeds the others again.
+ * paths, by everything that changes a row's bytes (job_identity): the input's size and its
+ * shards' checksums, --shard-size, the model (its config.json and tokenizer file bytes, its
+ * weights file's size, modification time and header, what it loaded), the precision, the
+ * truncation length, pooling, normalisation and prompt in effect, every process's device,
+ * driver version and tuning, and the library's version. The progress file's header holds them
+ * as "name: value" lines, so that --resume names what differs when it refuses another job's
+ * file. When every shard is done, rank 0 renames OUTPUT.partial to OUTPUT and removes
+ * OUTPUT.progress; until then OUTPUT does not exist. After a failure both are kept: --resume
+ * skips the recorded shards whose record and rows (read back from OUTPUT.partial) match their
+ * checksums, and embeds the others again. OUTPUT, OUTPUT.partial and OUTPUT.progress are
+ * regular files or absent (embed.c refuses anything else before the job starts; finish checks
+ * OUTPUT again before its rename).
  *
  * Rounds. Process r embeds its i-th unfinished shard in round i; every process joins every
  * round's collective write and sync (with no rows when it has none left) and then all learn
@@ -53,7 +59,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROGRESS_HEADER_BYTES 128
+/* The progress file's first line: the format, then the header's length in bytes (the identity's
+ * lines follow; the records start after the header). */
+#define PROGRESS_MAGIC "clattn-embed progress 3 header="
+#define PROGRESS_LENGTH_DIGITS 8
+#define PROGRESS_FIRST_LINE_BYTES (sizeof(PROGRESS_MAGIC) - 1 + PROGRESS_LENGTH_DIGITS + 1)
+/* The longest header --resume reads (a device name is 256 bytes at most, one per device kind). */
+#define PROGRESS_HEADER_MAX ((size_t)1 << 20)
 /* A shard's record: "1 " 16 hex digits (the rows' checksum), " ", 16 hex digits (the record's
  * checksum), "\n"; a shard to do is "0", spaces and "\n". */
 #define RECORD_BYTES 36
@@ -69,6 +81,13 @@ typedef struct rank_stats {
     char node[64];
 } rank_stats;
 
+/* What of a process's device changes its rows' bytes (batch invariance holds on one device,
+ * driver, library version and tuning: clattn/context.h). */
+typedef struct rank_device {
+    char name[CLATTN_DEVICE_STRING_SIZE], driver[CLATTN_DEVICE_STRING_SIZE];
+    char tuning[200];
+} rank_device;
+
 typedef struct job {
     const embed_job_settings *s;
     int fd;             /* the input */
@@ -80,7 +99,9 @@ typedef struct job {
     uint64_t *input_sums; /* [J]: checksum of shard j's input bytes */
     uint64_t *row_sums;   /* [J]: checksum of shard j's rows, when done */
     char *done;           /* [J]: '1' when shard j is finished */
-    uint64_t job_sum;     /* the job's identity, as the progress header names it */
+    char *progress_header; /* the progress file's header: first line, then the identity */
+    size_t progress_header_bytes;
+    uint64_t job_sum;     /* the header's checksum: what each record is made for */
     size_t hidden;
     size_t model_max_length; /* the model's truncation length */
     char npy_header[512]; /* the .npy's bytes before the rows */
@@ -90,6 +111,7 @@ typedef struct job {
     clattn_sentence_model *model;
     comm_file *data, *progress;
     rank_stats stats;
+    rank_device device;
 } job;
 
 /* Why the job stopped, from the least to the most specific advice (the largest over all
@@ -318,6 +340,16 @@ static int open_model(job *j)
     clattn_context_device_info(j->ctx, &dev);
     snprintf(j->stats.device, sizeof(j->stats.device), "%s", dev.name);
     snprintf(j->stats.node, sizeof(j->stats.node), "%s", comm_node_name());
+    snprintf(j->device.name, sizeof(j->device.name), "%s", dev.name);
+    snprintf(j->device.driver, sizeof(j->device.driver), "%s", dev.driver_version);
+    clattn_tuning t;
+    if (clattn_context_get_tuning(j->ctx, &t) != CLATTN_OK)
+        return local_error("%s", clattn_last_error(j->ctx));
+    snprintf(j->device.tuning, sizeof(j->device.tuning),
+             "gemm_kernel %d, fused_local %d, fused_qpw %zu, fused_tk %zu, fused_wg %zu, "
+             "split_keys %d, fused_untiled %d",
+             t.gemm_kernel, t.fused_local, t.fused_qpw, t.fused_tk, t.fused_wg, t.split_keys,
+             t.fused_untiled);
     return 0;
 }
 
@@ -395,19 +427,105 @@ static int sum_weights(const char *dir, uint64_t *sum)
     return 0;
 }
 
+/* The input's checksum (over its shards' checksums): another --shard-size cuts other shards, so
+ * it is compared only when --shard-size is the same. */
+#define INPUT_CHECKSUM_FACT "input checksum"
+
+/* A growing text of "name: value" lines. */
+typedef struct facts {
+    char *text;
+    size_t length, capacity;
+    bool failed; /* out of memory */
+} facts;
+
+/* Appends "name: value\n"; a control character of the value (a device name's, say) becomes '?'
+ * so that each fact stays one line. */
+static void add_fact(facts *f, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_fact(facts *f, const char *name, const char *fmt, ...)
+{
+    char value[8448]; /* add_devices' lists and more */
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(value, sizeof(value), fmt, args);
+    va_end(args);
+    for (char *c = value; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    size_t need = f->length + strlen(name) + strlen(value) + 4;
+    if (!f->failed && need > f->capacity) {
+        size_t capacity = need * 2;
+        char *grown = realloc(f->text, capacity);
+        if (!grown) {
+            f->failed = true;
+            return;
+        }
+        f->text = grown, f->capacity = capacity;
+    }
+    if (!f->failed)
+        f->length += (size_t)sprintf(f->text + f->length, "%s: %s\n", name, value);
+}
+
+/* The prompt as a fact: quoted when short and plain, else its length and checksum. */
+static void add_prompt(facts *f, const char *prompt)
+{
+    size_t n = prompt ? strlen(prompt) : 0;
+    bool plain = n <= 64;
+    for (size_t i = 0; plain && i < n; i++)
+        plain = prompt[i] >= 0x20 && prompt[i] < 0x7f && prompt[i] != '"';
+    if (!n)
+        add_fact(f, "prompt", "none");
+    else if (plain)
+        add_fact(f, "prompt", "\"%s\"", prompt);
+    else
+        add_fact(f, "prompt", "%zu bytes, checksum %016" PRIx64, n,
+                 sum_bytes(SUM_START, prompt, n));
+}
+
+/* The devices of the job's processes (each kind once, in rank order), as the device, driver and
+ * tuning facts: "A; B" when the ranks run on more than one kind. */
+static void add_devices(facts *f, const rank_device *all, int count)
+{
+    char names[8192] = "", drivers[8192] = "", tunings[8192] = "";
+    for (int r = 0; r < count; r++) {
+        bool seen = false;
+        for (int q = 0; q < r && !seen; q++)
+            seen = strcmp(all[q].name, all[r].name) == 0 &&
+                   strcmp(all[q].driver, all[r].driver) == 0 &&
+                   strcmp(all[q].tuning, all[r].tuning) == 0;
+        if (seen)
+            continue;
+        const char *sep = names[0] ? "; " : "";
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", sep, all[r].name);
+        snprintf(drivers + strlen(drivers), sizeof(drivers) - strlen(drivers), "%s%s", sep,
+                 all[r].driver);
+        snprintf(tunings + strlen(tunings), sizeof(tunings) - strlen(tunings), "%s%s", sep,
+                 all[r].tuning);
+    }
+    add_fact(f, "device", "%s", names);
+    add_fact(f, "driver", "%s", drivers);
+    add_fact(f, "tuning", "%s", tunings);
+}
+
 /* Rank 0: the job's identity, by content (never by a path: the same job resumes however its
- * files are spelled, and a model or input that changed behind the same path is another job). */
-static int job_identity(const job *j, uint64_t *sum)
+ * files are spelled, and a model or input that changed behind the same path is another job):
+ * one "name: value" line for each fact that changes a row's bytes. --batch-size is none of them
+ * (batch invariance, clattn/context.h): a job may be resumed with another. */
+static int job_identity(const job *j, const rank_device *devices, facts *f)
 {
     const embed_job_settings *s = j->s;
-    uint64_t h = sum_text(SUM_START, "clattn-embed job 2");
     /* The input: its size and every shard's checksum. */
-    h = sum_u64(h, j->file_size);
-    h = sum_u64(h, s->shard_bytes);
+    uint64_t h = sum_u64(SUM_START, j->file_size);
     for (uint64_t i = 0; i < j->shards; i++)
         h = sum_u64(h, j->input_sums[i]);
-    /* The model: the files it is read from, the tokenizer as the library picks it. */
+    add_fact(f, "input", "%" PRIu64 " bytes, %" PRIu64 " lines", j->file_size,
+             j->rows_before[j->shards]);
+    add_fact(f, "shard-size", "%" PRIu64 " bytes", s->shard_bytes);
+    add_fact(f, INPUT_CHECKSUM_FACT, "%016" PRIx64, h);
+    /* The model: the files it is read from, the tokenizer as the library picks it, and what it
+     * loaded (sentence_bert_config.json, modules.json, the pooling folder). */
     bool found = false;
+    h = SUM_START;
     int rc = sum_model_file(s->model, "config.json", &h, &found);
     if (!rc)
         rc = sum_model_file(s->model, "tokenizer.json", &h, &found);
@@ -417,44 +535,50 @@ static int job_identity(const job *j, uint64_t *sum)
         rc = sum_weights(s->model, &h);
     if (rc)
         return rc;
-    /* What the model loaded (sentence_bert_config.json, modules.json, the pooling folder). */
     clattn_sentence_model_info info;
     clattn_sentence_model_get_info(j->model, &info);
-    h = sum_u64(h, info.hidden_size);
-    h = sum_u64(h, info.max_length);
-    h = sum_u64(h, info.num_layers);
-    h = sum_u64(h, info.vocab_size);
-    h = sum_u64(h, (uint64_t)info.pooling);
-    h = sum_u64(h, (uint64_t)info.normalize);
-    /* The options that change the rows. */
-    h = sum_u64(h, s->max_length);
-    h = sum_u64(h, s->batch_size);
-    h = sum_u64(h, (uint64_t)(int64_t)s->pooling);
-    h = sum_u64(h, s->no_normalize);
-    /* The prompt put before every text, as the options and the model resolve it. */
-    const char *prompt = s->prompt ? s->prompt
-                         : s->prompt_name
-                             ? clattn_sentence_model_prompt(j->model, s->prompt_name)
-                             : clattn_sentence_model_prompt(j->model, info.default_prompt_name);
-    h = sum_u64(h, prompt ? strlen(prompt) + 1 : 0);
-    if (prompt && *prompt)
-        h = sum_bytes(h, prompt, strlen(prompt));
-    *sum = h;
-    return 0;
+    add_fact(f, "model",
+             "files' checksum %016" PRIx64 ", hidden %zu, %zu layers, vocabulary %zu, at most "
+             "%zu tokens",
+             h, info.hidden_size, info.num_layers, info.vocab_size, info.max_length);
+    /* What the options and the model make of each text. */
+    static const char *const precisions[] = {"fp32", "bf16", "int8"};
+    add_fact(f, "precision", "%s",
+             s->precision >= 0 && s->precision < 3 ? precisions[s->precision] : "?");
+    add_fact(f, "max-length", "%zu tokens",
+             s->max_length && s->max_length < info.max_length ? s->max_length : info.max_length);
+    int pooling = s->pooling >= 0 ? s->pooling : (int)info.pooling;
+    add_fact(f, "pooling", "%s", pooling == CLATTN_POOLING_CLS ? "cls" : "mean");
+    add_fact(f, "normalize", "%s", info.normalize && !s->no_normalize ? "yes" : "no");
+    add_prompt(f, s->prompt        ? s->prompt
+                  : s->prompt_name ? clattn_sentence_model_prompt(j->model, s->prompt_name)
+                                   : clattn_sentence_model_prompt(j->model,
+                                                                  info.default_prompt_name));
+    /* Where the rows are computed. */
+    add_devices(f, devices, comm_size());
+    add_fact(f, "library", "libclattn %s", clattn_version_string());
+    return f->failed ? runtime_error("out of memory") : 0;
 }
 
 /* ---- the output and progress files ---- */
 
-/* The progress file's header: the job's shape and identity. */
-static void progress_header(const job *j, char header[PROGRESS_HEADER_BYTES])
+/* Rank 0: the progress file's header (PROGRESS_MAGIC, its length, the identity's lines) and its
+ * checksum. */
+static int make_progress_header(job *j, const rank_device *devices)
 {
-    memset(header, ' ', PROGRESS_HEADER_BYTES);
-    int n = snprintf(header, PROGRESS_HEADER_BYTES,
-                     "clattn-embed progress 2 shards=%" PRIu64 " rows=%" PRIu64
-                     " hidden=%zu job=%016" PRIx64,
-                     j->shards, j->rows_before[j->shards], j->hidden, j->job_sum);
-    header[n] = ' ';
-    header[PROGRESS_HEADER_BYTES - 1] = '\n';
+    facts f = {0};
+    int rc = job_identity(j, devices, &f);
+    size_t bytes = PROGRESS_FIRST_LINE_BYTES + f.length;
+    if (!rc && !(j->progress_header = malloc(bytes + 1)))
+        rc = runtime_error("out of memory");
+    if (!rc) {
+        snprintf(j->progress_header, bytes + 1, "%s%0*zu\n%s", PROGRESS_MAGIC,
+                 PROGRESS_LENGTH_DIGITS, bytes, f.text);
+        j->progress_header_bytes = bytes;
+        j->job_sum = sum_bytes(SUM_START, j->progress_header, bytes);
+    }
+    free(f.text);
+    return rc;
 }
 
 /* The record of shard s: done (with its rows' checksum) or to do. */
@@ -507,34 +631,141 @@ static const char *shard_lines(const job *j, uint64_t s, char text[64])
     return text;
 }
 
+/* The value of the fact `name` among header's "name: value" lines, or NULL; *length receives
+ * the value's length. */
+static const char *fact_value(const char *header, const char *name, size_t *length)
+{
+    size_t n = strlen(name);
+    for (const char *line = header; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end)
+            end = line + strlen(line);
+        if ((size_t)(end - line) >= n + 2 && memcmp(line, name, n) == 0 && line[n] == ':' &&
+            line[n + 1] == ' ') {
+            *length = (size_t)(end - line) - n - 2;
+            return line + n + 2;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
+/* Rank 0: what the header of another job's progress file (theirs, NUL-terminated) records
+ * differently from this job's (ours), three lines per fact:
+ *   "\n  precision\n    recorded: fp32\n    now:      int8".
+ * Empty when no fact differs (the file is damaged). */
+static void describe_differences(const char *ours, const char *theirs, char *out, size_t size)
+{
+    out[0] = '\0';
+    size_t ours_n, theirs_n;
+    const char *ours_cut = fact_value(ours, "shard-size", &ours_n);
+    const char *theirs_cut = fact_value(theirs, "shard-size", &theirs_n);
+    bool same_cut = ours_cut && theirs_cut && ours_n == theirs_n &&
+                    memcmp(ours_cut, theirs_cut, ours_n) == 0;
+    const char *line = strchr(ours, '\n'); /* after the first line */
+    while (line && *++line) {
+        const char *colon = strstr(line, ": "), *end = strchr(line, '\n');
+        if (!colon || !end || colon > end)
+            break;
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(colon - line), line);
+        const char *mine = fact_value(ours, name, &ours_n);
+        const char *recorded = fact_value(theirs, name, &theirs_n);
+        bool differs = !recorded || theirs_n != ours_n || memcmp(recorded, mine, ours_n) != 0;
+        if (differs && !(strcmp(name, INPUT_CHECKSUM_FACT) == 0 && !same_cut)) {
+            size_t used = strlen(out);
+            snprintf(out + used, size - used, "\n  %s\n    recorded: %.*s\n    now:      %.*s",
+                     name, recorded ? (int)theirs_n : 12, recorded ? recorded : "(not there)",
+                     (int)ours_n, mine);
+        }
+        line = end;
+    }
+}
+
+/* Rank 0, --resume: reads the header of the progress file open on fd into *theirs (malloc'd,
+ * NUL-terminated) and its length into *bytes. Returns 0, else why it is not one (a phrase after
+ * the file's name) in problem. */
+static int read_progress_header(int fd, char **theirs, size_t *bytes, char *problem,
+                                size_t problem_size)
+{
+    char first[PROGRESS_FIRST_LINE_BYTES + 1] = "";
+    size_t magic = strlen(PROGRESS_MAGIC), n = 0;
+    *theirs = NULL;
+    bool readable = read_at(fd, 0, first, PROGRESS_FIRST_LINE_BYTES) == 0;
+    if (readable && memcmp(first, PROGRESS_MAGIC, magic) != 0 &&
+        strncmp(first, "clattn-embed progress ", 22) == 0) {
+        snprintf(problem, problem_size, "was written by another version of embed (\"%.23s\")",
+                 first);
+        return 1;
+    }
+    bool digits = readable && memcmp(first, PROGRESS_MAGIC, magic) == 0 &&
+                  first[PROGRESS_FIRST_LINE_BYTES - 1] == '\n';
+    for (size_t i = magic; digits && i < magic + PROGRESS_LENGTH_DIGITS; i++) {
+        digits = first[i] >= '0' && first[i] <= '9';
+        n = n * 10 + (size_t)(first[i] - '0');
+    }
+    if (!digits || n < PROGRESS_FIRST_LINE_BYTES || n > PROGRESS_HEADER_MAX) {
+        snprintf(problem, problem_size, "is damaged (its first line is not a progress file's)");
+        return 1;
+    }
+    if (!(*theirs = malloc(n + 1)) || read_at(fd, 0, *theirs, n) != 0) {
+        snprintf(problem, problem_size, "is damaged (it is shorter than its header)");
+        free(*theirs);
+        *theirs = NULL;
+        return 1;
+    }
+    (*theirs)[n] = '\0';
+    *bytes = n;
+    return 0;
+}
+
 /* Rank 0, --resume: the finished shards from the progress file, when it is this job's. Returns
  * 0 (done and row_sums filled, all '0' when there is nothing to resume: *found false), else 1.
- * A damaged record is a shard to embed again. */
-static int read_progress(job *j, const char *header, bool *found)
+ * Another job's file is refused, naming each fact of the identity that differs. A damaged record
+ * is a shard to embed again. */
+static int read_progress(job *j, bool *found)
 {
     *found = false;
     memset(j->done, '0', j->shards);
-    int fd = open(j->progress_path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put there after embed.c looked is never waited on (refused below). */
+    int fd = open(j->progress_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT ? 0
                                : runtime_error("--resume: %s: %s", j->progress_path,
                                                strerror(errno));
-    char theirs[PROGRESS_HEADER_BYTES];
-    struct stat partial;
-    size_t record_bytes = (size_t)j->shards * RECORD_BYTES;
+    struct stat st, partial;
+    char problem[256] = "is not a regular file (left unchanged)", *theirs = NULL;
+    char differences[16384] = "";
+    size_t theirs_bytes = 0, record_bytes = (size_t)j->shards * RECORD_BYTES;
     char *records = malloc(record_bytes);
-    bool ok = records && read_at(fd, 0, theirs, sizeof(theirs)) == 0 &&
-              memcmp(theirs, header, PROGRESS_HEADER_BYTES) == 0;
-    bool complete = ok && read_at(fd, PROGRESS_HEADER_BYTES, records, record_bytes) == 0;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    bool have_header = regular && read_progress_header(fd, &theirs, &theirs_bytes, problem,
+                                                       sizeof(problem)) == 0;
+    bool same = have_header && theirs_bytes == j->progress_header_bytes &&
+                memcmp(theirs, j->progress_header, theirs_bytes) == 0;
+    bool complete = same && records &&
+                    read_at(fd, j->progress_header_bytes, records, record_bytes) == 0;
     close(fd);
-    if (!ok || !complete) {
+    if (have_header && !same) {
+        describe_differences(j->progress_header, theirs, differences, sizeof(differences));
+        snprintf(problem, sizeof(problem), "is damaged (its header does not read as one)");
+    }
+    free(theirs);
+    if (differences[0]) {
+        free(records);
+        return runtime_error("--resume: %s records another job; what it records differs from "
+                             "this run:%s\nresume with what it records, or remove it and %s to "
+                             "start over (or choose another --output)",
+                             j->progress_path, differences, j->partial_path);
+    }
+    if (!complete) {
         free(records);
         return runtime_error("--resume: %s %s; remove it and %s to start over (or choose another "
                              "--output)",
                              j->progress_path,
-                             !ok ? "records another job (a different input, model, option or "
-                                   "--shard-size) or is damaged"
-                                 : "is damaged (it is shorter than its records)",
+                             !same     ? problem
+                             : records ? "is damaged (it is shorter than its records)"
+                                       : "cannot be read: out of memory",
                              j->partial_path);
     }
     uint64_t damaged = 0, first_damaged = 0;
@@ -564,7 +795,7 @@ static int read_progress(job *j, const char *header, bool *found)
 }
 
 /* Rank 0: a new progress file (all shards to do), refusing to replace an earlier job's. */
-static int create_progress(job *j, const char *header)
+static int create_progress(job *j)
 {
     int fd = open(j->progress_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST)
@@ -578,12 +809,13 @@ static int create_progress(job *j, const char *header)
     make_record(j, 0, false, 0, record);
     char *records = malloc(READ_CHUNK / RECORD_BYTES * RECORD_BYTES);
     size_t per_chunk = READ_CHUNK / RECORD_BYTES;
-    bool ok = records && pwrite(fd, header, PROGRESS_HEADER_BYTES, 0) == PROGRESS_HEADER_BYTES;
+    bool ok = records && pwrite(fd, j->progress_header, j->progress_header_bytes, 0) ==
+                             (ssize_t)j->progress_header_bytes;
     for (size_t i = 0; ok && i < per_chunk; i++)
         memcpy(records + i * RECORD_BYTES, record, RECORD_BYTES);
     for (uint64_t s = 0; ok && s < j->shards; s += per_chunk) {
         size_t n = (size_t)(j->shards - s < per_chunk ? j->shards - s : per_chunk) * RECORD_BYTES;
-        ok = pwrite(fd, records, n, (off_t)(PROGRESS_HEADER_BYTES + s * RECORD_BYTES)) ==
+        ok = pwrite(fd, records, n, (off_t)(j->progress_header_bytes + s * RECORD_BYTES)) ==
              (ssize_t)n;
     }
     ok = ok && fsync(fd) == 0;
@@ -654,21 +886,26 @@ static int verify_resumed(job *j)
  * Sets *resumed to whether an earlier run's shards are kept. */
 static int open_files(job *j, bool *resumed)
 {
-    char header[PROGRESS_HEADER_BYTES], error[1024];
+    char error[1024];
     int rc = 0;
     *resumed = false;
+    /* Every process's device, driver and tuning, for the identity rank 0 makes. */
+    rank_device *devices = comm_rank() == 0 ? calloc((size_t)comm_size(), sizeof(*devices)) : NULL;
+    rank_device mine = j->device;
+    comm_gather_bytes(&mine, sizeof(mine), devices ? devices : &mine);
     if (comm_rank() == 0) {
-        rc = job_identity(j, &j->job_sum);
-        progress_header(j, header);
+        rc = devices ? make_progress_header(j, devices) : runtime_error("out of memory");
         if (!rc && j->s->resume)
-            rc = read_progress(j, header, resumed);
+            rc = read_progress(j, resumed);
         if (!rc && !*resumed)
-            rc = create_progress(j, header);
+            rc = create_progress(j);
     }
+    free(devices);
     if (shared_status(rc))
         return 1;
     comm_broadcast(resumed, sizeof(*resumed));
     comm_broadcast(&j->job_sum, sizeof(j->job_sum));
+    comm_broadcast(&j->progress_header_bytes, sizeof(j->progress_header_bytes));
     comm_broadcast(j->done, j->shards);
     comm_broadcast(j->row_sums, j->shards * sizeof(uint64_t));
     if (comm_file_open(&j->progress, j->progress_path, false, error, sizeof(error)) ||
@@ -863,8 +1100,8 @@ static int run_rounds(job *j, double *seconds)
             rc = local_error("%s: %s", j->partial_path, error);
         if (!rc && s < j->shards) {
             make_record(j, s, true, row_sum, record);
-            if (comm_file_write_at(j->progress, PROGRESS_HEADER_BYTES + s * RECORD_BYTES, record,
-                                   RECORD_BYTES, error, sizeof(error)))
+            if (comm_file_write_at(j->progress, j->progress_header_bytes + s * RECORD_BYTES,
+                                   record, RECORD_BYTES, error, sizeof(error)))
                 rc = local_error("%s: %s", j->progress_path, error);
         }
         if (comm_file_sync(j->progress, error, sizeof(error)) && !rc)
@@ -944,9 +1181,16 @@ static int open_input(job *j)
     return 0;
 }
 
-/* Rank 0, when every shard is done: the file appears under its name, the record goes. */
+/* Rank 0, when every shard is done: the file appears under its name, the record goes. OUTPUT
+ * is looked at again first (embed.c did before the job): should a FIFO, a device or a directory
+ * have taken its name meanwhile, it is left as it is, and so is the finished job. */
 static int finish(job *j)
 {
+    char problem[256];
+    if (!cli_may_write(j->s->output, problem, sizeof(problem)))
+        return runtime_error("--output %s: it names %s now (left unchanged); the finished "
+                             "job's .npy is kept in %s: move it where you want it, and remove %s",
+                             j->s->output, problem, j->partial_path, j->progress_path);
     if (rename(j->partial_path, j->s->output) != 0)
         return runtime_error("--output: cannot rename %s to %s: %s", j->partial_path,
                              j->s->output, strerror(errno));
@@ -1044,6 +1288,6 @@ done:
     if (j.fd >= 0)
         close(j.fd);
     free(j.starts), free(j.rows_before), free(j.input_sums), free(j.row_sums), free(j.done);
-    free(j.partial_path), free(j.progress_path);
+    free(j.partial_path), free(j.progress_path), free(j.progress_header);
     return rc;
 }

@@ -23,7 +23,8 @@ typedef struct embed_job_settings {
                            default device */
     int precision;      /* clattn_precision of the GEMMs */
     const char *input;  /* a file (not stdin: every process reads its own part) */
-    const char *output; /* the .npy */
+    const char *output; /* the .npy: a regular file or none (embed.c checked it, and its
+                           .partial and .progress, and followed a link) */
     size_t max_length, batch_size; /* 0: the defaults */
     int pooling;                   /* -1: the model's */
     bool no_normalize;
