@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Writes tests/golden/python/: PyTorch's torch.nn.functional.scaled_dot_product_attention on
-small random inputs, one case per kind of mask, for tests/python/test_attention.py (clattn.sdpa).
+small random inputs, for tests/python/test_attention.py (clattn.sdpa): one case per kind of
+mask; leading dimensions that broadcast (5-D and 6-D, ranks that differ, value's batch, GQA);
+float64 and float16 inputs; zero-size inputs; and the shapes PyTorch refuses.
 
-Needs torch >= 2.1 (scaled_dot_product_attention with scale= and enable_gqa needs 2.5; the GQA
-case is left out with an older torch): ~/.cache/clattn/infinity-venv/bin/python
-tools/gen_python_golden.py. Deterministic; rewrites the folder.
+Usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_python_golden.py [--out DIR]
+(tools/make-golden-venv.sh makes that venv, with the pinned torch). Deterministic; rewrites the
+folder. The first cases draw from one generator and the later ones from another, so that adding
+a later case leaves the first cases' inputs as they were.
 
-Files: cases.json (name -> the call's keyword arguments, "mask": null | "bool" | "float", and
-torch's version), sdpa.npz (for each case NAME: NAME.q, NAME.k, NAME.v, NAME.mask when there
-is one, NAME.out; float32, the boolean masks as numpy bool with PyTorch's polarity, True =
-attend).
+Files: cases.json ("torch": its version; "cases": name -> the call's keyword arguments, "mask":
+null | "bool" | "float", and "tolerance" where it is not 1e-5; "refused": name -> the shapes
+("query", "key", "value", "mask" or null), the keyword arguments ("kwargs") and torch's
+"error" for a call PyTorch refuses), sdpa.npz (for each case NAME: NAME.q, NAME.k, NAME.v,
+NAME.mask when there is one, NAME.out; the inputs in the case's dtype (float32 unless the case
+is about dtypes), out float32 for float32 inputs and float64 otherwise, computed by torch in
+float64; the boolean masks as numpy bool with PyTorch's polarity, True = attend).
 """
 
 import argparse
@@ -62,32 +68,118 @@ def main():
         "gqa_causal_scale": ((B, 4, L, E), (B, 1, L, E), (B, 1, L, Ev), None,
                              {"enable_gqa": True, "is_causal": True, "scale": 0.5}),
     }
-    meta = {"torch": torch.__version__, "cases": {}}
+    meta = {"torch": torch.__version__, "cases": {}, "refused": {}}
     arrays = {}
-    for name, (q_shape, k_shape, v_shape, mask, kwargs) in cases.items():
-        if kwargs.get("enable_gqa") and "enable_gqa" not in \
-                F.scaled_dot_product_attention.__doc__:
-            print(f"skip {name}: torch {torch.__version__} has no enable_gqa")
-            continue
-        q, k, v = randn(*q_shape), randn(*k_shape), randn(*v_shape)
+    has_gqa = "enable_gqa" in F.scaled_dot_product_attention.__doc__
+
+    def reference(q, k, v, mask, kwargs):
+        """torch's result in float64 from the inputs' values (None when torch refuses)."""
         with torch.no_grad():
-            result = F.scaled_dot_product_attention(
+            return F.scaled_dot_product_attention(
                 torch.from_numpy(q).double(), torch.from_numpy(k).double(),
                 torch.from_numpy(v).double(),
                 attn_mask=None if mask is None else (
                     torch.from_numpy(mask) if mask.dtype == np.bool_
                     else torch.from_numpy(mask).double()),
                 **kwargs)
+
+    def add(name, q, k, v, mask, kwargs, tolerance=None):
+        result = reference(q, k, v, mask, kwargs)
         assert torch.isfinite(result).all(), name
         arrays.update({f"{name}.q": q, f"{name}.k": k, f"{name}.v": v,
-                       f"{name}.out": result.float().numpy()})
+                       f"{name}.out": (result.float() if q.dtype == np.float32
+                                       else result).numpy()})
         if mask is not None:
             arrays[f"{name}.mask"] = mask
         meta["cases"][name] = dict(kwargs, mask=None if mask is None else (
             "bool" if mask.dtype == np.bool_ else "float"))
+        if tolerance is not None:
+            meta["cases"][name]["tolerance"] = tolerance
+
+    for name, (q_shape, k_shape, v_shape, mask, kwargs) in cases.items():
+        if kwargs.get("enable_gqa") and not has_gqa:
+            print(f"skip {name}: torch {torch.__version__} has no enable_gqa")
+            continue
+        add(name, randn(*q_shape), randn(*k_shape), randn(*v_shape), mask, kwargs)
+
+    # Later cases: their own generator (the inputs of the cases above stay as they were).
+    rng = np.random.default_rng(33)
+
+    # Leading dimensions broadcast as torch's matmul broadcasts them: q·kᵀ, then with v.
+    broadcast = {
+        "five_dims_broadcast": ((2, 1, 1, 4, 8), (1, 2, 1, 4, 8), (1, 2, 1, 4, 8), None, {}),
+        "batch_broadcast": ((1, H, L, E), (B, H, S, E), (B, H, S, Ev),
+                            randn(B, 1, L, S), {}),
+        "heads_broadcast": ((B, 1, L, E), (B, H, S, E), (B, H, S, Ev),
+                            bool_mask((H, L, S)), {}),
+        "ranks_differ": ((B, H, L, E), (H, S, E), (S, Ev), randn(S), {}),
+        "value_broadcast": ((1, H, L, E), (1, H, S, E), (B, H, S, Ev),
+                            randn(1, H, L, S), {}),
+        "six_dims": ((2, 1, 2, 1, L, E), (1, 3, 1, 2, S, E), (1, 3, 1, 2, S, Ev),
+                     bool_mask((3, 1, 1, L, S)), {}),
+        "mask_partial_batch": ((2, B, H, L, E), (2, B, H, S, E), (2, B, H, S, Ev),
+                               randn(2, 1, H, 1, S), {}),
+        "gqa_broadcast": ((2, 1, 6, L, E), (1, 3, 2, S, E), (1, 3, 2, S, Ev), None,
+                          {"enable_gqa": True}),
+        "gqa_heads_differ": ((6, L, E), (2, S, E), (3, S, Ev), bool_mask((6, L, S)),
+                             {"enable_gqa": True}),
+        # Zero-size inputs: empty results, zeros without keys, the mean of v when E is 0.
+        "empty_queries": ((B, H, 0, E), (B, H, S, E), (B, H, S, Ev), None, {}),
+        "empty_batch": ((0, H, L, E), (1, H, S, E), (1, H, S, Ev), None, {}),
+        "empty_value_width": ((B, H, L, E), (B, H, S, E), (B, H, S, 0), None, {}),
+        "no_keys": ((B, H, L, E), (B, H, 0, E), (B, H, 0, Ev), None, {"is_causal": True}),
+        "zero_width": ((B, H, L, 0), (B, H, S, 0), (B, H, S, Ev), randn(L, S), {}),
+        "zero_width_causal": ((B, H, L, 0), (B, H, S, 0), (B, H, S, Ev), None,
+                              {"is_causal": True}),
+    }
+    for name, (q_shape, k_shape, v_shape, mask, kwargs) in broadcast.items():
+        if kwargs.get("enable_gqa") and not has_gqa:
+            print(f"skip {name}: torch {torch.__version__} has no enable_gqa")
+            continue
+        add(name, randn(*q_shape), randn(*k_shape), randn(*v_shape), mask, kwargs)
+
+    # Floating dtypes other than float32: the result in the inputs' dtype (computed in float32
+    # by clattn: float16's own rounding sets its tolerance).
+    q, k, v = (rng.standard_normal(s) for s in ((B, H, L, E), (B, H, S, E), (B, H, S, Ev)))
+    add("float64", q, k, v, rng.standard_normal((L, S)), {})
+    q, k, v = (rng.standard_normal(s).astype(np.float16)
+               for s in ((B, H, L, E), (B, H, S, E), (B, H, S, Ev)))
+    add("float16", q, k, v, None, {}, tolerance=2e-3)
+
+    # What torch refuses: the test expects a ValueError naming the shapes.
+    refused = {
+        "five_dims_mismatch": ((2, 3, 1, 4, 8), (3, 2, 1, 4, 8), (3, 2, 1, 4, 8), None, {}),
+        "value_batch_mismatch": ((B, H, L, E), (B, H, S, E), (3, H, S, Ev), None, {}),
+        "heads_mismatch": ((6, L, E), (2, S, E), (2, S, Ev), None, {}),
+        "mask_grows_scores": ((H, L, E), (H, S, E), (H, S, Ev), (B, H, L, S), {}),
+        "mask_more_dims": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), (1, B, H, L, S), {}),
+        "mask_value_batch": ((1, H, L, E), (1, H, S, E), (B, H, S, Ev), (B, H, L, S), {}),
+        "mask_wrong_size": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), (3, S), {}),
+        "width_mismatch": ((B, H, L, E), (B, H, S, 4), (B, H, S, Ev), None, {}),
+        "keys_values_mismatch": ((B, H, L, E), (B, H, S, E), (B, H, S + 1, Ev), None, {}),
+        "one_dim": ((E,), (E,), (E,), None, {}),
+        "gqa_not_dividing": ((6, L, E), (4, S, E), (4, S, Ev), None, {"enable_gqa": True}),
+        "gqa_query_fewer_heads": ((1, L, E), (2, S, E), (2, S, Ev), None,
+                                  {"enable_gqa": True}),
+        "gqa_two_dims": ((L, E), (S, E), (S, Ev), None, {"enable_gqa": True}),
+    }
+    for name, (q_shape, k_shape, v_shape, mask_shape, kwargs) in refused.items():
+        if kwargs.get("enable_gqa") and not has_gqa:
+            continue
+        zeros = [np.zeros(s, np.float32) for s in (q_shape, k_shape, v_shape)]
+        mask = None if mask_shape is None else np.zeros(mask_shape, np.float32)
+        try:
+            reference(*zeros, mask, kwargs)
+        except (RuntimeError, IndexError) as err:
+            error = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        else:
+            raise SystemExit(f"{name}: torch {torch.__version__} accepts it")
+        meta["refused"][name] = {"query": q_shape, "key": k_shape, "value": v_shape,
+                                 "mask": mask_shape, "kwargs": kwargs, "error": error}
+
     np.savez_compressed(out / "sdpa.npz", **arrays)
     (out / "cases.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"wrote {len(meta['cases'])} cases to {out}")
+    print(f"wrote {len(meta['cases'])} cases and {len(meta['refused'])} refused calls to {out}")
 
 
 if __name__ == "__main__":

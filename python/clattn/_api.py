@@ -22,6 +22,7 @@ MAX_DIMS = 4
 # clattn_status codes (clattn/common.h)
 OK = 0
 ERROR_INVALID_ARGUMENT = -1
+ERROR_IO = -11
 
 # clattn_mask_kind (clattn/attention.h)
 MASK_BOOL = 0       # nonzero = ignore

@@ -1,14 +1,18 @@
-"""The library's errors, a context with its lock, devices(), and argument helpers.
+"""The library's errors, a context with its lock and its lifetime, devices() and version().
 
 The C API allows one thread at a time per context and the objects made from it
 (clattn/context.h), so every Python object that owns a context owns a threading.Lock and holds
-it for each call into the library; different objects run in parallel (ctypes releases the GIL).
+it for each call into the library (Context.exclusive); different objects run in parallel
+(ctypes releases the GIL). A few calls are thread-safe against everything but destroying the
+object (tokenizing: clattn_sentence_model_encode); they run under Context.shared, any number at
+once. Context.close waits for both kinds of call, then destroys; a call after it raises Error.
 """
 
+import contextlib
 import ctypes
-import os
+import errno
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _api
 from ._api import lib
@@ -26,6 +30,20 @@ class Error(RuntimeError):
         super().__init__(message)
         self.status = status
         self.status_name = (lib.clattn_status_name(status).decode() if status else "")
+
+
+class ModelNotFoundError(Error, FileNotFoundError):
+    """A model folder or file that does not exist (both a clattn.Error and a FileNotFoundError,
+    errno ENOENT, .filename the path): the message says where it was looked for."""
+
+    def __init__(self, message: str, filename: str):
+        Error.__init__(self, message, _api.ERROR_IO)
+        self.errno = errno.ENOENT
+        self.strerror = "No such file or directory"
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 def _decode(raw: Optional[bytes]) -> str:
@@ -50,17 +68,18 @@ def check(status: int, ctx: Optional[int] = None, what: str = "") -> None:
     raise Error(message, status)
 
 
-def path_argument(path: Any, name: str = "path") -> bytes:
-    """A str or os.PathLike as the bytes of a file name; TypeError naming the argument else."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"{name} must be a str or os.PathLike, not {type(path).__name__}")
-    return os.fsencode(path)
-
-
 class Context:
-    """One clattn_context (one OpenCL device and queue) and the lock that serialises its use."""
+    """One clattn_context (one OpenCL device and queue), the lock that serialises its use, and
+    the lifetime of the Python object that owns it (owner: its name in messages)."""
 
-    def __init__(self, device: Optional[str] = None, precision: str = "fp32"):
+    def __init__(self, device: Optional[str] = None, precision: str = "fp32",
+                 owner: str = "object"):
+        self.owner = owner
+        self.lock = threading.Lock()
+        self._state = threading.Condition()
+        self._shared_calls = 0
+        self.closed = False
+        self.handle = ctypes.c_void_p()
         if device is not None and not isinstance(device, str):
             raise TypeError(f"device must be a str or None, not {type(device).__name__}")
         if not isinstance(precision, str):
@@ -72,22 +91,65 @@ class Context:
         lib.clattn_context_params_default(ctypes.byref(params))
         params.device = device.encode() if device else None
         params.precision = _api.PRECISIONS[precision]
-        handle = ctypes.c_void_p()
-        check(lib.clattn_context_create(ctypes.byref(handle), ctypes.byref(params)))
-        self.handle = handle
-        self.lock = threading.Lock()
+        check(lib.clattn_context_create(ctypes.byref(self.handle), ctypes.byref(params)))
 
     def check(self, status: int, what: str = "") -> None:
         check(status, self.handle.value, what)
 
+    def _refuse_if_closed(self) -> None:
+        if self.closed:
+            raise Error(f"this {self.owner} is closed (close() was called)",
+                        _api.ERROR_INVALID_ARGUMENT)
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        """Holds the lock for calls into the library on this context and its objects; raises
+        Error once close() has run (or while it waits, for a call that had not started)."""
+        with self.lock:
+            self._refuse_if_closed()
+            yield
+
+    @contextlib.contextmanager
+    def shared(self):
+        """For the calls the C API allows in any number of threads at once, also during an
+        exclusive call (tokenizing): they do not take the lock, but close() waits for them.
+        Raises Error once close() has begun."""
+        with self._state:
+            self._refuse_if_closed()
+            self._shared_calls += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._shared_calls -= 1
+                if self._shared_calls == 0:
+                    self._state.notify_all()
+
     def device(self) -> Dict[str, Any]:
         info = _api.DeviceInfo()
-        self.check(lib.clattn_context_device_info(self.handle, ctypes.byref(info)))
+        with self.exclusive():
+            self.check(lib.clattn_context_device_info(self.handle, ctypes.byref(info)))
         return _device_dict(info)
 
-    def close(self) -> None:
-        if getattr(self, "handle", None) is not None and self.handle.value:
-            lib.clattn_context_destroy(ctypes.byref(self.handle))
+    def close(self, release: Optional[Callable[[], None]] = None) -> None:
+        """Waits for the calls in flight (exclusive and shared), then runs release (which
+        destroys the owner's objects made from this context) and destroys the context. Calls
+        made later raise Error. A second close() does nothing."""
+        if not hasattr(self, "handle"):
+            return  # __init__ did not get this far
+        with self.lock:
+            with self._state:
+                if self.closed:
+                    return
+                self.closed = True
+                while self._shared_calls:
+                    self._state.wait()
+            try:
+                if release is not None:
+                    release()
+            finally:
+                if self.handle.value:
+                    lib.clattn_context_destroy(ctypes.byref(self.handle))
 
     def __del__(self):
         self.close()

@@ -1,7 +1,8 @@
 """sdpa and MultiheadAttention on NumPy arrays, over clattn/attention.h.
 
 Arrays go to the device as float32 (np.ascontiguousarray: a copy only when the array is not
-already C-contiguous float32) and the results come back as new float32 arrays.
+already C-contiguous float32). sdpa's result has its inputs' floating dtype; MultiheadAttention's
+and Encoder's are float32.
 """
 
 import contextlib
@@ -12,8 +13,9 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _api
+from . import _api, _sdpa_shapes
 from ._api import lib
+from ._arguments import int_argument
 from ._context import Context
 
 _default_context: Optional[Context] = None
@@ -26,7 +28,7 @@ def default_context() -> Context:
     global _default_context
     with _default_context_lock:
         if _default_context is None:
-            _default_context = Context(None)
+            _default_context = Context(None, owner="context")
         return _default_context
 
 
@@ -78,7 +80,7 @@ class _Tensors:
 
 @contextlib.contextmanager
 def _device_call(context: Context):
-    with context.lock:
+    with context.exclusive():
         tensors = _Tensors(context)
         try:
             yield tensors
@@ -86,11 +88,24 @@ def _device_call(context: Context):
             tensors.close()
 
 
-def _as_4d(shape: Tuple[int, ...]) -> Tuple[int, int, int, int]:
-    """[..., N, d] as [B, H, N, d]: leading 1s added, or the leading dimensions merged into B."""
-    if len(shape) <= 4:
-        return (1,) * (4 - len(shape)) + tuple(shape)
-    return (int(np.prod(shape[:-3])),) + tuple(shape[-3:])
+def _floating_array(value, name: str) -> np.ndarray:
+    """value as an array of a floating dtype (float16, float32, float64...); TypeError naming
+    the argument for anything else (integers, bools, objects), as PyTorch refuses them."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array of floating-point numbers, not "
+                        f"{type(value).__name__}")
+    array = np.asarray(value)
+    if not np.issubdtype(array.dtype, np.floating):
+        raise TypeError(f"{name} must be an array of floating-point numbers (float16, float32, "
+                        f"float64), not dtype {array.dtype}")
+    return array
+
+
+def _c_array(array: np.ndarray, batch, tail) -> np.ndarray:
+    """array broadcast to batch + tail as the C API's contiguous float32 [B, H] + tail."""
+    full = np.broadcast_to(array, tuple(batch) + tuple(tail))
+    return np.ascontiguousarray(full, dtype=np.float32).reshape(
+        _sdpa_shapes.merged(batch) + tuple(tail))
 
 
 def sdpa(query, key, value, attn_mask=None, is_causal: bool = False,
@@ -98,88 +113,108 @@ def sdpa(query, key, value, attn_mask=None, is_causal: bool = False,
     """PyTorch's torch.nn.functional.scaled_dot_product_attention on NumPy arrays.
 
     out = softmax(scale · query · keyᵀ + mask) · value, computed by clattn_sdpa on the default
-    context's device (default_context()).
+    context's device (default_context()), in float32.
 
     Args:
-        query: [..., L, E] (up to 4 dimensions map straight to the C API's [B, H, L, E];
-            more are merged into the batch).
-        key: [..., S, E]; value: [..., S, Ev] (with enable_gqa: [..., H_kv, S, E]).
-        attn_mask: broadcastable to [..., L, S]. A boolean mask means True = attend (PyTorch's
-            polarity: the binding inverts it for the C API, where nonzero = ignore); any other
-            dtype is added to the scores (-inf masks a key).
+        query: [..., L, E]; key: [..., S, E]; value: [..., S, Ev]: arrays of a floating dtype
+            (float16, float32, float64) and at least 2 dimensions. The leading dimensions
+            broadcast as in PyTorch (q·kᵀ's, then with value's; ranks may differ): query
+            (2, 1, 1, 4, 8) with key and value (1, 2, 1, 4, 8) gives (2, 2, 1, 4, 8). Inputs
+            smaller than the result are copied to its leading dimensions for the device.
+        attn_mask: bool or floating, broadcastable to the scores q·kᵀ [..., L, S] without
+            growing them (PyTorch adds it in place). A boolean mask means True = attend
+            (PyTorch's polarity: the binding inverts it for the C API, where nonzero = ignore);
+            a floating one is added to the scores (-inf masks a key). A query that attends to
+            no key gets zeros, as PyTorch's.
         is_causal: query i attends to the keys j <= i (a lower-triangular mask aligned at the
             top left, as PyTorch's). Not together with attn_mask (ValueError, as PyTorch).
         scale: multiplies the scores; None: 1/sqrt(E).
-        enable_gqa: grouped-query attention: key and value have H_kv heads, H_kv dividing the
-            query's H.
+        enable_gqa: grouped-query attention: key and value have H_kv heads (dimension -3),
+            dividing the query's H; each is used by H / H_kv query heads.
 
     Returns:
-        float32 [..., L, Ev].
+        [..., L, Ev], of NumPy's promotion of the inputs' dtypes (float64 inputs give float64,
+        computed in float32). Zero-size inputs give what PyTorch gives: an empty result when
+        it has no elements, zeros when there are no keys (S = 0), the mean of value's rows
+        (softmax of the mask alone) when E = 0.
 
     Raises:
-        TypeError, ValueError: arguments of the wrong type, rank or shape (named).
+        TypeError: an argument of the wrong type or dtype (named).
+        ValueError: shapes that do not agree or broadcast, or a mask that does not broadcast
+            to the scores (named, with the shapes: PyTorch refuses the same).
         clattn.Error: the library's failure, with its message.
     """
-    q = float_array(query, "query")
-    k = float_array(key, "key")
-    v = float_array(value, "value")
-    for array, name in ((q, "query"), (k, "key"), (v, "value")):
-        if array.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions [..., N, d], not shape "
-                             f"{array.shape}")
-    if not (q.ndim == k.ndim == v.ndim):
-        raise ValueError(f"query, key and value must have as many dimensions: shapes "
-                         f"{q.shape}, {k.shape}, {v.shape}")
+    q = _floating_array(query, "query")
+    k = _floating_array(key, "key")
+    v = _floating_array(value, "value")
+    dtype = np.result_type(q.dtype, k.dtype, v.dtype)
     if attn_mask is not None and is_causal:
         raise ValueError("attn_mask and is_causal cannot both be set (as in PyTorch)")
     if scale is not None:
         if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating,
                                                              np.integer)):
             raise TypeError(f"scale must be a float or None, not {type(scale).__name__}")
-        if not math.isfinite(scale) or scale == 0:
-            raise ValueError(f"scale must be a finite nonzero number, not {scale}")
-
-    q4, k4, v4 = _as_4d(q.shape), _as_4d(k.shape), _as_4d(v.shape)
-    out_shape = q.shape[:-1] + (v.shape[-1],)
-    mask = None
-    mask_kind = _api.MASK_ADDITIVE
-    if attn_mask is not None:
-        raw = np.asarray(attn_mask)
-        target = q.shape[:-1] + (k.shape[-2],)
         try:
-            np.broadcast_shapes(raw.shape, target)
-        except ValueError:
-            raise ValueError(f"attn_mask of shape {raw.shape} does not broadcast to "
-                             f"[..., L, S] = {target}") from None
-        if raw.dtype == np.bool_:
-            raw = ~raw  # PyTorch: True = attend; the C API's bool masks: nonzero = ignore
-            mask_kind = _api.MASK_BOOL
-        if raw.ndim <= 4 and q.ndim <= 4:
-            # Right-aligned against [B, H, L, S] with leading 1s: the C API broadcasts them.
-            mask = float_array(raw, "attn_mask").reshape(_as_4d(raw.shape))
-        else:
-            # Batch dimensions merged: the mask is spelled out to the merged shape.
-            mask = float_array(np.broadcast_to(raw, target), "attn_mask").reshape(
-                (q4[0], q4[1], q4[2], k4[2]))
+            finite = math.isfinite(scale)
+        except OverflowError:
+            finite = False
+        if not finite or scale == 0:
+            raise ValueError(f"scale must be a finite nonzero number, not {scale}")
+    mask = None
+    if attn_mask is not None:
+        mask = np.asarray(attn_mask)
+        if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
+            raise TypeError(f"attn_mask must be bool or floating-point (as in PyTorch), not "
+                            f"dtype {mask.dtype}")
+    plan = _sdpa_shapes.plan(q.shape, k.shape, v.shape,
+                             None if mask is None else mask.shape, bool(enable_gqa))
 
+    keys, width = k.shape[-2], q.shape[-1]
+    if math.prod(plan.out_shape) == 0 or keys == 0:
+        # PyTorch: no elements, or a softmax over no keys times no rows of value: zeros.
+        return np.zeros(plan.out_shape, dtype=dtype)
     params = _api.SdpaParams()
     lib.clattn_sdpa_params_default(ctypes.byref(params))
     params.scale = float(scale) if scale is not None else 0.0
+    if width == 0:
+        # Every score is 0 (PyTorch scales q and k by sqrt(1/sqrt(0)) = inf, but a sum over no
+        # products is 0): the same as a width of 1 with zeros, at any finite scale.
+        q = np.zeros(q.shape[:-1] + (1,), dtype=np.float32)
+        k = np.zeros(k.shape[:-1] + (1,), dtype=np.float32)
+        params.scale = 1.0
     params.causal = 1 if is_causal else 0
-    params.enable_gqa = 1 if enable_gqa else 0
+
+    batch, length = plan.batch, q.shape[-2]
+    if plan.kv_heads == "repeat":  # k's and v's heads differ: each repeated to the query's
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    kv_batch = batch
+    if plan.kv_heads == "gqa":
+        kv_batch = batch[:-1] + (k.shape[-3],)
+        params.enable_gqa = 1
+    c_q = _c_array(q, batch, q.shape[-2:])
+    c_k = _c_array(k, kv_batch, k.shape[-2:])
+    c_v = _c_array(v, kv_batch, v.shape[-2:])
+    c_mask = None
+    if mask is not None:
+        if mask.dtype == np.bool_:
+            mask = ~mask  # PyTorch: True = attend; the C API's bool masks: nonzero = ignore
+            params.attn_mask_kind = _api.MASK_BOOL
+        else:
+            params.attn_mask_kind = _api.MASK_ADDITIVE
+        c_mask = np.ascontiguousarray(_sdpa_shapes.mask_to_4d(mask, batch), dtype=np.float32)
+
     context = default_context()
+    out4 = _sdpa_shapes.merged(batch) + (length, v.shape[-1])
     with _device_call(context) as tensors:
-        tq = tensors.upload(q.reshape(q4))
-        tk = tensors.upload(k.reshape(k4))
-        tv = tensors.upload(v.reshape(v4))
-        if mask is not None:
-            params.attn_mask = tensors.upload(mask).value
-            params.attn_mask_kind = mask_kind
-        out4 = (q4[0], q4[1], q4[2], v4[3])
+        tq, tk, tv = tensors.upload(c_q), tensors.upload(c_k), tensors.upload(c_v)
+        if c_mask is not None:
+            params.attn_mask = tensors.upload(c_mask).value
         tout = tensors.new(out4)
         context.check(lib.clattn_sdpa(context.handle, tq, tk, tv, tout, ctypes.byref(params)),
                       "sdpa")
-        return tensors.download(tout, out4).reshape(out_shape)
+        out = tensors.download(tout, out4)
+    return out.reshape(plan.out_shape).astype(dtype, copy=False)
 
 
 _MHA_WEIGHT_NAMES = ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight",
@@ -192,23 +227,26 @@ class MultiheadAttention:
 
     Load the weights with load_state_dict (PyTorch's names: "in_proj_weight",
     "out_proj.weight"...), then call the object. Its own context (device as SentenceModel's)
-    and lock.
+    and lock; close() waits for a call in flight, and a call after it raises clattn.Error.
+    embed_dim, num_heads, kdim and vdim: ints from 1 to the largest size_t (kdim, vdim None:
+    embed_dim).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True,
                  kdim: Optional[int] = None, vdim: Optional[int] = None,
                  device: Optional[str] = None):
-        for value, name in ((embed_dim, "embed_dim"), (num_heads, "num_heads")):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        embed_dim = int_argument(embed_dim, "embed_dim", 1)
+        num_heads = int_argument(num_heads, "num_heads", 1)
+        kdim = int_argument(kdim, "kdim", 1) if kdim is not None else 0
+        vdim = int_argument(vdim, "vdim", 1) if vdim is not None else 0
         self._handle = ctypes.c_void_p()
-        self._context = Context(device)
+        self._context = Context(device, owner="MultiheadAttention")
         config = _api.MhaConfig()
-        lib.clattn_mha_config_default(ctypes.byref(config), int(embed_dim), int(num_heads))
+        lib.clattn_mha_config_default(ctypes.byref(config), embed_dim, num_heads)
         config.in_proj_bias = 1 if bias else 0
         config.out_proj_bias = 1 if bias else 0
-        config.kdim = int(kdim) if kdim is not None else 0
-        config.vdim = int(vdim) if vdim is not None else 0
+        config.kdim = kdim
+        config.vdim = vdim
         self._context.check(lib.clattn_mha_create(self._context.handle,
                                                   ctypes.byref(self._handle),
                                                   ctypes.byref(config)))
@@ -239,7 +277,7 @@ class MultiheadAttention:
             host.ndim = array.ndim
             for i, size in enumerate(array.shape):
                 host.shape[i] = size
-        with self._context.lock:
+        with self._context.exclusive():
             self._context.check(lib.clattn_mha_load_weights(self._handle,
                                                             ctypes.byref(weights)),
                                 "load_state_dict")
@@ -310,11 +348,14 @@ class MultiheadAttention:
     forward = __call__
 
     def close(self) -> None:
-        """Releases the layer and its context now (also done when the object is collected)."""
-        if getattr(self, "_handle", None) is not None and self._handle.value:
-            lib.clattn_mha_destroy(ctypes.byref(self._handle))
+        """Releases the layer and its context now (also done when the object is collected),
+        after a call in flight in another thread; the calls made after it raise clattn.Error."""
         if getattr(self, "_context", None) is not None:
-            self._context.close()
+            self._context.close(self._destroy)
+
+    def _destroy(self) -> None:
+        if self._handle.value:
+            lib.clattn_mha_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
         self.close()

@@ -7,8 +7,9 @@ import numpy as np
 
 from . import _api
 from ._api import lib
-from ._context import Context, Progress, path_argument
-from .sentence import _c_texts, _positive_int, utf8
+from ._arguments import int_argument, model_folder, utf8
+from ._context import Context, Progress
+from .sentence import _c_texts
 
 # activation_fn names -> clattn_score_activation
 _ACTIVATIONS = {
@@ -33,15 +34,18 @@ class CrossEncoder:
     """A cross-encoder (reranker) folder, scored on an OpenCL device.
 
     A Hugging Face *ForSequenceClassification folder (BERT, RoBERTa, XLM-RoBERTa, ModernBERT;
-    clattn/cross_encoder.h), as sentence-transformers' CrossEncoder(path) loads it; device and
-    precision as SentenceModel's. One call at a time per object (a lock); the GIL is released while the
-    device works. Raises clattn.Error with the library's message when the folder is refused.
+    clattn/cross_encoder.h), as sentence-transformers' CrossEncoder(path) loads it; path (a
+    bare name looked for in the model cache), device and precision as SentenceModel's. One call
+    at a time per object (a lock); the GIL is released while the device works; close() waits for
+    the call in flight, and a call after it raises clattn.Error. Raises
+    clattn.ModelNotFoundError (a clattn.Error and a FileNotFoundError) when there is no such
+    folder, clattn.Error with the library's message when the folder is refused.
     """
 
     def __init__(self, path, device: Optional[str] = None, precision: str = "fp32"):
-        path_bytes = path_argument(path, "path")
+        path_bytes = model_folder(path, "path")
         self._handle = ctypes.c_void_p()
-        self._context = Context(device, precision)
+        self._context = Context(device, precision, owner="CrossEncoder")
         self._context.check(lib.clattn_cross_encoder_load(
             self._context.handle, ctypes.byref(self._handle), path_bytes))
         info = _api.CrossEncoderInfo()
@@ -68,7 +72,8 @@ class CrossEncoder:
         Args:
             sentences: one (query, document) pair (the result is then that pair's scores) or
                 a list of them.
-            batch_size: pairs per batch (speed only: a pair's scores do not depend on it).
+            batch_size: pairs per batch, an int from 1 to the largest size_t (speed only: a
+                pair's scores do not depend on it).
             show_progress_bar: print "Batches: done/total" to stderr after each batch.
             activation_fn: None: the model's default (sigmoid for one label unless config.json
                 says otherwise, identity for several); "sigmoid", "identity" (or "raw"),
@@ -88,7 +93,7 @@ class CrossEncoder:
             raise TypeError("sentences must be a (query, document) pair or a list of pairs, "
                             f"not {type(sentences).__name__}")
         encoded = [_pair_argument(pair, i) for i, pair in enumerate(pairs)]
-        batch_size = _positive_int(batch_size, "batch_size")
+        batch_size = int_argument(batch_size, "batch_size", 1)
 
         python_activation = None
         if activation_fn is None:
@@ -114,10 +119,10 @@ class CrossEncoder:
         params.progress = progress.callback
 
         out = np.empty((len(encoded), self.num_labels), dtype=np.float32)
-        if encoded:
-            queries, query_lengths = _c_texts([q for q, _ in encoded])
-            documents, document_lengths = _c_texts([d for _, d in encoded])
-            with self._context.lock:
+        queries, query_lengths = _c_texts([q for q, _ in encoded])
+        documents, document_lengths = _c_texts([d for _, d in encoded])
+        with self._context.exclusive():  # also for no pairs: a closed model raises
+            if encoded:
                 self._context.check(lib.clattn_cross_encoder_score(
                     self._handle, queries, query_lengths, documents, document_lengths,
                     len(encoded), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
@@ -139,9 +144,12 @@ class CrossEncoder:
              ) -> List[Dict[str, Any]]:
         """The documents ranked for a query, best first, as sentence-transformers'
         CrossEncoder.rank: a list of {"corpus_id": i, "score": s} (and "text" with
-        return_documents), top_k of them (None: all). Needs a model with one label."""
+        return_documents), top_k of them (None: all; else an int >= 1). Needs a model with one
+        label."""
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, not {type(query).__name__}")
+        if top_k is not None:
+            top_k = int_argument(top_k, "top_k", 1, None)
         if isinstance(documents, str):
             raise TypeError("documents must be a list of str, not a str")
         documents = list(documents)
@@ -162,11 +170,15 @@ class CrossEncoder:
         return ranked
 
     def close(self) -> None:
-        """Releases the model and its context now (also done when the object is collected)."""
-        if getattr(self, "_handle", None) is not None and self._handle.value:
-            lib.clattn_cross_encoder_destroy(ctypes.byref(self._handle))
+        """Releases the model and its context now (also done when the object is collected).
+        Waits for a predict in flight in another thread; the calls made after it raise
+        clattn.Error. A second close() does nothing."""
         if getattr(self, "_context", None) is not None:
-            self._context.close()
+            self._context.close(self._destroy)
+
+    def _destroy(self) -> None:
+        if self._handle.value:
+            lib.clattn_cross_encoder_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
         self.close()

@@ -7,7 +7,8 @@ import numpy as np
 
 from . import _api
 from ._api import lib
-from ._context import Context, path_argument
+from ._arguments import model_file
+from ._context import Context
 from .attention import _device_call, float_array
 
 _ACTIVATION_NAMES = {0: "relu", 1: "gelu", 2: "gelu_tanh", 3: "silu"}
@@ -19,7 +20,8 @@ class Encoder:
 
     Make one with Encoder.from_file(path): a safetensors file as tools/export_torch.py writes
     it (clattn_encoder_load_file: the configuration in the header's metadata, the weights by
-    nn.TransformerEncoder's state_dict names). Its own context and lock.
+    nn.TransformerEncoder's state_dict names). Its own context and lock; close() waits for a
+    call in flight, and a call after it raises clattn.Error.
     """
 
     def __init__(self):
@@ -27,11 +29,13 @@ class Encoder:
 
     @classmethod
     def from_file(cls, path, device: Optional[str] = None) -> "Encoder":
-        """Loads a model file; raises clattn.Error naming the file and what is wrong."""
-        path_bytes = path_argument(path, "path")
+        """Loads a model file; raises clattn.ModelNotFoundError (a clattn.Error and a
+        FileNotFoundError) when it does not exist, clattn.Error naming the file and what is wrong
+        when it is refused."""
+        path_bytes = model_file(path, "path")
         self = cls.__new__(cls)
         self._handle = ctypes.c_void_p()
-        self._context = Context(device)
+        self._context = Context(device, owner="Encoder")
         self._context.check(lib.clattn_encoder_load_file(
             self._context.handle, ctypes.byref(self._handle), path_bytes))
         config = _api.EncoderConfig()
@@ -71,6 +75,8 @@ class Encoder:
             raise TypeError(f"ids must be an integer array, not dtype {tokens.dtype}")
         if tokens.ndim != 2:
             raise ValueError(f"ids must be [B, N], not shape {tokens.shape}")
+        if tokens.dtype == np.uint64 and tokens.size and tokens.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"ids must fit in int64; the largest is {tokens.max()}")
         tokens = np.ascontiguousarray(tokens, dtype=np.int64)
         return self._run(None, tokens, src_key_padding_mask, is_causal)
 
@@ -98,11 +104,14 @@ class Encoder:
             return tensors.download(out, shape)
 
     def close(self) -> None:
-        """Releases the encoder and its context now (also done when collected)."""
-        if getattr(self, "_handle", None) is not None and self._handle.value:
-            lib.clattn_encoder_destroy(ctypes.byref(self._handle))
+        """Releases the encoder and its context now (also done when collected), after a call
+        in flight in another thread; the calls made after it raise clattn.Error."""
         if getattr(self, "_context", None) is not None:
-            self._context.close()
+            self._context.close(self._destroy)
+
+    def _destroy(self) -> None:
+        if self._handle.value:
+            lib.clattn_encoder_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
         self.close()

@@ -7,15 +7,8 @@ import numpy as np
 
 from . import _api
 from ._api import lib
-from ._context import Context, Error, Progress, path_argument
-
-
-def utf8(text: str, name: str) -> bytes:
-    """text as UTF-8; ValueError naming the argument for a lone surrogate ("\\udc80")."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(f"{name} is not valid Unicode: {err}") from None
+from ._arguments import int_argument, model_folder, utf8
+from ._context import Context, Progress, check
 
 
 def _texts_argument(sentences, name: str = "sentences"):
@@ -30,14 +23,6 @@ def _texts_argument(sentences, name: str = "sentences"):
             raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}")
         encoded.append(utf8(text, f"{name}[{i}]"))
     return encoded, False
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, not {value}")
-    return int(value)
 
 
 def _c_texts(texts: List[bytes]):
@@ -63,17 +48,24 @@ class SentenceModel:
     The embeddings are the very bytes the command-line `embed` writes for the same texts: the
     texts are sorted by length and batched, and a text's row never depends on its neighbours.
 
-    Thread safety: one call at a time per model (a lock serialises them); two models run in
-    parallel in two threads (the GIL is released while the device works).
+    path: the folder (a str or os.PathLike); a bare name that is not a folder here
+    ("all-MiniLM-L6-v2") is looked for in the model cache that tools/fetch-model.sh fills
+    ($CLATTN_MODEL_CACHE, else ~/.cache/clattn), as sentence-transformers finds a hub name in
+    its cache.
 
-    Raises clattn.Error (with the library's message: the file and what is wrong) when the
-    folder cannot be loaded.
+    Thread safety: one call at a time per model (a lock serialises them; tokenize runs beside
+    them); two models run in parallel in two threads (the GIL is released while the device
+    works). close() waits for the calls in flight; a call after it raises clattn.Error.
+
+    Raises clattn.ModelNotFoundError (a clattn.Error and a FileNotFoundError) naming where it
+    looked when there is no such folder, clattn.Error (with the library's message: the file
+    and what is wrong) when the folder cannot be loaded.
     """
 
     def __init__(self, path, device: Optional[str] = None, precision: str = "fp32"):
-        path_bytes = path_argument(path, "path")
+        path_bytes = model_folder(path, "path")
         self._handle = ctypes.c_void_p()
-        self._context = Context(device, precision)
+        self._context = Context(device, precision, owner="SentenceModel")
         self._context.check(lib.clattn_sentence_model_load(
             self._context.handle, ctypes.byref(self._handle), path_bytes))
         info = _api.SentenceModelInfo()
@@ -110,12 +102,7 @@ class SentenceModel:
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"max_seq_length must be an int, not {type(value).__name__}")
-        if not 2 <= value <= self._model_max_length:
-            raise ValueError(f"max_seq_length must be between 2 and the model's "
-                             f"{self._model_max_length}, not {value}")
-        self._max_seq_length = int(value)
+        self._max_seq_length = int_argument(value, "max_seq_length", 2, self._model_max_length)
 
     def get_sentence_embedding_dimension(self) -> int:
         """The width of each embedding (the model's hidden size)."""
@@ -136,9 +123,11 @@ class SentenceModel:
 
         Args:
             sentences: a str (the result is then one 1-D array) or a list of str.
-            batch_size: texts per batch (speed and memory only: the rows do not depend on it).
-            normalize_embeddings: True L2-normalises every embedding; False leaves them as the
-                model makes them (a model with a Normalize module still normalises).
+            batch_size: texts per batch, an int from 1 to the largest size_t (speed and memory
+                only: the rows do not depend on it).
+            normalize_embeddings: True L2-normalises every embedding; False (the default, as in
+                sentence-transformers) leaves them as the model makes them: a model with a
+                Normalize module (self.normalize) normalises, one without does not.
             show_progress_bar: print "Batches: done/total" to stderr after each batch.
             prompt: text put before every text ("query: "); wins over prompt_name.
             prompt_name: the name of one of the model's prompts (self.prompts). Neither: the
@@ -148,10 +137,11 @@ class SentenceModel:
 
         Raises:
             TypeError, ValueError: an argument of the wrong type or value (named).
-            clattn.Error: the library's failure (an unknown prompt_name, the device...).
+            clattn.Error: the library's failure (an unknown prompt_name, the device...), or
+                the model is closed.
         """
         texts, single = _texts_argument(sentences)
-        batch_size = _positive_int(batch_size, "batch_size")
+        batch_size = int_argument(batch_size, "batch_size", 1)
         for value, name in ((prompt, "prompt"), (prompt_name, "prompt_name")):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
@@ -169,9 +159,9 @@ class SentenceModel:
         params.progress = progress.callback
 
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
-        if texts:
-            pointers, lengths = _c_texts(texts)
-            with self._context.lock:
+        pointers, lengths = _c_texts(texts)
+        with self._context.exclusive():  # also for no texts: a closed model raises
+            if texts:
                 self._context.check(lib.clattn_sentence_model_embed(
                     self._handle, pointers, lengths, len(texts),
                     out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), ctypes.byref(params),
@@ -188,25 +178,24 @@ class SentenceModel:
         Returns a dict of int64 arrays [len(texts), longest]: "input_ids" (padded with the
         tokenizer's pad id, 0 when it has none), "attention_mask" (1 for a real token) and
         "token_type_ids" (zeros), as sentence-transformers' tokenize gives them (NumPy instead
-        of torch). No prompt is added. Thread-safe, without the model's lock.
+        of torch). No prompt is added. Thread-safe without the model's lock: any number of
+        threads tokenize at once, also while another encodes; close() waits for them.
         """
         encoded, _ = _texts_argument(texts, "texts")
         rows = []
-        capacity = self._max_seq_length
-        ids = (ctypes.c_int32 * capacity)()
+        max_length = self._max_seq_length
+        ids = (ctypes.c_int32 * max_length)()
         count = ctypes.c_size_t()
-        for text in encoded:
-            # sentence-transformers strips the text before tokenizing; so does the C call.
-            status = lib.clattn_sentence_model_encode(self._handle, text, len(text),
-                                                      self._max_seq_length, ids, capacity,
-                                                      ctypes.byref(count))
-            if status != _api.OK:
-                from ._context import check
-                check(status)
-            rows.append(list(ids[:count.value]))
+        with self._context.shared():
+            for text in encoded:
+                # sentence-transformers strips the text before tokenizing; so does the C call.
+                check(lib.clattn_sentence_model_encode(self._handle, text, len(text),
+                                                       max_length, ids, max_length,
+                                                       ctypes.byref(count)))
+                rows.append(list(ids[:count.value]))
+            special = lib.clattn_tokenizer_special_ids(
+                lib.clattn_sentence_model_tokenizer(self._handle))
         longest = max((len(r) for r in rows), default=0)
-        special = lib.clattn_tokenizer_special_ids(
-            lib.clattn_sentence_model_tokenizer(self._handle))
         pad = special.pad if special.pad >= 0 else 0
         input_ids = np.full((len(rows), longest), pad, dtype=np.int64)
         attention_mask = np.zeros((len(rows), longest), dtype=np.int64)
@@ -217,11 +206,15 @@ class SentenceModel:
                 "token_type_ids": np.zeros_like(input_ids)}
 
     def close(self) -> None:
-        """Releases the model and its context now (also done when the object is collected)."""
-        if getattr(self, "_handle", None) is not None and self._handle.value:
-            lib.clattn_sentence_model_destroy(ctypes.byref(self._handle))
+        """Releases the model and its context now (also done when the object is collected).
+        Waits for the calls in flight in other threads (encode, tokenize); the calls made
+        after it raise clattn.Error. A second close() does nothing."""
         if getattr(self, "_context", None) is not None:
-            self._context.close()
+            self._context.close(self._destroy)
+
+    def _destroy(self) -> None:
+        if self._handle.value:
+            lib.clattn_sentence_model_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
         self.close()

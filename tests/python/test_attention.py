@@ -14,9 +14,12 @@ from conftest import GOLDEN
 TOLERANCE = 1e-5
 
 
+def sdpa_meta(golden):
+    return json.loads((golden / "python" / "cases.json").read_text())
+
+
 def sdpa_cases(golden):
-    meta = json.loads((golden / "python" / "cases.json").read_text())
-    return meta["cases"]
+    return sdpa_meta(golden)["cases"]
 
 
 @pytest.fixture(scope="module")
@@ -27,33 +30,76 @@ def sdpa_arrays(golden):
 
 @pytest.mark.parametrize("name", sorted(sdpa_cases(GOLDEN)))
 def test_sdpa(name, golden, sdpa_arrays):
+    """Every mask kind, leading dimensions that broadcast (5-D, 6-D, ranks that differ, GQA),
+    float64 and float16 inputs (the result in their dtype), zero-size inputs: PyTorch's shape,
+    dtype and values."""
     kwargs = dict(sdpa_cases(golden)[name])
     mask_kind = kwargs.pop("mask")
+    tolerance = kwargs.pop("tolerance", TOLERANCE)
     a = {key.split(".", 1)[1]: value for key, value in sdpa_arrays.items()
          if key.split(".", 1)[0] == name}
     mask = a.get("mask")
     if mask_kind == "bool":
         assert mask.dtype == np.bool_  # PyTorch's polarity: True = attend
     got = clattn.sdpa(a["q"], a["k"], a["v"], attn_mask=mask, **kwargs)
-    assert got.shape == a["out"].shape and got.dtype == np.float32
-    assert np.abs(got - a["out"]).max() <= TOLERANCE
+    assert got.shape == a["out"].shape and got.dtype == a["q"].dtype
+    if got.size:
+        assert np.abs(got.astype(np.float64) - a["out"]).max() <= tolerance
+
+
+@pytest.mark.parametrize("name", sorted(sdpa_meta(GOLDEN)["refused"]))
+def test_sdpa_refused(name, golden):
+    """The shapes PyTorch refuses (its error is in the golden): a ValueError naming them."""
+    case = sdpa_meta(golden)["refused"][name]
+    q, k, v = (np.zeros(case[x], np.float32) for x in ("query", "key", "value"))
+    mask = None if case["mask"] is None else np.zeros(case["mask"], np.float32)
+    with pytest.raises(ValueError) as info:
+        clattn.sdpa(q, k, v, attn_mask=mask, **case["kwargs"])
+    message = str(info.value)
+    named = [tuple(case["mask"])] if mask is not None else [q.shape, k.shape, v.shape]
+    assert any(str(shape) in message for shape in named), message
 
 
 def test_sdpa_inputs(sdpa_arrays):
     q, k, v = (sdpa_arrays[f"none.{x}"] for x in "qkv")
     want = clattn.sdpa(q, k, v)
-    # float64 and non-contiguous inputs are converted
-    assert clattn.sdpa(q.astype(np.float64), k, v).tobytes() == want.tobytes()
+    # float64 gives float64 (computed in float32: the same values); mixed dtypes promote
+    got64 = clattn.sdpa(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64))
+    assert got64.dtype == np.float64 and got64.astype(np.float32).tobytes() == want.tobytes()
+    assert clattn.sdpa(q.astype(np.float64), k, v).dtype == np.float64
+    assert clattn.sdpa(q, k, v.astype(np.float16)).dtype == np.float32
+    # non-contiguous inputs are converted
     k_strided = np.asfortranarray(k)
     assert clattn.sdpa(q, k_strided, v).tobytes() == want.tobytes()
+    # a list of floats is float64, as np.asarray makes it
+    assert clattn.sdpa(q.tolist(), k, v).dtype == np.float64
     with pytest.raises(ValueError, match="attn_mask and is_causal"):
         clattn.sdpa(q, k, v, attn_mask=np.ones((5, 7), bool), is_causal=True)
-    with pytest.raises(ValueError, match="attn_mask of shape"):
+    with pytest.raises(ValueError, match=r"attn_mask of shape \(4, 7\)"):
         clattn.sdpa(q, k, v, attn_mask=np.ones((4, 7), bool))
     with pytest.raises(TypeError, match="query"):
         clattn.sdpa("q", k, v)
-    with pytest.raises(clattn.Error, match="sdpa"):
-        clattn.sdpa(q, k[..., :4], v)  # d_k of q and k differ: the library's message
+    # integers and bools are refused, as PyTorch refuses them
+    for bad in (q.astype(np.int64), q > 0, q.astype(np.complex64)):
+        with pytest.raises(TypeError, match=f"query must be .*not dtype {bad.dtype}"):
+            clattn.sdpa(bad, k, v)
+    with pytest.raises(TypeError, match="value must be"):
+        clattn.sdpa(q, k, np.ones(v.shape, np.int32))
+    with pytest.raises(TypeError, match="attn_mask must be bool or floating"):
+        clattn.sdpa(q, k, v, attn_mask=np.ones((5, 7), np.int64))
+    with pytest.raises(ValueError, match=r"query \(2, 3, 5, 8\), key \(2, 3, 7, 4\)"):
+        clattn.sdpa(q, k[..., :4], v)  # d_k of q and k differ
+    with pytest.raises(ValueError, match="scale"):
+        clattn.sdpa(q, k, v, scale=10 ** 400)
+
+
+def test_sdpa_shapes_without_the_device():
+    """The broadcasting plan alone: the issue's two 5-D calls."""
+    from clattn import _sdpa_shapes
+    shape = (2, 1, 1, 4, 8), (1, 2, 1, 4, 8), (1, 2, 1, 4, 8)
+    assert _sdpa_shapes.plan(*shape, None, False).out_shape == (2, 2, 1, 4, 8)
+    with pytest.raises(ValueError, match=r"query \(2, 3, 1, 4, 8\) and key \(3, 2, 1, 4, 8\)"):
+        _sdpa_shapes.plan((2, 3, 1, 4, 8), (3, 2, 1, 4, 8), (3, 2, 1, 4, 8), None, False)
 
 
 def mha_case_names(golden):

@@ -11,13 +11,17 @@ from conftest import read_lines
 
 
 def test_bad_path_is_library_error(tmp_path):
+    """A folder without config.json: the library's message (a missing folder is
+    FileNotFoundError: test_arguments.py)."""
+    (tmp_path / "empty").mkdir()
     with pytest.raises(clattn.Error) as info:
-        clattn.SentenceModel(tmp_path / "missing")
-    assert "missing/config.json" in str(info.value) and "cannot open" in str(info.value)
+        clattn.SentenceModel(tmp_path / "empty")
+    assert "empty/config.json" in str(info.value) and "cannot open" in str(info.value)
     assert info.value.status_name == "CLATTN_ERROR_IO"
     assert isinstance(info.value, RuntimeError)
     with pytest.raises(clattn.Error, match="config.json"):
-        clattn.CrossEncoder(tmp_path / "missing")
+        clattn.CrossEncoder(tmp_path / "empty")
+    (tmp_path / "nope.safetensors").write_bytes(b"")
     with pytest.raises(clattn.Error, match="nope.safetensors"):
         clattn.Encoder.from_file(tmp_path / "nope.safetensors")
 

@@ -56,6 +56,22 @@ def test_shapes_and_options(minilm, golden):
     assert prompted.tobytes() == minilm.encode("query: " + texts[0]).tobytes()
 
 
+def test_normalize_default_as_sentence_transformers(tiny_model):
+    """normalize_embeddings defaults to False, as in sentence-transformers: a model without a
+    Normalize module gives rows that are not unit length; True normalises them."""
+    model = clattn.SentenceModel(tiny_model)
+    assert not model.normalize  # the folder has no modules.json, so no Normalize module
+    texts = ["the cat", "a longer text of the corpus", "x", "on the 12 of it"]
+    default = model.encode(texts)
+    norms = np.linalg.norm(default.astype(np.float64), axis=1)
+    assert np.all(np.abs(norms - 1) > 1e-3), norms
+    assert model.encode(texts, normalize_embeddings=False).tobytes() == default.tobytes()
+    unit = model.encode(texts, normalize_embeddings=True)
+    assert np.abs(np.linalg.norm(unit, axis=1) - 1).max() <= 1e-6
+    assert np.abs(unit - default / norms[:, None]).max() <= 1e-6
+    assert model.encode(texts[0]).tobytes() == default[0].tobytes()
+
+
 def test_cli_byte_for_byte(minilm, minilm_dir, golden, embed_cli, tmp_path):
     lines = golden / "minilm" / "lines.txt"
     texts = read_lines(lines)
