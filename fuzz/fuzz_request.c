@@ -8,7 +8,9 @@
  *     (serve_format_error) is valid JSON with the API's fields;
  *   - on success there are 1 .. max_client_batch_size texts, each an encoding [CLS] ... [SEP]
  *     of 2 .. max_input_length ids (the embedding routes) within the vocabulary, tokens is their
- *     sum, dimensions is 0 or 1 .. hidden_size;
+ *     sum, dimensions is 0 or 1 .. hidden_size, and OpenAI's model name is one of the served
+ *     names (the embedding routes with the selector's high bit serve two names; another one is
+ *     404 model_not_found);
  *   - the responses built from the parsed request (embeddings of made-up rows, float and base64;
  *     /tokenize's tokens; /rerank's ranks and /predict's labels from made-up scores) are valid
  *     JSON of the right shape;
@@ -210,11 +212,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .auto_truncate = selector & 0x40,
         .hidden_size = HIDDEN,
     };
+    static const char *const names[] = {"served", "alias"};
     serve_error err;
     switch (selector & 3) {
     case 0:
     case 1: {
         bool openai = (selector & 3) == 0;
+        if (selector & 0x80) {
+            limits.model_names = names;
+            limits.model_name_count = 2;
+        }
         serve_embed_request req, zero = {0};
         bool ok = openai ? serve_parse_openai_embeddings(body, body_size, tokenizer, &limits,
                                                          &req, &err)
@@ -229,6 +236,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(req.dimensions <= HIDDEN, "dimensions %zu", req.dimensions);
         FUZZ_CHECK(openai ? req.normalize == -1 : req.normalize == 0 || req.normalize == 1,
                    "normalize %d", req.normalize);
+        FUZZ_CHECK(req.model_name < (limits.model_name_count ? limits.model_name_count : 1),
+                   "model name %zu of %zu", req.model_name, limits.model_name_count);
         check_embeddings_response(&req, openai);
         serve_texts_free(&req.texts);
         break;

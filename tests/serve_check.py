@@ -16,6 +16,12 @@
       JSON array per text, as `embed --tokenize` does.
   serve_check.py json-lines FILE
       prints the lines of FILE (UTF-8, one text a line) as a JSON array of strings.
+  serve_check.py same RESPONSE_A RESPONSE_B
+      the two bodies (OpenAI or TEI, as for vectors) hold the same embeddings, byte for byte.
+  serve_check.py model-not-found RESPONSE NAME
+      the body is exactly OpenAI's answer to an unknown model: {"error": {"message": "The model
+      `NAME` does not exist or you do not have access to it.<more>", "type":
+      "invalid_request_error", "param": null, "code": "model_not_found"}} and nothing else.
 
 Exit status 0 when the check holds, 1 with the reason on stdout otherwise.
 """
@@ -193,10 +199,39 @@ def print_json_lines(args):
     print(json.dumps(lines))
 
 
+def check_same(args):
+    a, b = response_vectors(load_json(args[0])), response_vectors(load_json(args[1]))
+    if len(a) != len(b):
+        fail("%d embeddings against %d" % (len(a), len(b)))
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            n = min(len(x), len(y)) // 4
+            diff = max(abs(p - q) for p, q in zip(floats(x[:4 * n]), floats(y[:4 * n])))
+            fail("embedding %d differs (%d and %d values, max abs difference %.3g)"
+                 % (i, len(x) // 4, len(y) // 4, diff))
+    print("%d embeddings, the same bytes" % len(a))
+
+
+def check_model_not_found(args):
+    body, name = load_json(args[0]), args[1]
+    err = body.get("error") if isinstance(body, dict) and list(body) == ["error"] else None
+    if not isinstance(err, dict) or sorted(err) != ["code", "message", "param", "type"]:
+        fail('not OpenAI\'s {"error": {"message", "type", "param", "code"}}: %.300r' % (body,))
+    want = "The model `%s` does not exist or you do not have access to it." % name
+    if not isinstance(err["message"], str) or not err["message"].startswith(want):
+        fail("the message %r does not begin %r" % (err["message"], want))
+    if (err["type"], err["param"], err["code"]) != ("invalid_request_error", None,
+                                                    "model_not_found"):
+        fail("type, param, code are %r, expected invalid_request_error, null, model_not_found"
+             % ((err["type"], err["param"], err["code"]),))
+    print("model_not_found: " + err["message"])
+
+
 def main():
     commands = {"vectors": (check_vectors, 2), "usage": (check_usage, 2),
                 "error": (check_error, 3), "tokens": (print_tokens, 1),
-                "json-lines": (print_json_lines, 1)}
+                "json-lines": (print_json_lines, 1), "same": (check_same, 2),
+                "model-not-found": (check_model_not_found, 2)}
     if len(sys.argv) < 2 or sys.argv[1] not in commands or len(sys.argv) - 2 < commands[sys.argv[1]][1]:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

@@ -10,9 +10,11 @@ server it starts (`SERVE --model DIR --port 0`, the port read from its "listenin
 
 1. openai.OpenAI(base_url=.../v1).embeddings.create with one string, a list, encoding_format
    "float" and "base64" (and none: the client then asks for base64 itself) and `dimensions`; an
-   over-long text and an empty list raise the client's own errors (413, 400). Every vector is the
-   same bytes as `embed --output` gives for the same text (with `dimensions`: embed's row cut
-   and re-normalised, to 1e-6).
+   over-long text, an empty list, a body of 7 MB (over the default --payload-limit: the client
+   sends it whole before it reads, and gets the 413, not a broken connection) and another model
+   name (404 model_not_found) raise the client's own errors. Every vector is the same bytes as
+   `embed --output` gives for the same text (with `dimensions`: embed's row cut and
+   re-normalised, to 1e-6).
 2. A load test: a pool of distinct texts (1-200 words, mostly short); each text's single-text
    result (a request of that text alone) must equal embed's row; then C concurrent clients
    (threads, default 32) send a warm-up of W requests and then N (default 2000) requests of 1-16
@@ -163,8 +165,9 @@ class Server:
     def __init__(self, serve, model, workdir):
         self.log_path = os.path.join(workdir, "serve.log")
         self.log = open(self.log_path, "wb")
+        # The URL is stdout's first line (and the stderr line's end).
         self.process = subprocess.Popen([serve, "--model", model, "--port", "0"],
-                                        stdout=subprocess.DEVNULL, stderr=self.log)
+                                        stdout=subprocess.PIPE, stderr=self.log)
         self.url = None
 
     def log_tail(self, lines=20):
@@ -172,17 +175,12 @@ class Server:
             return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
 
     def wait_ready(self, seconds=180):
-        """The 'listening on' line, then /health 200 (503 meanwhile); a cold compile is slow."""
+        """The URL on stdout, then /health 200 (503 meanwhile); a cold compile is slow."""
         deadline = time.time() + seconds
-        marker = "clattn-serve: listening on "
-        while self.url is None:
-            if self.process.poll() is not None or time.time() > deadline:
-                raise RuntimeError("the server did not start:\n" + self.log_tail())
-            with open(self.log_path, "rb") as f:
-                for line in f.read().decode(errors="replace").splitlines():
-                    if line.startswith(marker):
-                        self.url = line[len(marker):].strip()
-            time.sleep(0.1)
+        self.url = self.process.stdout.readline().decode().strip()
+        if not self.url.startswith("http://"):
+            raise RuntimeError("the server printed %r, not its URL, on stdout:\n%s"
+                               % (self.url, self.log_tail()))
         while True:
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=10) as r:
@@ -268,6 +266,21 @@ def client_checks(openai, client, name, checks, embed, model, workdir):
         checks.expect(False, "an empty list raises")
     except openai.BadRequestError as e:
         checks.expect(e.status_code == 400, "an empty list: BadRequestError: %s" % e)
+    try:
+        client.embeddings.create(model=name, input="word " * 1400000)
+        checks.expect(False, "a body of 7 MB raises")
+    except openai.APIStatusError as e:
+        checks.expect(e.status_code == 413 and "2000000" in str(e),
+                      "a body of 7 MB: %s %d: %s" % (type(e).__name__, e.status_code, e))
+    except openai.APIConnectionError as e:
+        checks.expect(False, "a body of 7 MB: no answer (%s: %s): the 413 expected"
+                      % (type(e).__name__, e))
+    try:
+        client.embeddings.create(model="text-embedding-3-small", input="A man is eating food.")
+        checks.expect(False, "another model name raises")
+    except openai.NotFoundError as e:
+        checks.expect(e.status_code == 404 and e.code == "model_not_found",
+                      "model text-embedding-3-small: NotFoundError, code %r: %s" % (e.code, e))
 
 
 def load_test(openai, url, name, server, checks, embed, model, workdir, args):

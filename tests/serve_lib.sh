@@ -28,8 +28,9 @@ bad() {
 # ---- the server ----------------------------------------------------------------------------
 
 # start_server LOG ARGS...: starts $serve --port 0 ARGS in the background and waits for the
-# "listening on" line, then polls /health until 200 (a cold kernel compile may take a while):
-# sets server_pid and url. With `key` set, /health is asked with it. Returns 1 on failure.
+# "listening on" line (stderr, into LOG; the URL alone must also be stdout's first line, into
+# LOG.out), then polls /health until 200 (a cold kernel compile may take a while): sets
+# server_pid and url. With `key` set, /health is asked with it. Returns 1 on failure.
 start_server() {
     local log=$1 line code deadline=$((SECONDS + 180)) auth=()
     shift
@@ -52,6 +53,10 @@ start_server() {
         sleep 0.1
     done
     [ -n "$url" ] || { bad "$serve $* printed no 'listening on' line in 180 s"; return 1; }
+    # The same URL alone on stdout, for scripts (printed right after the stderr line).
+    for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$log.out" ] && break; sleep 0.1; done
+    [ "$(head -n 1 "$log.out")" = "$url" ] ||
+        bad "$serve $*: stdout's first line is '$(head -c 100 "$log.out")', not the URL $url"
     # Until the warm-up pass has run /health answers 503, then 200; nothing else.
     while [ $SECONDS -lt $deadline ]; do
         code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${auth[@]}" "$url/health")

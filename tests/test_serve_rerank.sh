@@ -111,7 +111,42 @@ post /rerank '{"query": "what is the capital of france?", "texts": ["paris is th
 want 413 "POST /rerank, a pair over --max-input-length without truncation"
 post /rerank "$(python3 -c 'import json; print(json.dumps({"query": "q", "texts": ["d"] * 33}))')"
 want 413 "POST /rerank, 33 texts over --max-client-batch-size 32"
+# Ties rank by index: a document twice scores the same bytes (batch invariance), so [hi, lo, hi,
+# lo] ranks [0, 2, 1, 3] (hi: whichever of the two scores higher alone).
+post /rerank '{"query": "what is the capital of france?", "texts": ["paris is the capital", "a city on the seine"], "truncate": true}'
+if want 200 "POST /rerank, two documents"; then
+    ties=$(python3 -c 'import json, sys
+ranks = json.load(open(sys.argv[1]))
+assert ranks[0]["score"] != ranks[1]["score"], "the two documents score the same"
+texts = ["paris is the capital", "a city on the seine"]
+hi, lo = texts[ranks[0]["index"]], texts[ranks[1]["index"]]
+print(json.dumps({"query": "what is the capital of france?", "texts": [hi, lo, hi, lo],
+                  "truncate": True}))' "$tmp/body") || bad "the two documents: $(cat "$tmp/body")"
+    post /rerank "$ties"
+    if want 200 "POST /rerank [hi, lo, hi, lo]"; then
+        order=$(python3 -c 'import json, sys
+print([r["index"] for r in json.load(open(sys.argv[1]))])' "$tmp/body")
+        [ "$order" = "[0, 2, 1, 3]" ] && ok "ties rank by index: $order" ||
+            bad "[hi, lo, hi, lo] ranked $order, not [0, 2, 1, 3]: $(cat "$tmp/body")"
+    fi
+fi
 stop_server "$server_pid" TERM "one_label"
+
+echo "--- --max-input-length below a pair's special tokens + 2: refused at start (exit 2)"
+# one_label is a BERT ([CLS] a [SEP] b [SEP]: 3 + 2), roberta a RoBERTa (<s> a </s></s> b </s>:
+# 4 + 2).
+for spec in one_label:5 roberta:6; do
+    name=${spec%:*} least=${spec#*:}
+    # (A server that accepted it would serve until the timeout.)
+    timeout 60 "$serve" --model "$golden/crossenc/$name" --port 0 --max-input-length 2 \
+        >"$tmp/short.out" 2>"$tmp/short.err"
+    rc=$?
+    if [ "$rc" = 2 ] && grep -q "needs at least $least" "$tmp/short.err"; then
+        ok "$name --max-input-length 2: exit 2, $(grep -o 'cannot hold.*' "$tmp/short.err")"
+    else
+        bad "$name --max-input-length 2: exit $rc (2 expected, naming $least): $(tail -n 2 "$tmp/short.err")"
+    fi
+done
 
 echo "--- three_labels: softmax over id2label's names; /rerank refused"
 model=$golden/crossenc/three_labels

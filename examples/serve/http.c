@@ -1,6 +1,7 @@
 /*
- * clattn-serve's libmicrohttpd glue (http.h): the listening socket, the request life cycle
- * (headers, body, answer, completion), the routes and the log line.
+ * clattn-serve's libmicrohttpd glue (http.h): the listening socket and the connection limit, the
+ * request life cycle (headers, body, answer, completion), the routes, the answer threads, the
+ * header watchdog and the log line.
  */
 #include "http.h"
 
@@ -17,11 +18,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 enum server_state { STATE_LOADING, STATE_READY, STATE_STOPPING };
+
+/* Open files kept for the process itself, besides connections: the model's files, the OpenCL
+ * driver's, the daemon's epoll and inter-thread descriptors, stdio. */
+#define RESERVED_FILES 256
+#define MAX_CONNECTIONS 65536
+/* A refused request's body, or one over the payload limit, is read and dropped up to this many
+ * times the payload limit before the answer (see http.h, "Limits"). */
+#define DISCARD_FACTOR 4
 
 /* A connection, as the header watchdog sees it (see watchdog_main). */
 typedef struct watched_connection {
@@ -39,11 +50,16 @@ struct serve_http {
     int listen_fd; /* ours after MHD_quiesce_daemon, else the daemon's */
     bool quiesced;
     char address[128];
+    unsigned connection_limit, threads;
     serve_backend backend;  /* valid once state is READY */
     atomic_int state;
-    pthread_mutex_t lock;   /* guards active */
+    pthread_mutex_t lock;   /* guards active, answering, answering_closed, watched and the
+                             * watchdog's flags */
     pthread_cond_t idle;    /* signalled when active drops to 0 */
     size_t active;          /* requests between their headers and their completion */
+    size_t answering;       /* answer threads running (see start_answer_thread) */
+    bool answering_closed;  /* serve_http_stop has begun: no new answer thread */
+    pthread_cond_t answered; /* signalled when answering drops to 0 */
     watched_connection *watched; /* every open connection (under lock) */
     pthread_t watchdog;
     bool watchdog_running, watchdog_stop; /* (watchdog_stop under lock) */
@@ -93,6 +109,15 @@ static route_id find_route(const char *url)
 
 /* ---- one request ---- */
 
+/* A request's answer, once known: queued by the handler (queue_answer). */
+typedef struct answer {
+    bool ready;
+    int status;
+    char *body; /* malloc'd; NULL: out of memory (answered 500) */
+    size_t length;
+    const char *content_type;
+} answer;
+
 typedef struct request {
     route_id route;
     serve_api api;
@@ -102,6 +127,14 @@ typedef struct request {
     char *body;
     size_t length, capacity;
     bool too_large;     /* the body went past the payload limit: dropped */
+    size_t discarded;   /* body bytes dropped (over the limit, or refused at the headers) */
+    bool discard_cut;   /* the dropped body went past the discard cap: closed */
+    answer answer;
+    /* The answer thread (start_answer_thread) and what it needs to resume the connection. */
+    serve_http *http;
+    struct MHD_Connection *connection;
+    pthread_t thread;
+    bool thread_started;
     int status;         /* the status queued; 0: none yet */
     bool deadline_closed;
     size_t texts, tokens;
@@ -123,22 +156,71 @@ static void printable(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-/* Queues `body` (malloc'd, taken over; NULL: out of memory, answered 500). */
-static enum MHD_Result respond(serve_http *h, struct MHD_Connection *c, request *r, int status,
-                               char *body, size_t length, const char *content_type)
+static size_t discard_cap(const serve_http *h)
 {
+    return DISCARD_FACTOR * h->config.payload_limit;
+}
+
+/* ---- answers ---- */
+
+/* The answer is `body` (malloc'd, taken over; NULL: out of memory, answered 500). */
+static void set_answer(request *r, int status, char *body, size_t length,
+                       const char *content_type)
+{
+    free(r->answer.body);
+    r->answer = (answer){.ready = true, .status = status, .body = body, .length = length,
+                         .content_type = content_type};
+}
+
+static void answer_error(request *r, const serve_error *e)
+{
+    size_t length = 0;
+    char *body = serve_format_error(r->api, e, &length);
+    set_answer(r, e->status, body, length, "application/json");
+}
+
+static void fail(request *r, serve_error_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(request *r, serve_error_kind kind, const char *fmt, ...)
+{
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    serve_error e;
+    serve_error_set(&e, r->api, kind, NULL, "%s", message);
+    answer_error(r, &e);
+}
+
+static void unavailable(serve_http *h, request *r)
+{
+    fail(r, SERVE_ERROR_UNAVAILABLE,
+         atomic_load(&h->state) == STATE_LOADING
+             ? "the model is loading (its warm-up pass has not finished): retry later"
+             : "the server is shutting down");
+}
+
+/* Queues the request's answer (the handler's thread only). */
+static enum MHD_Result queue_answer(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    answer *a = &r->answer;
+    int status = a->status;
+    const char *content_type = a->content_type;
     struct MHD_Response *resp;
-    if (!body) {
+    if (!a->body) {
         static const char oom[] = "{\"error\":\"out of memory\",\"error_type\":\"Backend\"}";
         status = 500;
         content_type = "application/json";
         resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
                                                MHD_RESPMEM_PERSISTENT);
     } else {
-        resp = MHD_create_response_from_buffer(length, body, MHD_RESPMEM_MUST_FREE);
+        resp = MHD_create_response_from_buffer(a->length, a->body, MHD_RESPMEM_MUST_FREE);
         if (!resp)
-            free(body);
+            free(a->body);
     }
+    a->body = NULL; /* the response's now (or freed) */
+    a->ready = false;
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
@@ -157,38 +239,6 @@ static enum MHD_Result respond(serve_http *h, struct MHD_Connection *c, request 
     if (ret == MHD_YES)
         r->status = status;
     return ret;
-}
-
-static enum MHD_Result respond_error(serve_http *h, struct MHD_Connection *c, request *r,
-                                     const serve_error *e)
-{
-    size_t length = 0;
-    char *body = serve_format_error(r->api, e, &length);
-    return respond(h, c, r, e->status, body, length, "application/json");
-}
-
-static enum MHD_Result fail(serve_http *h, struct MHD_Connection *c, request *r,
-                            serve_error_kind kind, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static enum MHD_Result fail(serve_http *h, struct MHD_Connection *c, request *r,
-                            serve_error_kind kind, const char *fmt, ...)
-{
-    char message[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
-    serve_error e;
-    serve_error_set(&e, r->api, kind, NULL, "%s", message);
-    return respond_error(h, c, r, &e);
-}
-
-static enum MHD_Result unavailable(serve_http *h, struct MHD_Connection *c, request *r)
-{
-    return fail(h, c, r, SERVE_ERROR_UNAVAILABLE,
-                atomic_load(&h->state) == STATE_LOADING
-                    ? "the model is loading (its warm-up pass has not finished): retry later"
-                    : "the server is shutting down");
 }
 
 /* "Authorization: Bearer KEY", compared in time independent of where the keys differ. */
@@ -211,17 +261,20 @@ static bool authorized(const serve_http *h, struct MHD_Connection *c)
 
 /* ---- the routes' answers ---- */
 
-static enum MHD_Result answer_get(serve_http *h, struct MHD_Connection *c, request *r)
+static void answer_get(serve_http *h, request *r)
 {
     int state = atomic_load_explicit(&h->state, memory_order_acquire);
     size_t length = 0;
     char *body = NULL;
     switch (r->route) {
     case ROUTE_HEALTH:
-        if (state != STATE_READY)
-            return unavailable(h, c, r);
+        if (state != STATE_READY) {
+            unavailable(h, r);
+            return;
+        }
         body = strdup("{\"status\":\"ok\"}");
-        return respond(h, c, r, 200, body, body ? strlen(body) : 0, "application/json");
+        set_answer(r, 200, body, body ? strlen(body) : 0, "application/json");
+        return;
     case ROUTE_METRICS:
         body = h->config.metrics
                    ? serve_metrics_render(h->config.metrics,
@@ -229,39 +282,45 @@ static enum MHD_Result answer_get(serve_http *h, struct MHD_Connection *c, reque
                                               ? serve_scheduler_pending(h->backend.scheduler)
                                               : 0)
                    : strdup("");
-        return respond(h, c, r, 200, body, body ? strlen(body) : 0,
-                       "text/plain; version=0.0.4; charset=utf-8");
+        set_answer(r, 200, body, body ? strlen(body) : 0,
+                   "text/plain; version=0.0.4; charset=utf-8");
+        return;
     case ROUTE_INFO:
     case ROUTE_MODELS:
-        if (state == STATE_LOADING)
-            return unavailable(h, c, r);
+        if (state == STATE_LOADING) {
+            unavailable(h, r);
+            return;
+        }
         body = r->route == ROUTE_INFO ? serve_format_info(&h->backend.description, &length)
                                       : serve_format_models(&h->backend.description, &length);
-        return respond(h, c, r, 200, body, length, "application/json");
-    default:
-        return MHD_NO; /* not a GET route: find_route and the method check exclude it */
+        set_answer(r, 200, body, length, "application/json");
+        return;
+    default: /* not a GET route: find_route and the method check exclude it */
+        fail(r, SERVE_ERROR_BACKEND, "no GET answer for %s", r->log_path);
+        return;
     }
 }
 
 /* Answers a job the scheduler did not finish (result is not SERVE_DONE). */
-static enum MHD_Result answer_failed_job(serve_http *h, struct MHD_Connection *c, request *r,
-                                         serve_job *job, serve_result result)
+static void answer_failed_job(serve_http *h, request *r, serve_job *job, serve_result result)
 {
     switch (result) {
     case SERVE_OVERLOADED:
-        return fail(h, c, r, SERVE_ERROR_OVERLOADED,
-                    "Model is overloaded: %zu requests are queued (--max-concurrent-requests)",
-                    h->config.max_concurrent_requests);
-    case SERVE_STOPPED: return unavailable(h, c, r);
+        fail(r, SERVE_ERROR_OVERLOADED,
+             "Model is overloaded: %zu requests are queued (--max-concurrent-requests)",
+             h->config.max_concurrent_requests);
+        return;
+    case SERVE_STOPPED: unavailable(h, r); return;
     case SERVE_TIMED_OUT:
-        return fail(h, c, r, SERVE_ERROR_TIMEOUT,
-                    "the request's deadline (--request-timeout %g s) passed before its texts "
-                    "could be run",
-                    h->config.request_timeout_s);
+        fail(r, SERVE_ERROR_TIMEOUT,
+             "the request's deadline (--request-timeout %g s) passed before its texts could be "
+             "run",
+             h->config.request_timeout_s);
+        return;
     default:
         job->error[sizeof(job->error) - 1] = '\0';
-        return fail(h, c, r, SERVE_ERROR_BACKEND, "%s",
-                    job->error[0] ? job->error : "the model failed");
+        fail(r, SERVE_ERROR_BACKEND, "%s", job->error[0] ? job->error : "the model failed");
+        return;
     }
 }
 
@@ -289,7 +348,7 @@ static serve_result run_job(serve_http *h, request *r, serve_job *job)
     return result;
 }
 
-static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c, request *r)
+static void answer_embeddings(serve_http *h, request *r)
 {
     const serve_backend *b = &h->backend;
     serve_embed_request req;
@@ -299,14 +358,16 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
                                                   &req, &err)
                   : serve_parse_tei_embed(r->body, r->length, b->tokenizer, &b->limits, &req,
                                           &err);
-    if (!body_parsed(r, ok, &req.texts))
-        return respond_error(h, c, r, &err);
+    if (!body_parsed(r, ok, &req.texts)) {
+        answer_error(r, &err);
+        return;
+    }
     size_t hidden = b->limits.hidden_size;
     float *rows = malloc(req.texts.count * hidden * sizeof(float));
     if (!rows) {
         serve_texts_free(&req.texts);
-        return fail(h, c, r, SERVE_ERROR_BACKEND, "out of memory for %zu embeddings",
-                    req.texts.count);
+        fail(r, SERVE_ERROR_BACKEND, "out of memory for %zu embeddings", req.texts.count);
+        return;
     }
     /* OpenAI's route gives the model's own output; TEI's normalize is asked of the device, so
      * that a normalising model's rows are the bytes `embed` writes. */
@@ -321,7 +382,8 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
     serve_texts_free(&req.texts);
     if (result != SERVE_DONE) {
         free(rows);
-        return answer_failed_job(h, c, r, &job, result);
+        answer_failed_job(h, r, &job, result);
+        return;
     }
     bool normalized = req.normalize < 0 ? b->model_normalizes : req.normalize == 1;
     size_t dims = req.dimensions ? req.dimensions : hidden;
@@ -329,37 +391,43 @@ static enum MHD_Result answer_embeddings(serve_http *h, struct MHD_Connection *c
     size_t bad = serve_first_non_finite_row(rows, job.count, dims);
     if (bad < job.count) {
         free(rows);
-        return fail(h, c, r, SERVE_ERROR_BACKEND,
-                    "the embedding of input %zu holds NaN or infinity (the model's weights "
-                    "hold such values or its computation overflowed)",
-                    bad);
+        fail(r, SERVE_ERROR_BACKEND,
+             "the embedding of input %zu holds NaN or infinity (the model's weights hold such "
+             "values or its computation overflowed)",
+             bad);
+        return;
     }
+    /* The name asked for (one of the served names), else the first. */
+    const serve_model_description *d = &b->description;
+    const char *model = d->served_names[req.model_name < d->served_name_count ? req.model_name
+                                                                              : 0];
     size_t length = 0;
     char *body = r->route == ROUTE_OPENAI_EMBEDDINGS
-                     ? serve_format_openai_embeddings(rows, job.count, dims, req.base64,
-                                                      b->description.served_name, r->tokens,
-                                                      &length)
+                     ? serve_format_openai_embeddings(rows, job.count, dims, req.base64, model,
+                                                      r->tokens, &length)
                      : serve_format_tei_embeddings(rows, job.count, dims, &length);
     free(rows);
-    return respond(h, c, r, 200, body, length, "application/json");
+    set_answer(r, 200, body, length, "application/json");
 }
 
-static enum MHD_Result answer_tokenize(serve_http *h, struct MHD_Connection *c, request *r)
+static void answer_tokenize(serve_http *h, request *r)
 {
     const serve_backend *b = &h->backend;
     serve_tokenize_request req;
     serve_error err;
     bool ok = serve_parse_tei_tokenize(r->body, r->length, b->tokenizer, &b->limits, &req, &err);
-    if (!body_parsed(r, ok, &req.texts))
-        return respond_error(h, c, r, &err);
+    if (!body_parsed(r, ok, &req.texts)) {
+        answer_error(r, &err);
+        return;
+    }
     size_t length = 0;
     char *body = serve_format_tei_tokens(&req, b->tokenizer, &length);
     serve_texts_free(&req.texts);
-    return respond(h, c, r, 200, body, length, "application/json");
+    set_answer(r, 200, body, length, "application/json");
 }
 
 /* POST /rerank and POST /predict: a cross-encoder's scores of pairs (or single texts). */
-static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, request *r)
+static void answer_scores(serve_http *h, request *r)
 {
     const serve_backend *b = &h->backend;
     serve_score_request req;
@@ -369,13 +437,15 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
                                            &err)
                   : serve_parse_tei_predict(r->body, r->length, b->tokenizer, &b->limits, &req,
                                             &err);
-    if (!body_parsed(r, ok, &req.texts))
-        return respond_error(h, c, r, &err);
+    if (!body_parsed(r, ok, &req.texts)) {
+        answer_error(r, &err);
+        return;
+    }
     float *scores = malloc(req.texts.count * b->labels * sizeof(float));
     if (!scores) {
         serve_score_request_free(&req);
-        return fail(h, c, r, SERVE_ERROR_BACKEND, "out of memory for %zu scores",
-                    req.texts.count);
+        fail(r, SERVE_ERROR_BACKEND, "out of memory for %zu scores", req.texts.count);
+        return;
     }
     serve_job job = {
         .count = req.texts.count,
@@ -389,7 +459,8 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
     if (result != SERVE_DONE) {
         free(scores);
         serve_score_request_free(&req);
-        return answer_failed_job(h, c, r, &job, result);
+        answer_failed_job(h, r, &job, result);
+        return;
     }
     /* TEI's scores: the sigmoid of one label's logit, the softmax of several. */
     clattn_score_activation activation =
@@ -399,16 +470,18 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
         CLATTN_OK) {
         free(scores);
         serve_score_request_free(&req);
-        return fail(h, c, r, SERVE_ERROR_BACKEND, "%s", clattn_last_error(NULL));
+        fail(r, SERVE_ERROR_BACKEND, "%s", clattn_last_error(NULL));
+        return;
     }
     size_t bad = serve_first_non_finite_row(scores, job.count, b->labels);
     if (bad < job.count) {
         free(scores);
         serve_score_request_free(&req);
-        return fail(h, c, r, SERVE_ERROR_BACKEND,
-                    "the score of input %zu is NaN or infinite (the model's weights hold such "
-                    "values or its computation overflowed)",
-                    bad);
+        fail(r, SERVE_ERROR_BACKEND,
+             "the score of input %zu is NaN or infinite (the model's weights hold such values "
+             "or its computation overflowed)",
+             bad);
+        return;
     }
     size_t length = 0;
     char *body = r->route == ROUTE_RERANK
@@ -416,77 +489,185 @@ static enum MHD_Result answer_scores(serve_http *h, struct MHD_Connection *c, re
                      : serve_format_tei_predict(&req, scores, b->labels, b->label_names, &length);
     free(scores);
     serve_score_request_free(&req);
-    return respond(h, c, r, 200, body, length, "application/json");
+    set_answer(r, 200, body, length, "application/json");
 }
 
-/* The body is complete: answer it. */
-static enum MHD_Result answer_post(serve_http *h, struct MHD_Connection *c, request *r)
+/* The body is complete: what can be refused without the model is (the answer set, true). */
+static bool refuse_post(serve_http *h, request *r)
 {
-    if (r->too_large)
-        return fail(h, c, r, SERVE_ERROR_TOO_LARGE,
-                    "the body is larger than this server's limit of %zu bytes (--payload-limit)",
-                    h->config.payload_limit);
+    if (r->too_large) {
+        fail(r, SERVE_ERROR_TOO_LARGE,
+             "the body is larger than this server's limit of %zu bytes (--payload-limit)",
+             h->config.payload_limit);
+        return true;
+    }
     /* first_call admitted it while the server was ready: a drain that began since serves it
      * (serve.c waits for such requests before it stops the scheduler). */
     const serve_backend *b = &h->backend;
     bool scoring = r->route == ROUTE_RERANK || r->route == ROUTE_PREDICT;
-    if (r->route != ROUTE_TOKENIZE && scoring != b->cross_encoder)
-        return fail(h, c, r, SERVE_ERROR_MODEL_KIND,
-                    b->cross_encoder
-                        ? "model is not an embedding model: it is a cross-encoder (a reranker "
-                          "or classifier), served on POST /rerank and POST /predict"
-                        : "model is not a re-ranker model: it is an embedding model, served on "
-                          "POST /v1/embeddings and POST /embed");
-    if (r->route == ROUTE_RERANK && b->labels != 1)
-        return fail(h, c, r, SERVE_ERROR_MODEL_KIND,
-                    "model is not a re-ranker model: it is a classifier with %zu labels (a "
-                    "re-ranker has one); use POST /predict",
-                    b->labels);
+    if (r->route != ROUTE_TOKENIZE && scoring != b->cross_encoder) {
+        fail(r, SERVE_ERROR_MODEL_KIND,
+             b->cross_encoder
+                 ? "model is not an embedding model: it is a cross-encoder (a reranker or "
+                   "classifier), served on POST /rerank and POST /predict"
+                 : "model is not a re-ranker model: it is an embedding model, served on POST "
+                   "/v1/embeddings and POST /embed");
+        return true;
+    }
+    if (r->route == ROUTE_RERANK && b->labels != 1) {
+        fail(r, SERVE_ERROR_MODEL_KIND,
+             "model is not a re-ranker model: it is a classifier with %zu labels (a re-ranker "
+             "has one); use POST /predict",
+             b->labels);
+        return true;
+    }
+    return false;
+}
+
+/* The body is complete and admitted: parse, tokenize, run, format (an answer thread). */
+static void answer_model_route(serve_http *h, request *r)
+{
     if (r->route == ROUTE_TOKENIZE)
-        return answer_tokenize(h, c, r);
-    return scoring ? answer_scores(h, c, r) : answer_embeddings(h, c, r);
+        answer_tokenize(h, r);
+    else if (r->route == ROUTE_RERANK || r->route == ROUTE_PREDICT)
+        answer_scores(h, r);
+    else
+        answer_embeddings(h, r);
+}
+
+/* ---- answer threads ----
+ *
+ * libmicrohttpd's threads each serve many connections (a pool over epoll), so none of them may
+ * wait for the model: a request that needs it is suspended (MHD_suspend_connection, which takes
+ * it out of its thread's event loop), answered on a thread of its own (parse, tokenize, wait
+ * for the scheduler, format), then resumed; libmicrohttpd calls the handler again, which queues
+ * the answer and joins the thread. At most max_concurrent_requests (+1) run at once: first_call
+ * refuses more requests (429). While suspended, the request is the answer thread's alone. */
+
+static void *answer_thread_main(void *arg)
+{
+    request *r = arg;
+    serve_http *h = r->http;
+    struct MHD_Connection *c = r->connection;
+    answer_model_route(h, r);
+    if (!r->answer.ready) /* every route sets one: this would be a bug, not a loop */
+        fail(r, SERVE_ERROR_BACKEND, "the route gave no answer");
+    /* From here on r is the handler's again (it may be freed at once): only h and c. */
+    MHD_resume_connection(c);
+    pthread_mutex_lock(&h->lock);
+    if (--h->answering == 0)
+        pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+static void join_answer_thread(request *r)
+{
+    if (r->thread_started) {
+        pthread_join(r->thread, NULL);
+        r->thread_started = false;
+    }
+}
+
+/* Suspends the connection and answers r on a thread of its own. */
+static enum MHD_Result start_answer_thread(serve_http *h, struct MHD_Connection *c, request *r)
+{
+    pthread_mutex_lock(&h->lock);
+    bool closed = h->answering_closed;
+    if (!closed)
+        h->answering++;
+    pthread_mutex_unlock(&h->lock);
+    if (closed) {
+        unavailable(h, r);
+        return queue_answer(h, c, r);
+    }
+    r->http = h;
+    r->connection = c;
+    /* Suspended first, so that the thread's resume always follows it. */
+    MHD_suspend_connection(c);
+    int rc = pthread_create(&r->thread, NULL, answer_thread_main, r);
+    if (rc == 0) {
+        r->thread_started = true;
+        return MHD_YES;
+    }
+    fail(r, SERVE_ERROR_BACKEND, "cannot start a thread for the request: %s", strerror(rc));
+    pthread_mutex_lock(&h->lock);
+    if (--h->answering == 0)
+        pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
+    MHD_resume_connection(c); /* the handler is called again and queues the answer */
+    return MHD_YES;
 }
 
 /* ---- the request's life cycle ---- */
 
-/* The headers are in: refuse what can be refused before the body is read. MHD_YES without a
- * response: read the body. */
-static enum MHD_Result first_call(serve_http *h, struct MHD_Connection *c, request *r,
-                                  const char *method)
+/* Whether the request's body is read (and dropped) before its answer, already known at the
+ * headers: yes unless the client asked "Expect: 100-continue" (it waits for our word before it
+ * sends the body: the answer goes at once, without "100 Continue") or declared more than the
+ * discard cap. A client that sends its body whatever we answer (Python's urllib, requests,
+ * httpx) would otherwise meet a closed connection instead of the answer. */
+static bool read_body_first(serve_http *h, struct MHD_Connection *c)
 {
-    if (r->route != ROUTE_HEALTH && !authorized(h, c))
-        return fail(h, c, r, SERVE_ERROR_UNAUTHORIZED,
-                    h->config.api_key && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                                     "Authorization")
-                        ? "Incorrect API key provided (Authorization: Bearer KEY)"
-                        : "You didn't provide an API key: this server needs the header "
-                          "'Authorization: Bearer KEY'");
-    if (r->route == ROUTE_UNKNOWN)
-        return fail(h, c, r, SERVE_ERROR_NOT_FOUND,
-                    "Invalid URL (%s %s): the routes are POST /v1/embeddings, POST /embed, "
-                    "POST /rerank, POST /predict, POST /tokenize, GET /health, GET /info, "
-                    "GET /v1/models, GET /metrics",
-                    r->method, r->log_path);
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    if (expect && strcasecmp(expect, "100-continue") == 0)
+        return false;
+    if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        return true; /* chunked: read until the cap */
+    const char *declared = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                       MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!declared)
+        return false;
+    /* libmicrohttpd has checked it: digits only. */
+    errno = 0;
+    unsigned long long n = strtoull(declared, NULL, 10);
+    return errno == 0 && n > 0 && n <= discard_cap(h);
+}
+
+/* The headers are in: refuse what can be refused before the body is read (the answer set). */
+static void first_call(serve_http *h, struct MHD_Connection *c, request *r, const char *method)
+{
+    if (r->route != ROUTE_HEALTH && !authorized(h, c)) {
+        fail(r, SERVE_ERROR_UNAUTHORIZED,
+             h->config.api_key && MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                              "Authorization")
+                 ? "Incorrect API key provided (Authorization: Bearer KEY)"
+                 : "You didn't provide an API key: this server needs the header "
+                   "'Authorization: Bearer KEY'");
+        return;
+    }
+    if (r->route == ROUTE_UNKNOWN) {
+        fail(r, SERVE_ERROR_NOT_FOUND,
+             "Invalid URL (%s %s): the routes are POST /v1/embeddings, POST /embed, POST "
+             "/rerank, POST /predict, POST /tokenize, GET /health, GET /info, GET /v1/models, "
+             "GET /metrics",
+             r->method, r->log_path);
+        return;
+    }
     const route *rt = &routes[r->route];
     bool method_ok = rt->post ? strcmp(method, MHD_HTTP_METHOD_POST) == 0
                               : strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
                                     strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    if (!method_ok)
-        return fail(h, c, r, SERVE_ERROR_METHOD, "Method %s is not allowed on %s: use %s",
-                    r->method, rt->path, rt->post ? "POST" : "GET");
+    if (!method_ok) {
+        fail(r, SERVE_ERROR_METHOD, "Method %s is not allowed on %s: use %s", r->method,
+             rt->path, rt->post ? "POST" : "GET");
+        return;
+    }
     if (!rt->post)
-        return MHD_YES; /* answered on the next call: a response queued now closes the
-                         * connection (libmicrohttpd takes the request as not fully read) */
-    if (atomic_load(&h->state) != STATE_READY)
-        return unavailable(h, c, r);
+        return; /* answered on the next call: a response queued now closes the connection
+                 * (libmicrohttpd takes the request as not fully read) */
+    if (atomic_load(&h->state) != STATE_READY) {
+        unavailable(h, r);
+        return;
+    }
     pthread_mutex_lock(&h->lock);
     size_t active = h->active;
     pthread_mutex_unlock(&h->lock);
-    if (active > h->config.max_concurrent_requests)
-        return fail(h, c, r, SERVE_ERROR_OVERLOADED,
-                    "Model is overloaded: more than %zu requests at once "
-                    "(--max-concurrent-requests)",
-                    h->config.max_concurrent_requests);
+    if (active > h->config.max_concurrent_requests) {
+        fail(r, SERVE_ERROR_OVERLOADED,
+             "Model is overloaded: more than %zu requests at once (--max-concurrent-requests)",
+             h->config.max_concurrent_requests);
+        return;
+    }
     const char *declared = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                        MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (declared) {
@@ -494,15 +675,15 @@ static enum MHD_Result first_call(serve_http *h, struct MHD_Connection *c, reque
         errno = 0;
         unsigned long long n = strtoull(declared, &end, 10);
         if (errno == 0 && end != declared && n > h->config.payload_limit)
-            return fail(h, c, r, SERVE_ERROR_TOO_LARGE,
-                        "the body (%llu bytes) is larger than this server's limit of %zu bytes "
-                        "(--payload-limit)",
-                        n, h->config.payload_limit);
+            fail(r, SERVE_ERROR_TOO_LARGE,
+                 "the body (%llu bytes) is larger than this server's limit of %zu bytes "
+                 "(--payload-limit)",
+                 n, h->config.payload_limit);
     }
-    return MHD_YES;
 }
 
-/* A part of the body: kept while within the payload limit, dropped after. */
+/* A part of the body: kept while within the payload limit, dropped after (and all of it when
+ * the request was refused at its headers), up to the discard cap. */
 static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, request *r,
                                  const char *data, size_t size)
 {
@@ -516,13 +697,19 @@ static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, reques
     unsigned timeout = (unsigned)ceil(left);
     if (timeout < h->config.idle_timeout_s)
         MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
-    if (r->too_large)
-        return MHD_YES;
-    if (size > h->config.payload_limit - r->length) {
+    if (!r->answer.ready && !r->too_large && size > h->config.payload_limit - r->length) {
         r->too_large = true;
+        r->discarded = r->length;
         free(r->body);
         r->body = NULL;
         r->length = r->capacity = 0;
+    }
+    if (r->answer.ready || r->too_large) {
+        r->discarded += size;
+        if (r->discarded > discard_cap(h)) {
+            r->discard_cut = true;
+            return MHD_NO; /* a response cannot be queued now: closed */
+        }
         return MHD_YES;
     }
     if (r->length + size > r->capacity) {
@@ -542,6 +729,33 @@ static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, reques
     return MHD_YES;
 }
 
+static request *new_request(serve_http *h, struct MHD_Connection *c, const char *url,
+                            const char *method)
+{
+    request *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->start_s = now_s();
+    r->deadline_s = r->start_s + h->config.request_timeout_s;
+    r->route = find_route(url);
+    r->api = r->route != ROUTE_UNKNOWN       ? routes[r->route].api
+             : strncmp(url, "/v1/", 4) == 0 ? SERVE_API_OPENAI
+                                             : SERVE_API_TEI;
+    printable(r->method, sizeof(r->method), method);
+    printable(r->log_path, sizeof(r->log_path),
+              r->route != ROUTE_UNKNOWN ? routes[r->route].path : url);
+    if (r->route == ROUTE_UNKNOWN && strlen(url) >= 64)
+        strcpy(r->log_path + 60, "...");
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    pthread_mutex_lock(&h->lock);
+    h->active++;
+    if (info && info->socket_context)
+        ((watched_connection *)info->socket_context)->in_request = true;
+    pthread_mutex_unlock(&h->lock);
+    return r;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
@@ -549,38 +763,30 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     serve_http *h = cls;
     request *r = *con_cls;
-    if (!r) {
-        r = calloc(1, sizeof(*r));
-        if (!r)
+    if (!r) { /* the headers */
+        if (!(r = new_request(h, c, url, method)))
             return MHD_NO;
         *con_cls = r;
-        r->start_s = now_s();
-        r->deadline_s = r->start_s + h->config.request_timeout_s;
-        r->route = find_route(url);
-        r->api = r->route != ROUTE_UNKNOWN       ? routes[r->route].api
-                 : strncmp(url, "/v1/", 4) == 0 ? SERVE_API_OPENAI
-                                                 : SERVE_API_TEI;
-        printable(r->method, sizeof(r->method), method);
-        printable(r->log_path, sizeof(r->log_path),
-                  r->route != ROUTE_UNKNOWN ? routes[r->route].path : url);
-        if (r->route == ROUTE_UNKNOWN && strlen(url) >= 64)
-            strcpy(r->log_path + 60, "...");
-        const union MHD_ConnectionInfo *info =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        pthread_mutex_lock(&h->lock);
-        h->active++;
-        if (info && info->socket_context)
-            ((watched_connection *)info->socket_context)->in_request = true;
-        pthread_mutex_unlock(&h->lock);
-        return first_call(h, c, r, method);
+        first_call(h, c, r, method);
+        if (r->answer.ready && !read_body_first(h, c))
+            return queue_answer(h, c, r);
+        return MHD_YES;
     }
     if (*upload_data_size) {
         enum MHD_Result ret = take_body(h, c, r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return ret;
     }
+    /* The request is complete, or its answer thread has resumed it. */
+    join_answer_thread(r);
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->config.idle_timeout_s);
-    return routes[r->route].post ? answer_post(h, c, r) : answer_get(h, c, r);
+    if (!r->answer.ready) {
+        if (!routes[r->route].post)
+            answer_get(h, r);
+        else if (!refuse_post(h, r))
+            return start_answer_thread(h, c, r);
+    }
+    return queue_answer(h, c, r);
 }
 
 static const char *metrics_route(const request *r)
@@ -605,13 +811,18 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!r)
         return;
     *con_cls = NULL;
+    join_answer_thread(r); /* the connection closed before its answer was queued */
     double ms = (now_s() - r->start_s) * 1000.0;
-    /* No response: cut off for slowness (408), or the client left first (499, nginx's "client
-     * closed request"). */
+    /* No response: cut off for slowness (408), for a body past the discard cap (413), or the
+     * client left first (499, nginx's "client closed request"). */
     bool too_slow = r->deadline_closed ||
                     (!r->status && toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED);
-    int status = too_slow ? 408 : r->status ? r->status : 499;
+    int status = too_slow ? 408 : r->discard_cut ? 413 : r->status ? r->status : 499;
+    char cut[128];
+    snprintf(cut, sizeof(cut), " (closed: the body went past %zu bytes, %d times --payload-limit)",
+             discard_cap(h), DISCARD_FACTOR);
     const char *note = too_slow ? " (closed: the client was too slow for the request's deadline)"
+                       : r->discard_cut                              ? cut
                        : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " (client gone)"
                                                                      : "";
     fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu ms=%.1f%s\n", r->method,
@@ -619,6 +830,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (h->config.metrics)
         serve_metrics_request(h->config.metrics, metrics_route(r), status, r->texts, r->tokens,
                               r->queue_ms, r->inference_ms, ms);
+    free(r->answer.body);
     free(r->body);
     free(r);
     pthread_mutex_lock(&h->lock);
@@ -627,15 +839,35 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pthread_mutex_unlock(&h->lock);
 }
 
+/* libmicrohttpd's messages, on stderr. A request it refuses itself, before the handler (a
+ * malformed request line or header: a Content-Length that is not a decimal number, headers
+ * past its memory...), reaches neither the handler nor the completion callback: its message
+ * "Error processing request (HTTP response code is N ..." is the only sign of it, so that one
+ * is logged as a request line and counted in the metrics (route "malformed"), with the message
+ * before it (the cause). */
+static _Thread_local char last_mhd_message[160];
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    serve_http *h = cls;
     char message[512];
     vsnprintf(message, sizeof(message), fmt, ap);
     size_t n = strlen(message);
     while (n && (message[n - 1] == '\n' || message[n - 1] == '\r'))
         message[--n] = '\0';
     fprintf(stderr, "clattn-serve: libmicrohttpd: %s\n", message);
+    static const char refused[] = "Error processing request (HTTP response code is ";
+    if (strncmp(message, refused, sizeof(refused) - 1) != 0) {
+        snprintf(last_mhd_message, sizeof(last_mhd_message), "%s", message);
+        return;
+    }
+    int status = atoi(message + sizeof(refused) - 1);
+    fprintf(stderr, "clattn-serve: ? (malformed) %d texts=0 tokens=0 ms=0.0 (refused by "
+                    "libmicrohttpd before the routes: %s)\n",
+            status, last_mhd_message[0] ? last_mhd_message : "a malformed request");
+    last_mhd_message[0] = '\0';
+    if (h && h->config.metrics)
+        serve_metrics_malformed(h->config.metrics, status);
 }
 
 /* ---- the server ---- */
@@ -702,17 +934,39 @@ static int open_listener(const serve_http_config *config, char *address, size_t 
     return fd;
 }
 
+/* The connections kept at once: the open-file limit less RESERVED_FILES (a quarter of a small
+ * limit), at most MAX_CONNECTIONS. */
+static unsigned connection_limit_of_files(void)
+{
+    struct rlimit files;
+    rlim_t n = getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
+    if (n == RLIM_INFINITY || n > (rlim_t)MAX_CONNECTIONS + RESERVED_FILES)
+        n = (rlim_t)MAX_CONNECTIONS + RESERVED_FILES;
+    rlim_t reserved = n / 4 < RESERVED_FILES ? n / 4 : RESERVED_FILES;
+    return n - reserved < 8 ? 8 : (unsigned)(n - reserved);
+}
+
+/* libmicrohttpd's threads: one per core, 2 to 8 (they only move bytes and parse headers). */
+static unsigned pool_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 2 ? 2 : cores > 8 ? 8 : (unsigned)cores;
+}
+
 /* ---- the header watchdog ----
  *
  * libmicrohttpd's connection timeout is an idle timeout: every byte resets it, so a client that
- * sends its request line and headers a byte at a time could hold its connection (and, one thread
- * per connection, a thread) for ever, and enough of them every connection the server allows. The
- * request deadline starts with a request's headers; before them this watchdog keeps the same
- * bound: a connection that has not sent complete headers within request_timeout_s of its
- * opening or of its previous request's end is shut down (shutdown(2): libmicrohttpd then sees
- * the end of the stream and closes it as it would any other). The list entry of a connection
- * goes, under the lock, in libmicrohttpd's "closed" notification, which comes before it closes
- * the socket, so the watchdog never touches a descriptor that has been reused. */
+ * sends its request line and headers a byte at a time could hold its connection for ever, and
+ * enough of them every connection the server allows. The request deadline starts with a
+ * request's headers; before them this watchdog keeps the same bound: a connection that has not
+ * sent complete headers within request_timeout_s of its opening or of its previous request's
+ * end is shut down (shutdown(2): libmicrohttpd then sees the end of the stream and closes it as
+ * it would any other). (An answer being sent needs no such bound: libmicrohttpd can write only
+ * when the client has drained a good part of the kernel's send buffer, which a client that
+ * reads a byte at a time does not within the idle timeout.) The list entry of a connection
+ * goes, under the lock, in libmicrohttpd's "closed" notification,
+ * which comes before it closes the socket, so the watchdog never touches a descriptor that has
+ * been reused. */
 
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                               enum MHD_ConnectionNotificationCode code)
@@ -773,6 +1027,14 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
+static void destroy_sync(serve_http *h)
+{
+    pthread_cond_destroy(&h->watchdog_wake);
+    pthread_cond_destroy(&h->answered);
+    pthread_cond_destroy(&h->idle);
+    pthread_mutex_destroy(&h->lock);
+}
+
 int serve_http_start(serve_http **out, const serve_http_config *config, char *error,
                      size_t error_size)
 {
@@ -786,28 +1048,30 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
     atomic_init(&h->state, STATE_LOADING);
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->idle, NULL);
+    pthread_cond_init(&h->answered, NULL);
     pthread_cond_init(&h->watchdog_wake, NULL);
     h->listen_fd = open_listener(config, h->address, sizeof(h->address), error, error_size);
     if (h->listen_fd < 0) {
-        pthread_cond_destroy(&h->watchdog_wake);
-        pthread_cond_destroy(&h->idle);
-        pthread_mutex_destroy(&h->lock);
+        destroy_sync(h);
         free(h);
         return -1;
     }
-    /* Connections beyond the request limit are still accepted, up to a margin, so that they get
-     * a 429 rather than a closed socket. */
-    unsigned limit = config->max_concurrent_requests + 64 > 65536
-                         ? 65536
-                         : (unsigned)config->max_concurrent_requests + 64;
+    /* Idle connections cost a few KiB each and no thread, so the limit is what the open-file
+     * limit allows, far above the requests allowed at once: connections that send nothing
+     * cannot lock real clients out, and the request limit (429) counts requests. */
+    h->connection_limit = connection_limit_of_files();
+    h->threads = pool_threads();
+    unsigned poll = MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL
+                                                                          : MHD_USE_POLL;
     h->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        MHD_USE_INTERNAL_POLLING_THREAD | poll | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+            MHD_USE_ERROR_LOG,
         0, NULL, NULL, handle, h,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: it applies to the options after */
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, /* first: it applies to the options after */
         MHD_OPTION_LISTEN_SOCKET, h->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, h->threads,
         MHD_OPTION_CONNECTION_TIMEOUT, config->idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_CONNECTION_LIMIT, h->connection_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
         MHD_OPTION_END);
@@ -823,9 +1087,7 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
                  h->address);
         if (h->listen_fd >= 0)
             close(h->listen_fd);
-        pthread_cond_destroy(&h->watchdog_wake);
-        pthread_cond_destroy(&h->idle);
-        pthread_mutex_destroy(&h->lock);
+        destroy_sync(h);
         free(h);
         return -1;
     }
@@ -836,6 +1098,16 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
 const char *serve_http_address(const serve_http *h)
 {
     return h->address;
+}
+
+unsigned serve_http_connection_limit(const serve_http *h)
+{
+    return h->connection_limit;
+}
+
+unsigned serve_http_threads(const serve_http *h)
+{
+    return h->threads;
 }
 
 void serve_http_set_ready(serve_http *h, const serve_backend *backend)
@@ -883,10 +1155,17 @@ void serve_http_stop(serve_http **hp)
         pthread_mutex_unlock(&h->lock);
         pthread_join(h->watchdog, NULL);
     }
-    MHD_stop_daemon(h->daemon); /* every connection's "closed" notification frees its entry */
-    pthread_cond_destroy(&h->watchdog_wake);
-    pthread_cond_destroy(&h->idle);
-    pthread_mutex_destroy(&h->lock);
+    /* libmicrohttpd must not stop while a connection is suspended: no new answer thread, and
+     * those running resume theirs (the scheduler is stopped: they end at once). */
+    pthread_mutex_lock(&h->lock);
+    h->answering_closed = true;
+    while (h->answering > 0)
+        pthread_cond_wait(&h->answered, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+    /* Every connection's "closed" notification frees its entry, every request's completion
+     * joins its answer thread. */
+    MHD_stop_daemon(h->daemon);
+    destroy_sync(h);
     free(h);
     *hp = NULL;
 }

@@ -1,15 +1,16 @@
 /*
- * clattn-serve's HTTP side (DESIGN §11) on libmicrohttpd: one thread per connection (a request
- * waits for its batches on its own thread, never holding up another client), the routes, the
- * request body under --payload-limit, the API key, per-request deadlines, one log line per
- * request on stderr and the request metrics.
+ * clattn-serve's HTTP side (DESIGN §11) on libmicrohttpd: a pool of threads (one per core, 2 to
+ * 8) each serving many connections over epoll, the routes, the request body under
+ * --payload-limit, the API key, per-request deadlines, one log line per request on stderr and
+ * the request metrics. A request that needs the model is suspended and answered on a thread of
+ * its own (parse, tokenize, wait for its batches), so that no client waits for another's.
  *
  * Routes (OpenAI's error bodies under /v1/, TEI's elsewhere; see request.h):
  *   POST /v1/embeddings   OpenAI embeddings          GET /health     200 ready, 503 otherwise
  *   POST /embed           TEI embeddings             GET /info       TEI-like model description
- *   POST /tokenize        TEI tokens                 GET /v1/models  OpenAI list of one model
- *   POST /rerank          TEI reranking (a cross-    GET /metrics    Prometheus text (metrics.h)
- *                         encoder with one label)
+ *   POST /tokenize        TEI tokens                 GET /v1/models  OpenAI list of the served
+ *   POST /rerank          TEI reranking (a cross-                    names
+ *                         encoder with one label)    GET /metrics    Prometheus text (metrics.h)
  *   POST /predict         TEI scores of every label (a cross-encoder)
  * An embedder answers the embedding routes, a cross-encoder /rerank and /predict; a route of
  * the other kind answers 424 (TEI) / 400 (OpenAI) naming the served model's kind; /tokenize
@@ -19,21 +20,40 @@
  * otherwise, checked before the route so that routes are not revealed). Until
  * serve_http_set_ready, and after serve_http_stop_accepting, the model's routes answer 503.
  *
- * Limits: a Content-Length over the payload limit is 413 before any of the body is read; a
- * chunked body that grows past it is dropped as it arrives (never stored) and answered 413 when
- * it ends. A request must be complete by its deadline (request_timeout_s after its headers
- * arrived): a client still sending then is disconnected (logged as 408), the idle timeout is
- * lowered to what remains so that a silent one is too, and a request still waiting for its
- * batches gets 504. The headers themselves must be complete within request_timeout_s of the
- * connection's opening or of its previous request's end, however slowly they trickle in (a
- * watchdog thread shuts such a connection down and logs it). More than max_concurrent_requests requests at once: 429.
+ * Connections: at most the open-file limit (RLIMIT_NOFILE's soft limit, which serve.c raises to
+ * the hard one) less 256 kept for the process, and at most 65536 (serve_http_connection_limit).
+ * An idle connection costs a few KiB and no thread, so connections that send nothing cannot
+ * lock clients out; libmicrohttpd closes a connection beyond the limit at once.
+ *
+ * Limits: more than max_concurrent_requests requests at once (a request counts from its headers
+ * to its answer; an idle connection does not): 429. A request refused at its headers (401,
+ * 404, 405, 413 for a Content-Length over the payload limit, 429, 503) with a body is answered
+ * once that body has been read and dropped, up to 4 times the payload limit (beyond: closed, no
+ * answer), so that clients that send their whole body before they read (Python's urllib,
+ * requests, httpx, hence the openai client) get the status and its JSON instead of a broken
+ * pipe; a client that sent "Expect: 100-continue" (curl, for large bodies) gets the answer at
+ * once, without "100 Continue", and a Content-Length over the cap too. A chunked body that grows
+ * past the payload limit is dropped as it arrives (never stored) and answered 413 when it ends.
+ * A request must be complete by its deadline (request_timeout_s after its headers arrived): a
+ * client still sending then is disconnected (logged as 408), the idle timeout is lowered to
+ * what remains so that a silent one is too, and a request still waiting for its batches gets
+ * 504. libmicrohttpd's own timeout (idle_timeout_s) is an idle timeout, reset by every byte, so
+ * the headers have a deadline of their own: they must be complete within request_timeout_s of
+ * the connection's opening or of its previous request's end, however slowly they trickle in (a
+ * watchdog thread shuts such a connection down and logs it). An answer being sent has only the
+ * idle timeout, which suffices: libmicrohttpd can write again only once the client has drained
+ * a good part of the kernel's send buffer, which a client reading a byte at a time does not.
  *
  * Log line, one per request: "clattn-serve: METHOD ROUTE STATUS texts=N tokens=N ms=X", with
  * " (client gone)" when the client closed the connection first. Without a response, STATUS is
- * 408 for a client cut off by its deadline or the idle timeout, 499 for one that left first
- * (also so in the metrics). Unknown routes are logged with their path, control
- * characters and non-ASCII bytes replaced by '?', at most 64 bytes; in the metrics they are
- * "other".
+ * 408 for a client cut off by its deadline or the idle timeout, 413 for a body past the discard
+ * cap, 499 for one that left first (also so in the metrics). Unknown routes are logged with
+ * their path, control characters and non-ASCII bytes replaced by '?', at most 64 bytes; in the
+ * metrics they are "other". A request that libmicrohttpd refuses itself before any route (a
+ * malformed request line or header, such as a Content-Length that is not a plain decimal
+ * number: libmicrohttpd 0.9.75 answers it 400 with an HTML body, and repeats its status line in
+ * that body) is logged as "? (malformed) STATUS ... (refused by libmicrohttpd ...)" and counted
+ * in the metrics under the route "malformed".
  */
 #ifndef CLATTN_SERVE_HTTP_H
 #define CLATTN_SERVE_HTTP_H
@@ -85,6 +105,10 @@ int serve_http_start(serve_http **out, const serve_http_config *config, char *er
 /* "http://HOST:PORT" with the bound port ("[ADDR]" for IPv6). */
 const char *serve_http_address(const serve_http *h);
 
+/* The connections kept at once at most, and libmicrohttpd's threads (see the top). */
+unsigned serve_http_connection_limit(const serve_http *h);
+unsigned serve_http_threads(const serve_http *h);
+
 /* The model's routes open: *backend is copied; its tokenizer and scheduler must stay valid
  * until serve_http_stop. */
 void serve_http_set_ready(serve_http *h, const serve_backend *backend);
@@ -95,8 +119,9 @@ void serve_http_stop_accepting(serve_http *h);
 /* Waits until no request is in progress or timeout_s has passed; true when none is left. */
 bool serve_http_wait_idle(serve_http *h, double timeout_s);
 
-/* Closes every connection, joins their threads and frees the server (stop the scheduler first:
- * a request waiting for its batches holds its thread). Sets *h to NULL; accepts NULL. */
+/* Waits for the answer threads, closes every connection, joins libmicrohttpd's threads and frees
+ * the server (stop the scheduler first: an answer thread waits for its batches). Sets *h to
+ * NULL; accepts NULL. */
 void serve_http_stop(serve_http **h);
 
 #endif /* CLATTN_SERVE_HTTP_H */

@@ -5,7 +5,8 @@
  * _bucket{le="..."} samples ending with le="+Inf", then _sum and _count.
  *
  * What is counted:
- *   clattn_requests_total{route,status}     every finished request
+ *   clattn_requests_total{route,status}     every finished request, and those libmicrohttpd
+ *                                           refused before any route (route "malformed")
  *   clattn_request_duration_seconds         every finished request, from arrival to response
  *   clattn_request_queue_seconds,
  *   clattn_request_inference_seconds        requests answered 2xx that ran texts (texts > 0):
@@ -153,6 +154,17 @@ void serve_metrics_request(serve_metrics *m, const char *route, int status, size
         m->texts += texts;
         m->tokens += tokens;
     }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void serve_metrics_malformed(serve_metrics *m, int status)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    route_counts *r = route_slot(m, "malformed");
+    if (r)
+        r->by_status[status >= 100 && status < MAX_STATUS ? status : 0]++;
     pthread_mutex_unlock(&m->lock);
 }
 

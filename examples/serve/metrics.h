@@ -17,6 +17,10 @@ void serve_metrics_destroy(serve_metrics **m);
  * texts, tokens and the milliseconds it spent queued, in inference and in all. */
 void serve_metrics_request(serve_metrics *m, const char *route, int status, size_t texts,
                            size_t tokens, double queue_ms, double inference_ms, double total_ms);
+/* A request that never reached a route (libmicrohttpd refused it: a malformed request line or
+ * header), answered `status`: counted in clattn_requests_total under the route "malformed",
+ * in no histogram (its duration is not known). */
+void serve_metrics_malformed(serve_metrics *m, int status);
 /* One batch the scheduler ran: its texts and their tokens. */
 void serve_metrics_batch(serve_metrics *m, size_t texts, size_t tokens);
 

@@ -27,6 +27,8 @@ static const error_style error_styles[] = {
     [SERVE_ERROR_UNAUTHORIZED] = {401, 401, "invalid_request_error", "invalid_api_key",
                                   "Unauthorized"},
     [SERVE_ERROR_NOT_FOUND] = {404, 404, "invalid_request_error", "not_found", "NotFound"},
+    [SERVE_ERROR_MODEL_NOT_FOUND] = {404, 404, "invalid_request_error", "model_not_found",
+                                     "NotFound"},
     [SERVE_ERROR_METHOD] = {405, 405, "invalid_request_error", "method_not_allowed",
                             "MethodNotAllowed"},
     [SERVE_ERROR_OVERLOADED] = {429, 429, "rate_limit_error", "rate_limit_exceeded",
@@ -359,7 +361,8 @@ static bool encode_text(const char *text, size_t bytes, size_t i, const char *na
     return true;
 }
 
-/* Copies the array of vocabulary ids `item` into t->ids[i] between [CLS] and [SEP]. */
+/* Copies the array of vocabulary ids `item` into t->ids[i] between [CLS] and [SEP], its first
+ * ids when it is truncated (only OpenAI's route takes ids, and it truncates from the right). */
 static bool copy_ids(const json_t *item, size_t i, const char *name, const clattn_tokenizer *tok,
                      const serve_limits *limits, const input_rules *r, serve_texts *t,
                      serve_error *err)
@@ -395,10 +398,9 @@ static bool copy_ids(const json_t *item, size_t i, const char *name, const clatt
         return false;
     }
     clattn_tokenizer_special special = clattn_tokenizer_special_ids(tok);
-    size_t first = r->truncate_left ? n - keep : 0;
     ids[0] = special.cls;
     for (size_t k = 0; k < keep; k++)
-        ids[k + 1] = (int32_t)json_integer_value(json_array_get(item, first + k));
+        ids[k + 1] = (int32_t)json_integer_value(json_array_get(item, k));
     ids[keep + 1] = special.sep;
     t->ids[i] = ids;
     t->lengths[i] = keep + 2;
@@ -520,6 +522,12 @@ static bool parse_inputs(const json_t *root, const clattn_tokenizer *tok,
 
 static json_t *load_object(const char *body, size_t size, serve_api api, serve_error *err)
 {
+    if (size == 0) {
+        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
+                        "the body is empty: send a JSON object (Content-Type: "
+                        "application/json)");
+        return NULL;
+    }
     json_error_t jerr;
     /* Duplicate keys are refused (which one would count is ambiguous); "\u0000" is allowed in
      * strings: the tokenizer removes NUL as Hugging Face's does. */
@@ -631,6 +639,36 @@ static bool get_prompt(const json_t *root, serve_api api, const serve_limits *li
     return false;
 }
 
+/* OpenAI's "model" (NULL: not given; `length` bytes, "\u0000" included) among the served
+ * names: *index is its place (0 when not given, or accepted without being one of them); false
+ * (404 model_not_found) for another name unless any is accepted. */
+static bool find_model_name(const char *model, size_t length, const serve_limits *limits,
+                            size_t *index, serve_error *err)
+{
+    *index = 0;
+    if (!model || limits->model_name_count == 0)
+        return true;
+    for (size_t i = 0; i < limits->model_name_count; i++)
+        if (strlen(limits->model_names[i]) == length &&
+            memcmp(model, limits->model_names[i], length) == 0) {
+            *index = i;
+            return true;
+        }
+    if (limits->accept_any_model_name)
+        return true;
+    char names[300] = "";
+    for (size_t i = 0; i < limits->model_name_count && strlen(names) + 4 < sizeof(names); i++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s`%.64s`",
+                 i ? ", " : "", limits->model_names[i]);
+    /* OpenAI's own message first, then what this server serves. */
+    serve_error_set(err, SERVE_API_OPENAI, SERVE_ERROR_MODEL_NOT_FOUND, NULL,
+                    "The model `%.128s` does not exist or you do not have access to it. This "
+                    "server serves %s (--served-model-name; --accept-any-model-name accepts "
+                    "any name)",
+                    model, names);
+    return false;
+}
+
 bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_tokenizer *tok,
                                    const serve_limits *limits, serve_embed_request *req,
                                    serve_error *err)
@@ -650,6 +688,8 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
                         "'encoding_format' must be \"float\" or \"base64\"");
         ok = false;
     }
+    size_t model_length = model ? json_string_length(json_object_get(root, "model")) : 0;
+    ok = ok && find_model_name(model, model_length, limits, &req->model_name, err);
     req->base64 = ok && format && strcmp(format, "base64") == 0;
     input_rules rules = {api, "input", true, true, limits->auto_truncate, false, NULL};
     ok = ok && get_prompt(root, api, limits, false, &rules.prompt, err);
@@ -1194,7 +1234,7 @@ char *serve_format_info(const serve_model_description *d, size_t *length)
 {
     strbuf b = {0};
     sb_puts(&b, "{\"model_id\":");
-    sb_json_string(&b, d->served_name, strlen(d->served_name));
+    sb_json_string(&b, d->served_names[0], strlen(d->served_names[0]));
     sb_puts(&b, ",\"model_sha\":null,\"model_dtype\":\"float32\",\"model_type\":{");
     if (d->cross_encoder) {
         sb_puts(&b, d->labels == 1 ? "\"reranker\":{\"id2label\":{" : "\"classifier\":{\"id2label\":{");
@@ -1238,9 +1278,13 @@ char *serve_format_info(const serve_model_description *d, size_t *length)
 char *serve_format_models(const serve_model_description *d, size_t *length)
 {
     strbuf b = {0};
-    sb_puts(&b, "{\"object\":\"list\",\"data\":[{\"id\":");
-    sb_json_string(&b, d->served_name, strlen(d->served_name));
-    sb_printf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"clattn\"}]}",
-              d->created);
+    sb_puts(&b, "{\"object\":\"list\",\"data\":[");
+    for (size_t i = 0; i < d->served_name_count; i++) {
+        sb_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+        sb_json_string(&b, d->served_names[i], strlen(d->served_names[i]));
+        sb_printf(&b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"clattn\"}",
+                  d->created);
+    }
+    sb_puts(&b, "]}");
     return sb_finish(&b, length);
 }

@@ -11,7 +11,8 @@
  *   TEI               {"error":...,"error_type":...}
  *
  * Status codes (OpenAI / TEI), by serve_error_kind:
- *   SERVE_ERROR_SYNTAX        400 / 400  not JSON (invalid UTF-8 included), not an object
+ *   SERVE_ERROR_SYNTAX        400 / 400  an empty body, not JSON (invalid UTF-8 included), not
+ *                                        an object
  *   SERVE_ERROR_INVALID       400 / 422  a missing field, a wrong type, a value out of range
  *   SERVE_ERROR_EMPTY         400 / 400  an empty list of inputs
  *   SERVE_ERROR_TOO_LARGE     413 / 413  body over --payload-limit, more inputs than
@@ -19,6 +20,9 @@
  *                                        --max-input-length tokens without truncation
  *   SERVE_ERROR_UNAUTHORIZED  401 / 401  --api-key set and no or another Bearer key
  *   SERVE_ERROR_NOT_FOUND     404 / 404  unknown route
+ *   SERVE_ERROR_MODEL_NOT_FOUND
+ *                             404 / 404  OpenAI's "model" is none of the served names (its
+ *                                        code "model_not_found", as OpenAI answers)
  *   SERVE_ERROR_METHOD        405 / 405  known route, other method
  *   SERVE_ERROR_OVERLOADED    429 / 429  beyond --max-concurrent-requests
  *   SERVE_ERROR_BACKEND       500 / 424  the library failed (its message)
@@ -49,6 +53,7 @@ typedef enum serve_error_kind {
     SERVE_ERROR_TOO_LARGE,
     SERVE_ERROR_UNAUTHORIZED,
     SERVE_ERROR_NOT_FOUND,
+    SERVE_ERROR_MODEL_NOT_FOUND,
     SERVE_ERROR_METHOD,
     SERVE_ERROR_OVERLOADED,
     SERVE_ERROR_BACKEND,
@@ -84,6 +89,12 @@ typedef struct serve_limits {
      * tokenizes them (clattn_cross_encoder_encode_pair: both texts stripped), so that a route's
      * scores are the C API's bytes; NULL: with the tokenizer's clattn_tokenizer_encode_pair. */
     const clattn_cross_encoder *pairs;
+    /* The names OpenAI's "model" may ask for (--served-model-name, model_names[0] the first);
+     * another name is refused (404, code "model_not_found") unless accept_any_model_name.
+     * model_name_count 0: any name. The TEI routes ignore "model". */
+    const char *const *model_names;
+    size_t model_name_count;
+    bool accept_any_model_name;
 } serve_limits;
 
 /* A request's texts as ids: ids[i][0 .. lengths[i]) for text i. */
@@ -102,12 +113,15 @@ typedef struct serve_embed_request {
     bool base64;         /* OpenAI encoding_format "base64" */
     size_t dimensions;   /* 0: all of hidden_size; else keep the first `dimensions` */
     int normalize;       /* -1: the model's own output (OpenAI); 0 or 1 (TEI's "normalize") */
+    size_t model_name;   /* OpenAI: the index in limits->model_names of the name asked for (0
+                          * when none was, or another one was accepted) */
 } serve_embed_request;
 
 /*
  * POST /v1/embeddings (OpenAI): "input" a string, an array of strings, an array of token ids
- * (one text) or an array of arrays of token ids; "model" (a string, not checked: the served
- * model answers whatever name is asked); "encoding_format" "float" (default) or "base64";
+ * (one text) or an array of arrays of token ids; "model" (a string, optional: one of
+ * limits->model_names, else 404 model_not_found, see serve_limits); "encoding_format" "float"
+ * (default) or "base64";
  * "dimensions" 1 .. hidden_size; "user" a string (ignored). Other fields are ignored. Token ids
  * are the vocabulary's ids without [CLS] and [SEP] (added here), each in 0 .. vocab_size - 1.
  * Texts longer than max_input_length are truncated with auto_truncate, else refused (413).
@@ -219,7 +233,10 @@ char *serve_format_error(serve_api api, const serve_error *e, size_t *length);
 
 /* What GET /info and GET /v1/models describe. */
 typedef struct serve_model_description {
-    const char *served_name;  /* --served-model-name, else the folder's name */
+    /* --served-model-name's names (at least one; the folder's name by default): /info's
+     * model_id is the first, /v1/models lists each */
+    const char *const *served_names;
+    size_t served_name_count;
     /* A cross-encoder: /info's model_type is {"reranker"} (one label) or {"classifier"} with
      * its id2label and label2id; pooling and normalize are not shown. */
     bool cross_encoder;

@@ -4,11 +4,13 @@
  * a folder whose config.json names a *ForSequenceClassification architecture is served as a
  * cross-encoder (POST /rerank, POST /predict), any other as a sentence-transformers embedder.
  *
- * Start-up: the socket is bound and "clattn-serve: listening on http://HOST:PORT" printed on
- * stderr first (so that a test with --port 0 can read the port), then the model is loaded and
- * run once (the warm-up: the first run builds what is built lazily); until then /health answers
- * 503. SIGINT or SIGTERM: stop accepting, let the requests in progress finish (at most 30 s),
- * exit 0. A signal that comes while the model loads is acted on once the load returns.
+ * Start-up: the soft open-file limit is raised to the hard one (the connection limit follows
+ * it: http.h), the socket is bound and "clattn-serve: listening on http://HOST:PORT" printed on
+ * stderr first, and the URL alone as one line on stdout (so that a script with --port 0 can
+ * read the port), then the model is loaded and run once (the warm-up: the first run builds what
+ * is built lazily); until then /health answers 503. SIGINT or SIGTERM: stop accepting, let the
+ * requests in progress finish (at most 30 s), exit 0. A signal that comes while the model loads
+ * is acted on once the load returns.
  *
  * Exit status: 0 after a signal, 2 on a usage error, 1 on a runtime error (the model cannot be
  * loaded, the address cannot be bound); every error names its cause on stderr.
@@ -24,6 +26,7 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <math.h>
@@ -35,6 +38,9 @@
 #include <time.h>
 
 #define DRAIN_SECONDS 30.0
+#define MAX_SERVED_NAMES 64
+/* The open-file limit is raised at most to this (the connection limit follows it: http.h). */
+#define MAX_OPEN_FILES 65792
 
 typedef struct options {
     const char *model;
@@ -48,7 +54,9 @@ typedef struct options {
     bool auto_truncate;
     size_t payload_limit;
     const char *api_key;     /* NULL: none */
-    const char *served_model_name;
+    const char *served_names[MAX_SERVED_NAMES]; /* --served-model-name's, else the folder's */
+    size_t served_name_count;
+    bool accept_any_model_name;
     double request_timeout_s;
     char default_name[256];  /* the folder's name */
 } options;
@@ -62,7 +70,8 @@ static void usage(FILE *out)
             "                    [--max-client-batch-size 128] [--max-concurrent-requests 512]\n"
             "                    [--max-input-length N] [--auto-truncate]\n"
             "                    [--payload-limit 2000000] [--api-key KEY]\n"
-            "                    [--served-model-name NAME] [--request-timeout 30]\n"
+            "                    [--served-model-name NAME]... [--accept-any-model-name]\n"
+            "                    [--request-timeout 30]\n"
             "\n"
             "Serves the sentence embeddings of a sentence-transformers model folder over HTTP,\n"
             "with OpenAI's and text-embeddings-inference's APIs:\n"
@@ -88,23 +97,38 @@ static void usage(FILE *out)
             "                             (CPU devices with oneDNN; bf16 needs AVX512_BF16 or AMX,\n"
             "                             int8 VNNI or AMX; README \"Precision\" gives the accuracy)\n"
             "  --host ADDR                the address to listen on (default 127.0.0.1)\n"
-            "  --port P                   the port (default 8080; 0: a free one, printed as\n"
-            "                             'clattn-serve: listening on http://HOST:PORT')\n"
+            "  --port P                   the port (default 8080; 0: a free one). The URL is\n"
+            "                             printed as one line on stdout (http://HOST:PORT, for\n"
+            "                             scripts) and as 'clattn-serve: listening on URL' on\n"
+            "                             stderr\n"
             "  --max-batch-tokens N       tokens per batch at most (default 16384)\n"
             "  --max-batch-requests N     requests per batch at most (default 64)\n"
             "  --max-client-batch-size N  inputs (or documents to rerank) per request at most\n"
             "                             (default 128; more: 413)\n"
-            "  --max-concurrent-requests N  requests at once at most (default 512; more: 429)\n"
+            "  --max-concurrent-requests N  requests at once at most (default 512; more: 429).\n"
+            "                             Idle connections do not count: the server keeps as\n"
+            "                             many as its open-file limit allows (raised to the\n"
+            "                             hard limit) less 256, at most 65536\n"
             "  --max-input-length N       tokens per text (or pair) at most, the special tokens\n"
-            "                             included (default and at most: the model's maximum)\n"
+            "                             included (default and at most: the model's maximum;\n"
+            "                             a cross-encoder's at least its pair template's\n"
+            "                             special tokens + 2)\n"
             "  --auto-truncate            truncate longer texts, pairs longest-first (default:\n"
             "                             refuse them, 413)\n"
-            "  --payload-limit BYTES      request body at most (default 2000000; more: 413)\n"
+            "  --payload-limit BYTES      request body at most (default 2000000; more: 413, sent\n"
+            "                             once the body is read, up to 4 times the limit)\n"
             "  --api-key KEY              require 'Authorization: Bearer KEY' (default:\n"
             "                             $CLATTN_API_KEY; none when neither is set)\n"
-            "  --served-model-name NAME   the model's name in responses (default: the folder's)\n"
+            "  --served-model-name NAME   a name of the model (repeat it for aliases; default:\n"
+            "                             the folder's): /v1/models lists them, /info shows the\n"
+            "                             first; an OpenAI request for another \"model\" is\n"
+            "                             refused (404 model_not_found; TEI's routes ignore it)\n"
+            "  --accept-any-model-name    accept any OpenAI \"model\" name\n"
             "  --request-timeout SECONDS  a request's deadline from its headers to its answer;\n"
-            "                             headers too must arrive within it (default 30)\n"
+            "                             headers too must arrive within it, however slowly\n"
+            "                             they trickle in (libmicrohttpd's own timeout, this\n"
+            "                             too, is an idle one that every byte resets)\n"
+            "                             (default 30)\n"
             "\n"
             "One log line per request on stderr: method, route, status, texts, tokens, ms.\n");
 }
@@ -138,8 +162,8 @@ static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_MODEL = 256, O_DEVICE, O_PRECISION, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
            O_MAX_CLIENT_BATCH_SIZE, O_MAX_CONCURRENT_REQUESTS, O_MAX_INPUT_LENGTH,
-           O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME, O_REQUEST_TIMEOUT,
-           O_HELP };
+           O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME,
+           O_ACCEPT_ANY_MODEL_NAME, O_REQUEST_TIMEOUT, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -155,6 +179,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"payload-limit", required_argument, NULL, O_PAYLOAD_LIMIT},
         {"api-key", required_argument, NULL, O_API_KEY},
         {"served-model-name", required_argument, NULL, O_SERVED_MODEL_NAME},
+        {"accept-any-model-name", no_argument, NULL, O_ACCEPT_ANY_MODEL_NAME},
         {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
@@ -230,8 +255,11 @@ static int parse_options(int argc, char **argv, options *o)
         case O_SERVED_MODEL_NAME:
             if (!optarg[0])
                 return usage_error("--served-model-name needs a name");
-            o->served_model_name = optarg;
+            if (o->served_name_count == MAX_SERVED_NAMES)
+                return usage_error("--served-model-name: at most %d names", MAX_SERVED_NAMES);
+            o->served_names[o->served_name_count++] = optarg;
             break;
+        case O_ACCEPT_ANY_MODEL_NAME: o->accept_any_model_name = true; break;
         case O_REQUEST_TIMEOUT:
             o->request_timeout_s = strtod(optarg, &end);
             if (end == optarg || *end || !(o->request_timeout_s > 0) ||
@@ -254,8 +282,8 @@ static int parse_options(int argc, char **argv, options *o)
     if (o->api_key && !o->api_key[0])
         return usage_error("the API key (--api-key or CLATTN_API_KEY) is empty");
     folder_name(o->model, o->default_name, sizeof(o->default_name));
-    if (!o->served_model_name)
-        o->served_model_name = o->default_name[0] ? o->default_name : "model";
+    if (o->served_name_count == 0)
+        o->served_names[o->served_name_count++] = o->default_name[0] ? o->default_name : "model";
     return -1;
 }
 
@@ -396,6 +424,17 @@ static int load_model(server *s, const options *o, served_model *m)
                                                : load_embedder(s, o, m);
     if (rc >= 0)
         return rc;
+    /* A cross-encoder's pair needs its template's special tokens and one token of each text:
+     * less would start, then refuse every /rerank as the client's fault. */
+    size_t specials = 0;
+    if (m->cross_encoder && o->max_input_length &&
+        clattn_cross_encoder_encode_pair(s->cross_encoder, "", 0, "", 0, SIZE_MAX, NULL, NULL,
+                                         0, &specials) == CLATTN_OK &&
+        o->max_input_length < specials + 2)
+        return usage_error("--max-input-length %zu cannot hold a pair: this cross-encoder's pair "
+                           "template has %zu special tokens, so it needs at least %zu (one "
+                           "token of each text)",
+                           o->max_input_length, specials, specials + 2);
     if (o->max_input_length > m->max_length)
         return usage_error("--max-input-length %zu is more than the model's maximum of %zu "
                            "tokens",
@@ -406,6 +445,22 @@ static int load_model(server *s, const options *o, served_model *m)
                            "--max-input-length): such a text would fit in no batch",
                            o->max_batch_tokens, max_input);
     return -1;
+}
+
+/* Raises the soft open-file limit to the hard one (at most MAX_OPEN_FILES): the connection
+ * limit follows it (http.h). Left as it is when that fails. */
+static void raise_open_file_limit(void)
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0)
+        return;
+    rlim_t want = files.rlim_max == RLIM_INFINITY || files.rlim_max > MAX_OPEN_FILES
+                      ? MAX_OPEN_FILES
+                      : files.rlim_max;
+    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < want) {
+        files.rlim_cur = want;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
 }
 
 int main(int argc, char **argv)
@@ -425,6 +480,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_open_file_limit();
     server s = {0};
     s.metrics = serve_metrics_create();
     if (!s.metrics)
@@ -447,6 +503,14 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "clattn-serve: listening on %s\n", serve_http_address(s.http));
     fflush(stderr);
+    printf("%s\n", serve_http_address(s.http)); /* for scripts: the URL alone */
+    fflush(stdout);
+    struct rlimit files = {0};
+    getrlimit(RLIMIT_NOFILE, &files);
+    fprintf(stderr, "clattn-serve: at most %u connections at once (open files: %llu), %u HTTP "
+                    "threads\n",
+            serve_http_connection_limit(s.http), (unsigned long long)files.rlim_cur,
+            serve_http_threads(s.http));
 
     served_model m;
     rc = load_model(&s, &o, &m);
@@ -475,10 +539,14 @@ int main(int argc, char **argv)
                 .hidden_size = m.hidden_size,
                 .prompts = s.model,
                 .pairs = s.cross_encoder,
+                .model_names = o.served_names,
+                .model_name_count = o.served_name_count,
+                .accept_any_model_name = o.accept_any_model_name,
             },
         .description =
             {
-                .served_name = o.served_model_name,
+                .served_names = o.served_names,
+                .served_name_count = o.served_name_count,
                 .cross_encoder = m.cross_encoder,
                 .labels = m.classifier.num_labels,
                 .label_names = m.classifier.labels,
@@ -511,7 +579,7 @@ int main(int argc, char **argv)
         snprintf(device.name, sizeof(device.name), "?");
     fprintf(stderr,
             "clattn-serve: ready: %s on %s (%s, at most %zu tokens per %s)\n",
-            o.served_model_name, device.name, kind, backend.limits.max_input_length,
+            o.served_names[0], device.name, kind, backend.limits.max_input_length,
             m.cross_encoder ? "pair" : "text");
     fflush(stderr);
 
