@@ -24,6 +24,7 @@ typedef struct options {
     const char *model, *device, *query, *input; /* input NULL: the positional documents */
     size_t top_k;                               /* 0: every document */
     size_t max_length, batch_size;              /* 0: the model's, the library's */
+    int precision;                              /* clattn_precision */
     bool raw_scores, json;
     char **documents;
     size_t document_count;
@@ -34,12 +35,13 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: rerank --model DIR --query QUERY [--input DOCS.txt|- | DOCUMENT ...]\n"
             "              [--top-k K] [--raw-scores] [--json] [--device SPEC]\n"
-            "              [--max-length N] [--batch-size N]\n"
+            "              [--precision P] [--max-length N] [--batch-size N]\n"
             "\n"
             "Ranks documents for a query with a cross-encoder (a reranker: a Hugging Face\n"
-            "folder of BertForSequenceClassification, RobertaForSequenceClassification or\n"
-            "XLMRobertaForSequenceClassification with one label), as sentence-transformers'\n"
-            "CrossEncoder.rank does: each (query, document) pair is scored, the best first.\n"
+            "folder of BertForSequenceClassification, RobertaForSequenceClassification,\n"
+            "XLMRobertaForSequenceClassification or ModernBertForSequenceClassification with\n"
+            "one label), as sentence-transformers' CrossEncoder.rank does: each (query,\n"
+            "document) pair is scored, the best first.\n"
             "\n"
             "  --model DIR        the model folder (config.json, model.safetensors, the\n"
             "                     tokenizer)\n"
@@ -56,6 +58,9 @@ static void usage(FILE *out)
             "                     first, as text-embeddings-inference's /rerank answers\n"
             "  --device SPEC      gpu, cpu, P:D, or part of a device name (default:\n"
             "                     $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
+            CLI_PRECISION_USAGE
+            "                     (as CrossEncoder's precision=; bf16 and int8 scores are\n"
+            "                     close to fp32's, not the same)\n"
             "  --max-length N     truncate each pair to N tokens (default: the model's)\n"
             "  --batch-size N     pairs per batch at most (default 32)\n"
             "\n"
@@ -72,7 +77,7 @@ static void usage(FILE *out)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_MODEL = 256, O_QUERY, O_INPUT, O_TOP_K, O_RAW_SCORES, O_JSON, O_DEVICE,
-           O_MAX_LENGTH, O_BATCH_SIZE, O_HELP };
+           O_PRECISION, O_MAX_LENGTH, O_BATCH_SIZE, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"query", required_argument, NULL, O_QUERY},
@@ -81,6 +86,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"raw-scores", no_argument, NULL, O_RAW_SCORES},
         {"json", no_argument, NULL, O_JSON},
         {"device", required_argument, NULL, O_DEVICE},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"max-length", required_argument, NULL, O_MAX_LENGTH},
         {"batch-size", required_argument, NULL, O_BATCH_SIZE},
         {"help", no_argument, NULL, O_HELP},
@@ -103,6 +109,10 @@ static int parse_options(int argc, char **argv, options *o)
         case O_RAW_SCORES: o->raw_scores = true; break;
         case O_JSON: o->json = true; break;
         case O_DEVICE: o->device = optarg; break;
+        case O_PRECISION:
+            if (!cli_parse_precision(optarg, &o->precision))
+                return usage_error("--precision is fp32, bf16 or int8, not \"%s\"", optarg);
+            break;
         case O_MAX_LENGTH:
             if (!parse_count(optarg, 1u << 30, &v) || v < 2)
                 return usage_error("--max-length needs an integer of at least 2, not '%s'",
@@ -191,7 +201,7 @@ static void print_ranking(const options *o, const text_list *d, const ranked *r,
 static int rerank(const options *o, const text_list *d)
 {
     clattn_context *ctx = NULL;
-    if (cli_context_create(o->device, &ctx))
+    if (cli_context_create_precision(o->device, o->precision, &ctx))
         return EXIT_RUNTIME;
     clattn_cross_encoder *model = NULL;
     clattn_cross_encoder_info info;

@@ -4,8 +4,9 @@
  * transformers in float64 and sentence-transformers' CrossEncoder.predict scores): the ids path
  * on Hugging Face's token ids, every activation, batch invariance (a pair's bytes alone and in
  * every batching), the folder's options (id2label, tokenizer_config.json's model_max_length,
- * sentence-transformers' default activation) and the refusals (a bare BertModel, a missing or
- * misshapen head tensor, bad arguments).
+ * sentence-transformers' default activation, ModernBERT's classifier_activation), texts
+ * stripped of every whitespace character Python's str.strip() removes, and the refusals (a bare
+ * BertModel, a missing or misshapen head tensor, too few positions, bad arguments).
  */
 #include "common/hf_golden.h"
 #include "common/test_util.h"
@@ -526,8 +527,34 @@ static void copy_folder(char *dir, size_t size, const char *name, const char *fr
     }
 }
 
+/* The golden's "spaced" pairs, every character of Python's str.isspace() at the ends of both
+ * texts: clattn_cross_encoder_encode_pair strips them as str.strip() does, so that the byte-level
+ * BPE gives Hugging Face's ids of the stripped texts (it would make tokens of them). */
+static void check_spaced_pairs(clattn_cross_encoder *m, json_t *spaced)
+{
+    json_t *pairs = json_object_get(spaced, "pairs"), *ids = json_object_get(spaced, "input_ids");
+    assert_true(json_array_size(pairs) >= 29 && json_array_size(ids) == json_array_size(pairs));
+    for (size_t i = 0; i < json_array_size(pairs); i++) {
+        const char *q = json_string_value(json_array_get(json_array_get(pairs, i), 0));
+        const char *d = json_string_value(json_array_get(json_array_get(pairs, i), 1));
+        size_t want_n, n = 0;
+        int32_t *want = json_ints(json_array_get(ids, i), &want_n);
+        int32_t got[128], types[128];
+        assert_int_equal(clattn_cross_encoder_encode_pair(m, q, strlen(q), d, strlen(d), 0, got,
+                                                          types, 128, &n),
+                         CLATTN_OK);
+        if (n != want_n || memcmp(got, want, n * sizeof(int32_t)) != 0) {
+            print_error("spaced pair %zu (%s): not the ids of the texts stripped\n", i + 1,
+                        i < 29 ? "one character at each end" : "several");
+            fail();
+        }
+        free(want);
+    }
+}
+
 /* RobertaForSequenceClassification (byte-level BPE, one token type, positions from
- * padding_idx + 1), and the same folder read as XLMRobertaForSequenceClassification. */
+ * padding_idx + 1), and the same folder read as XLMRobertaForSequenceClassification; pairs with
+ * whitespace at their ends (check_spaced_pairs). */
 static void test_roberta(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
@@ -557,6 +584,7 @@ static void test_roberta(void **state)
                                                     g.lengths, 2, without, NULL, NULL),
                      CLATTN_OK);
     assert_memory_equal(with_types, without, sizeof(without));
+    check_spaced_pairs(m, json_object_get(g.root, "spaced"));
     clattn_cross_encoder_destroy(&m);
     golden_ids(&g, g.root);
 
@@ -590,8 +618,8 @@ static void test_roberta(void **state)
 }
 
 /* ModernBertForSequenceClassification: the head on the mean of the real tokens (and, with
- * classifier_pooling "cls", on [CLS]), dense with a bias, gelu, LayerNorm without bias; two
- * labels; and its options refused by name. */
+ * classifier_pooling "cls", on [CLS]), dense with a bias, gelu (and each other
+ * classifier_activation), LayerNorm without bias; two labels; and its options refused by name. */
 static void test_modernbert(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
@@ -622,6 +650,21 @@ static void test_modernbert(void **state)
     check_scores(m, &g, g.root, CLATTN_SCORES_RAW, "cls_logits", "modernbert");
     clattn_cross_encoder_destroy(&m);
     test_temp_dir_remove(dir);
+    /* each classifier_activation transformers' ACT2FN gives the head */
+    json_t *activations = json_object_get(g.root, "activation_logits");
+    const char *act;
+    json_t *rows;
+    assert_int_equal(json_object_size(activations), 6);
+    json_object_foreach(activations, act, rows) {
+        char to[64];
+        snprintf(to, sizeof(to), "\"classifier_activation\": \"%s\"", act);
+        copy_folder(dir, sizeof(dir), "modernbert", "\"classifier_activation\": \"gelu\"", to,
+                    NULL);
+        m = load(ctx, dir);
+        check_scores(m, &g, activations, CLATTN_SCORES_RAW, act, "modernbert");
+        clattn_cross_encoder_destroy(&m);
+        test_temp_dir_remove(dir);
+    }
     copy_folder(dir, sizeof(dir), "modernbert", "\"classifier_pooling\": \"mean\"",
                 "\"classifier_pooling\": \"max\"", NULL);
     assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_UNSUPPORTED,
@@ -726,6 +769,25 @@ static void test_refusals(void **state)
                 "\"0\": \"LABEL_0\", \"1\": \"LABEL_1\"", NULL);
     assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_SHAPE_MISMATCH,
                       "tensor classifier.weight has shape [1, 32] but must be [2, 32]");
+    test_temp_dir_remove(dir);
+    /* fewer positions than a [CLS] and a [SEP]: refused at load, not at every pair */
+    copy_folder(dir, sizeof(dir), "one_label", "\"max_position_embeddings\": 64",
+                "\"max_position_embeddings\": 1", NULL);
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_FORMAT,
+                      "max_position_embeddings is 1: it must be at least 2 (the longest input, "
+                      "[CLS] and [SEP] included)");
+    test_temp_dir_remove(dir);
+    copy_folder(dir, sizeof(dir), "roberta", "\"max_position_embeddings\": 66",
+                "\"max_position_embeddings\": 3", NULL);
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_FORMAT,
+                      "max_position_embeddings is 3: it must be at least 4 (the longest input, "
+                      "[CLS] and [SEP] included, after the padding_idx + 1 rows before the first "
+                      "position)");
+    test_temp_dir_remove(dir);
+    copy_folder(dir, sizeof(dir), "modernbert", "\"max_position_embeddings\": 512",
+                "\"max_position_embeddings\": 1", NULL);
+    assert_status_msg(ctx, clattn_cross_encoder_load(ctx, &m, dir), CLATTN_ERROR_FORMAT,
+                      "max_position_embeddings is 1: it must be a whole number from 2");
     test_temp_dir_remove(dir);
     /* id2label's ids not 0 .. n-1 */
     copy_folder(dir, sizeof(dir), "one_label", "\"0\": \"LABEL_0\"", "\"1\": \"LABEL_0\"", NULL);

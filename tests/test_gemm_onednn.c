@@ -262,7 +262,10 @@ static float quantize(const float *x, size_t count, const bool *outlier, int *q)
 /* Plants outliers in A's rows, by the row number: none in rows 0, 3, 6, ...; one to three of 40
  * to 170 times the others' magnitude in the others (nothing in rows with k < 64, where they would
  * not stand out: the reference decides either way); in case k 4096, 33 equal ones in row 1, more
- * than a row may have, so that the doubled limit leaves none. */
+ * than a row may have, so that the doubled limit leaves none, and 32 in row 2, exactly as many as
+ * a row may have, so that all are kept (±3 among the others scaled to ±1/16: the limit, 8 times
+ * the row's root mean square, is then 2.14, and the float32 sum of 32 outliers' products stays
+ * well within the tolerance). */
 static void plant_outliers(const gemm_case *c, gemm_data *d)
 {
     for (size_t i = 0; i < c->m; i++) {
@@ -270,6 +273,13 @@ static void plant_outliers(const gemm_case *c, gemm_data *d)
         if (c->k == 4096 && i == 1) {
             for (size_t o = 0; o < 33; o++)
                 row[(o * 97 + 5) % c->k] = o % 2 ? 60.0f : -60.0f;
+            continue;
+        }
+        if (c->k == 4096 && i == 2) {
+            for (size_t l = 0; l < c->k; l++)
+                row[l] /= 16.0f;
+            for (size_t o = 0; o < 32; o++)
+                row[(o * 97 + 5) % c->k] = o % 2 ? 3.0f : -3.0f;
             continue;
         }
         if (i % 3 == 0 || c->k < 64)
@@ -308,6 +318,7 @@ static void int8_against_the_reference(void **state)
     };
     const size_t planted_from = 9;
     size_t planted_rows = 0; /* rows with outliers, in all: the cases did exercise them */
+    size_t full_rows = 0;    /* rows with exactly 32, as many as a row may keep */
     for (size_t t = 0; t < sizeof(int8_cases) / sizeof(int8_cases[0]); t++) {
         const gemm_case *c = &int8_cases[t];
         gemm_data d;
@@ -319,10 +330,12 @@ static void int8_against_the_reference(void **state)
         bool *outlier = malloc(c->m * c->k * sizeof(bool));
         for (size_t i = 0; i < c->m; i++) {
             find_outliers(d.A + d.aoff + i * d.lda, c->k, outlier + i * c->k);
-            bool any = false;
+            size_t count = 0;
             for (size_t l = 0; l < c->k; l++)
-                any |= outlier[i * c->k + l];
+                count += outlier[i * c->k + l];
+            bool any = count > 0;
             planted_rows += any;
+            full_rows += count == 32;
             if (t < planted_from)
                 assert_false(any); /* uniform rows have none */
             sa[i] = quantize(d.A + d.aoff + i * d.lda, c->k, outlier + i * c->k, qa + i * c->k);
@@ -367,8 +380,9 @@ static void int8_against_the_reference(void **state)
         free(out), free(qa), free(qw), free(sa), free(sw), free(outlier);
         data_free(&d);
     }
-    printf("    %zu rows with outliers\n", planted_rows);
+    printf("    %zu rows with outliers, %zu with 32\n", planted_rows, full_rows);
     assert_true(planted_rows >= 40);
+    assert_int_equal(full_rows, 1);
     clattn_context_destroy(&ctx);
 }
 

@@ -120,9 +120,23 @@ static void config_keys_are_read_or_refused(void **state)
             unsupported, "partial_rotary_factor 0.5 is not supported (only 1)");
     refused(ctx, "\"vocab_size\": 405", "\"vocab_size\": 405, \"head_dim\": 16", unsupported,
             "head_dim 16 is not supported (only hidden_size / num_attention_heads = 8)");
+    /* each rotary base named with the range it must lie in */
     refused(ctx, "\"global_rope_theta\": 160000.0", "\"global_rope_theta\": 0.5", unsupported,
-            "global_rope_theta (0.5) and local_rope_theta (10000) must be rotary bases of at "
-            "least 1");
+            "global_rope_theta 0.5 is out of range: a rotary base must be at least 1 and below "
+            "1e30");
+    refused(ctx, "\"global_rope_theta\": 160000.0", "\"global_rope_theta\": 1e308",
+            unsupported,
+            "global_rope_theta 1e+308 is out of range: a rotary base must be at least 1 and "
+            "below 1e30");
+    refused(ctx, "\"local_rope_theta\": 10000.0", "\"local_rope_theta\": 1e30", unsupported,
+            "local_rope_theta 1e+30 is out of range: a rotary base must be at least 1 and below "
+            "1e30");
+    /* fewer positions than a [CLS] and a [SEP]: refused at load, not at every text */
+    refused(ctx, "\"max_position_embeddings\": 8192", "\"max_position_embeddings\": 1", format,
+            "max_position_embeddings is 1: it must be a whole number from 2 to 2^30 (the "
+            "longest input, [CLS] and [SEP] included)");
+    refused(ctx, "\"max_position_embeddings\": 8192", "\"max_position_embeddings\": 0", format,
+            "max_position_embeddings is 0: it must be a whole number from 2 to 2^30");
     refused(ctx, "\"local_attention\": 16", "\"local_attention\": 1", unsupported,
             "local_attention must be a whole number of at least 2 (it is 1)");
     refused(ctx, "\"global_attn_every_n_layers\": 3", "\"global_attn_every_n_layers\": 0",
@@ -149,6 +163,8 @@ static void config_keys_are_read_or_refused(void **state)
     assert_int_equal(cfg.global_every, 4);
     cfg = loaded_config(ctx, "\"hidden_activation\": \"gelu\"", "\"hidden_activation\": \"silu\"");
     assert_int_equal(cfg.activation, CLATTN_ACTIVATION_SILU);
+    cfg = loaded_config(ctx, "\"max_position_embeddings\": 8192", "\"max_position_embeddings\": 2");
+    assert_int_equal(cfg.max_positions, 2);
 }
 
 /* A missing or misshapen ModernBERT tensor is named as the file names it. */

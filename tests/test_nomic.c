@@ -52,11 +52,13 @@ static void check_config(const clattn_encoder_config *cfg, json_t *meta)
 }
 
 /* Hidden states and mean poolings against the reference on every attention path ("long" runs
- * basic's model: its folder holds inputs and outputs only). */
+ * basic's model: its folder holds inputs and outputs only; no_interleaved_key's config.json
+ * leaves rotary_emb_interleaved to NomicBertConfig's default, false). */
 static void small_nomic_models_match_reference(void **state)
 {
     test_fixture *f = *state;
-    static const char *const cases[] = {"basic", "long", "partial_interleaved", "pretraining"};
+    static const char *const cases[] = {"basic", "long", "partial_interleaved", "pretraining",
+                                        "no_interleaved_key"};
     hf_golden_run_cases_on_every_path(f->ctx, NOMIC_DIR, cases, sizeof(cases) / sizeof(cases[0]),
                                       check_config, 19, "the reference");
 }
@@ -118,10 +120,52 @@ static void unsupported_keys_are_named(void **state)
             "the field \"n_embd\" is missing");
     refused(ctx, "\"n_layer\": 2", "\"n_layer\": 3", CLATTN_ERROR_FORMAT,
             "config.json's n_layer is 3 but the file holds layers 0-1 (encoder.layers.<n>.*)");
+    /* Fewer positions than a [CLS] and a [SEP]: refused at load (not at every text), naming the
+     * key; with learned positions (pretraining) 0 and -1 too. Each other number named alone. */
+    const clattn_status format = CLATTN_ERROR_FORMAT;
+    refused(ctx, "\"n_positions\": 8192", "\"n_positions\": 1", format,
+            "n_positions is 1: it must be a whole number from 2 to 2^30 (the longest input, [CLS] "
+            "and [SEP] included; 0 or less: 2048)");
+    refused(ctx, "\"n_positions\": 8192", "\"n_positions\": 2.5", format,
+            "n_positions is 2.5: it must be a whole number from 2 to 2^30");
+    const char *learned[] = {"\"n_positions\": 1", "\"n_positions\": 0", "\"n_positions\": -1"};
+    const char *learned_messages[] = {"n_positions is 1: it", "n_positions is 0: it",
+                                      "n_positions is -1: it"};
+    for (int i = 0; i < 3; i++)
+        hf_golden_expect_config_refused(ctx, NOMIC_DIR, "pretraining", "clattn_nomic_",
+                                        "\"n_positions\": 24", learned[i], format,
+                                        learned_messages[i]);
+    hf_golden_expect_config_refused(ctx, NOMIC_DIR, "pretraining", "clattn_nomic_",
+                                    "\"n_positions\": 24", "\"n_positions\": 0", format,
+                                    "must be a whole number from 2 to 2^30 (the position table's "
+                                    "rows: the longest input, [CLS] and [SEP] included)");
+    refused(ctx, "\"n_inner\": 256", "\"n_inner\": -3", format,
+            "n_inner is -3: it must be a whole number from 0 to 2^30 (0 or null: 8 n_embd / 3)");
+    refused(ctx, "\"type_vocab_size\": 2", "\"type_vocab_size\": 1.5", format,
+            "type_vocab_size is 1.5: it must be a whole number from 0 to 2^30");
+    refused(ctx, "\"pad_vocab_size_multiple\": 8", "\"pad_vocab_size_multiple\": 0", format,
+            "pad_vocab_size_multiple is 0: it must be a whole number from 1 to 2^30");
+    refused(ctx, "\"layer_norm_epsilon\": 1e-12", "\"layer_norm_epsilon\": 0", format,
+            "layer_norm_epsilon must be a positive number (it is 0)");
+    refused(ctx, "\"rotary_emb_base\": 1000", "\"rotary_emb_base\": 1e308", format,
+            "rotary_emb_base 1e+308 is out of range: a rotary base must be above 0 and below "
+            "1e30");
     /* The values that change nothing the encoder computes load: rotary_scaling_factor 0 (the
-     * published code tests its truth), a null n_inner of a model 96 wide (256 after rounding). */
+     * published code tests its truth), a null n_inner of a model 96 wide (256 after rounding);
+     * with rotary embeddings an n_positions of 0 or less, which NomicBertPreTrainedModel's
+     * from_pretrained makes 2048. */
     char dir[1024];
     clattn_encoder *enc = NULL;
+    clattn_encoder_config cfg;
+    const char *up_to_zero[] = {"\"n_positions\": 0", "\"n_positions\": -1"};
+    for (int i = 0; i < 2; i++) {
+        nomic_folder(dir, sizeof(dir), "\"n_positions\": 8192", up_to_zero[i]);
+        assert_int_equal(clattn_encoder_load_hf(ctx, &enc, dir), CLATTN_OK);
+        assert_int_equal(clattn_encoder_get_config(enc, &cfg), CLATTN_OK);
+        assert_int_equal(cfg.max_positions, 2048);
+        clattn_encoder_destroy(&enc);
+        test_temp_dir_remove(dir);
+    }
     nomic_folder(dir, sizeof(dir), "\"rotary_scaling_factor\": null",
                  "\"rotary_scaling_factor\": 0");
     assert_int_equal(clattn_encoder_load_hf(ctx, &enc, dir), CLATTN_OK);

@@ -3,7 +3,8 @@
 # random BertForSequenceClassification; tools/gen_crossenc_golden.py): the order and the scores
 # of sentence-transformers' CrossEncoder.rank (ranked.tsv) and of the raw logits
 # (ranked_raw.tsv) within 1e-5, --top-k, --json, documents from a file, from standard input and
-# as arguments; usage errors (exit 2) and runtime errors (exit 1) naming their cause.
+# as arguments, --precision bf16 and int8 (close to fp32's scores); usage errors (exit 2) and
+# runtime errors (exit 1) naming their cause.
 # usage: test_rerank.sh RERANK GOLDEN_DIR
 set -u
 rerank=$1 golden=$2
@@ -55,6 +56,9 @@ expect 2 "--top-k needs a positive integer, not '-3'" -- "$rerank" --model "$mod
 expect 2 "--max-length needs an integer of at least 2" -- "$rerank" --model "$model" --query q --max-length 1 d
 expect 2 "--batch-size needs a positive integer" -- "$rerank" --model "$model" --query q --batch-size x d
 expect 2 "unknown option '--nope'" -- "$rerank" --nope
+expect 2 '--precision is fp32, bf16 or int8, not "fp16"' -- "$rerank" --model "$model" --query q --precision fp16 d
+expect 0 "--precision P      fp32 (default), bf16 or int8" -- "$rerank" --help
+expect 0 "ModernBertForSequenceClassification" -- "$rerank" --help
 expect 2 "option '--query' needs a value" -- "$rerank" --model "$model" --query
 
 echo "--- runtime errors (exit 1)"
@@ -84,6 +88,32 @@ check_ranking "rerank --raw-scores" "$tmp/raw.txt" "$model/ranked_raw.tsv"
 check_ranking "rerank --top-k 3" "$tmp/top3.txt" "$model/ranked.tsv" 3
 "$rerank" --model "$model" --query "$query" --input "$docs" --top-k 100 >"$tmp/top100.txt"
 expect 0 "" -- cmp "$tmp/ranked.txt" "$tmp/top100.txt"
+
+echo "--- --precision bf16 and int8: each document's score close to fp32's, not the same bytes"
+# (--precision fp32 is the default's bytes; bf16 and int8 run only where the device can: CPU
+# devices with oneDNN and AVX512_BF16 / VNNI or AMX, else rerank names the cause and exits 1.)
+"$rerank" --model "$model" --query "$query" --input "$docs" --precision fp32 >"$tmp/fp32.txt"
+expect 0 "" -- cmp "$tmp/ranked.txt" "$tmp/fp32.txt"
+for precision in bf16 int8; do
+    if ! "$rerank" --model "$model" --query "$query" --input "$docs" --precision "$precision" \
+        >"$tmp/$precision.txt" 2>"$tmp/$precision.err"; then
+        expect 0 "precision $precision: " -- cat "$tmp/$precision.err"
+        echo "note: --precision $precision is not supported on this device: $(cat "$tmp/$precision.err")"
+        continue
+    fi
+    # index -> score in each; the largest difference, and how many scores have other bytes
+    report=$(awk -F'\t' 'FILENAME == ARGV[1] { want[$1] = $2; next }
+        { d = $2 - want[$1]; if (d < 0) d = -d; if (d > worst) worst = d
+          if ($2 != want[$1]) differ++; n++ }
+        END { printf "%d %d %.9g", n, differ, worst }' "$tmp/fp32.txt" "$tmp/$precision.txt")
+    read -r n differ worst <<<"$report"
+    if [ "$n" -eq 8 ] && [ "$differ" -gt 0 ] && awk -v w="$worst" 'BEGIN { exit !(w <= 0.03) }'; then
+        echo "ok:   rerank --precision $precision: $differ of $n scores differ from fp32's, by $worst at most"
+    else
+        echo "FAIL: rerank --precision $precision: $n documents, $differ scores differ from fp32's, by $worst at most (want 8, some, <= 0.03)"
+        failures=$((failures + 1))
+    fi
+done
 
 echo "--- --json: [{\"index\", \"score\", \"text\"}, ...] best first"
 "$rerank" --model "$model" --query "$query" --input "$docs" --json --top-k 4 >"$tmp/ranked.json"

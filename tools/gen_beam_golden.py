@@ -25,7 +25,9 @@ Writes model.safetensors (F32), src.npy (int64 [B, S]), src_mask.npy (bool [B, S
 expected.json: per case (beam, alpha), the ids of each sentence (EOS included, unpadded) and its
 score. The search for the model and sources is seeded: the files are the same on every run.
 
-usage: /usr/bin/python3 tools/gen_beam_golden.py [--out tests/golden/beam_alpha]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_beam_golden.py
+           [--out DIR]   (default tests/golden/beam_alpha)
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 """
 import argparse
 import copy

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """Writes small, randomly initialised Hugging Face BERT model folders and their reference outputs.
 
-usage: /work/venv-hf/bin/python tools/gen_bert_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_bert_golden.py [--out DIR]
+           [--case NAME ...]
 
-Needs torch, transformers 4.40.2, sentence-transformers 2.7.0 and numpy (the venv made with
---system-site-packages over Debian's python3-torch 1.13). No network: HF_HUB_OFFLINE is set and
-every model is built from a BertConfig here, never downloaded. DIR defaults to
+The venv is the one every generator runs from, made by tools/make-golden-venv.sh (torch,
+transformers, sentence-transformers, numpy at its pinned versions; tests/golden/README.md). The
+committed files were made with torch 1.13, transformers 4.40.2 and sentence-transformers 2.7.0:
+the venv's versions give the same files but for the versions they record, config.json's
+"torch_dtype" (now "dtype") and a few float32 errors in meta.json. No network: HF_HUB_OFFLINE is
+set and every model is built from a BertConfig here, never downloaded. DIR defaults to
 tests/golden/bert next to this script's parent; each case directory DIR/<case>/ is removed and
-rewritten, and DIR/README.md is rewritten with the versions used. Deterministic: float32 weights
+rewritten, and DIR/README.md is rewritten with the versions used (only when every case is
+written: --case writes the cases named, and the error cases when gelu and single are among them).
+Deterministic: float32 weights
 drawn after torch.manual_seed(<fixed per-case seed>), torch.set_num_threads(1), eval() mode,
 no_grad(); inputs drawn from numpy.random.RandomState(<same seed>).
 
@@ -439,8 +445,9 @@ def write_readme(root, metas):
         "yes" if m["position_ids_in_file"] else "no", m["tolerance"]) for m in metas)
     text = """# Hugging Face BERT golden folders
 
-Produced by `/work/venv-hf/bin/python tools/gen_bert_golden.py` (its docstring gives the full
-format) with torch %s, transformers %s, sentence-transformers %s and numpy %s, offline: each
+Produced by `tools/gen_bert_golden.py` (run from the venv of `tools/make-golden-venv.sh`; its
+docstring gives the full format) with torch %s, transformers %s, sentence-transformers %s and
+numpy %s, offline: each
 case is a `BertConfig` (2 layers, 4 heads, vocab 100, max_position_embeddings 64,
 type_vocab_size 2, initializer_range %g, then every Linear bias and LayerNorm weight/bias
 re-drawn) built under a fixed seed and written by `save_pretrained(folder,
@@ -470,17 +477,22 @@ and `truncated` (model.safetensors cut in the middle of the data) are for error 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--case", action="append", choices=[c["name"] for c in CASES])
     args = ap.parse_args()
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     os.makedirs(args.out, exist_ok=True)
     metas = []
     for case in CASES:
+        if args.case and case["name"] not in args.case:
+            continue
         m = gen_case(case, args.out)
         m["name"] = case["name"]
         metas.append(m)
-    gen_errors(args.out)
-    write_readme(args.out, metas)
+    if not args.case or {"gelu", "single"} <= set(args.case):
+        gen_errors(args.out)
+    if not args.case:
+        write_readme(args.out, metas)
 
 
 if __name__ == "__main__":

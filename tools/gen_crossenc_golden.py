@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Writes small random cross-encoder (BertForSequenceClassification) folders and their scores.
 
-usage: ~/.cache/clattn/infinity-venv/bin/python tools/gen_crossenc_golden.py
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_crossenc_golden.py [--out DIR]
+           [--case NAME ...]
 
-(transformers 4.57, sentence-transformers 3.4 (CrossEncoder), tokenizers; no network, nothing
-downloaded.)
+The venv is the one every generator runs from, made by tools/make-golden-venv.sh (torch,
+transformers, tokenizers, sentence-transformers at its pinned versions; tests/golden/README.md).
+No network, nothing downloaded. --out (default tests/golden/crossenc) receives the cases named by
+--case (default all four; tools/check-generators.sh makes one_label and compares it with the
+committed folder: the output is deterministic).
 
 Written (each folder removed first):
   tests/golden/crossenc/one_label/      BertForSequenceClassification, num_labels 1: hidden 32,
@@ -45,8 +49,12 @@ special_tokens_map.json, vocab.txt for BERT), plus
                   smart_batching_collate_text_only strips them),
                 "logits": [count][num_labels], BertForSequenceClassification in float64 (the
                   model cast to double: an exact reference for the float32 library),
-                "predict": CrossEncoder(folder).predict(pairs) (float32 torch; the default
-                  activation: sigmoid with one label, identity with three),
+                "predict": CrossEncoder(folder).predict(pairs stripped) (float32 torch; the
+                  default activation: sigmoid with one label, identity with three). The texts
+                  are stripped first (Python's str.strip()), as sentence-transformers' CrossEncoder
+                  itself did up to version 3 and as the library does; from version 4 it passes
+                  them as they are, which would change the pair with whitespace at its ends
+                  through a byte-level BPE (roberta, modernbert),
                 "sigmoid", "softmax": float64 torch.sigmoid / torch.softmax(dim=1) of the
                   logits,
                 "short": the same for CrossEncoder(folder, max_length=SHORT): "max_length",
@@ -61,6 +69,16 @@ special_tokens_map.json, vocab.txt for BERT), plus
                   "index<TAB>score"),
                 "cls_logits": (modernbert) the logits with config.json's classifier_pooling
                   "cls" (the head on [CLS] instead of the mean),
+                "activation_logits": (modernbert) {name: the logits with config.json's
+                  classifier_activation name} for gelu_new, gelu_pytorch_tanh, relu, silu, swish
+                  and tanh (transformers' ACT2FN in the head; each differs from the erf gelu's
+                  logits by more than 1e-4 somewhere, ten times the test's tolerance, so that
+                  the test tells them apart),
+                "spaced": (roberta) {"pairs": a pair per character for which Python's
+                  str.isspace() is true (SPACES), at both ends of both texts, then all of them
+                  at once, then texts of nothing else; "input_ids": the pairs stripped and
+                  tokenized as above (max_length 40): the library strips as str.strip() does
+                  before its byte-level BPE tokenizer, which would make tokens of them},
                 "xlmr_logits": (roberta) the logits of the same folder with config.json's
                   architectures XLMRobertaForSequenceClassification and model_type
                   "xlm-roberta" (transformers' XLM-R classes are copies of RoBERTa's: the
@@ -73,6 +91,7 @@ ranking means something. The vocabulary (VOCAB: letters, digits, a few words) ma
 out-of-vocabulary words spell out letter by letter, so pairs of a few words reach the
 truncation lengths.
 """
+import argparse
 import json
 import os
 import shutil
@@ -130,9 +149,23 @@ OTHER_PAIRS = [
     ("short", "the " * 40 + "end"),
     ("what is this extraordinarily long question about nothing in particular?",
      "an equally verbose answer that keeps going on and on without saying anything"),
-    # whitespace at the ends: CrossEncoder (sentence-transformers 3) strips both texts
+    # whitespace at the ends: stripped first (sentence-transformers 3's CrossEncoder did it)
     ("  spaced query ", "\tthe document, spaced\n "),
 ]
+
+# Every character for which Python's str.isspace() is true (what str.strip() removes), as
+# src/text/text_strip.h lists them.
+SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+assert SPACES == [chr(c) for c in [*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680,
+                                   *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F,
+                                   0x3000]]
+SPACED_PAIRS = ([[s + "who plays" + s, s + s + "piano in berlin" + s] for s in SPACES] +
+                [["".join(SPACES) + "who plays" + "".join(SPACES),
+                  "".join(reversed(SPACES)) + "music" + "".join(SPACES)],
+                 ["".join(SPACES), " \u3000"]])
+
+# ModernBERT's classifier_activation values besides "gelu" (transformers' ACT2FN names).
+HEAD_ACTIVATIONS = ["gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh"]
 
 
 def randomise(model, seed, scale):
@@ -171,7 +204,8 @@ def make_tokenizer(folder, family, model_max_length):
         tok = RobertaTokenizerFast(tokenizer_file=BPE_TOKENIZER, model_max_length=model_max_length)
         tok.save_pretrained(folder)
         for slow in ("vocab.json", "merges.txt"):  # the slow tokenizer's copy of tokenizer.json
-            os.remove(os.path.join(folder, slow))
+            if os.path.exists(os.path.join(folder, slow)):  # (not every transformers writes it)
+                os.remove(os.path.join(folder, slow))
         return len(tok)
     bwp = BertWordPieceTokenizer({w: i for i, w in enumerate(VOCAB)}, lowercase=True,
                                  strip_accents=None, clean_text=True, handle_chinese_chars=True)
@@ -221,11 +255,15 @@ def make_model(folder, seed, family, vocab_size, num_labels, id2label):
     return model
 
 
-def tokenize(folder, pairs, max_length):
+def stripped(pairs):
+    return [[p[0].strip(), p[1].strip()] for p in pairs]
+
+
+def tokenize(folder, pairs, max_length, strip=True):
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(folder)
-    enc = tok([p[0].strip() for p in pairs], [p[1].strip() for p in pairs],
-              truncation="longest_first",
+    pairs = stripped(pairs) if strip else pairs
+    enc = tok([p[0] for p in pairs], [p[1] for p in pairs], truncation="longest_first",
               max_length=max_length, return_token_type_ids=True)
     return enc["input_ids"], enc["token_type_ids"]
 
@@ -247,15 +285,16 @@ def logits64(model, ids, types):
 
 
 def predict(folder, pairs, **kwargs):
+    """CrossEncoder.predict of the pairs stripped (see the docstring: "predict")."""
     from sentence_transformers import CrossEncoder
-    ce = CrossEncoder(folder, device="cpu", automodel_args={"attn_implementation": "eager"},
+    ce = CrossEncoder(folder, device="cpu", model_kwargs={"attn_implementation": "eager"},
                       **kwargs)
-    scores = ce.predict(pairs, batch_size=5, show_progress_bar=False)
+    scores = ce.predict(stripped(pairs), batch_size=5, show_progress_bar=False)
     return np.asarray(scores, dtype=np.float32).tolist()
 
 
-def write_case(name, seed, family, num_labels, id2label, model_max_length):
-    folder = os.path.join(ROOT, name)
+def write_case(root, name, seed, family, num_labels, id2label, model_max_length):
+    folder = os.path.join(root, name)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     vocab_size = make_tokenizer(folder, family, model_max_length)
@@ -290,10 +329,20 @@ def write_case(name, seed, family, num_labels, id2label, model_max_length):
         write_rerank_files(folder, golden["rerank"])
     if family == "modernbert":
         golden["cls_logits"] = edited_logits(folder, ids, types, classifier_pooling="cls")
+        golden["activation_logits"] = {
+            act: edited_logits(folder, ids, types, classifier_activation=act)
+            for act in HEAD_ACTIVATIONS}
+        for act, rows in golden["activation_logits"].items():
+            # 1.4e-4 for the tanh forms: ten times tests/test_cross_encoder.c's tolerance
+            assert np.abs(np.array(rows) - np.array(logits)).max() > 1e-4, act
     if family == "roberta":
         golden["xlmr_logits"] = edited_logits(folder, ids, types, model_type="xlm-roberta",
                                               architectures=["XLMRobertaForSequenceClassification"])
         assert np.abs(np.array(golden["xlmr_logits"]) - np.array(logits)).max() < 1e-12
+        spaced_ids, _ = tokenize(folder, SPACED_PAIRS, model_max_length)
+        unstripped_ids, _ = tokenize(folder, SPACED_PAIRS, model_max_length, strip=False)
+        assert all(a != b for a, b in zip(spaced_ids, unstripped_ids))  # spaces would be tokens
+        golden["spaced"] = {"pairs": SPACED_PAIRS, "input_ids": spaced_ids}
     with open(os.path.join(folder, "pairs.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, ensure_ascii=False)
         f.write("\n")
@@ -358,14 +407,23 @@ def write_rerank_files(folder, ranking):
             f.write("".join("%d\t%.9g\n" % (i, score) for i, score in ranking[key]))
 
 
+CASES = {  # name: (seed, family, num_labels, id2label, model_max_length)
+    "one_label": (2401, "bert", 1, None, 48),
+    "three_labels": (2402, "bert", 3, {0: "contradiction", 1: "entailment", 2: "neutral"}, 64),
+    "roberta": (2403, "roberta", 1, None, 40),
+    "modernbert": (2404, "modernbert", 2, {0: "irrelevant", 1: "relevant"}, 48),
+}
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=ROOT)
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
+    args = ap.parse_args()
     torch.set_num_threads(1)
-    os.makedirs(ROOT, exist_ok=True)
-    write_case("one_label", 2401, "bert", 1, None, 48)
-    write_case("three_labels", 2402, "bert", 3,
-               {0: "contradiction", 1: "entailment", 2: "neutral"}, 64)
-    write_case("roberta", 2403, "roberta", 1, None, 40)
-    write_case("modernbert", 2404, "modernbert", 2, {0: "irrelevant", 1: "relevant"}, 48)
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.case or CASES:
+        write_case(args.out, name, *CASES[name])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates the PyTorch golden files for libclattn's Transformer decoder tests (tests/golden/dec_*).
 
-usage: /usr/bin/python3 tools/gen_decoder_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_decoder_golden.py [--out DIR]
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 
 Needs only torch and numpy; imports its helpers from tools/gen_golden.py (random weights, the
 float64 building blocks, the strict safetensors parser, the case writer) and the safetensors
@@ -67,7 +68,7 @@ Case directory tests/golden/dec_<case>/:
 
 Every case is checked before it is written: the model file is parsed back with gen_golden's
 strict read_safetensors and must hold exactly the module's parameters (names, order, values);
-when the `safetensors` package is importable (e.g. /work/venv-hf/bin/python) the file is also
+when the `safetensors` package is importable (the golden venv has it) the file is also
 loaded with it and compared. Then an independent float64 NumPy decoder (ref_decoder below),
 driven only by the file's tensors and __metadata__, the stored .npy arrays and meta["causal"],
 must match PyTorch's out to < 1e-5.

@@ -17,7 +17,8 @@ out.npy              float32 [2, 4, 8]: the decoder output after decoder.norm
 generator.safetensors the same model plus generator.weight [5, 8] and generator.bias [5]
 logits.npy           float32 [2, 4, 5]: out.npy through the generator
 
-usage: /usr/bin/python3 tools/gen_float_transformer_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_float_transformer_golden.py [--out DIR]
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 """
 import argparse
 import os

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Golden cases for the encoder's gated feed-forward and bias-free layers (tests/golden/gated/).
 
-usage: /usr/bin/python3 tools/gen_gated_golden.py [--out DIR]   (default tests/golden/gated)
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_gated_golden.py [--out DIR]
+           (default tests/golden/gated)
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 
 Each case directory holds
   meta.json          the configuration (the clattn_encoder_config fields it sets), tolerance,

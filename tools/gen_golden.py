@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates the PyTorch golden files for libclattn's attention and encoder tests.
 
-usage: /usr/bin/python3 tools/gen_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_golden.py [--out DIR]
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 
 Needs only torch and numpy (and tools/export_torch.py, imported from this directory). Writes
 one directory per case under DIR (default: tests/golden next to this script's parent), removing

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Writes small random JinaBERT (jina-embeddings-v2) model folders and their reference outputs.
 
-usage: ~/.cache/clattn/venv-mpnet/bin/python tools/gen_jina_golden.py
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_jina_golden.py [--out DIR]
+           [--case NAME ...]
 
-(the venv of tools/gen_mpnet_golden.py: torch 1.13 from Debian, safetensors, tokenizers 0.19.1;
-no network, nothing downloaded.)
+(the venv every generator runs from, made by tools/make-golden-venv.sh: torch, safetensors,
+tokenizers at its pinned versions, tests/golden/README.md; the committed files were made with
+torch 1.13 and tokenizers 0.19.1, which give the same files but for the versions and the float32
+errors meta.json records. No network, nothing downloaded.) --out (default tests/golden/jina)
+receives the cases named by --case (default all), slopes.json, and embed/ when basic is among
+them.
 
 JinaBERT's modelling code is not in transformers: jina-embeddings-v2-{small,base}-en load it with
 trust_remote_code from the Hugging Face repository jinaai/jina-bert-implementation (files
@@ -85,6 +90,7 @@ Written (each case folder removed first):
                       LONG_MAX_LENGTH (4096) tokens ([CLS], the first 4094, [SEP]), as
                       `embed --max-length 4096` does: ALiBi over distances up to 4095
 """
+import argparse
 import json
 import math
 import os
@@ -577,12 +583,20 @@ def write_embed():
 
 
 def main():
+    global ROOT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=ROOT)
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
+    a = ap.parse_args()
+    ROOT = a.out
     torch.set_num_threads(1)
     os.makedirs(ROOT, exist_ok=True)
     for name, args in CASES.items():
-        write_case(name, *args)
+        if not a.case or name in a.case:
+            write_case(name, *args)
     write_slopes()
-    write_embed()
+    if not a.case or "basic" in a.case:
+        write_embed()
 
 
 if __name__ == "__main__":

@@ -2,12 +2,17 @@
 """Writes small random ModernBERT model folders and their reference outputs (Hugging Face
 transformers' ModernBertModel and sentence-transformers).
 
-usage: ~/.cache/clattn/infinity-venv/bin/python tools/gen_modernbert_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_modernbert_golden.py [--out DIR]
+           [--case NAME ...]
 
-(the infinity venv: torch 2.x, transformers 4.57.6 with models/modernbert, sentence-transformers
-3.4.1. The tokenizer is trained and the texts' ids are written by the `tokenizers` 0.19.1 of
-~/.cache/clattn/venv-mpnet, the version libclattn's tokenizers follow: this script runs itself
-there with --train-tokenizer. No network, nothing downloaded.)
+(the venv every generator runs from, made by tools/make-golden-venv.sh: torch, transformers with
+models/modernbert, sentence-transformers, tokenizers at its pinned versions; tests/golden/README.md.
+The committed files were made with transformers 4.57.6, sentence-transformers 3.4.1 and the
+tokenizer trained by tokenizers 0.19.1, the version libclattn's tokenizers follow; tokenizers
+0.22.1 trains the same vocabulary and merges (it writes each merge as a pair ["a", "b"] where
+0.19.1 wrote "a b", which the library reads alike) and gives the same ids. --case writes the
+cases named (default both; basic is always written: the other cases take its vocabulary). No
+network, nothing downloaded.)
 
 What transformers' modeling_modernbert.py computes (ModernBertModel, eager attention, which pads
 as the library does: the masks below are additive finfo.min):
@@ -42,7 +47,7 @@ Written (each case folder removed first), under tests/golden/modernbert/:
            1_Pooling/config.json (mean), sentence_bert_config.json (max_seq_length 64),
            tokenizer_config.json (PreTrainedTokenizerFast, model_input_names without token types)
              texts.txt       the texts, one a line
-             ids.txt         each text's ids as `embed --tokenize` prints them (tokenizers 0.19.1,
+             ids.txt         each text's ids as `embed --tokenize` prints them (tokenizers,
                              truncated to 64); sentence-transformers' are those of the text
                              without leading and trailing whitespace (str.strip(), asserted)
              embeddings.npy  float32 [texts, 32]: SentenceTransformer.encode of the texts in
@@ -67,14 +72,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 from golden_common import float64_softmax, pooled, write_json_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN = os.path.join(HERE, "..", "tests", "golden", "modernbert")
-TOKENIZERS_PYTHON = os.path.expanduser("~/.cache/clattn/venv-mpnet/bin/python")
 
 ST_MAX_SEQ_LENGTH = 64
 SPECIAL_TOKENS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
@@ -113,7 +116,7 @@ EXTRA_CORPUS = [
 VOCAB_SIZE = 400  # learned (bytes and merges); the special tokens come after
 
 
-# ---- the tokenizer, trained with tokenizers 0.19.1 (run in venv-mpnet) ----
+# ---- the tokenizer ----
 
 def train_tokenizer(folder):
     import tokenizers
@@ -140,11 +143,10 @@ def train_tokenizer(folder):
     # sentence-transformers strips each text (Transformer.tokenize: str(s).strip()) first
     with open(os.path.join(folder, "ids_stripped.json"), "w") as f:
         json.dump([tok.encode(t.strip()).ids for t in ST_TEXTS], f)
-    with open(os.path.join(folder, "tokenizers_version.txt"), "w") as f:
-        f.write(tokenizers.__version__ + "\n")
+    return tokenizers.__version__
 
 
-# ---- models and references (infinity venv) ----
+# ---- models and references ----
 
 def randomize(model, torch, nn):
     with torch.no_grad():
@@ -198,13 +200,8 @@ CASES = {
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=GOLDEN)
-    ap.add_argument("--train-tokenizer", metavar="DIR",
-                    help="(internal, run with tokenizers 0.19.1) write DIR/tokenizer.json and "
-                         "DIR/ids.txt")
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
     a = ap.parse_args()
-    if a.train_tokenizer:
-        train_tokenizer(a.train_tokenizer)
-        return 0
 
     import numpy as np
     import torch
@@ -218,11 +215,7 @@ def main():
     for name in CASES:
         shutil.rmtree(os.path.join(a.out, name), ignore_errors=True)
     os.makedirs(basic)
-    subprocess.run([TOKENIZERS_PYTHON, os.path.abspath(__file__), "--train-tokenizer", basic],
-                   check=True)
-    with open(os.path.join(basic, "tokenizers_version.txt")) as f:
-        tokenizers_version = f.read().strip()
-    os.remove(os.path.join(basic, "tokenizers_version.txt"))
+    tokenizers_version = train_tokenizer(basic)
     with open(os.path.join(basic, "tokenizer.json")) as f:
         vocab = json.load(f)["model"]["vocab"]
     learned = len(vocab)
@@ -230,15 +223,19 @@ def main():
     vocab_size = learned + len(SPECIAL_TOKENS)
 
     for name, case in CASES.items():
+        if a.case and name not in a.case and name != "basic":
+            continue
         folder = os.path.join(a.out, name)
         os.makedirs(folder, exist_ok=True)
-        torch.manual_seed(case["seed"])
         config = ModernBertConfig(
             vocab_size=vocab_size, pad_token_id=special["[PAD]"], bos_token_id=special["[CLS]"],
             eos_token_id=special["[SEP]"], cls_token_id=special["[CLS]"],
             sep_token_id=special["[SEP]"], **case["config"])
         cls = ModernBertForMaskedLM if case["masked_lm"] else ModernBertModel
         model = cls._from_config(config, attn_implementation="eager").eval()
+        # Seeded after the model's own initialisation, whose use of the generator changes with
+        # torch's version: randomize draws every weight, the same ones with any torch.
+        torch.manual_seed(case["seed"])
         randomize(model, torch, nn)
         model.save_pretrained(folder, safe_serialization=True)
         encoder = model.model if case["masked_lm"] else model

@@ -3,7 +3,8 @@
 sliding window and soft-capping; include/clattn/attention.h) and rotary embeddings (RoPE),
 computed in float64 with PyTorch.
 
-usage: /usr/bin/python3 tools/gen_modifier_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_modifier_golden.py [--out DIR]
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 
 Writes one directory per case under DIR (default tests/golden/modifiers), rewriting it, and the
 ALiBi slopes of BLOOM's build_alibi_tensor for a few head counts (alibi_slopes_H<h>.npy).

@@ -2,17 +2,19 @@
 """Writes MPNet reference files: small random MPNet models with transformers' outputs, and the
 real all-mpnet-base-v2's sentence embeddings from sentence-transformers.
 
-usage: ~/.cache/clattn/venv-mpnet/bin/python tools/gen_mpnet_golden.py [--small] [--real DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_mpnet_golden.py [--small]
+           [--real DIR] [--case NAME ...] [--out DIR]
 
-With neither option both parts are written (--real's DIR defaults to
+With neither --small nor --real both parts are written (--real's DIR defaults to
 ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/all-mpnet-base-v2, what
-`tools/fetch-model.sh --model all-mpnet-base-v2` unpacks).
+`tools/fetch-model.sh --model all-mpnet-base-v2` unpacks); --case limits --small to the cases
+named; --out (default tests/golden) receives mpnet/ and mpnet_real/.
 
-The environment: Debian's /usr/bin/python3 has torch 1.13 and numpy but no transformers, so a venv
-over it:
-    /usr/bin/python3 -m venv --system-site-packages ~/.cache/clattn/venv-mpnet
-    ~/.cache/clattn/venv-mpnet/bin/pip install transformers==4.40.2 tokenizers==0.19.1 \
-        sentence-transformers==2.7.0 numpy==1.24.2
+The environment: the venv every generator runs from, made by tools/make-golden-venv.sh (torch,
+transformers, sentence-transformers, numpy at its pinned versions; tests/golden/README.md). The
+committed files were made with torch 1.13, transformers 4.40.2 and sentence-transformers 2.7.0:
+the venv's versions give the same small folders but for the versions and float32 errors that
+meta.json records (mpnet_real's float32 embeddings move by about 1e-7).
 No network here: HF_HUB_OFFLINE is set and every small model is built from an MPNetConfig.
 
 --small writes tests/golden/mpnet/<case>/ for each case below (the folder removed first):
@@ -132,11 +134,13 @@ def pooled(h, mask):
     return mean, norm
 
 
-def write_small():
-    root = os.path.join(GOLDEN, "mpnet")
+def write_small(golden, names):
+    root = os.path.join(golden, "mpnet")
     os.makedirs(root, exist_ok=True)
     torch.set_num_threads(1)
     for name, (seed, description, overrides, cls, lengths) in CASES.items():
+        if names and name not in names:
+            continue
         folder = os.path.join(root, name)
         shutil.rmtree(folder, ignore_errors=True)
         torch.manual_seed(seed)
@@ -192,10 +196,10 @@ def write_small():
         f.write("\n")
 
 
-def write_real(model_dir):
+def write_real(golden, model_dir):
     import sentence_transformers
     from sentence_transformers import SentenceTransformer
-    out = os.path.join(GOLDEN, "mpnet_real")
+    out = os.path.join(golden, "mpnet_real")
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(2)
     st = SentenceTransformer(model_dir, device="cpu")
@@ -228,14 +232,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--real", nargs="?", const="", default=None)
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
+    ap.add_argument("--out", default=GOLDEN)
     a = ap.parse_args()
     both = not a.small and a.real is None
     if a.small or both:
-        write_small()
+        write_small(a.out, a.case)
     if a.real is not None or both:
         cache = os.environ.get("CLATTN_MODEL_CACHE",
                                os.path.join(os.path.expanduser("~"), ".cache", "clattn"))
-        write_real(a.real or os.path.join(cache, "all-mpnet-base-v2"))
+        write_real(a.out, a.real or os.path.join(cache, "all-mpnet-base-v2"))
 
 
 if __name__ == "__main__":

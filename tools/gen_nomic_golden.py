@@ -3,12 +3,16 @@
 folder layout of nomic-embed-text v1 / v1.5, with the outputs of NomicBERT's published modelling
 code, transcribed below, in float64.
 
-usage: ~/.cache/clattn/venv-mpnet/bin/python tools/gen_nomic_golden.py [--out DIR]
-           [--published DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_nomic_golden.py [--out DIR]
+           [--case NAME ...] [--published DIR]
 
-The environment is the MPNet one (tools/gen_mpnet_golden.py): Debian's /usr/bin/python3 with
-torch 1.13 and numpy, and a venv over it with transformers 4.40.2, tokenizers 0.19.1 and
-safetensors. No network: the models are built here, the tokenizer from a small vocabulary.
+The venv is the one every generator runs from, made by tools/make-golden-venv.sh (torch,
+transformers, tokenizers, safetensors at its pinned versions; tests/golden/README.md). The files
+in tests/golden/nomic were made with torch 1.13, transformers 4.40.2 and tokenizers 0.19.1 (but
+no_interleaved_key, made with the venv's): torch 2.9 moves a few float32 outputs by one unit in
+the last place. No network: the models are built here, the tokenizer from a small vocabulary.
+--case writes only the cases named (default all; a case with model_from needs its model's case
+too).
 
 THE REFERENCE. NomicBERT is not in transformers: nomic-embed-text's config.json names
 NomicBertModel in nomic-ai/nomic-bert-2048's modeling_hf_nomic_bert.py ("auto_map", run with
@@ -81,6 +85,9 @@ tokenizer_config.json, special_tokens_map.json), with:
   embeddings_search_query.npy  the same with --prompt-name search_query ("search_query: " put
                      before each text, pooled over as sentence-transformers does)
 The folder "long" holds inputs and outputs only: it runs basic's model (meta.json's model_from).
+The folder "no_interleaved_key" has a config.json without the key rotary_emb_interleaved: its
+reference runs with NomicBertConfig's default (False: the half-split rotation), which the
+loader must take too.
 NomciBertGatedMLP rounds n_inner up to a multiple of 256, so every MLP here is 256 wide.
 """
 import argparse
@@ -500,13 +507,24 @@ CASES = {
         config=dict(n_embd=16, n_head=2, n_layer=1, n_inner=None, vocab_size=50,
                     pad_vocab_size_multiple=8, rotary_emb_fraction=0.0, n_positions=24),
         lengths=[10, 6]),
+    "no_interleaved_key": dict(
+        seed=2305,
+        description="config.json without rotary_emb_interleaved: NomicBertConfig's default "
+                    "(False, the half-split rotation); full rotary, base 10000, n_embd 16, 2 "
+                    "heads, 1 layer; rows of 11 and 6.",
+        config=dict(n_embd=16, n_head=2, n_layer=1, rotary_emb_base=10000),
+        absent=["rotary_emb_interleaved"],
+        lengths=[11, 6]),
 }
 
 
-def make_config(**overrides):
+def make_config(absent=(), **overrides):
+    """absent: keys left to NomicBertConfig's defaults (and out of config.json)."""
     c = dict(REAL_LIKE, vocab_size=64, n_embd=32, n_head=4, n_layer=2, n_inner=256,
              n_positions=8192)
     c.update(overrides)
+    for key in absent:
+        del c[key]
     config = NomicBertConfig(**c)
     config.architectures = ["NomicBertModel"]
     config.auto_map = AUTO_MAP
@@ -582,9 +600,20 @@ def published_output(published, config_dict, state, ids, mask):
     return out.last_hidden_state.numpy()
 
 
-def save_model(folder, config, model, pretraining):
-    """config: as made (before NomicBertModel pads its vocab_size)."""
+def save_model(folder, config, model, pretraining, absent=()):
+    """config: as made (before NomicBertModel pads its vocab_size); absent: keys left out of
+    config.json, which must then give the same configuration."""
     config.to_json_file(os.path.join(folder, "config.json"))
+    if absent:
+        path = os.path.join(folder, "config.json")
+        with open(path) as f:
+            written = json.load(f)
+        for key in absent:
+            del written[key]
+        assert NomicBertConfig(**written).to_dict() == config.to_dict()
+        with open(path, "w") as f:
+            json.dump(written, f, indent=2, sort_keys=True)
+            f.write("\n")
     state = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
     if pretraining:
         state = {"bert." + k: v for k, v in state.items()}
@@ -601,15 +630,15 @@ class Model:
     """A case's model: the reference module, its config (padded as the module pads it), the
     config as config.json holds it, and the state_dict as the file holds it."""
 
-    def __init__(self, folder, seed, overrides, pretraining):
+    def __init__(self, folder, seed, overrides, pretraining, absent=()):
         torch.manual_seed(seed)
-        self.config = make_config(**overrides)
+        self.config = make_config(absent, **overrides)
         self.config_dict = self.config.to_dict()
         as_made = copy.deepcopy(self.config)
         self.module = NomicBertModel(self.config).eval()  # pads config.vocab_size
         randomize(self.module)
         self.module.to(torch.float64)  # from float32 values: the file's weights exactly
-        self.state = save_model(folder, as_made, self.module, pretraining)
+        self.state = save_model(folder, as_made, self.module, pretraining, absent)
 
 
 def write_outputs(folder, name, case, model, ids, mask, published):
@@ -746,6 +775,7 @@ def write_sentence_transformers(folder, model, meta):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=GOLDEN)
+    ap.add_argument("--case", action="append", choices=sorted(CASES))
     ap.add_argument("--published", default=None,
                     help="a folder holding the published modeling_hf_nomic_bert.py and "
                          "configuration_hf_nomic_bert.py, to check the transcription against")
@@ -754,6 +784,8 @@ def main():
     published = load_published(a.published) if a.published else None
     models = {}
     for name, case in CASES.items():
+        if a.case and name not in a.case:
+            continue
         folder = os.path.join(a.out, name)
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
@@ -761,7 +793,7 @@ def main():
             model = models[case["model_from"]]
         else:
             model = Model(folder, case["seed"], case.get("config", {}),
-                          case.get("pretraining", False))
+                          case.get("pretraining", False), case.get("absent", ()))
         models[name] = model
         ids, mask = make_inputs(np.random.RandomState(case["seed"]), case["lengths"],
                                 model.config.vocab_size)

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes the small .npy fixtures of tests/test_npy.c into tests/data/npy (numpy only).
 
-Run from anywhere: python3 tools/gen_npy_fixtures.py. The output is deterministic; the values
-here are repeated in tests/test_npy.c, so change both together.
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_npy_fixtures.py [--out DIR]
+
+Runs from anywhere, with any Python that has numpy (the venv of tools/make-golden-venv.sh, from
+which every generator runs, has it). The output is deterministic; the values here are repeated
+in tests/test_npy.c, so change both together.
 """
+import argparse
 import os
 
 import numpy as np
@@ -62,4 +66,7 @@ def main():
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="the folder written (default tests/data/npy)")
+    OUT = ap.parse_args().out
     main()

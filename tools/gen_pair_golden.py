@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Writes the golden files of pair encoding (clattn_tokenizer_encode_pair) from Hugging Face.
 
-    python tools/gen_pair_golden.py [--retrain]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_pair_golden.py [--retrain] [--out DIR]
 
-Needs tokenizers 0.19.1, transformers 4.40.2 and sentencepiece (the modules of
-tools/gen_bpe_golden.py and tools/gen_unigram_golden.py are imported for their random text
-generators), e.g. ~/.cache/clattn/venv-mpnet/bin/python. Offline: nothing is downloaded.
+Needs tokenizers, transformers and sentencepiece (the modules of tools/gen_bpe_golden.py and
+tools/gen_unigram_golden.py are imported for their random text generators): the venv every
+generator runs from, made by tools/make-golden-venv.sh (tests/golden/README.md). The committed
+files were made with tokenizers 0.19.1 and transformers 4.40.2; the venv's versions give the same
+pairs and ids. Offline: nothing is downloaded. --out (default tests/golden/tokenizer_pair)
+receives the files below; wordpiece.json is copied there from tests/golden/tokenizer_pair unless
+--retrain trains it anew.
 
 Every expected encoding is Hugging Face's: the tokenizer loaded with tokenizers'
 Tokenizer.from_str, padding off, enable_truncation(max_length, strategy="longest_first")
@@ -42,12 +46,14 @@ special tokens: the smallest valid (nothing of either text is kept), tiny budget
 around the untruncated length, odd and even ones, long ones and null. The files are
 deterministic: running the tool again gives the same bytes.
 """
+import argparse
 import copy
 import gzip
 import json
 import os
 import random
 import re
+import shutil
 import sys
 
 import tokenizers
@@ -221,10 +227,19 @@ EMPTY_PAIR = {
 
 
 def main():
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--retrain", action="store_true")
+    ap.add_argument("--out", default=OUT)
+    a = ap.parse_args()
+    committed = os.path.join(OUT, "wordpiece.json")
+    OUT = a.out
     os.makedirs(OUT, exist_ok=True)
     wp_path = os.path.join(OUT, "wordpiece.json")
-    if "--retrain" in sys.argv or not os.path.exists(wp_path):
+    if a.retrain or not os.path.exists(committed):
         train_wordpiece().save(wp_path, pretty=False)
+    elif os.path.abspath(committed) != os.path.abspath(wp_path):
+        shutil.copyfile(committed, wp_path)
     wordpiece = Tokenizer.from_file(wp_path)
     assert [wordpiece.id_to_token(i) for i in range(5)] == WORDPIECE_SPECIALS
     vocab = sorted(wordpiece.get_vocab().items(), key=lambda kv: kv[1])

@@ -3,7 +3,8 @@
 and for encoder–decoder model files with metadata positional "rope" | "alibi"
 (tests/golden/decpos_*; tests/test_decoder_positions.c reads them).
 
-usage: /usr/bin/python3 tools/gen_positional_decoder_golden.py [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_positional_decoder_golden.py [--out DIR]
+(the venv of tools/make-golden-venv.sh, from which every generator runs: tests/golden/README.md)
 
 Needs torch and numpy. Deterministic (fixed seeds, one thread): reruns write identical files.
 Every reference is computed in float64 with PyTorch from the float32 weights stored in the file.

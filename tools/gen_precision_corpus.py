@@ -3,7 +3,12 @@
 precision (clattn_precision) to compare with float32 — 300 texts of mixed lengths from
 bench/embed_bench.py's generator (the benchmark's corpus, another seed), one per line.
 
-usage: tools/gen_precision_corpus.py [--count N] [--out FILE]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_precision_corpus.py [--count N]
+           [--out FILE]
+
+(any Python 3 runs it: it needs nothing beyond bench/embed_bench.py's generator; the venv of
+tools/make-golden-venv.sh, from which every generator runs, does. Deterministic: a count N gives
+the committed file's first N lines.)
 """
 import argparse
 import os

@@ -2,11 +2,14 @@
 """Writes tests/golden/prompts/: sentence-transformers' embeddings of texts with prompts, on the
 real all-MiniLM-L6-v2 given prompts as config_sentence_transformers.json would give them.
 
-usage: VENV/bin/python tools/gen_prompt_golden.py MODEL_DIR [--out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_prompt_golden.py [MODEL_DIR]
+           [--out DIR]
 
-MODEL_DIR is tools/fetch-model.sh's folder. Needs sentence-transformers (2.7.0 was used, over
-Debian's python3-torch 1.13 in a venv made with --system-site-packages) and numpy; no network
-(HF_HUB_OFFLINE). The model folder itself has no prompts: the test copies
+MODEL_DIR is tools/fetch-model.sh's folder (default ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/
+all-MiniLM-L6-v2). Needs sentence-transformers and numpy: the venv every generator runs from,
+made by tools/make-golden-venv.sh (tests/golden/README.md); no network (HF_HUB_OFFLINE). The
+committed files were made with sentence-transformers 2.7.0 over torch 1.13: the venv's versions
+give the same embeddings within 3e-7 (float32 rounding). The model folder itself has no prompts: the test copies
 DIR/config_sentence_transformers.json into a folder of links to the model's files, and the
 model here is given the same prompts through SentenceTransformer(prompts=...,
 default_prompt_name=...), which is what sentence-transformers does with that file's keys.
@@ -46,7 +49,10 @@ TEXTS = [
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("model")
+    ap.add_argument("model", nargs="?",
+                    default=os.path.join(os.environ.get("CLATTN_MODEL_CACHE",
+                                                        os.path.expanduser("~/.cache/clattn")),
+                                         "all-MiniLM-L6-v2"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
                                                   "golden", "prompts"))
     args = ap.parse_args()

@@ -2,11 +2,19 @@
 """Writes RoBERTa and XLM-RoBERTa reference files: small random models as sentence-transformers
 folders, sentence-transformers' embeddings through them, and transformers' hidden states.
 
-usage: ~/.cache/clattn/venv-mpnet/bin/python tools/gen_roberta_golden.py
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_roberta_golden.py [--out DIR]
+           [--case roberta|xlmr|masked_lm ...]
 
-The venv of tools/gen_mpnet_golden.py (torch 1.13, transformers 4.40.2, sentence-transformers
-2.7.0, tokenizers 0.19.1: the tokenizers the library was made equal to). Offline: every model is
-built from a config here, the tokenizers are the repository's own trained ones.
+The venv every generator runs from, made by tools/make-golden-venv.sh (torch, transformers,
+sentence-transformers, tokenizers at its pinned versions; tests/golden/README.md). The committed
+files were made with torch 1.13, transformers 4.40.2, sentence-transformers 2.7.0 and tokenizers
+0.19.1 (the tokenizers the library was made equal to): the venv's versions give the same ids,
+weights and embeddings (to 1e-7), and bookkeeping of their own in tokenizer_config.json and
+config_sentence_transformers.json (extra_special_tokens, clean_up_tokenization_spaces, prompts,
+similarity_fn_name), which the library does not read. Offline: every model is built from a
+config here, the tokenizers are the repository's own trained ones. --out (default
+tests/golden/roberta) receives the cases named by --case (default all): roberta (with
+roberta_padded), xlmr (with xlmr_left_padded), masked_lm.
 
 Writes under tests/golden/roberta/ (each folder removed first; the files are deterministic):
   roberta/   a sentence-transformers folder (modules.json: Transformer, Pooling mean; no
@@ -60,6 +68,7 @@ uniform), LayerNorm weights 1 + N(0, 0.1²) and biases N(0, 0.1²), and the rows
 zeroes at padding_idx (word and position tables) drawn N(0, 0.2²) like the others, so that a
 token reading the wrong position row shows; all under torch.manual_seed(<seed>).
 """
+import argparse
 import gzip
 import json
 import os
@@ -189,7 +198,10 @@ def write_st_folder(name, seed, model_cls, config_cls, tokenizer, pooling, norma
     init_weights(model, seed, config.pad_token_id)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
-    modules = [models.Transformer(folder, max_seq_length=max_seq_length),
+    # tokenizer_args: the tokenizer's own model_max_length, which sentence-transformers 3 and
+    # later would otherwise set to max_seq_length in the saved tokenizer_config.json
+    modules = [models.Transformer(folder, max_seq_length=max_seq_length,
+                                  tokenizer_args={"model_max_length": tokenizer.model_max_length}),
                models.Pooling(config.hidden_size, pooling_mode=pooling)]
     if normalize:
         modules.append(models.Normalize())
@@ -304,13 +316,35 @@ def padded(rows, pad, left):
 
 
 def main():
+    global ROOT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=ROOT)
+    ap.add_argument("--case", action="append", choices=["roberta", "xlmr", "masked_lm"])
+    a = ap.parse_args()
+    ROOT = a.out
     torch.set_num_threads(1)
     os.makedirs(ROOT, exist_ok=True)
+    if not a.case or "roberta" in a.case:
+        write_roberta()
+    if not a.case or "xlmr" in a.case:
+        write_xlmr()
+    if not a.case or "masked_lm" in a.case:
+        write_masked_lm()
 
+
+def write_roberta():
     bpe = RobertaTokenizerFast(tokenizer_file=BPE_TOKENIZER, model_max_length=MAX_POSITIONS - 2)
     roberta_dir, roberta_tok = write_st_folder(
         "roberta", 2301, RobertaModel, RobertaConfig, bpe, "mean", False, 48, len(bpe))
+    texts = [TEXTS[0], TEXTS[13], TEXTS[1]]
+    rows = [roberta_tok(t)["input_ids"] for t in texts]
+    ids, mask = padded(rows, roberta_tok.pad_token_id, left=False)
+    write_raw_case("roberta_padded", "roberta/'s RobertaModel on three texts' ids, right-padded "
+                   "(the second holds <pad> as a real token).", roberta_dir, RobertaModel, ids,
+                   mask, 2301, dict(model_from="roberta"))
 
+
+def write_xlmr():
     with tempfile.TemporaryDirectory() as tmp:
         unigram_json = os.path.join(tmp, "tokenizer.json")
         with gzip.open(UNIGRAM_TOKENIZER, "rb") as src, open(unigram_json, "wb") as dst:
@@ -328,13 +362,6 @@ def main():
     with open(saved, encoding="utf-8") as f:
         assert rounded(json.load(f)) == rounded(original), "XLMRobertaTokenizerFast changed it"
     os.remove(saved)  # the tests unpack tests/golden/unigram/tokenizer.json.gz instead
-
-    texts = [TEXTS[0], TEXTS[13], TEXTS[1]]
-    rows = [roberta_tok(t)["input_ids"] for t in texts]
-    ids, mask = padded(rows, roberta_tok.pad_token_id, left=False)
-    write_raw_case("roberta_padded", "roberta/'s RobertaModel on three texts' ids, right-padded "
-                   "(the second holds <pad> as a real token).", roberta_dir, RobertaModel, ids,
-                   mask, 2301, dict(model_from="roberta"))
     texts = [TEXTS[6], TEXTS[2], TEXTS[12]]
     rows = [xlmr_tok(t)["input_ids"] for t in texts]
     ids, mask = padded(rows, xlmr_tok.pad_token_id, left=True)
@@ -342,6 +369,8 @@ def main():
                    "left-padded: positions count non-padding ids, not columns.", xlmr_dir,
                    XLMRobertaModel, ids, mask, 2302, dict(model_from="xlmr"))
 
+
+def write_masked_lm():
     folder = os.path.join(ROOT, "masked_lm")
     shutil.rmtree(folder, ignore_errors=True)
     config = small_config(RobertaConfig, 2303, vocab_size=60, pad_token_id=3,

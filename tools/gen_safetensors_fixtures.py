@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes the small .safetensors fixtures of tests/test_safetensors.c into tests/data/safetensors.
 
-Run with a Python that has numpy and torch: python3 tools/gen_safetensors_fixtures.py. The
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_safetensors_fixtures.py [--out DIR]
+
+(any Python with numpy and torch; the venv of tools/make-golden-venv.sh, from which every
+generator runs, has them). The
 `safetensors` package is not needed: the files are laid out by hand here the way its reference
 writer (safetensors 0.3, `serialize` in safetensors/src/tensor.rs) lays them out: tensors sorted by
 dtype (widest first in the reference's Dtype order) then by name, data contiguous in that order,
@@ -13,6 +16,7 @@ Each F16/BF16 tensor has an F32 twin named "<name>_as_f32" holding torch's own c
 The output is deterministic; tests/test_safetensors.c repeats a few of the values, so change both
 together.
 """
+import argparse
 import json
 import os
 import struct
@@ -104,4 +108,8 @@ def main():
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT,
+                    help="the folder written (default tests/data/safetensors)")
+    OUT = ap.parse_args().out
     main()

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Writes the tokenizer's golden files from Hugging Face's fast tokenizer.
 
-    python tools/gen_tokenizer_golden.py [MODEL_DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_tokenizer_golden.py [MODEL_DIR]
+           [--out DIR] [--only hand|random|unicode ...]
 
 MODEL_DIR defaults to ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/all-MiniLM-L6-v2 (what
-tools/fetch-model.sh unpacks). Needs transformers 4.40.2 and tokenizers 0.19.1 (no torch), e.g.
+tools/fetch-model.sh unpacks). Runs from the venv every generator runs from, made by
+tools/make-golden-venv.sh (transformers, tokenizers; tests/golden/README.md). The committed files
+were made with transformers 4.40.2 and tokenizers 0.19.1, the version the library's tokenizers
+follow (utf8proc's Unicode 15 data). The venv's tokenizers 0.22.1 gives the same hand.json and
+random.json (but the versions they record); its unicode.json lower-cases 27 more code points,
+the letters Unicode 16 added (U+1C89, U+A7CB, U+A7CC, U+A7DA, U+A7DC, U+10D50..U+10D65: its Rust
+standard library's tables), which Unicode 15 and the library leave alone: keep the committed
+unicode.json (tests/test_tokenizer.c checks the library against it).
 
-    /usr/bin/python3 -m venv --system-site-packages /work/venv-hf
-    /work/venv-hf/bin/pip install transformers==4.40.2 tokenizers==0.19.1 numpy==1.24.2
-
-Writes, under tests/golden/tokenizer/:
+Writes, under DIR (default tests/golden/tokenizer; --only: the files named):
   hand.json    hand-picked texts (accents, punctuation, CJK, emoji, scripts, control and
                zero-width characters, special tokens in the text, an empty text, texts longer
                than 256 tokens) with their ids from BertTokenizerFast(MODEL_DIR), truncated to
@@ -24,10 +29,10 @@ Writes, under tests/golden/tokenizer/:
 Every file records the versions of transformers and tokenizers that made it. The files are
 deterministic: running the tool again gives the same bytes.
 """
+import argparse
 import json
 import os
 import random
-import sys
 
 import tokenizers
 import transformers
@@ -39,9 +44,9 @@ SEED = 20260130
 RANDOM_COUNT = 3000
 
 
-def model_dir():
-    if len(sys.argv) > 1:
-        return sys.argv[1]
+def model_dir(given):
+    if given:
+        return given
     cache = os.environ.get("CLATTN_MODEL_CACHE", os.path.expanduser("~/.cache/clattn"))
     return os.path.join(cache, "all-MiniLM-L6-v2")
 
@@ -194,7 +199,15 @@ def write(name, obj):
 
 
 def main():
-    folder = model_dir()
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--only", action="append", choices=["hand", "random", "unicode"])
+    a = ap.parse_args()
+    OUT = a.out
+    wanted = set(a.only or ["hand", "random", "unicode"])
+    folder = model_dir(a.model)
     with open(os.path.join(folder, "sentence_bert_config.json"), encoding="utf-8") as f:
         max_length = json.load(f)["max_seq_length"]
     tok = BertTokenizerFast.from_pretrained(folder)
@@ -203,18 +216,19 @@ def main():
                 "max_length": max_length}
     os.makedirs(OUT, exist_ok=True)
 
-    hand_ids = encode_all(tok, HAND, max_length)
-    assert any(len(ids) == max_length for ids in hand_ids), "no hand text reaches max_length"
-    write("hand.json", dict(versions, cases=[{"text": t, "ids": i}
-                                             for t, i in zip(HAND, hand_ids)]))
-
-    rng = random.Random(SEED)
-    texts = [random_text(rng) for _ in range(RANDOM_COUNT)]
-    rand_ids = encode_all(tok, texts, max_length)
-    write("random.json", dict(versions, seed=SEED, cases=[{"text": t, "ids": i}
-                                                          for t, i in zip(texts, rand_ids)]))
-
-    write("unicode.json", dict(versions, **unicode_table(tok)))
+    if "hand" in wanted:
+        hand_ids = encode_all(tok, HAND, max_length)
+        assert any(len(ids) == max_length for ids in hand_ids), "no hand text reaches max_length"
+        write("hand.json", dict(versions, cases=[{"text": t, "ids": i}
+                                                 for t, i in zip(HAND, hand_ids)]))
+    if "random" in wanted:
+        rng = random.Random(SEED)
+        texts = [random_text(rng) for _ in range(RANDOM_COUNT)]
+        rand_ids = encode_all(tok, texts, max_length)
+        write("random.json", dict(versions, seed=SEED, cases=[{"text": t, "ids": i}
+                                                              for t, i in zip(texts, rand_ids)]))
+    if "unicode" in wanted:
+        write("unicode.json", dict(versions, **unicode_table(tok)))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Writes the Unigram tokenizer's golden files from Hugging Face's fast tokenizer.
 
-    python tools/gen_unigram_golden.py [--from-tokenizer FILE --out DIR]
+usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_unigram_golden.py [--out DIR]
+           [--tokenizer-only | --from-tokenizer FILE]
 
-Needs tokenizers 0.19.1, transformers 4.40.2, protobuf and sentencepiece (0.2.x), e.g. the
-venv ~/.cache/clattn/venv-mpnet with `pip install sentencepiece`. Offline: nothing is
-downloaded.
+Needs tokenizers, transformers, protobuf and sentencepiece: the venv every generator runs from,
+made by tools/make-golden-venv.sh (tests/golden/README.md; sentencepiece 0.2.3: another version
+trains another vocabulary). The committed files were made with tokenizers 0.19.1 and
+transformers 4.40.2. Offline: nothing is downloaded. --out (default tests/golden/unigram)
+receives the files; --tokenizer-only writes tokenizer.json.gz alone (steps 1 and 2: seconds).
 
 1. Trains a small SentencePiece Unigram model (byte_fallback, SentencePiece's built-in
    nmt_nfkc normalisation rule, character coverage below 1 so that rare characters take the
@@ -39,6 +42,7 @@ With --from-tokenizer FILE --out DIR it skips the training and writes DIR/tokeni
 texts, every code point; no hand-made vocabulary), e.g. for a real model's tokenizer; then
 `CLATTN_UNIGRAM_GOLDEN=DIR build/tests/test_tokenizer_unigram` compares with them.
 """
+import argparse
 import copy
 import gzip
 import json
@@ -301,17 +305,27 @@ def small(rng):
     return doc
 
 
+def write_gz(path, obj):
+    raw = json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":"))
+    with open(path, "wb") as fh:
+        # mtime 0: the same bytes on every run.
+        with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
+            gz.write(raw.encode("utf-8"))
+
+
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT)
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--tokenizer-only", action="store_true")
+    # an existing tokenizer.json (a real model's), as it is: one variant "as_is", no hand-made
+    # vocabulary. The test reads them with CLATTN_UNIGRAM_GOLDEN=DIR.
+    how.add_argument("--from-tokenizer", metavar="FILE")
+    a = ap.parse_args()
     rng = random.Random(SEED)
-    args = sys.argv[1:]
-    out, variants, from_file = OUT, VARIANTS, None
-    if args:
-        # --from-tokenizer FILE --out DIR: golden files for an existing tokenizer.json (a real
-        # model's), as it is: one variant "as_is", no hand-made vocabulary. The test reads them
-        # with CLATTN_UNIGRAM_GOLDEN=DIR.
-        if len(args) != 4 or args[0] != "--from-tokenizer" or args[2] != "--out":
-            sys.exit("usage: gen_unigram_golden.py [--from-tokenizer FILE --out DIR]")
-        from_file, out, variants = args[1], args[3], [{"name": "as_is"}]
+    out, variants, from_file = a.out, VARIANTS, a.from_tokenizer
+    if from_file:
+        variants = [{"name": "as_is"}]
     os.makedirs(out, exist_ok=True)
     if from_file:
         with open(from_file, encoding="utf-8") as fh:
@@ -319,6 +333,9 @@ def main():
         corpus(rng)  # the same random texts as the committed files
     else:
         base = trained(rng)
+    if a.tokenizer_only:
+        write_gz(os.path.join(out, "tokenizer.json.gz"), base)
+        return
     texts = HAND + [random_text(rng) for _ in range(RANDOM_COUNT)]
     ids, cps = {}, {}
     for v in variants:
@@ -337,11 +354,7 @@ def main():
     if not from_file:
         doc["small"] = small(rng)
     for name, obj in (("tokenizer.json.gz", base), ("golden.json.gz", doc)):
-        raw = json.dumps(obj, ensure_ascii=False, indent=None, separators=(",", ":"))
-        with open(os.path.join(out, name), "wb") as fh:
-            # mtime 0: the same bytes on every run.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as gz:
-                gz.write(raw.encode("utf-8"))
+        write_gz(os.path.join(out, name), obj)
     print("wrote", out, file=sys.stderr)
 
 

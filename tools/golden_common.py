@@ -1,7 +1,8 @@
 """What the Hugging Face golden generators (tools/gen_*_golden.py) share: the mean pooling of
 their references, the float64 softmax of transformers' eager attention, and the
 sentence-transformers folders' JSON files. Nothing but the standard library is imported at the
-top: numpy where it is used, torch passed in, so that a generator's venv decides which."""
+top: numpy where it is used, torch passed in. The generators run from the venv of
+tools/make-golden-venv.sh (tests/golden/README.md)."""
 import contextlib
 import json
 import os

