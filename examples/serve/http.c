@@ -858,7 +858,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     fprintf(stderr, "clattn-serve: libmicrohttpd: %s\n", message);
     static const char refused[] = "Error processing request (HTTP response code is ";
     if (strncmp(message, refused, sizeof(refused) - 1) != 0) {
-        snprintf(last_mhd_message, sizeof(last_mhd_message), "%s", message);
+        size_t kept = n < sizeof(last_mhd_message) - 1 ? n : sizeof(last_mhd_message) - 1;
+        memcpy(last_mhd_message, message, kept); /* its beginning says the cause */
+        last_mhd_message[kept] = '\0';
         return;
     }
     int status = atoi(message + sizeof(refused) - 1);
