@@ -2,20 +2,23 @@
 """Writes tests/golden/python/: PyTorch's torch.nn.functional.scaled_dot_product_attention on
 small random inputs, for tests/python/test_attention.py (clattn.sdpa): one case per kind of
 mask; leading dimensions that broadcast (5-D and 6-D, ranks that differ, value's batch, GQA);
-float64 and float16 inputs; zero-size inputs; and the shapes PyTorch refuses.
+float64 and float16 inputs; zero-size inputs; scales that are 0 in float32; the dtypes
+PyTorch takes together; and the shapes PyTorch refuses.
 
 Usage: ~/.cache/clattn/golden-venv/bin/python tools/gen_python_golden.py [--out DIR]
 (tools/make-golden-venv.sh makes that venv, with the pinned torch). Deterministic; rewrites the
-folder. The first cases draw from one generator and the later ones from another, so that adding
-a later case leaves the first cases' inputs as they were.
+folder. Each group of cases draws from a generator of its own (seeds 25, 33, 34), so that
+adding a later group leaves the earlier cases' inputs as they were.
 
 Files: cases.json ("torch": its version; "cases": name -> the call's keyword arguments, "mask":
 null | "bool" | "float", and "tolerance" where it is not 1e-5; "refused": name -> the shapes
 ("query", "key", "value", "mask" or null), the keyword arguments ("kwargs") and torch's
-"error" for a call PyTorch refuses), sdpa.npz (for each case NAME: NAME.q, NAME.k, NAME.v,
-NAME.mask when there is one, NAME.out; the inputs in the case's dtype (float32 unless the case
-is about dtypes), out float32 for float32 inputs and float64 otherwise, computed by torch in
-float64; the boolean masks as numpy bool with PyTorch's polarity, True = attend).
+"error" for a call PyTorch refuses; "dtypes": a list of calls, the dtypes of "query", "key",
+"value" and "mask" (null: none) with torch's result dtype ("out") or its "error"), sdpa.npz
+(for each case NAME: NAME.q, NAME.k, NAME.v, NAME.mask when there is one, NAME.out; the inputs
+in the case's dtype (float32 unless the case is about dtypes), out float32 for float32 inputs
+and float64 otherwise, computed by torch in float64; the boolean masks as numpy bool with
+PyTorch's polarity, True = attend).
 """
 
 import argparse
@@ -146,6 +149,47 @@ def main():
                for s in ((B, H, L, E), (B, H, S, E), (B, H, S, Ev)))
     add("float16", q, k, v, None, {}, tolerance=2e-3)
 
+    # Scales that are 0 in float32 (0.0, and 1e-50 or 1e-46 rounded): every score 0, the
+    # softmax of the mask alone (uniform over the keys it leaves). Their own generator.
+    rng = np.random.default_rng(34)
+    scales = {
+        "scale_zero": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), randn(L, S), {"scale": 0.0}),
+        "scale_zero_bool": ((H, L, E), (H, S, E), (H, S, Ev), bool_mask((H, L, S)),
+                            {"scale": 0.0}),
+        "scale_underflow": ((1, 3, 4), (1, 5, 4), (1, 5, 4), None, {"scale": 1e-50}),
+        "scale_negative_underflow": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), None,
+                                     {"scale": -1e-50, "is_causal": True}),
+        "scale_tiny": ((2, B, H, L, E), (2, B, H, S, E), (2, B, H, S, Ev),
+                       bool_mask((B, 1, L, S)), {"scale": 1e-46}),
+    }
+    for name, (q_shape, k_shape, v_shape, mask, kwargs) in scales.items():
+        add(name, randn(*q_shape), randn(*k_shape), randn(*v_shape), mask, kwargs)
+    q, k, v = (rng.standard_normal(s) for s in ((B, H, L, E), (B, H, S, E), (B, H, S, Ev)))
+    add("scale_zero_float64", q, k, v, rng.standard_normal((L, S)), {"scale": 0.0})
+
+    # Which dtypes torch takes together: query, key and value of one dtype; a floating mask of
+    # float32 or the query's dtype. The test expects a TypeError for the others.
+    dtype_calls = [(d, d, d, m) for d in ("float16", "float32", "float64")
+                   for m in ("bool", "float16", "float32", "float64")]
+    dtype_calls += [("float64", "float32", "float32", None), ("float32", "float64", "float32",
+                    None), ("float32", "float32", "float16", None),
+                    ("float16", "float16", "float32", "float16")]
+    meta["dtypes"] = []
+    for q_dtype, k_dtype, v_dtype, mask_dtype in dtype_calls:
+        tensors = [torch.zeros(shape, dtype=getattr(torch, dtype)) for shape, dtype in
+                   (((L, E), q_dtype), ((S, E), k_dtype), ((S, Ev), v_dtype))]
+        mask = None if mask_dtype is None else torch.ones((L, S), dtype=getattr(torch,
+                                                                                mask_dtype))
+        call = {"query": q_dtype, "key": k_dtype, "value": v_dtype, "mask": mask_dtype}
+        try:
+            with torch.no_grad():
+                result = F.scaled_dot_product_attention(*tensors, attn_mask=mask)
+        except RuntimeError as err:
+            call["error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        else:
+            call["out"] = str(result.dtype).replace("torch.", "")
+        meta["dtypes"].append(call)
+
     # What torch refuses: the test expects a ValueError naming the shapes.
     refused = {
         "five_dims_mismatch": ((2, 3, 1, 4, 8), (3, 2, 1, 4, 8), (3, 2, 1, 4, 8), None, {}),
@@ -162,6 +206,10 @@ def main():
         "gqa_query_fewer_heads": ((1, L, E), (2, S, E), (2, S, Ev), None,
                                   {"enable_gqa": True}),
         "gqa_two_dims": ((L, E), (S, E), (S, Ev), None, {"enable_gqa": True}),
+        # torch 2.9's CPU path for 4-D inputs reads the mask's dimension -2 (other ranks
+        # broadcast such a mask: ranks_differ)
+        "mask_one_dim_4d": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), (S,), {}),
+        "mask_scalar_4d": ((B, H, L, E), (B, H, S, E), (B, H, S, Ev), (), {}),
     }
     for name, (q_shape, k_shape, v_shape, mask_shape, kwargs) in refused.items():
         if kwargs.get("enable_gqa") and not has_gqa:

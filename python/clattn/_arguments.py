@@ -54,7 +54,7 @@ def path_argument(path: Any, name: str = "path") -> bytes:
 
 
 def model_cache() -> str:
-    """The folder tools/fetch-model.sh fills, where a bare model name is looked for:
+    """The folder tools/fetch-model.sh fills, where a model name is looked for:
     $CLATTN_MODEL_CACHE when set and not empty, else $HOME/.cache/clattn ($HOME unset or empty:
     /root), the script's ${CLATTN_MODEL_CACHE:-${HOME:-/root}/.cache/clattn}."""
     cache = os.environ.get("CLATTN_MODEL_CACHE")
@@ -63,37 +63,64 @@ def model_cache() -> str:
     return os.path.join(os.environ.get("HOME") or "/root", ".cache", "clattn")
 
 
-def _is_bare_name(name: str) -> bool:
-    """A model name without a folder: no separator, not empty, not "." or ".."."""
+def _cache_names(text: str):
+    """Where the model cache may hold a model name (a list of paths; empty for a path that is
+    not a name). As sentence-transformers reads a name: a bare NAME ("all-MiniLM-L6-v2") is
+    sentence-transformers' model, which tools/fetch-model.sh stores as CACHE/NAME; a hub name
+    ORG/NAME is looked for as CACHE/ORG/NAME, and for ORG "sentence-transformers" also as
+    CACHE/NAME. Any other path ("./x", "a/b/c", "/abs") is a folder only."""
     separators = [os.sep] + ([os.altsep] if os.altsep else [])
-    return (name not in ("", ".", "..") and not any(s in name for s in separators))
+    parts = text
+    for separator in separators[1:]:
+        parts = parts.replace(separator, os.sep)
+    parts = parts.split(os.sep)
+    if len(parts) > 2 or any(part in ("", ".", "..") for part in parts):
+        return []
+    cache = model_cache()
+    found = [os.path.join(cache, *parts)]
+    if len(parts) == 2 and parts[0] == "sentence-transformers":
+        found.append(os.path.join(cache, parts[1]))
+    return found
 
 
 def model_folder(path: Any, name: str = "path") -> bytes:
-    """The folder of a model, as sentence-transformers resolves a model name: path itself when it
-    exists; else, for a bare name (no "/": "all-MiniLM-L6-v2"), that name in the model cache
-    (model_cache()). Raises ModelNotFoundError (a clattn.Error and a FileNotFoundError) naming
-    every place it looked when neither exists; TypeError when path is not a str or PathLike."""
+    """The folder of a model, as sentence-transformers resolves a model name: path itself when
+    it is a folder; else, for a model name (NAME or ORG/NAME), the model cache's folder of that
+    name (_cache_names: model_cache()/NAME, model_cache()/ORG/NAME, and model_cache()/NAME for
+    "sentence-transformers/NAME"); else path when it exists (a file: the library says why it is
+    no model folder). Raises ModelNotFoundError (a clattn.Error and a FileNotFoundError) naming
+    every place it looked when none exists; ValueError for an empty path, TypeError when path
+    is not a str or PathLike."""
     raw = path_argument(path, name)
-    if os.path.exists(raw):
+    if not raw:
+        raise ValueError(f"{name} is empty: give a model folder or a model name")
+    if os.path.isdir(raw):
         return raw
     text = os.fsdecode(raw)
-    here = os.path.abspath(text)
-    if not _is_bare_name(text):
-        raise ModelNotFoundError(f"the model folder {text} does not exist", text)
-    cached = os.path.join(model_cache(), text)
-    if os.path.exists(cached):
-        return os.fsencode(cached)
+    cached = _cache_names(text)
+    for folder in cached:
+        if os.path.isdir(folder):
+            return os.fsencode(folder)
+    if os.path.exists(raw):
+        return raw
+    if not cached:
+        raise ModelNotFoundError(
+            f"the model folder {text} does not exist (only a model name, NAME or ORG/NAME, is "
+            f"also looked for in the model cache {model_cache()})", text)
+    places = ", ".join(cached)
     raise ModelNotFoundError(
-        f"no model {text!r}: it is neither a folder here ({here}) nor in the model cache "
-        f"({cached}). tools/fetch-model.sh --model NAME fetches all-MiniLM-L6-v2 or "
-        "all-mpnet-base-v2 into the cache ($CLATTN_MODEL_CACHE, else ~/.cache/clattn)", text)
+        f"no model {text!r}: it is neither a folder here ({os.path.abspath(text)}) nor in the "
+        f"model cache ({places}). tools/fetch-model.sh --model NAME fetches all-MiniLM-L6-v2 "
+        "or all-mpnet-base-v2 into the cache ($CLATTN_MODEL_CACHE, else ~/.cache/clattn)", text)
 
 
 def model_file(path: Any, name: str = "path") -> bytes:
     """A model file's name as bytes; ModelNotFoundError (a clattn.Error and a FileNotFoundError)
-    when it does not exist, TypeError when path is not a str or PathLike."""
+    when it does not exist, ValueError when it is empty, TypeError when path is not a str or
+    PathLike."""
     raw = path_argument(path, name)
+    if not raw:
+        raise ValueError(f"{name} is empty: give a model file")
     if not os.path.exists(raw):
         text = os.fsdecode(raw)
         raise ModelNotFoundError(f"the model file {text} does not exist", text)

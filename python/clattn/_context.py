@@ -6,6 +6,8 @@ it for each call into the library (Context.exclusive); different objects run in 
 (ctypes releases the GIL). A few calls are thread-safe against everything but destroying the
 object (tokenizing: clattn_sentence_model_encode); they run under Context.shared, any number at
 once. Context.close waits for both kinds of call, then destroys; a call after it raises Error.
+A close() on a thread that is inside a call itself (a signal handler, a progress callback) does
+not wait: the call in flight frees when it returns.
 """
 
 import contextlib
@@ -70,14 +72,25 @@ def check(status: int, ctx: Optional[int] = None, what: str = "") -> None:
 
 class Context:
     """One clattn_context (one OpenCL device and queue), the lock that serialises its use, and
-    the lifetime of the Python object that owns it (owner: its name in messages)."""
+    the lifetime of the Python object that owns it (owner: its name in messages).
+
+    The calls in flight are known by thread (the lock's holder, the threads in shared calls),
+    so that close() called on a thread that is itself inside a call (a signal handler, a
+    progress callback, code that the call runs) does not wait for that call, which would never
+    end: it marks the object closed, and the last call in flight frees it when it returns.
+    """
 
     def __init__(self, device: Optional[str] = None, precision: str = "fp32",
                  owner: str = "object"):
         self.owner = owner
         self.lock = threading.Lock()
-        self._state = threading.Condition()
-        self._shared_calls = 0
+        # Guards the fields below; reentrant, as a signal handler may run close() on a thread
+        # that holds it.
+        self._state = threading.Condition(threading.RLock())
+        self._holder: Optional[int] = None  # the thread in an exclusive call
+        self._shared: Dict[int, int] = {}   # thread -> its shared calls in flight
+        self._release: Optional[Callable[[], None]] = None
+        self._freed = False
         self.closed = False
         self.handle = ctypes.c_void_p()
         if device is not None and not isinstance(device, str):
@@ -104,26 +117,60 @@ class Context:
     @contextlib.contextmanager
     def exclusive(self):
         """Holds the lock for calls into the library on this context and its objects; raises
-        Error once close() has run (or while it waits, for a call that had not started)."""
+        Error once close() has run (or while it waits, for a call that had not started), and
+        for a call made on the thread that is already inside one (from a progress callback or
+        a signal handler: the C API is not reentrant, and the lock would never be free)."""
+        me = threading.get_ident()
+        if self._holder == me:  # only this thread sets _holder to its own id
+            raise Error(f"this {self.owner} is already in a call on this thread (a call from "
+                        "a progress callback or a signal handler cannot wait for it)",
+                        _api.ERROR_INVALID_ARGUMENT)
         with self.lock:
-            self._refuse_if_closed()
-            yield
+            try:
+                with self._state:
+                    self._holder = me  # before the check: a close() from here on defers
+                self._refuse_if_closed()
+                yield
+            finally:
+                with self._state:
+                    self._holder = None
+                    self._free_if_last()
 
     @contextlib.contextmanager
     def shared(self):
         """For the calls the C API allows in any number of threads at once, also during an
         exclusive call (tokenizing): they do not take the lock, but close() waits for them.
         Raises Error once close() has begun."""
-        with self._state:
-            self._refuse_if_closed()
-            self._shared_calls += 1
+        me = threading.get_ident()
+        counted = False
         try:
+            with self._state:
+                self._shared[me] = self._shared.get(me, 0) + 1
+                counted = True  # before the check, as exclusive's holder
+            self._refuse_if_closed()
             yield
         finally:
             with self._state:
-                self._shared_calls -= 1
-                if self._shared_calls == 0:
-                    self._state.notify_all()
+                if counted:
+                    self._shared[me] -= 1
+                    if not self._shared[me]:
+                        del self._shared[me]
+                self._free_if_last()
+
+    def _free_if_last(self) -> None:
+        """Frees the owner's objects and the context once close() has run and no call is in
+        flight (self._state held); wakes the close() waiting for it."""
+        if not self.closed or self._freed or self._holder is not None or self._shared:
+            return
+        self._freed = True  # first: a close() that runs during the release returns at once
+        release, self._release = self._release, None
+        try:
+            if release is not None:
+                release()
+        finally:
+            if self.handle.value:
+                lib.clattn_context_destroy(ctypes.byref(self.handle))
+            self._state.notify_all()
 
     def device(self) -> Dict[str, Any]:
         info = _api.DeviceInfo()
@@ -131,28 +178,42 @@ class Context:
             self.check(lib.clattn_context_device_info(self.handle, ctypes.byref(info)))
         return _device_dict(info)
 
-    def close(self, release: Optional[Callable[[], None]] = None) -> None:
-        """Waits for the calls in flight (exclusive and shared), then runs release (which
-        destroys the owner's objects made from this context) and destroys the context. Calls
-        made later raise Error. A second close() does nothing."""
+    def close(self, release: Optional[Callable[[], None]] = None, wait: bool = True) -> None:
+        """Closes: release (which destroys the owner's objects made from this context) and the
+        context's destruction run once no call is in flight. Calls made later raise Error; a
+        second close() does nothing.
+
+        Called with calls in flight on other threads, it waits for them (wait=False: it returns
+        at once and the last of them frees). Called on a thread that is itself inside a call
+        (a signal handler or a progress callback that the call runs), it returns at once: that
+        call goes on with the objects it has, and frees them when it returns."""
         if not hasattr(self, "handle"):
             return  # __init__ did not get this far
-        with self.lock:
-            with self._state:
-                if self.closed:
-                    return
-                self.closed = True
-                while self._shared_calls:
-                    self._state.wait()
+        me = threading.get_ident()
+        with self._state:
+            if self.closed:
+                return
+            self.closed = True
+            self._release = release
+            self._free_if_last()
+            if not wait or self._holder == me or me in self._shared:
+                return
+            while not self._freed:
+                self._state.wait()
+
+    def close_when_collected(self, release: Optional[Callable[[], None]] = None) -> None:
+        """close() for __del__, which the garbage collector may run on any thread at any
+        moment: it never blocks. Nothing is in flight once the owner is unreachable; were the
+        state's lock busy all the same, it leaves the object as it is rather than wait."""
+        state = getattr(self, "_state", None)
+        if state is not None and state.acquire(blocking=False):
             try:
-                if release is not None:
-                    release()
+                self.close(release, wait=False)
             finally:
-                if self.handle.value:
-                    lib.clattn_context_destroy(ctypes.byref(self.handle))
+                state.release()
 
     def __del__(self):
-        self.close()
+        self.close_when_collected()
 
 
 def _device_dict(info: _api.DeviceInfo) -> Dict[str, Any]:

@@ -4,7 +4,9 @@ torch.nn.functional.scaled_dot_product_attention computes scores = q·kᵀ (matm
 dimensions of q and k broadcast), adds the mask to the scores in place (so the mask broadcasts
 to the scores' shape without growing it), then scores·v (the leading dimensions broadcast again,
 with v's). With enable_gqa, k and v first repeat each head H_q / H_kv times (dimension -3). The
-plan below follows those steps and refuses, naming the shapes, what PyTorch refuses.
+plan below follows those steps and refuses, naming the shapes, what PyTorch refuses (also a
+mask of fewer than 2 dimensions with 4-D query, key and value, which PyTorch 2.9's CPU path
+refuses while it broadcasts such a mask at other ranks).
 
 clattn_sdpa takes [B, H, N, d] tensors of equal B and H (H_kv for k and v with enable_gqa): the
 result's leading dimensions are merged into B (all but the last) and H (the last), and every
@@ -78,6 +80,13 @@ def plan(q: Shape, k: Shape, v: Shape, mask: Optional[Shape], enable_gqa: bool) 
     if mask is not None:
         mask = tuple(mask)
         scores = scores_batch + (length, keys)
+        if len(mask) < 2 and len(q) == len(k) == len(v) == 4:
+            # PyTorch 2.9 (CPU) takes its fused path for 4-D inputs, which reads the mask's
+            # dimension -2: an IndexError there, where other ranks broadcast such a mask.
+            as_2d = (1,) * (2 - len(mask)) + mask
+            raise ValueError(f"attn_mask of shape {mask} has fewer than 2 dimensions, which "
+                             f"PyTorch's scaled_dot_product_attention refuses with 4-D query "
+                             f"{q}, key {k} and value {v}: give it as {as_2d}")
         try:  # a mask with more dimensions, or larger ones, would grow the scores
             fits = tuple(np.broadcast_shapes(mask, scores)) == scores
         except ValueError:

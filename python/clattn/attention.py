@@ -108,6 +108,25 @@ def _c_array(array: np.ndarray, batch, tail) -> np.ndarray:
         _sdpa_shapes.merged(batch) + tuple(tail))
 
 
+def _scale_argument(scale) -> Optional[float]:
+    """sdpa's scale as the float32 the device multiplies by (None: the default 1/sqrt(E)); a
+    value that rounds to a float32 zero (0.0, 1e-50) is 0.0. TypeError for what is not a real
+    number, ValueError naming scale for one that is not finite in float32 (inf, NaN, 1e39)."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating, np.integer)):
+        raise TypeError(f"scale must be a float or None, not {type(scale).__name__}")
+    try:
+        with np.errstate(over="ignore"):
+            single = float(np.float32(float(scale)))
+    except OverflowError:  # an int beyond any float (10**400)
+        single = math.inf
+    if not math.isfinite(single):
+        raise ValueError(f"scale must be finite in float32 (the device computes in float32: "
+                         f"|scale| < {float(np.finfo(np.float32).max):.4g}), not {scale}")
+    return single
+
+
 def sdpa(query, key, value, attn_mask=None, is_causal: bool = False,
          scale: Optional[float] = None, enable_gqa: bool = False) -> np.ndarray:
     """PyTorch's torch.nn.functional.scaled_dot_product_attention on NumPy arrays.
@@ -116,56 +135,62 @@ def sdpa(query, key, value, attn_mask=None, is_causal: bool = False,
     context's device (default_context()), in float32.
 
     Args:
-        query: [..., L, E]; key: [..., S, E]; value: [..., S, Ev]: arrays of a floating dtype
-            (float16, float32, float64) and at least 2 dimensions. The leading dimensions
+        query: [..., L, E]; key: [..., S, E]; value: [..., S, Ev]: arrays of one floating
+            dtype (float16, float32 or float64: the same for the three, as PyTorch requires)
+            and at least 2 dimensions. The leading dimensions
             broadcast as in PyTorch (q·kᵀ's, then with value's; ranks may differ): query
             (2, 1, 1, 4, 8) with key and value (1, 2, 1, 4, 8) gives (2, 2, 1, 4, 8). Inputs
             smaller than the result are copied to its leading dimensions for the device.
-        attn_mask: bool or floating, broadcastable to the scores q·kᵀ [..., L, S] without
-            growing them (PyTorch adds it in place). A boolean mask means True = attend
-            (PyTorch's polarity: the binding inverts it for the C API, where nonzero = ignore);
-            a floating one is added to the scores (-inf masks a key). A query that attends to
-            no key gets zeros, as PyTorch's.
+        attn_mask: bool, float32 or the query's dtype (as PyTorch), broadcastable to the
+            scores q·kᵀ [..., L, S] without growing them (PyTorch adds it in place); with 4-D
+            query, key and value it needs 2 dimensions at least ((1, S), not (S,): PyTorch
+            2.9 refuses fewer there). A boolean mask means True = attend (PyTorch's polarity:
+            the binding inverts it for the C API, where nonzero = ignore); a floating one is
+            added to the scores (-inf masks a key). A query that attends to no key gets zeros,
+            as PyTorch's.
         is_causal: query i attends to the keys j <= i (a lower-triangular mask aligned at the
             top left, as PyTorch's). Not together with attn_mask (ValueError, as PyTorch).
-        scale: multiplies the scores; None: 1/sqrt(E).
+        scale: multiplies the scores; None: 1/sqrt(E). Taken as a float32: a value that
+            rounds to 0 there (0.0, 1e-50) gives PyTorch's result for 0, every score 0 (the
+            softmax of the mask alone: uniform over the keys it leaves); one beyond float32's
+            range (1e39), inf or NaN is a ValueError.
         enable_gqa: grouped-query attention: key and value have H_kv heads (dimension -3),
             dividing the query's H; each is used by H / H_kv query heads.
 
     Returns:
-        [..., L, Ev], of NumPy's promotion of the inputs' dtypes (float64 inputs give float64,
-        computed in float32). Zero-size inputs give what PyTorch gives: an empty result when
+        [..., L, Ev], of the inputs' dtype (float64 inputs give float64, computed in
+        float32). Zero-size inputs give what PyTorch gives: an empty result when
         it has no elements, zeros when there are no keys (S = 0), the mean of value's rows
         (softmax of the mask alone) when E = 0.
 
     Raises:
-        TypeError: an argument of the wrong type or dtype (named).
+        TypeError: an argument of the wrong type or dtype (named), query, key and value of
+            different dtypes, a floating mask of another dtype than float32 or the query's
+            (named: PyTorch refuses the same).
         ValueError: shapes that do not agree or broadcast, or a mask that does not broadcast
-            to the scores (named, with the shapes: PyTorch refuses the same).
+            to the scores (named, with the shapes: PyTorch refuses the same); a scale that is
+            not finite in float32.
         clattn.Error: the library's failure, with its message.
     """
     q = _floating_array(query, "query")
     k = _floating_array(key, "key")
     v = _floating_array(value, "value")
-    dtype = np.result_type(q.dtype, k.dtype, v.dtype)
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"query, key and value must have the same dtype (as in PyTorch), not "
+                        f"query {q.dtype}, key {k.dtype} and value {v.dtype}")
+    dtype = q.dtype
     if attn_mask is not None and is_causal:
         raise ValueError("attn_mask and is_causal cannot both be set (as in PyTorch)")
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating,
-                                                             np.integer)):
-            raise TypeError(f"scale must be a float or None, not {type(scale).__name__}")
-        try:
-            finite = math.isfinite(scale)
-        except OverflowError:
-            finite = False
-        if not finite or scale == 0:
-            raise ValueError(f"scale must be a finite nonzero number, not {scale}")
+    c_scale = _scale_argument(scale)
     mask = None
     if attn_mask is not None:
         mask = np.asarray(attn_mask)
         if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
             raise TypeError(f"attn_mask must be bool or floating-point (as in PyTorch), not "
                             f"dtype {mask.dtype}")
+        if mask.dtype not in (np.bool_, np.float32, dtype):
+            raise TypeError(f"a floating attn_mask must be float32 or the query's dtype (as in "
+                            f"PyTorch), not {mask.dtype} with query {dtype}")
     plan = _sdpa_shapes.plan(q.shape, k.shape, v.shape,
                              None if mask is None else mask.shape, bool(enable_gqa))
 
@@ -173,9 +198,16 @@ def sdpa(query, key, value, attn_mask=None, is_causal: bool = False,
     if math.prod(plan.out_shape) == 0 or keys == 0:
         # PyTorch: no elements, or a softmax over no keys times no rows of value: zeros.
         return np.zeros(plan.out_shape, dtype=dtype)
+    if c_scale == 0.0:
+        # PyTorch multiplies query and key by sqrt(scale) = 0: every score is 0 (NaN where a
+        # row holds inf or NaN), so the softmax is that of the mask alone. The C API's scale 0
+        # means the default instead: the same scores come from q·0 and k·0 at scale 1.
+        with np.errstate(invalid="ignore"):
+            q, k = q * q.dtype.type(0), k * k.dtype.type(0)
+        c_scale = 1.0
     params = _api.SdpaParams()
     lib.clattn_sdpa_params_default(ctypes.byref(params))
-    params.scale = float(scale) if scale is not None else 0.0
+    params.scale = c_scale if c_scale is not None else 0.0  # 0: the library's 1/sqrt(E)
     if width == 0:
         # Every score is 0 (PyTorch scales q and k by sqrt(1/sqrt(0)) = inf, but a sum over no
         # products is 0): the same as a width of 1 with zeros, at any finite scale.
@@ -358,4 +390,5 @@ class MultiheadAttention:
             lib.clattn_mha_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_context", None) is not None:
+            self._context.close_when_collected(self._destroy)

@@ -35,7 +35,7 @@ class CrossEncoder:
 
     A Hugging Face *ForSequenceClassification folder (BERT, RoBERTa, XLM-RoBERTa, ModernBERT;
     clattn/cross_encoder.h), as sentence-transformers' CrossEncoder(path) loads it; path (a
-    bare name looked for in the model cache), device and precision as SentenceModel's. One call
+    model name looked for in the model cache), device and precision as SentenceModel's. One call
     at a time per object (a lock); the GIL is released while the device works; close() waits for
     the call in flight, and a call after it raises clattn.Error. Raises
     clattn.ModelNotFoundError (a clattn.Error and a FileNotFoundError) when there is no such
@@ -172,7 +172,9 @@ class CrossEncoder:
     def close(self) -> None:
         """Releases the model and its context now (also done when the object is collected).
         Waits for a predict in flight in another thread; the calls made after it raise
-        clattn.Error. A second close() does nothing."""
+        clattn.Error. A second close() does nothing. Called on the thread of a call in flight
+        (a signal handler, a progress callback), it does not wait: that call finishes as usual
+        and frees the model when it returns."""
         if getattr(self, "_context", None) is not None:
             self._context.close(self._destroy)
 
@@ -181,7 +183,8 @@ class CrossEncoder:
             lib.clattn_cross_encoder_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_context", None) is not None:
+            self._context.close_when_collected(self._destroy)
 
     def __enter__(self) -> "CrossEncoder":
         return self

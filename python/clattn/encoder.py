@@ -114,4 +114,5 @@ class Encoder:
             lib.clattn_encoder_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_context", None) is not None:
+            self._context.close_when_collected(self._destroy)

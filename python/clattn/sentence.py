@@ -48,10 +48,12 @@ class SentenceModel:
     The embeddings are the very bytes the command-line `embed` writes for the same texts: the
     texts are sorted by length and batched, and a text's row never depends on its neighbours.
 
-    path: the folder (a str or os.PathLike); a bare name that is not a folder here
-    ("all-MiniLM-L6-v2") is looked for in the model cache that tools/fetch-model.sh fills
-    ($CLATTN_MODEL_CACHE, else ~/.cache/clattn), as sentence-transformers finds a hub name in
-    its cache.
+    path: the folder (a str or os.PathLike); a model name that is not a folder here is looked
+    for in the model cache that tools/fetch-model.sh fills ($CLATTN_MODEL_CACHE, else
+    ~/.cache/clattn), as sentence-transformers finds a hub name in its cache:
+    "all-MiniLM-L6-v2" and "sentence-transformers/all-MiniLM-L6-v2" as CACHE/all-MiniLM-L6-v2
+    (where the script puts it), another ORG/NAME as CACHE/ORG/NAME. An empty path is a
+    ValueError.
 
     Thread safety: one call at a time per model (a lock serialises them; tokenize runs beside
     them); two models run in parallel in two threads (the GIL is released while the device
@@ -208,7 +210,9 @@ class SentenceModel:
     def close(self) -> None:
         """Releases the model and its context now (also done when the object is collected).
         Waits for the calls in flight in other threads (encode, tokenize); the calls made
-        after it raise clattn.Error. A second close() does nothing."""
+        after it raise clattn.Error. A second close() does nothing. Called on the thread of a
+        call in flight (a signal handler, a progress callback), it does not wait: that call
+        finishes as usual and frees the model when it returns."""
         if getattr(self, "_context", None) is not None:
             self._context.close(self._destroy)
 
@@ -217,7 +221,8 @@ class SentenceModel:
             lib.clattn_sentence_model_destroy(ctypes.byref(self._handle))
 
     def __del__(self):
-        self.close()
+        if getattr(self, "_context", None) is not None:
+            self._context.close_when_collected(self._destroy)
 
     def __enter__(self) -> "SentenceModel":
         return self

@@ -70,11 +70,57 @@ def test_missing_model_is_file_not_found(cache, loader):
     message = str(err)  # where it looked: here, then the cache
     assert str(here / "no-such-model") in message and str(cache / "no-such-model") in message
     assert "tools/fetch-model.sh" in message
-    # a path with a folder is not looked for in the cache, even when the cache has its name
-    for path in (here / "tiny-model", "sub/tiny-model"):
+    # a path that is no model name is not looked for in the cache, even when the cache has its
+    # last part; the message says where a name would be looked for
+    for path in (here / "tiny-model", "./tiny-model", "a/b/tiny-model", "sub/../tiny-model"):
         with pytest.raises(FileNotFoundError, match="does not exist") as info:
             loader(path)
         assert isinstance(info.value, clattn.Error)
+        assert f"model cache {cache}" in str(info.value)
+
+
+def test_hub_names(cache, tiny_model):
+    """ORG/NAME, as sentence-transformers spells a hub model: the cache's ORG/NAME, and for
+    sentence-transformers' own models (what tools/fetch-model.sh stores by their last part, and
+    what a bare name means to sentence-transformers) the cache's NAME. Another organisation's
+    name is not taken for the cache's NAME: a ModelNotFoundError naming where it looked."""
+    want = clattn.SentenceModel(tiny_model).encode("a text")
+    model = clattn.SentenceModel("sentence-transformers/tiny-model")
+    assert model.encode("a text").tobytes() == want.tobytes()
+    (cache / "some-org").mkdir()
+    (cache / "some-org" / "its-model").symlink_to(tiny_model, target_is_directory=True)
+    assert clattn.SentenceModel("some-org/its-model").encode("a text").tobytes() == \
+        want.tobytes()
+    with pytest.raises(clattn.ModelNotFoundError) as info:
+        clattn.SentenceModel("other-org/tiny-model")
+    assert str(cache / "other-org" / "tiny-model") in str(info.value)
+    with pytest.raises(clattn.ModelNotFoundError) as info:
+        clattn.CrossEncoder("sentence-transformers/no-such-reranker")
+    for place in (cache / "sentence-transformers" / "no-such-reranker",
+                  cache / "no-such-reranker"):
+        assert str(place) in str(info.value)
+    pair = ("what is the capital of france?", "paris is the capital of france.")
+    assert clattn.CrossEncoder("sentence-transformers/tiny-reranker").predict(pair) == \
+        clattn.CrossEncoder(GOLDEN / "crossenc" / "one_label").predict(pair)
+
+
+def test_a_file_here_does_not_hide_the_cache(cache, tiny_model):
+    import pathlib
+    (pathlib.Path.cwd() / "tiny-model").write_text("not a model folder\n")
+    want = clattn.SentenceModel(tiny_model).encode("a text")
+    assert clattn.SentenceModel("tiny-model").encode("a text").tobytes() == want.tobytes()
+    # a file that is no name in the cache: the library says what is wrong with it
+    (pathlib.Path.cwd() / "a-file").write_text("not a model folder\n")
+    with pytest.raises(clattn.Error, match="a-file/config.json: cannot open: Not a directory"):
+        clattn.SentenceModel("a-file")
+
+
+@pytest.mark.parametrize("load", [clattn.SentenceModel, clattn.CrossEncoder,
+                                  clattn.Encoder.from_file])
+def test_empty_model_name(load):
+    for empty in ("", b""):
+        with pytest.raises(ValueError, match="path is empty"):
+            load(empty)
 
 
 def test_missing_encoder_file(tmp_path):

@@ -31,7 +31,8 @@ def sdpa_arrays(golden):
 @pytest.mark.parametrize("name", sorted(sdpa_cases(GOLDEN)))
 def test_sdpa(name, golden, sdpa_arrays):
     """Every mask kind, leading dimensions that broadcast (5-D, 6-D, ranks that differ, GQA),
-    float64 and float16 inputs (the result in their dtype), zero-size inputs: PyTorch's shape,
+    float64 and float16 inputs (the result in their dtype), zero-size inputs, scales that are 0
+    in float32 (0.0, 1e-50, -1e-50, 1e-46: the C API's 0 means the default): PyTorch's shape,
     dtype and values."""
     kwargs = dict(sdpa_cases(golden)[name])
     mask_kind = kwargs.pop("mask")
@@ -63,16 +64,14 @@ def test_sdpa_refused(name, golden):
 def test_sdpa_inputs(sdpa_arrays):
     q, k, v = (sdpa_arrays[f"none.{x}"] for x in "qkv")
     want = clattn.sdpa(q, k, v)
-    # float64 gives float64 (computed in float32: the same values); mixed dtypes promote
+    # float64 gives float64 (computed in float32: the same values)
     got64 = clattn.sdpa(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64))
     assert got64.dtype == np.float64 and got64.astype(np.float32).tobytes() == want.tobytes()
-    assert clattn.sdpa(q.astype(np.float64), k, v).dtype == np.float64
-    assert clattn.sdpa(q, k, v.astype(np.float16)).dtype == np.float32
     # non-contiguous inputs are converted
     k_strided = np.asfortranarray(k)
     assert clattn.sdpa(q, k_strided, v).tobytes() == want.tobytes()
-    # a list of floats is float64, as np.asarray makes it
-    assert clattn.sdpa(q.tolist(), k, v).dtype == np.float64
+    # lists of floats are float64, as np.asarray makes them
+    assert clattn.sdpa(q.tolist(), k.tolist(), v.tolist()).dtype == np.float64
     with pytest.raises(ValueError, match="attn_mask and is_causal"):
         clattn.sdpa(q, k, v, attn_mask=np.ones((5, 7), bool), is_causal=True)
     with pytest.raises(ValueError, match=r"attn_mask of shape \(4, 7\)"):
@@ -89,8 +88,38 @@ def test_sdpa_inputs(sdpa_arrays):
         clattn.sdpa(q, k, v, attn_mask=np.ones((5, 7), np.int64))
     with pytest.raises(ValueError, match=r"query \(2, 3, 5, 8\), key \(2, 3, 7, 4\)"):
         clattn.sdpa(q, k[..., :4], v)  # d_k of q and k differ
-    with pytest.raises(ValueError, match="scale"):
-        clattn.sdpa(q, k, v, scale=10 ** 400)
+    # a scale the device's float32 cannot hold: a ValueError naming it (not the library's
+    # clattn.Error); one that rounds to 0 there is PyTorch's 0 (test_sdpa's scale_* cases)
+    for scale in (10 ** 400, 1e39, -1e39, np.float64(1e39), np.inf, -np.inf, np.nan):
+        with pytest.raises(ValueError, match="scale must be finite in float32"):
+            clattn.sdpa(q, k, v, scale=scale)
+    for scale in ("0.5", True, [0.5]):
+        with pytest.raises(TypeError, match="scale"):
+            clattn.sdpa(q, k, v, scale=scale)
+    assert clattn.sdpa(q, k, v, scale=np.float16(0.25)).tobytes() == \
+        clattn.sdpa(q, k, v, scale=0.25).tobytes()
+
+
+@pytest.mark.parametrize("call", sdpa_meta(GOLDEN)["dtypes"],
+                         ids=lambda c: "-".join(str(c[x]) for x in ("query", "key", "value",
+                                                                     "mask")))
+def test_sdpa_dtypes(call):
+    """The dtypes PyTorch takes together (one for query, key and value; a floating mask of
+    float32 or the query's dtype) give its result dtype; the others a TypeError naming them."""
+    L, S, E, Ev = 3, 4, 2, 5
+    q, k, v = (np.ones(shape, call[x]) for shape, x in (((L, E), "query"), ((S, E), "key"),
+                                                         ((S, Ev), "value")))
+    mask = None if call["mask"] is None else np.ones((L, S), call["mask"])
+    if "out" in call:
+        got = clattn.sdpa(q, k, v, attn_mask=mask)
+        assert got.dtype == call["out"]
+        assert np.abs(got.astype(np.float64) - 1).max() == 0  # every row of value is ones
+    else:
+        with pytest.raises(TypeError) as info:
+            clattn.sdpa(q, k, v, attn_mask=mask)
+        named = {call[x] for x in ("query", "key", "value")}
+        named |= {call["mask"]} if "attn_mask" in str(info.value) else set()
+        assert all(dtype in str(info.value) for dtype in named), str(info.value)
 
 
 def test_sdpa_shapes_without_the_device():
