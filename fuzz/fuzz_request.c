@@ -10,7 +10,8 @@
  *     of 2 .. max_input_length ids (the embedding routes) within the vocabulary, tokens is their
  *     sum, dimensions is 0 or 1 .. hidden_size, and OpenAI's model name is one of the served
  *     names (the embedding routes with the selector's high bit serve two names; another one is
- *     404 model_not_found);
+ *     404 model_not_found, whose message names it as valid UTF-8 without control characters:
+ *     cut at a character boundary, a NUL escaped);
  *   - the responses built from the parsed request (embeddings of made-up rows, float and base64;
  *     /tokenize's tokens; /rerank's ranks and /predict's labels from made-up scores) are valid
  *     JSON of the right shape;
@@ -78,6 +79,30 @@ static void check_error_body(serve_api api, const serve_error *e)
     }
     json_decref(root);
     free(body);
+}
+
+/* s is valid UTF-8 (RFC 3629) without C0 control characters or DEL. */
+static bool printable_utf8(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    while (*u) {
+        unsigned c = *u;
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                                 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f)))
+            return false;
+        unsigned cp = len == 1 ? c : c & (0x7F >> len);
+        for (size_t i = 1; i < len; i++) {
+            if ((u[i] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (u[i] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        u += len;
+    }
+    return true;
 }
 
 static void check_texts(const serve_texts *t, const serve_limits *limits, bool bounded)
@@ -230,6 +255,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!ok) {
             FUZZ_CHECK(memcmp(&req, &zero, sizeof(req)) == 0, "a refused request is not zero");
             check_error_body(openai ? SERVE_API_OPENAI : SERVE_API_TEI, &err);
+            FUZZ_CHECK(!err.code || strcmp(err.code, "model_not_found") != 0 ||
+                           printable_utf8(err.message),
+                       "the model_not_found message is not printable UTF-8: %s", err.message);
             return 0;
         }
         check_texts(&req.texts, &limits, true);

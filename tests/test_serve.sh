@@ -8,6 +8,8 @@
 #         list, invalid UTF-8, oversized body, too many inputs, too long texts with and without
 #         truncation, unknown route and method, missing or wrong API key, overload, a slow and
 #         a vanishing client), each with its status and message while the server keeps serving;
+#         what counts toward --max-concurrent-requests (refused requests do not), the answer
+#         threads' stacks, a stop that delivers every answer it promised (tests/serve_limits.py);
 #         SIGTERM and SIGINT drain and exit 0.
 #   real  all-MiniLM-L6-v2 (tools/fetch-model.sh): the routes on the real model and tokenizer.
 #         Without the model: skip (exit 77), unless CLATTN_REQUIRE_REAL_MODEL=1, which fails.
@@ -268,6 +270,90 @@ assert json.load(open(sys.argv[1]))["model"] == "alias-two"' "$tmp/body" &&
     fi
     post /embed '{"inputs": "a cat", "model": "text-embedding-3-small"}'
     want 200 "/embed with another model name (TEI's routes ignore it)"
+    # The name as sent in the message: a NUL escaped (not where the message ends), a long name
+    # cut after 128 bytes at a character boundary (not in the middle of a character).
+    post /v1/embeddings '{"input": "a cat", "model": "tiny-test\u0000x"}'
+    if want 404 "model tiny-test\\u0000x"; then
+        if out=$(check model-not-found "$tmp/body" 'tiny-test\u0000x'); then ok "$out"; else bad "$out"; fi
+    fi
+    post /v1/embeddings "{\"input\": \"a cat\", \"model\": \"a$(printf '\\u00e9%.0s' $(seq 100))\"}"
+    if want 404 "model a + 100 times U+00E9 (201 bytes)"; then
+        if out=$(check model-not-found "$tmp/body" "$(python3 -c 'print("a" + "\u00e9" * 63 + "...")')"); then
+            ok "its first 127 bytes and '...': $out"
+        else
+            bad "$out"
+        fi
+    fi
+}
+
+# limits_server: a server with an API key and --max-concurrent-requests 2, glibc's stack cache
+# off: what counts toward the limit, the answer threads' stacks, a refused request that does not
+# hold the stop (tests/serve_limits.py).
+limits_server() {
+    echo "--- a third server: --api-key, --max-concurrent-requests 2"
+    key=limits-key GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0 \
+        start_server "$tmp/limits.log" --model "$tmp/tiny" --api-key limits-key \
+        --max-concurrent-requests 2 || return
+    local pid=$server_pid start elapsed
+    # Under AddressSanitizer an address-space limit would starve the sanitizer itself.
+    if grep -q __asan_init "$serve"; then
+        ok "(the answer threads' stacks are checked without AddressSanitizer)"
+    else
+        python3 "$here/serve_limits.py" threads "$url" "$pid" limits-key || bad "the answer threads"
+    fi
+    python3 "$here/serve_limits.py" admission "$url" limits-key || bad "what counts toward the limit"
+
+    echo "--- SIGTERM while a refused request's body is being read: no wait for it"
+    rm -f "$tmp/refused.sent"
+    mkfifo "$tmp/refused.sent"
+    python3 "$here/serve_limits.py" hold-refused "$url" >"$tmp/refused.sent" &
+    local holder=$!
+    read -r _ <"$tmp/refused.sent" # blocks until the client has sent its 2 bytes
+    start=$SECONDS
+    stop_server "$pid" TERM "the third server"
+    elapsed=$((SECONDS - start))
+    wait "$holder"
+    [ "$elapsed" -le 8 ] && ok "it exits after $elapsed s (at most 8: the refused request holds nothing)" ||
+        bad "the server took $elapsed s to exit: the refused request held it (up to 30 s)"
+    grep -q 'POST /v1/embeddings 503 .*(closed by the server.s stop before an answer)' "$tmp/limits.log" &&
+        ok "its log: the server's stop closed the refused request" ||
+        bad "no log line 'POST /v1/embeddings 503 ... (closed by the server's stop ...)': $(grep 'POST /v1/embeddings' "$tmp/limits.log" | tail -1)"
+}
+
+# stop_answers: the answers a stop promises are delivered: many requests queued, SIGTERM with
+# --shutdown-timeout 0 (each still waiting gets 503), every one answered. A server fast enough
+# to finish everything before the signal gets twice the requests, up to three times.
+stop_answers() {
+    echo "--- SIGTERM with --shutdown-timeout 0 and requests queued: every one answered 200 or 503"
+    local clients=100 round out value state
+    for value in -1 soon nan 86401; do
+        expect 2 "--shutdown-timeout needs a number of seconds from 0 to 86400, not '$value'" -- \
+            "$serve" --model "$tmp/tiny" --shutdown-timeout "$value"
+    done
+    for round in 1 2 3; do
+        start_server "$tmp/stop.log" --model "$tmp/tiny" --request-timeout 60 \
+            --shutdown-timeout 0 || return
+        out=$(python3 "$here/serve_limits.py" stop "$url" "$server_pid" "$clients" 0.1) ||
+            failures=$((failures + 1))
+        echo "$out" | grep -v '^503s:'
+        for _ in $(seq 350); do # it has had SIGTERM: gone (or a zombie) within 35 s
+            state=$(awk '{ print $3 }' "/proc/$server_pid/stat" 2>/dev/null)
+            [ -n "$state" ] && [ "$state" != Z ] || break
+            sleep 0.1
+        done
+        if [ -n "$state" ] && [ "$state" != Z ]; then
+            bad "the server still runs 35 s after SIGTERM"
+            kill -KILL "$server_pid"
+        fi
+        wait "$server_pid"
+        [ $? -eq 0 ] && ok "the server exits 0" || bad "the server's exit status after SIGTERM"
+        if grep -q '(client gone)' "$tmp/stop.log"; then
+            bad "requests logged as '(client gone)': $(grep -m 1 '(client gone)' "$tmp/stop.log")"
+        fi
+        [ "$(echo "$out" | sed -n 's/^503s: //p')" != 0 ] && return
+        clients=$((clients * 2))
+    done
+    bad "the server answered every request before SIGTERM, three times: its drain was never reached"
 }
 
 # jq_string TEXT: TEXT as a JSON string.
@@ -304,8 +390,10 @@ EOF
     }
     served_name=tiny-test served_names="tiny-test alias-two" max_tokens=64 hidden=48
     echo "--- a server on the tiny model (payload limit 10000 bytes, at most 8 inputs, two names)"
+    # alias-two twice: listed once.
     start_server "$tmp/main.log" --model "$model" --served-model-name "$served_name" \
-        --served-model-name alias-two --payload-limit 10000 --max-client-batch-size 8 || return
+        --served-model-name alias-two --served-model-name alias-two --payload-limit 10000 \
+        --max-client-batch-size 8 || return
     local main_pid=$server_pid main_url=$url
     routes
     tiny_routes
@@ -502,6 +590,8 @@ EOF
     refused 422 tei "not one of the model's prompts" "/embed prompt_name nope"
     post /embed "{\"inputs\": \"x\", \"prompt_name\": 3}"
     refused 422 tei "prompt_name" "/embed prompt_name a number"
+    post /embed '{"inputs": "x", "prompt_name": "p\u0000x"}'
+    refused 422 tei '"p\u0000x" is not one of' "/embed prompt_name p\\u0000x (not p)"
     echo "--- a model with a default prompt: every text input gets it, token ids do not"
     make_tiny_embedder "$tmp/tiny-default" "$golden"
     cp "$tmp/tiny-norm/modules.json" "$tmp/tiny-default/"
@@ -710,6 +800,9 @@ EOF
     still_serving
     ok "served after 5 clients left mid-request"
     stop_server "$second_pid" INT "the second server"
+
+    limits_server
+    stop_answers
 
     echo "--- SIGTERM while a request is being uploaded: served in full, then exit 0"
     url=$main_url key=

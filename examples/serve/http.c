@@ -33,6 +33,15 @@ enum server_state { STATE_LOADING, STATE_READY, STATE_STOPPING };
 /* A refused request's body, or one over the payload limit, is read and dropped up to this many
  * times the payload limit before the answer (see http.h, "Limits"). */
 #define DISCARD_FACTOR 4
+/* serve_http_stop: how long the answers already decided (a 503 past the drain, a 200 just
+ * finished) get to be written before the connections are closed. */
+#define STOP_GRACE_S 2.0
+/* An answer thread's stack (parse with jansson, tokenize, format), instead of glibc's default,
+ * the stack limit (often 8 MiB). The deepest path, measured, is jansson parsing a body nested
+ * as deep as it allows (2048 levels): about 175 KiB, the same under AddressSanitizer (jansson
+ * is not instrumented); a byte-level BPE tokenizer on long texts takes 45 KiB, the other paths
+ * about 12. The rest is margin. */
+#define ANSWER_STACK_BYTES (1u << 20)
 
 /* A connection, as the header watchdog sees it (see watchdog_main). */
 typedef struct watched_connection {
@@ -53,10 +62,14 @@ struct serve_http {
     unsigned connection_limit, threads;
     serve_backend backend;  /* valid once state is READY */
     atomic_int state;
-    pthread_mutex_t lock;   /* guards active, answering, answering_closed, watched and the
-                             * watchdog's flags */
-    pthread_cond_t idle;    /* signalled when active drops to 0 */
+    pthread_mutex_t lock;   /* guards the counts, answering_closed, watched and the watchdog's
+                             * flags */
+    pthread_cond_t idle;    /* signalled when active or discarding changes */
     size_t active;          /* requests between their headers and their completion */
+    size_t admitted;        /* POSTs past every check at their headers, until their completion:
+                             * at most max_concurrent_requests (more: 429) */
+    size_t discarding;      /* requests refused at their headers whose bodies are being read and
+                             * dropped: not waited for by serve_http_wait_idle */
     size_t answering;       /* answer threads running (see start_answer_thread) */
     bool answering_closed;  /* serve_http_stop has begun: no new answer thread */
     pthread_cond_t answered; /* signalled when answering drops to 0 */
@@ -135,6 +148,8 @@ typedef struct request {
     struct MHD_Connection *connection;
     pthread_t thread;
     bool thread_started;
+    bool admitted;      /* counted in serve_http.admitted */
+    bool discarding;    /* counted in serve_http.discarding */
     int status;         /* the status queued; 0: none yet */
     bool deadline_closed;
     size_t texts, tokens;
@@ -541,7 +556,7 @@ static void answer_model_route(serve_http *h, request *r)
  * wait for the model: a request that needs it is suspended (MHD_suspend_connection, which takes
  * it out of its thread's event loop), answered on a thread of its own (parse, tokenize, wait
  * for the scheduler, format), then resumed; libmicrohttpd calls the handler again, which queues
- * the answer and joins the thread. At most max_concurrent_requests (+1) run at once: first_call
+ * the answer and joins the thread. At most max_concurrent_requests run at once: first_call
  * refuses more requests (429). While suspended, the request is the answer thread's alone. */
 
 static void *answer_thread_main(void *arg)
@@ -585,12 +600,22 @@ static enum MHD_Result start_answer_thread(serve_http *h, struct MHD_Connection 
     r->connection = c;
     /* Suspended first, so that the thread's resume always follows it. */
     MHD_suspend_connection(c);
-    int rc = pthread_create(&r->thread, NULL, answer_thread_main, r);
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_attr_setstacksize(&attr, ANSWER_STACK_BYTES);
+        if (rc == 0)
+            rc = pthread_create(&r->thread, &attr, answer_thread_main, r);
+        pthread_attr_destroy(&attr);
+    }
     if (rc == 0) {
         r->thread_started = true;
         return MHD_YES;
     }
-    fail(r, SERVE_ERROR_BACKEND, "cannot start a thread for the request: %s", strerror(rc));
+    /* Out of threads or memory for now: the client may retry (Retry-After). */
+    fail(r, SERVE_ERROR_UNAVAILABLE, "the server cannot start a thread for the request now "
+                                     "(%s): retry later",
+         strerror(rc));
     pthread_mutex_lock(&h->lock);
     if (--h->answering == 0)
         pthread_cond_broadcast(&h->answered);
@@ -659,27 +684,34 @@ static void first_call(serve_http *h, struct MHD_Connection *c, request *r, cons
         unavailable(h, r);
         return;
     }
-    pthread_mutex_lock(&h->lock);
-    size_t active = h->active;
-    pthread_mutex_unlock(&h->lock);
-    if (active > h->config.max_concurrent_requests) {
-        fail(r, SERVE_ERROR_OVERLOADED,
-             "Model is overloaded: more than %zu requests at once (--max-concurrent-requests)",
-             h->config.max_concurrent_requests);
-        return;
-    }
     const char *declared = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                        MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (declared) {
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(declared, &end, 10);
-        if (errno == 0 && end != declared && n > h->config.payload_limit)
+        if (errno == 0 && end != declared && n > h->config.payload_limit) {
             fail(r, SERVE_ERROR_TOO_LARGE,
                  "the body (%llu bytes) is larger than this server's limit of %zu bytes "
                  "(--payload-limit)",
                  n, h->config.payload_limit);
+            return;
+        }
     }
+    /* Only requests that passed every check count toward the limit: refused ones, whose
+     * bodies may still be read and dropped, and GETs do not, so that clients without the key
+     * (or with a wrong route) cannot lock out those with it. */
+    pthread_mutex_lock(&h->lock);
+    bool room = h->admitted < h->config.max_concurrent_requests;
+    if (room) {
+        h->admitted++;
+        r->admitted = true;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (!room)
+        fail(r, SERVE_ERROR_OVERLOADED,
+             "Model is overloaded: %zu requests are in progress (--max-concurrent-requests)",
+             h->config.max_concurrent_requests);
 }
 
 /* A part of the body: kept while within the payload limit, dropped after (and all of it when
@@ -729,6 +761,22 @@ static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, reques
     return MHD_YES;
 }
 
+/* Counts the request among those refused at their headers whose bodies are being read and
+ * dropped (on), or no more (off): its body is complete, or its connection closed. */
+static void set_discarding(serve_http *h, request *r, bool on)
+{
+    if (r->discarding == on)
+        return;
+    pthread_mutex_lock(&h->lock);
+    r->discarding = on;
+    if (on)
+        h->discarding++;
+    else
+        h->discarding--;
+    pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->lock);
+}
+
 static request *new_request(serve_http *h, struct MHD_Connection *c, const char *url,
                             const char *method)
 {
@@ -768,8 +816,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return MHD_NO;
         *con_cls = r;
         first_call(h, c, r, method);
-        if (r->answer.ready && !read_body_first(h, c))
-            return queue_answer(h, c, r);
+        if (r->answer.ready) {
+            if (!read_body_first(h, c))
+                return queue_answer(h, c, r);
+            set_discarding(h, r, true);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -778,6 +829,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return ret;
     }
     /* The request is complete, or its answer thread has resumed it. */
+    set_discarding(h, r, false);
     join_answer_thread(r);
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->config.idle_timeout_s);
     if (!r->answer.ready) {
@@ -813,30 +865,44 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
     join_answer_thread(r); /* the connection closed before its answer was queued */
     double ms = (now_s() - r->start_s) * 1000.0;
-    /* No response: cut off for slowness (408), for a body past the discard cap (413), or the
-     * client left first (499, nginx's "client closed request"). */
+    /* No response: cut off for slowness (408), for a body past the discard cap (413), by the
+     * server's own stop (503), or the client left first (499, nginx's "client closed
+     * request"). */
     bool too_slow = r->deadline_closed ||
                     (!r->status && toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED);
-    int status = too_slow ? 408 : r->discard_cut ? 413 : r->status ? r->status : 499;
+    bool stopped = toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN;
+    int status = too_slow        ? 408
+                 : r->discard_cut ? 413
+                 : r->status      ? r->status
+                 : stopped        ? 503
+                                  : 499;
     char cut[128];
     snprintf(cut, sizeof(cut), " (closed: the body went past %zu bytes, %d times --payload-limit)",
              discard_cap(h), DISCARD_FACTOR);
-    const char *note = too_slow ? " (closed: the client was too slow for the request's deadline)"
-                       : r->discard_cut                              ? cut
-                       : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " (client gone)"
-                                                                     : "";
+    const char *note =
+        too_slow         ? " (closed: the client was too slow for the request's deadline)"
+        : r->discard_cut ? cut
+        : stopped        ? (r->status ? " (closed by the server's stop before the answer was "
+                                        "sent whole)"
+                                      : " (closed by the server's stop before an answer)")
+        : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " (client gone)"
+                                                      : "";
     fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu ms=%.1f%s\n", r->method,
             r->log_path, status, r->texts, r->tokens, ms, note);
     if (h->config.metrics)
         serve_metrics_request(h->config.metrics, metrics_route(r), status, r->texts, r->tokens,
                               r->queue_ms, r->inference_ms, ms);
+    pthread_mutex_lock(&h->lock);
+    if (r->admitted)
+        h->admitted--;
+    if (r->discarding)
+        h->discarding--;
+    h->active--;
+    pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->lock);
     free(r->answer.body);
     free(r->body);
     free(r);
-    pthread_mutex_lock(&h->lock);
-    if (--h->active == 0)
-        pthread_cond_broadcast(&h->idle);
-    pthread_mutex_unlock(&h->lock);
 }
 
 /* libmicrohttpd's messages, on stderr. A request it refuses itself, before the handler (a
@@ -1129,7 +1195,9 @@ void serve_http_stop_accepting(serve_http *h)
     }
 }
 
-bool serve_http_wait_idle(serve_http *h, double timeout_s)
+/* Waits until no request is in progress (all), or none but those refused at their headers
+ * whose bodies are being read and dropped (!all), or timeout_s has passed; true when so. */
+static bool wait_requests(serve_http *h, double timeout_s, bool all)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -1137,12 +1205,17 @@ bool serve_http_wait_idle(serve_http *h, double timeout_s)
     until.tv_sec = (time_t)end;
     until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
     pthread_mutex_lock(&h->lock);
-    while (h->active > 0)
+    while (h->active > (all ? 0 : h->discarding))
         if (pthread_cond_timedwait(&h->idle, &h->lock, &until) == ETIMEDOUT)
             break;
-    bool idle = h->active == 0;
+    bool idle = h->active == (all ? 0 : h->discarding);
     pthread_mutex_unlock(&h->lock);
     return idle;
+}
+
+bool serve_http_wait_idle(serve_http *h, double timeout_s)
+{
+    return wait_requests(h, timeout_s, false);
 }
 
 void serve_http_stop(serve_http **hp)
@@ -1164,6 +1237,11 @@ void serve_http_stop(serve_http **hp)
     while (h->answering > 0)
         pthread_cond_wait(&h->answered, &h->lock);
     pthread_mutex_unlock(&h->lock);
+    /* The answer threads have resumed their connections, but libmicrohttpd's threads have yet
+     * to queue and write those answers (a 503 past the drain, a 200 just finished): they get a
+     * short while (each with "Connection: close"), as do refused requests still sending the
+     * body they are answered after. */
+    wait_requests(h, STOP_GRACE_S, true);
     /* Every connection's "closed" notification frees its entry, every request's completion
      * joins its answer thread. */
     MHD_stop_daemon(h->daemon);

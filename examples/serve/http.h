@@ -25,8 +25,13 @@
  * An idle connection costs a few KiB and no thread, so connections that send nothing cannot
  * lock clients out; libmicrohttpd closes a connection beyond the limit at once.
  *
- * Limits: more than max_concurrent_requests requests at once (a request counts from its headers
- * to its answer; an idle connection does not): 429. A request refused at its headers (401,
+ * Limits: a POST that passes every check at its headers (key, route, method, Content-Length) is
+ * admitted, and counts from then until its answer is sent; past max_concurrent_requests
+ * admitted at once, more are refused 429. Refused requests (while their bodies are read and
+ * dropped too), GETs and idle connections do not count, so that clients without the key, or
+ * with a wrong route, cannot lock out those with it. The answer threads have a stack of 1 MiB
+ * (see http.c); one that cannot be started (out of threads or memory) is answered 503 with
+ * "Retry-After". A request refused at its headers (401,
  * 404, 405, 413 for a Content-Length over the payload limit, 429, 503) with a body is answered
  * once that body has been read and dropped, up to 4 times the payload limit (beyond: closed, no
  * answer), so that clients that send their whole body before they read (Python's urllib,
@@ -45,9 +50,10 @@
  * a good part of the kernel's send buffer, which a client reading a byte at a time does not.
  *
  * Log line, one per request: "clattn-serve: METHOD ROUTE STATUS texts=N tokens=N ms=X", with
- * " (client gone)" when the client closed the connection first. Without a response, STATUS is
- * 408 for a client cut off by its deadline or the idle timeout, 413 for a body past the discard
- * cap, 499 for one that left first (also so in the metrics). Unknown routes are logged with
+ * " (client gone)" when the client closed the connection first, " (closed by the server's
+ * stop ...)" when serve_http_stop closed it. Without a response, STATUS is 408 for a client cut
+ * off by its deadline or the idle timeout, 413 for a body past the discard cap, 503 for one
+ * closed by the stop, 499 for one that left first (also so in the metrics). Unknown routes are logged with
  * their path, control characters and non-ASCII bytes replaced by '?', at most 64 bytes; in the
  * metrics they are "other". A request that libmicrohttpd refuses itself before any route (a
  * malformed request line or header, such as a Content-Length that is not a plain decimal
@@ -113,15 +119,21 @@ unsigned serve_http_threads(const serve_http *h);
  * until serve_http_stop. */
 void serve_http_set_ready(serve_http *h, const serve_backend *backend);
 
-/* Stops accepting connections and answers 503 to new requests on open ones (and on /health). */
+/* Stops accepting connections and answers 503 to new requests on open ones (and on /health);
+ * every answer from then on says "Connection: close". */
 void serve_http_stop_accepting(serve_http *h);
 
-/* Waits until no request is in progress or timeout_s has passed; true when none is left. */
+/* Waits until no request is in progress or timeout_s has passed; true when none is left.
+ * Requests refused at their headers whose bodies are still being read and dropped are not
+ * waited for (a slow client would hold the stop for nothing): they get serve_http_stop's short
+ * grace to finish sending and be answered. */
 bool serve_http_wait_idle(serve_http *h, double timeout_s);
 
-/* Waits for the answer threads, closes every connection, joins libmicrohttpd's threads and frees
- * the server (stop the scheduler first: an answer thread waits for its batches). Sets *h to
- * NULL; accepts NULL. */
+/* Waits for the answer threads, then at most 2 s for every answer decided to be written (a 503
+ * for a request past the drain, a 200 just finished), closes every connection (a request still
+ * in progress is logged as closed by the server's stop), joins libmicrohttpd's threads and
+ * frees the server (stop the scheduler first: an answer thread waits for its batches). Sets *h
+ * to NULL; accepts NULL. */
 void serve_http_stop(serve_http **h);
 
 #endif /* CLATTN_SERVE_HTTP_H */

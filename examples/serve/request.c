@@ -611,6 +611,37 @@ static bool get_dimensions(const json_t *root, serve_api api, const serve_limits
     return true;
 }
 
+/* The string s[0 .. length) (NULs allowed) made fit for a message, in out[0 .. size): cut at
+ * a character boundary before size - 4 bytes and followed by "..." when longer, control
+ * characters (NUL included) written as \u00XX, bytes that are not UTF-8 as \xXX. */
+static void displayable(char *out, size_t size, const char *s, size_t length)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    while (i < length) {
+        size_t len = utf8_sequence(u + i, length - i);
+        char piece[8];
+        size_t n;
+        if (!len || u[i] < 0x20 || u[i] == 0x7f) {
+            n = (size_t)snprintf(piece, sizeof(piece), len ? "\\u%04x" : "\\x%02X", u[i]);
+            len = 1;
+        } else {
+            memcpy(piece, s + i, len);
+            n = len;
+        }
+        if (o + n > size - 4)
+            break;
+        memcpy(out + o, piece, n);
+        o += n;
+        i += len;
+    }
+    if (i < length) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}
+
 /* The prompt a request's texts get: "prompt_name"'s (when `named` and the body has one), else
  * the model's default; *prompt NULL: none. */
 static bool get_prompt(const json_t *root, serve_api api, const serve_limits *limits, bool named,
@@ -626,15 +657,18 @@ static bool get_prompt(const json_t *root, serve_api api, const serve_limits *li
             *prompt = clattn_sentence_model_prompt(limits->prompts, info.default_prompt_name);
         return true;
     }
-    if ((*prompt = clattn_sentence_model_prompt(limits->prompts, name)))
+    /* A name with "\u0000" in it is none of the model's (not the part before the NUL). */
+    size_t length = json_string_length(json_object_get(root, "prompt_name"));
+    if (strlen(name) == length && (*prompt = clattn_sentence_model_prompt(limits->prompts, name)))
         return true;
-    char names[400] = "";
+    char names[400] = "", shown[68];
     const char *known;
     for (size_t i = 0; (known = clattn_sentence_model_prompt_name(limits->prompts, i)); i++)
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"",
                  i ? ", " : "", known);
+    displayable(shown, sizeof(shown), name, length);
     serve_error_set(err, api, SERVE_ERROR_INVALID, "prompt_name",
-                    "'prompt_name' \"%.64s\" is not one of the model's prompts (%s)", name,
+                    "'prompt_name' \"%s\" is not one of the model's prompts (%s)", shown,
                     names[0] ? names : "it has none");
     return false;
 }
@@ -656,16 +690,27 @@ static bool find_model_name(const char *model, size_t length, const serve_limits
         }
     if (limits->accept_any_model_name)
         return true;
-    char names[300] = "";
-    for (size_t i = 0; i < limits->model_name_count && strlen(names) + 4 < sizeof(names); i++)
-        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s`%.64s`",
-                 i ? ", " : "", limits->model_names[i]);
-    /* OpenAI's own message first, then what this server serves. */
+    /* OpenAI's own message first, then what this server serves; the names as sent, each at
+     * most 128 bytes (the served ones 64), so that the message (512 bytes) holds them whole. */
+    char shown[132], names[224] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < limits->model_name_count; i++) {
+        char name[68];
+        displayable(name, sizeof(name), limits->model_names[i],
+                    strlen(limits->model_names[i]));
+        if (used + strlen(name) + 8 > sizeof(names)) {
+            snprintf(names + used, sizeof(names) - used, ", ...");
+            break;
+        }
+        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s`%s`", i ? ", " : "",
+                                 name);
+    }
+    displayable(shown, sizeof(shown), model, length);
     serve_error_set(err, SERVE_API_OPENAI, SERVE_ERROR_MODEL_NOT_FOUND, NULL,
-                    "The model `%.128s` does not exist or you do not have access to it. This "
+                    "The model `%s` does not exist or you do not have access to it. This "
                     "server serves %s (--served-model-name; --accept-any-model-name accepts "
                     "any name)",
-                    model, names);
+                    shown, names);
     return false;
 }
 

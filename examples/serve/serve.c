@@ -9,8 +9,9 @@
  * stderr first, and the URL alone as one line on stdout (so that a script with --port 0 can
  * read the port), then the model is loaded and run once (the warm-up: the first run builds what
  * is built lazily); until then /health answers 503. SIGINT or SIGTERM: stop accepting, let the
- * requests in progress finish (at most 30 s), exit 0. A signal that comes while the model loads
- * is acted on once the load returns.
+ * requests in progress finish (at most --shutdown-timeout, 30 s; those still waiting then are
+ * answered 503), exit 0. A signal that comes while the model loads is acted on once the load
+ * returns.
  *
  * Exit status: 0 after a signal, 2 on a usage error, 1 on a runtime error (the model cannot be
  * loaded, the address cannot be bound); every error names its cause on stderr.
@@ -37,7 +38,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DRAIN_SECONDS 30.0
 #define MAX_SERVED_NAMES 64
 /* The open-file limit is raised at most to this (the connection limit follows it: http.h). */
 #define MAX_OPEN_FILES 65792
@@ -58,6 +58,7 @@ typedef struct options {
     size_t served_name_count;
     bool accept_any_model_name;
     double request_timeout_s;
+    double shutdown_timeout_s; /* how long requests in progress get after SIGINT/SIGTERM */
     char default_name[256];  /* the folder's name */
 } options;
 
@@ -71,7 +72,7 @@ static void usage(FILE *out)
             "                    [--max-input-length N] [--auto-truncate]\n"
             "                    [--payload-limit 2000000] [--api-key KEY]\n"
             "                    [--served-model-name NAME]... [--accept-any-model-name]\n"
-            "                    [--request-timeout 30]\n"
+            "                    [--request-timeout 30] [--shutdown-timeout 30]\n"
             "\n"
             "Serves the sentence embeddings of a sentence-transformers model folder over HTTP,\n"
             "with OpenAI's and text-embeddings-inference's APIs:\n"
@@ -119,16 +120,20 @@ static void usage(FILE *out)
             "                             once the body is read, up to 4 times the limit)\n"
             "  --api-key KEY              require 'Authorization: Bearer KEY' (default:\n"
             "                             $CLATTN_API_KEY; none when neither is set)\n"
-            "  --served-model-name NAME   a name of the model (repeat it for aliases; default:\n"
-            "                             the folder's): /v1/models lists them, /info shows the\n"
-            "                             first; an OpenAI request for another \"model\" is\n"
-            "                             refused (404 model_not_found; TEI's routes ignore it)\n"
+            "  --served-model-name NAME   a name of the model (repeat it for aliases, a name\n"
+            "                             given twice counts once; default: the folder's):\n"
+            "                             /v1/models lists them, /info shows the first; an\n"
+            "                             OpenAI request for another \"model\" is refused (404\n"
+            "                             model_not_found; TEI's routes ignore it)\n"
             "  --accept-any-model-name    accept any OpenAI \"model\" name\n"
             "  --request-timeout SECONDS  a request's deadline from its headers to its answer;\n"
             "                             headers too must arrive within it, however slowly\n"
             "                             they trickle in (libmicrohttpd's own timeout, this\n"
             "                             too, is an idle one that every byte resets)\n"
             "                             (default 30)\n"
+            "  --shutdown-timeout SECONDS on SIGINT or SIGTERM, how long the requests in\n"
+            "                             progress get to finish; those still waiting for the\n"
+            "                             model then are answered 503 (default 30; 0: at once)\n"
             "\n"
             "One log line per request on stderr: method, route, status, texts, tokens, ms.\n");
 }
@@ -147,6 +152,15 @@ static void folder_name(const char *path, char *out, size_t size)
     out[n] = '\0';
 }
 
+/* Where name is among the served names so far (served_name_count: not there). */
+static size_t served_name_index(const options *o, const char *name)
+{
+    size_t i = 0;
+    while (i < o->served_name_count && strcmp(o->served_names[i], name) != 0)
+        i++;
+    return i;
+}
+
 static bool parse_size(const char *text, unsigned long long min, unsigned long long max,
                        size_t *out)
 {
@@ -163,7 +177,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_MODEL = 256, O_DEVICE, O_PRECISION, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
            O_MAX_CLIENT_BATCH_SIZE, O_MAX_CONCURRENT_REQUESTS, O_MAX_INPUT_LENGTH,
            O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME,
-           O_ACCEPT_ANY_MODEL_NAME, O_REQUEST_TIMEOUT, O_HELP };
+           O_ACCEPT_ANY_MODEL_NAME, O_REQUEST_TIMEOUT, O_SHUTDOWN_TIMEOUT, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -181,6 +195,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"served-model-name", required_argument, NULL, O_SERVED_MODEL_NAME},
         {"accept-any-model-name", no_argument, NULL, O_ACCEPT_ANY_MODEL_NAME},
         {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+        {"shutdown-timeout", required_argument, NULL, O_SHUTDOWN_TIMEOUT},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -193,6 +208,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->max_concurrent_requests = 512;
     o->payload_limit = 2000000;
     o->request_timeout_s = 30.0;
+    o->shutdown_timeout_s = 30.0;
     o->api_key = getenv("CLATTN_API_KEY");
     opterr = 0;
     int c;
@@ -255,6 +271,8 @@ static int parse_options(int argc, char **argv, options *o)
         case O_SERVED_MODEL_NAME:
             if (!optarg[0])
                 return usage_error("--served-model-name needs a name");
+            if (served_name_index(o, optarg) < o->served_name_count)
+                break; /* given before: one name, listed once */
             if (o->served_name_count == MAX_SERVED_NAMES)
                 return usage_error("--served-model-name: at most %d names", MAX_SERVED_NAMES);
             o->served_names[o->served_name_count++] = optarg;
@@ -266,6 +284,14 @@ static int parse_options(int argc, char **argv, options *o)
                 o->request_timeout_s > 86400)
                 return usage_error("--request-timeout needs a number of seconds above 0 and at "
                                    "most 86400, not '%s'",
+                                   optarg);
+            break;
+        case O_SHUTDOWN_TIMEOUT:
+            o->shutdown_timeout_s = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->shutdown_timeout_s >= 0) ||
+                o->shutdown_timeout_s > 86400)
+                return usage_error("--shutdown-timeout needs a number of seconds from 0 to "
+                                   "86400, not '%s'",
                                    optarg);
             break;
         case 'h':
@@ -316,16 +342,17 @@ typedef struct served_model {
 
 /* Stops in the right order: no new requests, those in progress finish (bounded), the scheduler's
  * queue (in what is left of the bound), the connections, the scheduler, the model. */
-static void shut_down(server *s)
+static void shut_down(server *s, double drain_s)
 {
     double start = cli_now_s();
     if (s->http) {
         serve_http_stop_accepting(s->http);
-        if (s->scheduler && !serve_http_wait_idle(s->http, DRAIN_SECONDS))
-            cli_note("requests still in progress after %.0f s are answered 503",
-                     DRAIN_SECONDS);
+        if (s->scheduler && !serve_http_wait_idle(s->http, drain_s))
+            cli_note("requests still in progress after %g s (--shutdown-timeout) are answered "
+                     "503",
+                     drain_s);
     }
-    double left_ms = (DRAIN_SECONDS - (cli_now_s() - start)) * 1000.0;
+    double left_ms = (drain_s - (cli_now_s() - start)) * 1000.0;
     /* Jobs still queued get what is left of the bound; then the connections' threads are
      * joined (a request past the bound answers 503), and only then is the scheduler freed. */
     serve_scheduler_drain(s->scheduler, left_ms > 0 ? left_ms : 0);
@@ -515,7 +542,7 @@ int main(int argc, char **argv)
     served_model m;
     rc = load_model(&s, &o, &m);
     if (rc >= 0) {
-        shut_down(&s);
+        shut_down(&s, o.shutdown_timeout_s);
         return rc;
     }
     serve_scheduler_config sc = {
@@ -525,7 +552,7 @@ int main(int argc, char **argv)
         .metrics = s.metrics,
     };
     if (serve_scheduler_start(&s.scheduler, &m.engine, &sc, error, sizeof(error)) != 0) {
-        shut_down(&s);
+        shut_down(&s, o.shutdown_timeout_s);
         return runtime_error("cannot start the scheduler: %s", error);
     }
     serve_backend backend = {
@@ -587,9 +614,9 @@ int main(int argc, char **argv)
     while (!sig)
         if (sigwait(&stop_signals, &sig) != 0)
             sig = 0;
-    fprintf(stderr, "clattn-serve: %s: stopping (requests in progress get at most %.0f s)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", DRAIN_SECONDS);
-    shut_down(&s);
+    fprintf(stderr, "clattn-serve: %s: stopping (requests in progress get at most %g s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_timeout_s);
+    shut_down(&s, o.shutdown_timeout_s);
     fprintf(stderr, "clattn-serve: stopped\n");
     return 0;
 }
