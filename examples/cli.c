@@ -2,12 +2,14 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *program = "clattn";
 static bool usage_quiet;
@@ -93,9 +95,10 @@ void print_json_string(const char *s)
     putchar('"');
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *file_kind(mode_t mode)
+const char *cli_file_kind(mode_t mode)
 {
+    if (S_ISREG(mode))
+        return "a regular file";
     if (S_ISDIR(mode))
         return "a directory";
     if (S_ISFIFO(mode))
@@ -106,6 +109,8 @@ static const char *file_kind(mode_t mode)
         return "a block device";
     if (S_ISSOCK(mode))
         return "a socket";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
     return "a special file";
 }
 
@@ -126,13 +131,13 @@ bool cli_may_write(const char *path, char *problem, size_t problem_size)
         }
         if (!S_ISREG(st.st_mode)) {
             snprintf(problem, problem_size, "a symbolic link to %s, not to a regular file",
-                     file_kind(st.st_mode));
+                     cli_file_kind(st.st_mode));
             return false;
         }
         return true;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(problem, problem_size, "%s, not a regular file", file_kind(st.st_mode));
+        snprintf(problem, problem_size, "%s, not a regular file", cli_file_kind(st.st_mode));
         return false;
     }
     return true;
@@ -149,7 +154,79 @@ int cli_check_output(const char *option, const char *path)
         return usage_error("%s %s: it names %s; only a regular file or a new one is written "
                            "(left unchanged)",
                            option, path, problem);
+    struct stat st;
+    if (lstat(path, &st) == 0)
+        return -1;
+    /* A new file: its folder must be there, or the work would be lost at the end. */
+    const char *slash = strrchr(path, '/');
+    char folder[4096];
+    snprintf(folder, sizeof(folder), "%.*s",
+             slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+    if (stat(folder, &st) != 0)
+        return usage_error("%s %s: its folder %s %s", option, path, folder,
+                           errno == ENOENT ? "does not exist" : strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return usage_error("%s %s: its folder %s is %s, not a directory", option, path, folder,
+                           cli_file_kind(st.st_mode));
     return -1;
+}
+
+/* A look at to, then a plain rename (file systems without renameat2's flags). */
+static int checked_rename(const char *from, const char *to, char *problem, size_t problem_size)
+{
+    struct stat st;
+    if (lstat(to, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(problem, problem_size, "it names %s, not a regular file",
+                 cli_file_kind(st.st_mode));
+        return -1;
+    }
+    if (rename(from, to) == 0)
+        return 0;
+    snprintf(problem, problem_size, "%s", strerror(errno));
+    return errno;
+}
+
+static bool flag_unsupported(int err)
+{
+    return err == EINVAL || err == ENOSYS || err == ENOTSUP || err == EXDEV;
+}
+
+int cli_rename_over(const char *from, const char *to, char *problem, size_t problem_size)
+{
+    struct stat st;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+            return 0;
+        if (flag_unsupported(errno)) {
+            if (link(from, to) == 0)
+                return unlink(from), 0;
+            if (errno != EEXIST)
+                return checked_rename(from, to, problem, problem_size);
+        } else if (errno != EEXIST) {
+            snprintf(problem, problem_size, "%s", strerror(errno));
+            return errno;
+        }
+        /* The name is taken: exchanged, then what came out is looked at. */
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE) != 0) {
+            if (errno == ENOENT)
+                continue; /* gone meanwhile */
+            if (flag_unsupported(errno))
+                return checked_rename(from, to, problem, problem_size);
+            snprintf(problem, problem_size, "%s", strerror(errno));
+            return errno;
+        }
+        bool seen = lstat(from, &st) == 0;
+        if (seen && S_ISREG(st.st_mode))
+            return unlink(from), 0; /* the regular file replaced */
+        const char *kind = seen ? cli_file_kind(st.st_mode) : "something that cannot be examined";
+        snprintf(problem, problem_size, "it names %s, not a regular file", kind);
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_EXCHANGE) != 0)
+            snprintf(problem, problem_size, "%s took its name and could not be put back: it lies "
+                     "at %s now", kind, from);
+        return -1;
+    }
+    snprintf(problem, problem_size, "its name came and went while it was looked at");
+    return EAGAIN;
 }
 
 int refuse_output_over_inputs(const char *output, const char *const *names,

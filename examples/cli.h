@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define EXIT_USAGE 2
 #define EXIT_RUNTIME 1
@@ -34,10 +35,18 @@ bool parse_count(const char *text, unsigned long long max, unsigned long long *o
  * is never opened, written, replaced or removed. Returns true when path may be written; else
  * false, with why in problem: a phrase after "it names" ("a FIFO, not a regular file"). */
 bool cli_may_write(const char *path, char *problem, size_t problem_size);
+/* What a file of this mode is, for messages: "a FIFO", "a directory", "a regular file", ... */
+const char *cli_file_kind(mode_t mode);
 /* Up front, before any work: refuses a file option (`option`, e.g. "--output") whose path is
- * empty or names something cli_may_write refuses. Returns -1 when path is NULL or may be
- * written, else usage_error's status (the message ends "(left unchanged)"). */
+ * empty, names something cli_may_write refuses, or is new in a folder that does not exist (or
+ * is no directory). Returns -1 when path is NULL or may be written, else usage_error's status. */
 int cli_check_output(const char *option, const char *path);
+/* Renames the regular file `from` to `to` by the same rule, atomically: a free name takes it
+ * (never replacing what appeared meanwhile); a taken name is exchanged with it and what came out
+ * is removed when it is a regular file, else put back untouched. Returns 0; -1 when `to` names
+ * something else (problem: "it names a FIFO, not a regular file"); else an errno (problem: the
+ * system's reason). */
+int cli_rename_over(const char *from, const char *to, char *problem, size_t problem_size);
 
 /* Refuses an --output that is the same file (device and inode, so also through a link) as one
  * of the `count` files read (paths[i] may be NULL; names[i] is its option without "--"): the

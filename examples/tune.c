@@ -254,7 +254,8 @@ static int tune_attention(session *s, clattn_tuning *best)
 
 /* The cache is only ever replaced when it is a regular file (or a link to one) or does not
  * exist yet (cli_may_write; the library refuses anything else too): said before the timing
- * rather than after it. */
+ * rather than after it, as a usage error (exit 2), as the other programs refuse such an
+ * --output. */
 static bool cache_replaceable(void)
 {
     const char *path = clattn_tuning_cache_path();
@@ -276,7 +277,7 @@ static bool cache_replaceable(void)
 static int run(const options *o)
 {
     if (!o->dry_run && !cache_replaceable())
-        return 1;
+        return 2;
     clattn_context_params params;
     clattn_context_params_default(&params);
     params.device = o->device;

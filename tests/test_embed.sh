@@ -40,6 +40,40 @@ source "$(dirname "$0")/tiny_corpus.sh"
 make_tiny_embedder "$tmp/tiny" "$golden"
 make_corpus "$tmp/corpus.txt" 160
 job() { "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" "$@"; }
+# start_stopped LOG VAR=VALUE... -- ARGS...: `job ARGS` in the background with the test hooks
+# VAR=VALUE (embed_job.c), once one of them stopped it (SIGSTOP); its pid in $pid.
+start_stopped() {
+    local log=$1 vars=()
+    shift
+    while [ "$1" != -- ]; do vars+=("$1") && shift; done
+    shift
+    env "${vars[@]}" "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" "$@" >"$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do
+        [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && return
+        sleep 0.1
+    done
+    echo "FAIL: ${vars[*]}: the job never stopped"
+    failures=$((failures + 1))
+}
+# continue_stopped: lets $pid go on, waits for it (60 s at most: a job that hangs, on a FIFO say,
+# is killed and fails the test), its exit status in $rc.
+continue_stopped() {
+    local state
+    kill -CONT "$pid"
+    for _ in $(seq 600); do
+        state=$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)
+        [ -z "$state" ] || [ "$state" = Z ] && break
+        sleep 0.1
+    done
+    if [ -n "$state" ] && [ "$state" != Z ]; then
+        echo "FAIL: the job still runs 60 s after it was continued (waiting on a FIFO?)"
+        failures=$((failures + 1))
+        kill -KILL "$pid"
+    fi
+    wait "$pid"
+    rc=$?
+}
 expect 2 "--resume, --shard-size and --progress are for a corpus job" -- \
     "$embed" --model "$tmp/tiny" --input - --output "$tmp/x.npy" --resume
 expect 2 "--shard-size needs a positive number of bytes" -- job --output "$tmp/x.npy" --shard-size 0
@@ -49,6 +83,13 @@ expect 1 "holds no text" -- "$embed" --model "$tmp/tiny" --input "$tmp/empty.txt
 mkfifo "$tmp/fifo"
 expect 1 "is not a regular file" -- timeout 60 "$embed" --model "$tmp/tiny" --input "$tmp/fifo" --output "$tmp/x.npy"
 expect 2 "it names a directory, not a regular file" -- job --output "$tmp"
+# A new output in a folder that does not exist: refused up front, not after the work.
+for run in job memory; do
+    args=(--input "$tmp/corpus.txt")
+    [ $run = memory ] && args=(hello)
+    expect 2 "--output $tmp/none/x.npy: its folder $tmp/none does not exist" -- \
+        "$embed" --model "$tmp/tiny" "${args[@]}" --output "$tmp/none/x.npy"
+done
 # One shard (the default 1 MiB holds the whole corpus): the very bytes of the in-memory path.
 "$embed" --model "$tmp/tiny" --input - --output "$tmp/memory.npy" <"$tmp/corpus.txt"
 expect 0 "" -- job --output "$tmp/one_shard.npy"
@@ -91,7 +132,36 @@ CLATTN_EMBED_KILL_SHARD=20 expect 137 "" -- job --output "$tmp/killed.npy" --sha
 expect 0 "" -- test ! -e "$tmp/killed.npy"
 expect 0 '"resumed_shards": 20,' -- job --output "$tmp/killed.npy" --shard-size 256 --resume --json
 expect 0 "" -- cmp "$tmp/killed.npy" "$tmp/ref.npy"
-# --resume with nothing to resume starts afresh.
+# The .npy header in OUT.partial damaged (as a kill between sizing the file and writing the header
+# leaves it): --resume writes it again.
+CLATTN_EMBED_FAIL_SHARD=20 expect 1 "" -- job --output "$tmp/header.npy" --shard-size 256
+printf 'XXXXXXXXXXXXXXXX' | dd of="$tmp/header.npy.partial" conv=notrunc status=none
+expect 0 "its .npy header is not the job's" -- job --output "$tmp/header.npy" --shard-size 256 --resume
+expect 0 "" -- cmp "$tmp/header.npy" "$tmp/ref.npy"
+# Killed between the final rename and the removal of OUT.progress: --resume sees that OUT is the
+# finished job's file (every shard recorded, its rows as recorded) and only removes the progress
+# file; with a row of OUT changed, it says so and leaves both as they are.
+for damage in none row; do
+    CLATTN_EMBED_KILL_AT=rename expect 137 "" -- job --output "$tmp/renamed.npy" --shard-size 256
+    expect 0 "" -- test -s "$tmp/renamed.npy" -a -s "$tmp/renamed.npy.progress" -a ! -e "$tmp/renamed.npy.partial"
+    if [ $damage = none ]; then
+        expect 0 "note: --resume: the job was finished: $tmp/renamed.npy holds every shard's rows as recorded" -- \
+            job --output "$tmp/renamed.npy" --shard-size 256 --resume
+        expect 0 "" -- test ! -e "$tmp/renamed.npy.progress"
+        expect 0 "" -- cmp "$tmp/renamed.npy" "$tmp/ref.npy"
+    else
+        dd if=/dev/zero of="$tmp/renamed.npy" bs=1 seek=20000 count=4 conv=notrunc status=none
+        cp "$tmp/renamed.npy" "$tmp/renamed.kept"
+        expect 1 "is missing, and $tmp/renamed.npy is not the job's finished file (its rows of lines" -- \
+            job --output "$tmp/renamed.npy" --shard-size 256 --resume
+        expect 0 "" -- cmp "$tmp/renamed.npy" "$tmp/renamed.kept"
+        expect 0 "" -- test -s "$tmp/renamed.npy.progress"
+    fi
+done
+# --resume with nothing to resume starts afresh, saying so.
+expect 0 "note: --resume: there is nothing to resume (no $tmp/fresh.npy.progress): the job starts from the beginning" -- \
+    job --output "$tmp/fresh.npy" --shard-size 256 --resume
+rm "$tmp/fresh.npy"
 expect 0 '"resumed_shards": 0,' -- job --output "$tmp/fresh.npy" --shard-size 256 --resume --json
 expect 0 "" -- cmp "$tmp/fresh.npy" "$tmp/ref.npy"
 
@@ -178,6 +248,41 @@ expect 0 "--output $tmp/special/late.npy: it names a FIFO, not a regular file no
     cat "$tmp/late.log"
 expect 0 "" -- test -p "$tmp/special/late.npy"
 expect 0 "" -- cmp "$tmp/special/late.npy.partial" "$tmp/ref.npy"
+# A FIFO that takes OUT.partial's name after embed looked, before the job makes its files, or
+# after it made its progress file and before it opens OUT.partial: refused, left as it is (the
+# job once removed it), nothing of the job's left; never waited on.
+for step in files open; do
+    start_stopped "$tmp/race.log" CLATTN_EMBED_STOP_AT=$step -- --output "$tmp/special/$step.npy" --shard-size 256
+    mkfifo "$tmp/special/$step.npy.partial"
+    continue_stopped
+    expect 0 "$tmp/special/$step.npy.partial: it names a FIFO, not a regular file" -- \
+        bash -c 'cat "$1"; exit "$2"' _ "$tmp/race.log" "$((rc == 1 ? 0 : 1))"
+    expect 0 "" -- test -p "$tmp/special/$step.npy.partial" -a ! -e "$tmp/special/$step.npy.progress" \
+        -a ! -e "$tmp/special/$step.npy"
+done
+# OUT.partial replaced (by a FIFO) while the job runs: the finished job renames only the file it
+# wrote; the FIFO stays where it is (it once became OUT), and so does the progress file.
+start_stopped "$tmp/race.log" CLATTN_EMBED_STOP_SHARD=36 -- --output "$tmp/special/swapped.npy" --shard-size 256
+rm "$tmp/special/swapped.npy.partial"
+mkfifo "$tmp/special/swapped.npy.partial"
+continue_stopped
+expect 0 "$tmp/special/swapped.npy.partial is not the file this job wrote any more (it names a FIFO now): it is left as it is" -- \
+    bash -c 'cat "$1"; exit "$2"' _ "$tmp/race.log" "$((rc == 1 ? 0 : 1))"
+expect 0 "" -- test -p "$tmp/special/swapped.npy.partial" -a ! -e "$tmp/special/swapped.npy" \
+    -a -s "$tmp/special/swapped.npy.progress"
+# Two jobs on one output: the second (new or --resume) is refused while the first runs (it holds
+# an flock on OUT.progress) and touches none of its files; the first then finishes as alone.
+start_stopped "$tmp/first.log" CLATTN_EMBED_STOP_SHARD=10 -- --output "$tmp/twice.npy" --shard-size 256
+cp "$tmp/twice.npy.progress" "$tmp/twice.progress.kept"
+cp "$tmp/twice.npy.partial" "$tmp/twice.partial.kept"
+expect 1 "another embed is running on $tmp/twice.npy (it holds $tmp/twice.npy.progress)" -- \
+    job --output "$tmp/twice.npy" --shard-size 256
+expect 1 "another embed is running on $tmp/twice.npy" -- job --output "$tmp/twice.npy" --shard-size 256 --resume
+expect 0 "" -- cmp "$tmp/twice.npy.progress" "$tmp/twice.progress.kept"
+expect 0 "" -- cmp "$tmp/twice.npy.partial" "$tmp/twice.partial.kept"
+continue_stopped
+expect 0 "" -- test "$rc" -eq 0
+expect 0 "" -- cmp "$tmp/twice.npy" "$tmp/ref.npy"
 
 echo "--- outputs that are files embed reads (by inode, whatever the spelling): refused"
 make_tiny_embedder "$tmp/guard" "$golden"
@@ -310,6 +415,30 @@ for name in device driver library; do
     sed -i "s/^$name: ./$name: ~/" "$tmp/id.npy.progress"
     refused_naming "$name" "~${value:1}" "$value" -- idjob --resume
 done
+# A damaged header (NUL bytes, as a crash before the file reached the disk may leave) is said to
+# be damaged, not another job's.
+header=$(sed -n '1s/^clattn-embed progress 3 header=0*//p' "$tmp/id.progress.kept")
+dd if=/dev/zero of="$tmp/id.npy.progress" bs=1 seek=$((header / 2)) count=40 conv=notrunc status=none
+expect 1 "$tmp/id.npy.progress is damaged (its header holds NUL bytes" -- idjob --resume
+expect 1 "" -- grep -q "records another job" <<<"$(idjob --resume 2>&1)"
+cp "$tmp/id.progress.kept" "$tmp/id.npy.progress"
+# A huge recorded value (1 MB; a header may be up to 1 MiB) is echoed cut, at 200 bytes.
+python3 - "$tmp/id.progress.kept" "$tmp/id.npy.progress" <<'PY'
+import re, sys
+data = open(sys.argv[1], "rb").read()
+n = int(re.match(rb"clattn-embed progress 3 header=(\d+)\n", data).group(1))
+header = re.sub(rb"\ndevice: [^\n]*", b"\ndevice: " + b"x" * 1000000, data[:n])
+header = re.sub(rb"header=\d+", b"header=%08d" % len(header), header, count=1)
+open(sys.argv[2], "wb").write(header + data[n:])
+PY
+out=$(idjob --resume 2>&1)
+if [[ "$out" == *"recorded: $(printf 'x%.0s' $(seq 200))…"* ]] && [ "$(wc -L <<<"$out")" -lt 400 ]; then
+    echo "ok:   a 1 MB recorded value is echoed cut at 200 bytes"
+else
+    echo "FAIL: a 1 MB recorded value: $(wc -c <<<"$out") bytes of output, its longest line $(wc -L <<<"$out")"
+    failures=$((failures + 1))
+fi
+cp "$tmp/id.progress.kept" "$tmp/id.npy.progress"
 # The same facts: another --batch-size (batch invariance) and --max-length above the model's 64.
 "$embed" --model "$tmp/normed" --input - --output "$tmp/normed.npy" <"$tmp/corpus.txt"
 expect 0 '"resumed_shards": 5,' -- idjob --resume --batch-size 7 --max-length 100000 --json

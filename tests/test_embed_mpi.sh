@@ -120,15 +120,42 @@ else
     failures=$((failures + 1))
 fi
 mpi_extra=()
+# its .npy header damaged too: rank 0 writes it again (an independent MPI-IO write, then synced)
+printf 'XXXXXXXXXXXXXXXX' | dd of="$tmp/two.npy.partial" conv=notrunc status=none
 out=$(two --resume --json 2>&1)
 resumed=$(grep -o '"resumed_shards": [0-9]*' <<<"$out" | head -n 1 | grep -o '[0-9]*$')
-if cmp -s "$tmp/one.npy" "$tmp/two.npy" && [ "${resumed:-0}" -gt 0 ]; then
-    echo "ok:   --resume skipped $resumed finished shards and wrote the same bytes"
+if cmp -s "$tmp/one.npy" "$tmp/two.npy" && [ "${resumed:-0}" -gt 0 ] &&
+    grep -q "its .npy header is not the job's" <<<"$out"; then
+    echo "ok:   --resume skipped $resumed finished shards, wrote the header again and the same bytes"
 else
     echo "FAIL: --resume (resumed ${resumed:-none}):"
     sed 's/^/    /' <<<"$out" | head
     failures=$((failures + 1))
 fi
+
+echo "--- a job on an output another embed is running on: refused, once, touching nothing"
+CLATTN_EMBED_STOP_SHARD=5 "$embed" --model "$tmp/tiny" --input "$tmp/corpus.txt" --shard-size 4096 \
+    --output "$tmp/two.npy" >"$tmp/first.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+    [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = T ] && break
+    sleep 0.1
+done
+cp "$tmp/two.npy.progress" "$tmp/progress.kept"
+out=$(two 2>&1)
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(grep -c "another embed is running on $tmp/two.npy" <<<"$out")" -eq 1 ] &&
+    cmp -s "$tmp/two.npy.progress" "$tmp/progress.kept"; then
+    echo "ok:   two ranks refused while one process runs the job: exit 1, said once"
+else
+    echo "FAIL: exit $rc (expected 1, said once, the progress file unchanged):"
+    sed 's/^/    /' <<<"$out" | head
+    failures=$((failures + 1))
+fi
+kill -CONT "$pid"
+wait "$pid"
+expect 0 "" -- test $? -eq 0
+expect 0 "" -- cmp "$tmp/one.npy" "$tmp/two.npy"
 
 echo "--- $failures failure(s)"
 [ "$failures" -eq 0 ]

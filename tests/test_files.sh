@@ -7,9 +7,11 @@
 # The full-disk and read-only cases mount a small tmpfs; where mounting is not allowed (not
 # root, or a container without CAP_SYS_ADMIN) those cases alone are skipped, saying why. The
 # character-device case needs mknod (root), else it is skipped.
-# usage: test_files.sh ENCODE GOLDEN_DIR
+# A FIFO that takes --output's name while the file is written (made by an LD_PRELOAD shim,
+# tests/fifo_at_fsync.c, at the sync just before the rename) is left as it is.
+# usage: test_files.sh ENCODE GOLDEN_DIR FIFO_AT_FSYNC_SHIM
 set -u
-encode=$1 golden=$2
+encode=$1 golden=$2 shim=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-files.XXXXXX")
 mounts=()
 cleanup() {
@@ -101,8 +103,8 @@ case_ "--output \"\"" 2 "--output needs a file's path, not an empty string" "$tm
     --input "$input" --output ""
 case_ "--model DIRECTORY" 1 "$tmp/dir/d: not a regular file (a directory)" "$tmp/dir" -- \
     "$encode" --model "$tmp/dir/d"
-case_ "--output in a missing directory" 1 "No such file or directory" "$tmp/dir" -- \
-    "${run[@]}" --output "$tmp/dir/none/y.npy"
+case_ "--output in a missing directory: refused up front" 2 "--output $tmp/dir/none/y.npy: its folder $tmp/dir/none does not exist" \
+    "$tmp/dir" -- "${run[@]}" --output "$tmp/dir/none/y.npy"
 
 echo "--- devices and symbolic links to them: refused, neither written nor removed"
 mkdir "$tmp/dev"
@@ -119,6 +121,26 @@ else
     echo "skip: --output CHARACTER-DEVICE (mknod is not allowed here)"
 fi
 [ -c /dev/full ] || { echo "FAIL: /dev/full is gone"; failures=$((failures + 1)); }
+
+echo "--- a FIFO takes --output's name while the file is written: left as it is"
+# A new name, and a regular file's (removed, then the FIFO made): encode checked the name up
+# front, the library again at create time; the rename must not replace the FIFO (it did).
+mkdir "$tmp/race"
+cp "$tmp/old.txt" "$tmp/race/old.npy"
+for name in new.npy old.npy; do
+    out=$(env LD_PRELOAD="$shim" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        CLATTN_TEST_FIFO_AT_FSYNC="$tmp/race/$name" timeout 20 "${run[@]}" --output "$tmp/race/$name" 2>&1)
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ -p "$tmp/race/$name" ] &&
+        grep -qF "$tmp/race/$name: it names a FIFO now, which took the name while the file was written: left unchanged" <<<"$out" &&
+        [ -z "$(find "$tmp/race" -name '*.tmp-*')" ]; then
+        echo "ok:   $name: the FIFO that took the name stays, no temporary file left"
+    else
+        echo "FAIL: $name: exit $rc (expected 1), $(stat -c %F "$tmp/race/$name"); $(ls -A "$tmp/race")"
+        sed 's/^/    /' <<<"$out" | head -5
+        failures=$((failures + 1))
+    fi
+done
 
 echo "--- a full disk and a read-only directory (a small tmpfs)"
 mkdir "$tmp/full" "$tmp/ro"

@@ -78,8 +78,9 @@ cp "$tmp/src.npy" "$tmp/keep.npy"
 expect 2 "is the same file as --src" -- "$generate" --model "$model" --src "$tmp/keep.npy" --output "$tmp/keep.npy"
 if cmp -s "$tmp/src.npy" "$tmp/keep.npy"; then echo "ok:   the input is unchanged"; else
     echo "FAIL: the input changed"; failures=$((failures + 1)); fi
-# Only a regular file or a new one is written: a FIFO, a directory or an empty path as --output
-# (ids or logits) is refused up front (exit 2), never opened or replaced.
+# Only a regular file or a new one is written: a FIFO, a directory, an empty path or a new file in
+# a missing folder as --output (ids or logits) is refused up front (exit 2), never opened or
+# replaced.
 mkfifo "$tmp/fifo.npy"
 mkdir "$tmp/dir.npy"
 out_rule="only a regular file or a new one is written (left unchanged)"
@@ -89,6 +90,8 @@ expect 2 "--output $tmp/dir.npy: it names a directory, not a regular file; $out_
     "$generate" --model "$model" --src "$tmp/src.npy" --tgt "$tmp/src.npy" --output "$tmp/dir.npy"
 expect 2 "--output needs a file's path, not an empty string" -- \
     "$generate" --model "$model" --src "$tmp/src.npy" --output ""
+expect 2 "--output $tmp/none/o.npy: its folder $tmp/none does not exist" -- \
+    "$generate" --model "$model" --src "$tmp/src.npy" --output "$tmp/none/o.npy"
 expect 0 "" -- test -p "$tmp/fifo.npy" -a -d "$tmp/dir.npy"
 
 echo "--- runtime errors (exit 1)"

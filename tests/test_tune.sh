@@ -3,9 +3,9 @@
 # GEMM paths and the attention variants, prints the device's defaults and the best, stores
 # nothing; without --dry-run the best lands in the tuning cache, which a new run reads back; a
 # FIFO or a device as the cache is neither read nor replaced.
-# usage: test_tune.sh TUNE
+# usage: test_tune.sh TUNE FIFO_AT_FSYNC_SHIM
 set -u
-tune=$1
+tune=$1 shim=$2
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clattn-tune.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/expect.sh"
@@ -49,17 +49,17 @@ fi
 
 # A FIFO or a device as the cache: never opened (a FIFO blocked every context creation forever)
 # nor replaced (a device node was once replaced by a regular file): a warning where it is read,
-# an error (exit 1) naming it where tune would store. Each run under its own timeout, so that
+# a usage error (exit 2, as for any program's --output) naming it where tune would store. Each run under its own timeout, so that
 # without the fix this fails instead of hanging. The nodes live in $tmp, never under /dev.
 fifo=$tmp/fifo.json
 mkfifo "$fifo"
 expect 2 "tuning cache $fifo is a FIFO, not a regular file; ignored" -- \
     env CLATTN_TUNING_CACHE="$fifo" timeout 120 "$tune" --config no-such-preset --dry-run
-expect 1 "the tuning cache $fifo is not a regular file" -- \
+expect 2 "the tuning cache $fifo is not a regular file" -- \
     env CLATTN_TUNING_CACHE="$fifo" timeout 300 "$tune" "${small[@]}"
 device=$tmp/full.json
 if mknod "$device" c 1 7 2>/dev/null; then # the numbers of /dev/full; root only (CI runs as root)
-    expect 1 "the tuning cache $device is not a regular file" -- \
+    expect 2 "the tuning cache $device is not a regular file" -- \
         env CLATTN_TUNING_CACHE="$device" timeout 300 "$tune" "${small[@]}"
 else
     echo "note: mknod not permitted: the character-device case is not run"
@@ -82,7 +82,7 @@ ln -s missing.json "$tmp/dangling.json"
 for cache in "dir.json:a directory, not a regular file" \
     "to-fifo.json:a symbolic link to a FIFO, not to a regular file" \
     "dangling.json:a symbolic link that cannot be followed"; do
-    expect 1 "the tuning cache $tmp/${cache%%:*} is not a regular file: it names ${cache#*:}" -- \
+    expect 2 "the tuning cache $tmp/${cache%%:*} is not a regular file: it names ${cache#*:}" -- \
         env CLATTN_TUNING_CACHE="$tmp/${cache%%:*}" timeout 60 "$tune" "${small[@]}"
 done
 if [ -d "$tmp/dir.json" ] && [ -z "$(ls -A "$tmp/dir.json")" ] && [ -p "$tmp/fifo.json" ] &&
@@ -99,6 +99,20 @@ ln -s real.json "$tmp/to-real.json"
 expect 0 "stored in $tmp/to-real.json" -- env CLATTN_TUNING_CACHE="$tmp/to-real.json" "$tune" "${small[@]}"
 expect 0 "" -- grep -q '"gemm_kernel"' "$tmp/real.json"
 expect 0 "" -- test -L "$tmp/to-real.json"
+# Something else takes the cache's name while tune writes it (tests/fifo_at_fsync.c makes a
+# FIFO there at the sync just before the cache is put in place): refused, the FIFO left as it is,
+# no temporary file left behind.
+raced=$tmp/raced.json
+expect 1 "names a FIFO now, which took the name while the cache was written: left unchanged" -- \
+    env CLATTN_TUNING_CACHE="$raced" CLATTN_TEST_FIFO_AT_FSYNC="$raced" LD_PRELOAD="$shim" \
+    timeout 300 "$tune" "${small[@]}"
+if [ -p "$raced" ] && [ -z "$(find "$tmp" -maxdepth 1 -name 'raced.json.*')" ]; then
+    echo "ok:   the FIFO that took the cache's name is left as it is, no temporary file left"
+else
+    echo "FAIL: the cache's race:"
+    ls -l "$tmp"
+    failures=$((failures + 1))
+fi
 
 echo "--- $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -22,10 +22,19 @@
  * as "name: value" lines, so that --resume names what differs when it refuses another job's
  * file. When every shard is done, rank 0 renames OUTPUT.partial to OUTPUT and removes
  * OUTPUT.progress; until then OUTPUT does not exist. After a failure both are kept: --resume
- * skips the recorded shards whose record and rows (read back from OUTPUT.partial) match their
- * checksums, and embeds the others again. OUTPUT, OUTPUT.partial and OUTPUT.progress are
- * regular files or absent (embed.c refuses anything else before the job starts; finish checks
- * OUTPUT again before its rename).
+ * checks the .npy header in OUTPUT.partial (written again when it is not the job's), skips the
+ * recorded shards whose record and rows (read back from OUTPUT.partial) match their checksums,
+ * and embeds the others again; should OUTPUT.partial be gone and OUTPUT hold every recorded
+ * shard's rows (a run stopped between the rename and the removal), it only removes the
+ * progress file. OUTPUT, OUTPUT.partial and OUTPUT.progress are regular files or absent:
+ * embed.c refuses anything else before the job starts, the job opens its files without
+ * following links or waiting on FIFOs and checks that they are regular files, and finish
+ * renames only the file the job wrote (by device and inode) and only over a regular file or
+ * none (cli_rename_over, atomic).
+ *
+ * One job per output. Rank 0 holds an exclusive flock on OUTPUT.progress for the job's life
+ * (taken before it reads or writes anything): a second embed on the same output is refused
+ * ("another embed is running") and touches none of the files.
  *
  * Rounds. Process r embeds its i-th unfinished shard in round i; every process joins every
  * round's collective write and sync (with no rows when it has none left) and then all learn
@@ -35,8 +44,12 @@
  * Test hooks: CLATTN_EMBED_FAIL_SHARD=J makes shard J (from 0) fail (an error, as a bad line
  * would); CLATTN_EMBED_KILL_SHARD=J kills the process that reaches shard J (SIGKILL, as a crash
  * would); CLATTN_EMBED_STOP_SHARD=J stops it there (SIGSTOP, until a SIGCONT: a test can change
- * the input meanwhile); CLATTN_JOB_IO_TRACE (job_comm.h) logs the writes and syncs of the job's
- * files.
+ * the input meanwhile); CLATTN_EMBED_STOP_AT=STEP stops rank 0 (SIGSTOP) and
+ * CLATTN_EMBED_KILL_AT=STEP kills it (SIGKILL) at a step: "files" just before it makes or reads
+ * the job's files, "open" after the progress file is made and just before OUTPUT.partial is
+ * opened, "rename" just after finish's rename, before the progress file is removed (a test can
+ * put something under a name meanwhile); CLATTN_JOB_IO_TRACE (job_comm.h) logs the writes and
+ * syncs of the job's files.
  */
 #include "embed_job.h"
 
@@ -55,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +84,8 @@
  * checksum), "\n"; a shard to do is "0", spaces and "\n". */
 #define RECORD_BYTES 36
 #define READ_CHUNK ((size_t)1 << 20)
+/* The most bytes of a recorded value --resume echoes (a damaged or hostile file may hold 1 MiB). */
+#define ECHO_MAX 200
 /* The most bytes of the weights file's header that name the model (a safetensors header is a
  * few kB to a few MB). */
 #define WEIGHTS_HEADER_MAX ((uint64_t)64 << 20)
@@ -107,6 +123,8 @@ typedef struct job {
     char npy_header[512]; /* the .npy's bytes before the rows */
     size_t header_bytes;
     char *partial_path, *progress_path;
+    int lock_fd; /* rank 0: OUTPUT.progress, flocked for the job's life (-1: none) */
+    uint64_t partial_device, partial_inode; /* rank 0: the OUTPUT.partial the job writes */
     clattn_context *ctx;
     clattn_sentence_model *model;
     comm_file *data, *progress;
@@ -650,10 +668,62 @@ static const char *fact_value(const char *header, const char *name, size_t *leng
     return NULL;
 }
 
-/* Rank 0: what the header of another job's progress file (theirs, NUL-terminated) records
- * differently from this job's (ours), three lines per fact:
+/* The length of a value as echoed in a message (ECHO_MAX bytes at most) and what follows it. */
+static int echo_length(size_t length)
+{
+    return (int)(length > ECHO_MAX ? ECHO_MAX : length);
+}
+
+static const char *echo_tail(size_t length)
+{
+    return length > ECHO_MAX ? "…" : "";
+}
+
+/* Rank 0: whether the header of a progress file (theirs: `bytes` bytes, NUL-terminated after
+ * them; its first line checked) is damaged rather than another job's: why in `why` (a phrase
+ * after "its header"). A header reads as one when it holds no NUL byte, ends a line, and is
+ * made of "name: value" lines holding every fact of this job's (ours). */
+static bool header_damaged(const char *ours, const char *theirs, size_t bytes, char *why,
+                           size_t why_size)
+{
+    const char *nul = memchr(theirs, '\0', bytes);
+    if (nul) {
+        snprintf(why, why_size, "holds NUL bytes (from byte %zu)", (size_t)(nul - theirs));
+        return true;
+    }
+    if (theirs[bytes - 1] != '\n') {
+        snprintf(why, why_size, "is cut short (its last line has no end)");
+        return true;
+    }
+    for (const char *line = strchr(theirs, '\n') + 1; *line;) {
+        const char *end = strchr(line, '\n');
+        const char *colon = memchr(line, ':', (size_t)(end - line));
+        if (!colon || colon == line || colon[1] != ' ') {
+            snprintf(why, why_size, "holds a line that is not \"name: value\" (at byte %zu)",
+                     (size_t)(line - theirs));
+            return true;
+        }
+        line = end + 1;
+    }
+    for (const char *line = strchr(ours, '\n') + 1; *line;) {
+        const char *end = strchr(line, '\n'), *colon = strstr(line, ": ");
+        char name[64];
+        size_t length;
+        snprintf(name, sizeof(name), "%.*s", (int)(colon - line), line);
+        if (!fact_value(theirs, name, &length)) {
+            snprintf(why, why_size, "lacks the fact \"%s\"", name);
+            return true;
+        }
+        line = end + 1;
+    }
+    return false;
+}
+
+/* Rank 0: what the header of another job's progress file (theirs, NUL-terminated, not damaged:
+ * it holds every fact) records differently from this job's (ours), three lines per fact, each
+ * value cut at ECHO_MAX bytes:
  *   "\n  precision\n    recorded: fp32\n    now:      int8".
- * Empty when no fact differs (the file is damaged). */
+ * Empty when no fact differs. */
 static void describe_differences(const char *ours, const char *theirs, char *out, size_t size)
 {
     out[0] = '\0';
@@ -671,12 +741,12 @@ static void describe_differences(const char *ours, const char *theirs, char *out
         snprintf(name, sizeof(name), "%.*s", (int)(colon - line), line);
         const char *mine = fact_value(ours, name, &ours_n);
         const char *recorded = fact_value(theirs, name, &theirs_n);
-        bool differs = !recorded || theirs_n != ours_n || memcmp(recorded, mine, ours_n) != 0;
+        bool differs = recorded && (theirs_n != ours_n || memcmp(recorded, mine, ours_n) != 0);
         if (differs && !(strcmp(name, INPUT_CHECKSUM_FACT) == 0 && !same_cut)) {
             size_t used = strlen(out);
-            snprintf(out + used, size - used, "\n  %s\n    recorded: %.*s\n    now:      %.*s",
-                     name, recorded ? (int)theirs_n : 12, recorded ? recorded : "(not there)",
-                     (int)ours_n, mine);
+            snprintf(out + used, size - used, "\n  %s\n    recorded: %.*s%s\n    now:      %.*s%s",
+                     name, echo_length(theirs_n), recorded, echo_tail(theirs_n),
+                     echo_length(ours_n), mine, echo_tail(ours_n));
         }
         line = end;
     }
@@ -719,36 +789,169 @@ static int read_progress_header(int fd, char **theirs, size_t *bytes, char *prob
     return 0;
 }
 
-/* Rank 0, --resume: the finished shards from the progress file, when it is this job's. Returns
- * 0 (done and row_sums filled, all '0' when there is nothing to resume: *found false), else 1.
- * Another job's file is refused, naming each fact of the identity that differs. A damaged record
- * is a shard to embed again. */
-static int read_progress(job *j, bool *found)
+/* Rank 0: the job's lock, an exclusive flock on its progress file open on fd, kept (fd in
+ * j->lock_fd) until the job ends. Returns 0; else 1 (printed; fd closed) when another embed
+ * holds it. A file system without flock gets a note and no lock. */
+static int lock_progress(job *j, int fd)
 {
-    *found = false;
-    memset(j->done, '0', j->shards);
-    /* O_NONBLOCK: a FIFO put there after embed.c looked is never waited on (refused below). */
-    int fd = open(j->progress_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) {
+            close(fd);
+            return runtime_error("another embed is running on %s (it holds %s): wait for it to "
+                                 "end, or choose another --output; its files are left as they "
+                                 "are",
+                                 j->s->output, j->progress_path);
+        }
+        cli_note("%s: cannot be locked (%s): a second embed on %s would not be refused",
+                 j->progress_path, strerror(errno), j->s->output);
+    }
+    j->lock_fd = fd;
+    return 0;
+}
+
+/* Whether the progress file open on fd is locked by another embed (a probe: the lock, if taken,
+ * goes with fd). */
+static bool locked_by_another(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0 &&
+           errno == EWOULDBLOCK;
+}
+
+/* The checksum of shard s's rows in the .npy open on fd (chunk: READ_CHUNK bytes). Returns 0,
+ * else read_at's errno. */
+static int shard_rows_sum(const job *j, int fd, uint64_t s, char *chunk, uint64_t *sum)
+{
+    size_t row_bytes = j->hidden * sizeof(float);
+    uint64_t at = j->header_bytes + j->rows_before[s] * row_bytes;
+    uint64_t end = j->header_bytes + j->rows_before[s + 1] * row_bytes;
+    *sum = SUM_START;
+    for (; at < end; at += READ_CHUNK) {
+        size_t n = (size_t)(end - at < READ_CHUNK ? end - at : READ_CHUNK);
+        int code = read_at(fd, at, chunk, n);
+        if (code)
+            return code;
+        *sum = sum_bytes(*sum, chunk, n);
+    }
+    return 0;
+}
+
+/* Rank 0: whether the .npy open on fd is this job's finished file: a regular file of the job's
+ * size, its header, and every shard's rows matching their record. Else why, in why. */
+static bool is_finished_file(const job *j, int fd, char *why, size_t why_size)
+{
+    struct stat st;
+    char header[sizeof(j->npy_header)], *chunk = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, why_size, "it is not a regular file");
+        return false;
+    }
+    if ((uint64_t)st.st_size != data_bytes(j)) {
+        snprintf(why, why_size, "it is not %" PRIu64 " bytes", data_bytes(j));
+        return false;
+    }
+    if (read_at(fd, 0, header, j->header_bytes) != 0 ||
+        memcmp(header, j->npy_header, j->header_bytes) != 0) {
+        snprintf(why, why_size, "its .npy header is not the job's");
+        return false;
+    }
+    if (!(chunk = malloc(READ_CHUNK))) {
+        snprintf(why, why_size, "out of memory reading it");
+        return false;
+    }
+    for (uint64_t s = 0; s < j->shards; s++) {
+        uint64_t sum;
+        char lines[64];
+        if (shard_rows_sum(j, fd, s, chunk, &sum) != 0 || sum != j->row_sums[s]) {
+            snprintf(why, why_size, "its rows of %s differ from their record",
+                     shard_lines(j, s, lines));
+            free(chunk);
+            return false;
+        }
+    }
+    free(chunk);
+    return true;
+}
+
+/* Rank 0, --resume, OUTPUT.partial gone: *finished when OUTPUT is this job's finished file and
+ * every shard is recorded done (a run stopped between finish's rename and the removal of the
+ * progress file: only that removal is left to do); else 1, saying what is wrong. */
+static int check_finished(job *j, bool *finished)
+{
+    uint64_t done = 0;
+    for (uint64_t s = 0; s < j->shards; s++)
+        done += j->done[s] == '1';
+    char why[256] = "";
+    int fd = open(j->s->output, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT)
+        return runtime_error("--resume: %s is missing, and so is %s: the rows of the %" PRIu64
+                             " shard%s recorded done are gone; remove %s to start over",
+                             j->partial_path, j->s->output, done, done == 1 ? "" : "s",
+                             j->progress_path);
     if (fd < 0)
-        return errno == ENOENT ? 0
-                               : runtime_error("--resume: %s: %s", j->progress_path,
-                                               strerror(errno));
-    struct stat st, partial;
-    char problem[256] = "is not a regular file (left unchanged)", *theirs = NULL;
+        snprintf(why, sizeof(why), "it cannot be read: %s", strerror(errno));
+    else if (done < j->shards)
+        snprintf(why, sizeof(why), "%s records %" PRIu64 " of the %" PRIu64 " shards done",
+                 j->progress_path, done, j->shards);
+    else
+        is_finished_file(j, fd, why, sizeof(why));
+    if (fd >= 0)
+        close(fd);
+    if (why[0])
+        return runtime_error("--resume: %s is missing, and %s is not the job's finished file (%s): "
+                             "remove %s to start over (%s is left as it is)",
+                             j->partial_path, j->s->output, why, j->progress_path, j->s->output);
+    *finished = true;
+    return 0;
+}
+
+/* Rank 0, --resume: the finished shards from the progress file, when it is this job's; the file
+ * is locked first (lock_progress) and stays locked. Returns 0 with done and row_sums filled and
+ * *found set (all '0' and a note when there is no progress file: nothing to resume), or with
+ * *finished set (check_finished); else 1. Another job's file is refused, naming each fact of the
+ * identity that differs; a damaged header is said to be damaged; a damaged record is a shard
+ * to embed again. */
+static int read_progress(job *j, bool *found, bool *finished)
+{
+    *found = *finished = false;
+    memset(j->done, '0', j->shards);
+    /* O_NONBLOCK and O_NOFOLLOW: a FIFO or a link put there after embed.c looked is neither
+     * waited on nor followed (refused below). */
+    int fd = open(j->progress_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 && errno == ENOENT) {
+        cli_note("--resume: there is nothing to resume (no %s): the job starts from the "
+                 "beginning",
+                 j->progress_path);
+        return 0;
+    }
+    if (fd < 0 && errno != ELOOP)
+        return runtime_error("--resume: %s: %s", j->progress_path, strerror(errno));
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return runtime_error("--resume: %s is not a regular file (left unchanged)",
+                             j->progress_path);
+    }
+    if (lock_progress(j, fd))
+        return 1;
+    char problem[256] = "", why[160], *theirs = NULL;
     char differences[16384] = "";
     size_t theirs_bytes = 0, record_bytes = (size_t)j->shards * RECORD_BYTES;
     char *records = malloc(record_bytes);
-    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    bool have_header = regular && read_progress_header(fd, &theirs, &theirs_bytes, problem,
-                                                       sizeof(problem)) == 0;
+    bool have_header =
+        read_progress_header(fd, &theirs, &theirs_bytes, problem, sizeof(problem)) == 0;
     bool same = have_header && theirs_bytes == j->progress_header_bytes &&
                 memcmp(theirs, j->progress_header, theirs_bytes) == 0;
     bool complete = same && records &&
                     read_at(fd, j->progress_header_bytes, records, record_bytes) == 0;
-    close(fd);
     if (have_header && !same) {
-        describe_differences(j->progress_header, theirs, differences, sizeof(differences));
-        snprintf(problem, sizeof(problem), "is damaged (its header does not read as one)");
+        if (header_damaged(j->progress_header, theirs, theirs_bytes, why, sizeof(why)))
+            snprintf(problem, sizeof(problem), "is damaged (its header %s)", why);
+        else
+            describe_differences(j->progress_header, theirs, differences, sizeof(differences));
+        if (!problem[0] && !differences[0])
+            snprintf(problem, sizeof(problem), "is damaged (its header does not read as one)");
     }
     free(theirs);
     if (differences[0]) {
@@ -786,24 +989,73 @@ static int read_progress(job *j, bool *found)
                  j->progress_path, damaged, damaged > 1 ? "s" : "",
                  shard_lines(j, first_damaged, lines));
     }
-    if (stat(j->partial_path, &partial) != 0 || (uint64_t)partial.st_size != data_bytes(j))
-        return runtime_error("--resume: %s is missing or not %" PRIu64 " bytes; remove %s to "
-                             "start over",
+    if (lstat(j->partial_path, &st) != 0) {
+        if (errno == ENOENT)
+            return check_finished(j, finished);
+        return runtime_error("--resume: %s: %s", j->partial_path, strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return runtime_error("--resume: %s names %s, not the job's rows (left unchanged); remove "
+                             "it and %s to start over",
+                             j->partial_path, cli_file_kind(st.st_mode), j->progress_path);
+    if ((uint64_t)st.st_size != data_bytes(j))
+        return runtime_error("--resume: %s is not %" PRIu64 " bytes; remove %s to start over",
                              j->partial_path, data_bytes(j), j->progress_path);
     *found = true;
     return 0;
 }
 
-/* Rank 0: a new progress file (all shards to do), refusing to replace an earlier job's. */
+/* Rank 0: removes OUTPUT.progress when it is still the file the job locked (never what took its
+ * name). Returns 0, else an errno. */
+static int remove_own_progress(const job *j)
+{
+    struct stat mine, now;
+    if (j->lock_fd < 0 || fstat(j->lock_fd, &mine) != 0 || lstat(j->progress_path, &now) != 0)
+        return errno ? errno : EINVAL;
+    if (mine.st_dev != now.st_dev || mine.st_ino != now.st_ino)
+        return EEXIST;
+    return unlink(j->progress_path) == 0 ? 0 : errno;
+}
+
+/* Rank 0: refuses an OUTPUT.partial that is not a regular file (a FIFO put there after embed.c
+ * looked): 1, printed; else 0. */
+static int refuse_odd_partial(const job *j)
+{
+    struct stat st;
+    if (lstat(j->partial_path, &st) != 0 || S_ISREG(st.st_mode))
+        return 0;
+    return runtime_error("%s: it names %s, not a regular file: the job's files are only ever "
+                         "regular files (left unchanged)",
+                         j->partial_path, cli_file_kind(st.st_mode));
+}
+
+/* Rank 0: a new progress file (all shards to do), locked before anything is written in it,
+ * refusing to replace an earlier job's (or to touch a running one's); then a stale
+ * OUTPUT.partial of an earlier run (a regular file: anything else is refused, left as it is)
+ * is removed, for comm_file_open to create the job's own. */
 static int create_progress(job *j)
 {
-    int fd = open(j->progress_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST)
+    if (refuse_odd_partial(j))
+        return 1;
+    int fd = open(j->progress_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        int other = open(j->progress_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        bool running = other >= 0 && locked_by_another(other);
+        if (other >= 0)
+            close(other);
+        if (running)
+            return runtime_error("another embed is running on %s (it holds %s): wait for it to "
+                                 "end, or choose another --output; its files are left as they "
+                                 "are",
+                                 j->s->output, j->progress_path);
         return runtime_error("%s exists: an earlier run into %s stopped part-way; add --resume "
                              "to finish it, or remove %s and %s to start over",
                              j->progress_path, j->s->output, j->progress_path, j->partial_path);
+    }
     if (fd < 0)
         return runtime_error("%s: cannot create: %s", j->progress_path, strerror(errno));
+    if (lock_progress(j, fd))
+        return 1;
     memset(j->done, '0', j->shards);
     char record[RECORD_BYTES + 1];
     make_record(j, 0, false, 0, record);
@@ -821,47 +1073,78 @@ static int create_progress(job *j)
     ok = ok && fsync(fd) == 0;
     int saved = records ? errno : ENOMEM;
     free(records);
-    close(fd);
     if (!ok) {
-        unlink(j->progress_path);
+        remove_own_progress(j);
         return runtime_error("%s: cannot write: %s", j->progress_path, strerror(saved));
+    }
+    if (refuse_odd_partial(j)) {
+        remove_own_progress(j); /* ours, with nothing done */
+        return 1;
     }
     if (unlink(j->partial_path) != 0 && errno != ENOENT) /* a stale one of ours */
         return runtime_error("%s: cannot remove: %s", j->partial_path, strerror(errno));
     return 0;
 }
 
-/* Every process, on --resume: reads its recorded shards' rows back from OUTPUT.partial and
- * keeps those whose checksum is their record's; the others are embedded again. */
+/* Every process, on --resume: OUTPUT.partial opened for reading (a regular file; on rank 0 the
+ * one the job opened for writing). */
+static int open_partial_to_read(const job *j, int *fd)
+{
+    struct stat st;
+    *fd = open(j->partial_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (*fd < 0)
+        return local_error("--resume: %s: %s", j->partial_path, strerror(errno));
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (comm_rank() == 0 && ((uint64_t)st.st_dev != j->partial_device ||
+                              (uint64_t)st.st_ino != j->partial_inode))) {
+        close(*fd);
+        *fd = -1;
+        return local_error("--resume: %s was replaced while the job opened it (left as it is)",
+                           j->partial_path);
+    }
+    return 0;
+}
+
+/* Rank 0, on --resume: the .npy header in OUTPUT.partial (open on fd), written again when it is
+ * not the job's (it depends on the shape alone): a run killed between sizing the file and
+ * writing its header, or a damaged file. */
+static int check_npy_header(job *j, int fd)
+{
+    char header[sizeof(j->npy_header)], error[1024];
+    int code = read_at(fd, 0, header, j->header_bytes);
+    if (code)
+        return local_error("--resume: %s: %s", j->partial_path, strerror(code));
+    if (memcmp(header, j->npy_header, j->header_bytes) == 0)
+        return 0;
+    cli_note("%s: its .npy header is not the job's (a run stopped before writing it, or the file "
+             "was damaged): it is written again",
+             j->partial_path);
+    if (comm_file_write_at(j->data, 0, j->npy_header, j->header_bytes, error, sizeof(error)))
+        return local_error("%s: %s", j->partial_path, error);
+    return 0;
+}
+
+/* Every process, on --resume: rank 0 checks the .npy header (check_npy_header); each reads its
+ * recorded shards' rows back from OUTPUT.partial and keeps those whose checksum is their
+ * record's; the others are embedded again. */
 static int verify_resumed(job *j)
 {
     uint64_t mismatched = 0, first_mismatched = 0;
     int fd = -1;
     char *chunk = NULL;
-    for (uint64_t s = j->first; s < j->end; s++) {
+    int rc = open_partial_to_read(j, &fd);
+    if (!rc && comm_rank() == 0)
+        rc = check_npy_header(j, fd);
+    if (!rc && !(chunk = malloc(READ_CHUNK)))
+        rc = local_error("out of memory");
+    for (uint64_t s = j->first; s < j->end && !rc; s++) {
+        uint64_t sum;
         if (j->done[s] != '1')
             continue;
-        if (fd < 0 && (fd = open(j->partial_path, O_RDONLY | O_CLOEXEC)) < 0)
-            return local_error("--resume: %s: %s", j->partial_path, strerror(errno));
-        if (!chunk && !(chunk = malloc(READ_CHUNK))) {
-            close(fd);
-            return local_error("out of memory");
-        }
-        size_t row_bytes = j->hidden * sizeof(float);
-        uint64_t at = j->header_bytes + j->rows_before[s] * row_bytes;
-        uint64_t end = j->header_bytes + j->rows_before[s + 1] * row_bytes, sum = SUM_START;
-        int code = 0;
-        for (; at < end && !code; at += READ_CHUNK) {
-            size_t n = (size_t)(end - at < READ_CHUNK ? end - at : READ_CHUNK);
-            if (!(code = read_at(fd, at, chunk, n)))
-                sum = sum_bytes(sum, chunk, n);
-        }
-        if (code) {
-            close(fd);
-            free(chunk);
-            return local_error("--resume: %s: %s", j->partial_path, strerror(code));
-        }
-        if (sum != j->row_sums[s]) {
+        int code = shard_rows_sum(j, fd, s, chunk, &sum);
+        if (code)
+            rc = local_error("--resume: %s: %s", j->partial_path, strerror(code));
+        else if (sum != j->row_sums[s]) {
             j->done[s] = '0';
             if (mismatched++ == 0)
                 first_mismatched = s;
@@ -870,7 +1153,7 @@ static int verify_resumed(job *j)
     if (fd >= 0)
         close(fd);
     free(chunk);
-    if (mismatched) {
+    if (!rc && mismatched) {
         char lines[64], rank[64] = "";
         if (comm_size() > 1)
             snprintf(rank, sizeof(rank), "rank %d of %d: ", comm_rank(), comm_size());
@@ -879,40 +1162,61 @@ static int verify_resumed(job *j)
                  rank, j->partial_path, mismatched, mismatched > 1 ? "s" : "",
                  shard_lines(j, first_mismatched, lines));
     }
-    return 0;
+    return rc;
 }
 
+static void stop_or_kill_at(const char *step);
+
 /* Opens (and on a new job sizes and heads) OUTPUT.partial and OUTPUT.progress on every process.
- * Sets *resumed to whether an earlier run's shards are kept. */
-static int open_files(job *j, bool *resumed)
+ * Sets *resumed to whether an earlier run's shards are kept, *finished when an earlier run
+ * finished the job but for removing its progress file (check_finished: no file is opened). */
+static int open_files(job *j, bool *resumed, bool *finished)
 {
     char error[1024];
     int rc = 0;
-    *resumed = false;
+    *resumed = *finished = false;
     /* Every process's device, driver and tuning, for the identity rank 0 makes. */
     rank_device *devices = comm_rank() == 0 ? calloc((size_t)comm_size(), sizeof(*devices)) : NULL;
     rank_device mine = j->device;
     comm_gather_bytes(&mine, sizeof(mine), devices ? devices : &mine);
     if (comm_rank() == 0) {
+        stop_or_kill_at("files");
         rc = devices ? make_progress_header(j, devices) : runtime_error("out of memory");
         if (!rc && j->s->resume)
-            rc = read_progress(j, resumed);
-        if (!rc && !*resumed)
+            rc = read_progress(j, resumed, finished);
+        if (!rc && !*resumed && !*finished)
             rc = create_progress(j);
     }
     free(devices);
     if (shared_status(rc))
         return 1;
+    comm_broadcast(finished, sizeof(*finished));
+    if (*finished)
+        return 0;
     comm_broadcast(resumed, sizeof(*resumed));
     comm_broadcast(&j->job_sum, sizeof(j->job_sum));
     comm_broadcast(&j->progress_header_bytes, sizeof(j->progress_header_bytes));
     comm_broadcast(j->done, j->shards);
     comm_broadcast(j->row_sums, j->shards * sizeof(uint64_t));
+    if (comm_rank() == 0)
+        stop_or_kill_at("open");
     if (comm_file_open(&j->progress, j->progress_path, false, error, sizeof(error)) ||
-        comm_file_open(&j->data, j->partial_path, !*resumed, error, sizeof(error)))
+        comm_file_open(&j->data, j->partial_path, !*resumed, error, sizeof(error))) {
+        if (comm_rank() == 0 && !*resumed)
+            remove_own_progress(j); /* this new job's, with nothing done */
         return comm_rank() == 0 ? runtime_error("%s", error) : 1;
-    if (*resumed)
-        return all_succeeded(verify_resumed(j)) ? 0 : 1;
+    }
+    if (comm_rank() == 0)
+        comm_file_identity(j->data, &j->partial_device, &j->partial_inode);
+    if (*resumed) {
+        if (!all_succeeded(verify_resumed(j)))
+            return 1;
+        /* the header, should check_npy_header have written it */
+        rc = comm_file_sync(j->data, error, sizeof(error));
+        if (rc)
+            local_error("%s: %s", j->partial_path, error);
+        return all_succeeded(rc) ? 0 : 1;
+    }
     if (comm_file_set_size(j->data, data_bytes(j), error, sizeof(error)))
         return comm_rank() == 0 ? runtime_error("%s: %s", j->partial_path, error) : 1;
     rc = comm_rank() == 0 ? comm_file_write_at(j->data, 0, j->npy_header, j->header_bytes, error,
@@ -931,6 +1235,16 @@ static long long hook(const char *name)
 {
     const char *v = getenv(name);
     return v && v[0] ? atoll(v) : -1;
+}
+
+/* The test hooks CLATTN_EMBED_STOP_AT=STEP and CLATTN_EMBED_KILL_AT=STEP (see the top). */
+static void stop_or_kill_at(const char *step)
+{
+    const char *stop = getenv("CLATTN_EMBED_STOP_AT"), *kill = getenv("CLATTN_EMBED_KILL_AT");
+    if (kill && strcmp(kill, step) == 0)
+        raise(SIGKILL);
+    if (stop && strcmp(stop, step) == 0)
+        raise(SIGSTOP);
 }
 
 int embed_check_prompt_name(const clattn_sentence_model *model, const char *prompt_name)
@@ -1181,29 +1495,45 @@ static int open_input(job *j)
     return 0;
 }
 
-/* Rank 0, when every shard is done: the file appears under its name, the record goes. OUTPUT
- * is looked at again first (embed.c did before the job): should a FIFO, a device or a directory
- * have taken its name meanwhile, it is left as it is, and so is the finished job. */
+/* Rank 0, when every shard is done: the file appears under its name, the record goes. Only the
+ * OUTPUT.partial the job wrote is renamed (device and inode, as comm_file_open saw them): should
+ * another file have taken its name, it is left as it is, and so is the progress file. OUTPUT is
+ * only ever a regular file or a new one (cli_rename_over, atomic): should a FIFO, a device or a
+ * directory have taken its name meanwhile, it is left as it is, and so is the finished job. */
 static int finish(job *j)
 {
+    struct stat st;
     char problem[256];
-    if (!cli_may_write(j->s->output, problem, sizeof(problem)))
-        return runtime_error("--output %s: it names %s now (left unchanged); the finished "
-                             "job's .npy is kept in %s: move it where you want it, and remove %s",
+    bool present = lstat(j->partial_path, &st) == 0;
+    if (!present || (uint64_t)st.st_dev != j->partial_device ||
+        (uint64_t)st.st_ino != j->partial_inode)
+        return runtime_error("%s is not the file this job wrote any more (it names %s now): it is "
+                             "left as it is, and so is %s; the job's rows went with the file "
+                             "that was replaced: remove both and run again",
+                             j->partial_path,
+                             !present              ? "nothing"
+                             : S_ISREG(st.st_mode) ? "another regular file"
+                                                   : cli_file_kind(st.st_mode),
+                             j->progress_path);
+    int code = cli_rename_over(j->partial_path, j->s->output, problem, sizeof(problem));
+    if (code == -1)
+        return runtime_error("--output %s: %s now (left unchanged); the finished job's .npy is "
+                             "kept in %s: move it where you want it, and remove %s",
                              j->s->output, problem, j->partial_path, j->progress_path);
-    if (rename(j->partial_path, j->s->output) != 0)
+    if (code)
         return runtime_error("--output: cannot rename %s to %s: %s", j->partial_path,
-                             j->s->output, strerror(errno));
-    if (unlink(j->progress_path) != 0)
-        return runtime_error("%s: cannot remove: %s", j->progress_path, strerror(errno));
+                             j->s->output, problem);
+    stop_or_kill_at("rename");
+    if ((code = remove_own_progress(j)) != 0)
+        return runtime_error("%s: cannot remove: %s", j->progress_path, strerror(code));
     return 0;
 }
 
 int embed_job_run(const embed_job_settings *settings)
 {
-    job j = {.s = settings, .fd = -1};
+    job j = {.s = settings, .fd = -1, .lock_fd = -1};
     int rc = 1;
-    bool resumed = false;
+    bool resumed = false, finished = false;
     double load_start = cli_now_s(), load_s = 0, seconds = 0;
     if (!all_succeeded(open_input(&j)))
         goto done; /* every process saw the same problem; only rank 0 need say it, but each
@@ -1237,8 +1567,21 @@ int embed_job_run(const embed_job_settings *settings)
             runtime_error("%s", clattn_last_error(NULL));
         goto done;
     }
-    if (open_files(&j, &resumed) != 0)
+    if (open_files(&j, &resumed, &finished) != 0)
         goto done;
+    if (finished) { /* an earlier run's: only its progress file is left to remove */
+        int code = comm_rank() == 0 ? remove_own_progress(&j) : 0;
+        if (comm_rank() == 0 && code)
+            runtime_error("%s: cannot remove: %s", j.progress_path, strerror(code));
+        else if (comm_rank() == 0)
+            cli_note("--resume: the job was finished: %s holds every shard's rows as recorded "
+                     "(a run stopped before removing %s, which is now removed)",
+                     settings->output, j.progress_path);
+        if (shared_status(code ? 1 : 0))
+            goto done;
+        j.stats.resumed_shards = j.end - j.first;
+        goto statistics;
+    }
     int failed = run_rounds(&j, &seconds);
     comm_file_close(&j.data);
     comm_file_close(&j.progress);
@@ -1273,6 +1616,7 @@ int embed_job_run(const embed_job_settings *settings)
                  non_finite, j.rows_before[j.shards]);
     if (shared_status(comm_rank() == 0 ? finish(&j) : 0))
         goto done;
+statistics:;
     rank_stats *all = comm_rank() == 0 ? calloc((size_t)comm_size(), sizeof(rank_stats)) : NULL;
     rank_stats mine = j.stats;
     comm_gather_bytes(&mine, sizeof(mine), all ? all : &mine);
@@ -1289,5 +1633,7 @@ done:
         close(j.fd);
     free(j.starts), free(j.rows_before), free(j.input_sums), free(j.row_sums), free(j.done);
     free(j.partial_path), free(j.progress_path), free(j.progress_header);
+    if (j.lock_fd >= 0)
+        close(j.lock_fd); /* the job's lock goes with it */
     return rc;
 }

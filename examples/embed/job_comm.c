@@ -1,6 +1,8 @@
 /* The processes of one job: MPI's ranks under an MPI launcher, else one process (job_comm.h). */
 #include "job_comm.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -161,11 +163,13 @@ void comm_broadcast(void *data, size_t bytes)
 /* ---- shared files ---- */
 
 struct comm_file {
-    int fd; /* one process */
+    int fd; /* one process: the file written; rank 0 under MPI: the file checked (held open) */
 #ifdef CLATTN_HAVE_MPI
     MPI_File handle; /* MPI */
 #endif
-    char *path; /* for CLATTN_JOB_IO_TRACE */
+    dev_t device; /* what fd is (one process, rank 0) */
+    ino_t inode;
+    char *path; /* for messages and CLATTN_JOB_IO_TRACE */
 };
 
 /* CLATTN_JOB_IO_TRACE=FILE: a line appended to FILE after each write ("PID write PATH OFFSET
@@ -195,45 +199,104 @@ static int system_error(const char *what, char *error, size_t error_size)
     return code;
 }
 
+/* Opens f->path for writing on this process (create: a new file, O_EXCL), never through a
+ * symbolic link (O_NOFOLLOW) nor waiting on a FIFO (O_NONBLOCK), and keeps it only when it is a
+ * regular file; records what it is. 0, else an errno with the message in error. */
+static int open_regular(comm_file *f, bool create, char *error, size_t error_size)
+{
+    int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT | O_EXCL : 0);
+    struct stat st;
+    int code = 0;
+    f->fd = open(f->path, flags, 0644);
+    if (f->fd < 0 || fstat(f->fd, &st) != 0)
+        code = errno;
+    else if (S_ISREG(st.st_mode)) {
+        f->device = st.st_dev, f->inode = st.st_ino;
+        return 0;
+    }
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    /* Not a regular file: what fstat saw, else what is there (a FIFO: ENXIO, a link: ELOOP). */
+    if (!code || (lstat(f->path, &st) == 0 && !S_ISREG(st.st_mode)))
+        snprintf(error, error_size, "%s: it names %s, not a regular file: the job's files are "
+                 "only ever regular files (left unchanged)",
+                 f->path, cli_file_kind(st.st_mode));
+    else if (create && code == EEXIST)
+        snprintf(error, error_size, "%s: cannot create: it appeared after the job looked (left "
+                 "unchanged)", f->path);
+    else
+        snprintf(error, error_size, "%s: cannot open: %s", f->path, strerror(code));
+    return code ? code : EINVAL;
+}
+
+/* Rank 0 under MPI, after every rank opened f->path: whether it is still the file rank 0 checked
+ * (MPI-IO opens by name). */
+static int still_checked(const comm_file *f, char *error, size_t error_size)
+{
+    struct stat st;
+    if (lstat(f->path, &st) == 0 && st.st_dev == f->device && st.st_ino == f->inode)
+        return 0;
+    snprintf(error, error_size, "%s: it was replaced while the job opened it (left unchanged)",
+             f->path);
+    return EIO;
+}
+
 int comm_file_open(comm_file **file, const char *path, bool create, char *error,
                    size_t error_size)
 {
     comm_file *f = calloc(1, sizeof(*f));
     *file = NULL;
-    if (!f) {
-        snprintf(error, error_size, "out of memory");
-        return comm_max_int(ENOMEM);
-    }
-    f->fd = -1;
-    f->path = strdup(path);
-    if (!f->path) {
+    error[0] = '\0';
+    if (!f || !(f->path = strdup(path))) {
         free(f);
         snprintf(error, error_size, "out of memory");
         return comm_max_int(ENOMEM);
     }
+    f->fd = -1;
 #ifdef CLATTN_HAVE_MPI
     if (use_mpi) {
-        int mode = MPI_MODE_WRONLY | (create ? MPI_MODE_CREATE : 0);
-        int code = MPI_File_open(MPI_COMM_WORLD, path, mode, MPI_INFO_NULL, &f->handle);
-        if (code != MPI_SUCCESS) {
-            mpi_message(code, error, error_size);
+        /* Rank 0 makes or checks the file (MPI-IO has no O_NOFOLLOW or O_NONBLOCK) and keeps it
+         * open; then every rank opens what it checked, never creating. */
+        int code = comm_max_int(rank == 0 ? open_regular(f, create, error, error_size) : 0);
+        if (!code) {
+            code = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL,
+                                 &f->handle);
+            if (code != MPI_SUCCESS)
+                mpi_message(code, error, error_size);
+            bool opened = code == MPI_SUCCESS;
+            code = !opened ? EIO : rank == 0 ? still_checked(f, error, error_size) : 0;
+            code = comm_max_int(code);
+            if (code && opened)
+                MPI_File_close(&f->handle);
+            if (code && !error[0])
+                snprintf(error, error_size, "%s: cannot open: another rank could not", path);
+        }
+        if (code) {
+            if (f->fd >= 0)
+                close(f->fd);
             free(f->path);
             free(f);
-            return comm_max_int(EIO);
+            return code;
         }
         *file = f;
         return 0;
     }
 #endif
-    f->fd = open(path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-    if (f->fd < 0) {
-        int code = system_error("cannot open", error, error_size);
+    int code = open_regular(f, create, error, error_size);
+    if (code) {
         free(f->path);
         free(f);
         return code;
     }
     *file = f;
     return 0;
+}
+
+void comm_file_identity(const comm_file *f, uint64_t *device, uint64_t *inode)
+{
+    *device = (uint64_t)f->device;
+    *inode = (uint64_t)f->inode;
 }
 
 int comm_file_set_size(comm_file *f, uint64_t bytes, char *error, size_t error_size)

@@ -42,10 +42,15 @@ void comm_broadcast(void *data, size_t size);
  * FILE, after the system call (tests check that data is synced before it is recorded). */
 typedef struct comm_file comm_file;
 
-/* Collective: opens path for writing (create: make it if absent). Returns 0, else an errno-like
- * non-zero code with a message in error (the same on every process). */
+/* Collective: opens path for writing (create: a new file, refused when the name exists), only
+ * when it is a regular file: never through a symbolic link, never waiting on a FIFO (under MPI,
+ * rank 0 makes or checks it, then every rank opens it). Returns 0, else an errno-like non-zero
+ * code (the same on every process) with a message naming the path in rank 0's error. */
 int comm_file_open(comm_file **file, const char *path, bool create, char *error,
                    size_t error_size);
+/* The device and inode of the file opened (one process, or rank 0 under MPI), to know it again
+ * by its name later. */
+void comm_file_identity(const comm_file *file, uint64_t *device, uint64_t *inode);
 /* Collective: sets the file's length in bytes. */
 int comm_file_set_size(comm_file *file, uint64_t bytes, char *error, size_t error_size);
 /* Collective: every process writes count units of unit_bytes from data at byte offset (count may

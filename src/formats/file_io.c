@@ -1,5 +1,6 @@
 /* Whole-file reads and little-endian float writes shared by the file formats (npy, safetensors). */
 #include "file_io.h"
+#include "runtime/file_replace.h"
 
 #include <jansson.h>
 
@@ -10,22 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* What a non-regular file is, for messages. */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a regular file";
-}
 
 clattn_status clattn__open_regular(const char *function, const char *path, int *fd_out,
                                    size_t *size)
@@ -42,7 +27,7 @@ clattn_status clattn__open_regular(const char *function, const char *path, int *
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         return clattn__fail_in(function, path, CLATTN_ERROR_IO, "not a regular file (%s)",
-                               file_kind(st.st_mode));
+                               clattn__file_kind(st.st_mode));
     }
     if (st.st_size < 0 || (uintmax_t)st.st_size >= SIZE_MAX) {
         close(fd);
@@ -147,7 +132,8 @@ static char *join(const char *a, const char *b, const char *c)
  * A write never touches the target until it has succeeded: the data goes to a new temporary file
  * in the target's directory, which clattn__finish_file renames over the target. A symbolic link
  * is followed (the file it names is replaced; the link stays); an existing target that is not a
- * regular file (a device, a FIFO, a directory) is refused, so it is neither written nor removed.
+ * regular file (a device, a FIFO, a directory) is refused, so it is neither written nor removed,
+ * here and again, atomically, at the rename (clattn__replace_file: should one take the name meanwhile).
  * *target receives the path to rename over, *temp the temporary file's (both malloc'd).
  */
 clattn_status clattn__create_file(const char *function, const char *path, FILE **f, char **target,
@@ -178,7 +164,7 @@ clattn_status clattn__create_file(const char *function, const char *path, FILE *
         free(resolved);
         return clattn__fail_in(function, path, CLATTN_ERROR_IO,
                                "cannot create: it names %s, not a regular file (left unchanged)",
-                               file_kind(st.st_mode));
+                               clattn__file_kind(st.st_mode));
     }
     char *name = resolved ? resolved : join(path, "", "");
     if (!name)
@@ -235,12 +221,13 @@ clattn_status clattn__create_file(const char *function, const char *path, FILE *
     return CLATTN_OK;
 }
 
-/* Closes the temporary file (flushed to the disk), then renames it over the target; on any
- * failure removes the temporary file (which this process created) and nothing else. */
+/* Closes the temporary file (flushed to the disk), then puts it at the target (clattn__replace_file);
+ * on any failure removes the temporary file (which this process created) and nothing else. */
 clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, char *target,
                                   char *temp, bool ok)
 {
     int err = ok ? 0 : errno;
+    const char *kind = "something else";
     if (ok && (fflush(f) != 0 || fsync(fileno(f)) != 0)) {
         ok = false;
         err = errno;
@@ -249,18 +236,28 @@ clattn_status clattn__finish_file(const char *function, const char *path, FILE *
         ok = false;
         err = errno;
     }
-    if (ok && rename(temp, target) != 0) {
+    if (ok && (err = clattn__replace_file(temp, target, &kind)) != 0)
         ok = false;
-        err = errno;
-    }
-    if (!ok)
+    clattn_status status = CLATTN_OK;
+    if (err == CLATTN_REPLACE_STRANDED)
+        status = clattn__fail_in(function, path, CLATTN_ERROR_IO,
+                                 "%s took the name while the file was written and could not be "
+                                 "put back: it lies at %s (nothing written)",
+                                 kind, temp);
+    else if (err == CLATTN_REPLACE_REFUSED)
+        status = clattn__fail_in(function, path, CLATTN_ERROR_IO,
+                                 "it names %s now, which took the name while the file was "
+                                 "written: left unchanged, nothing written",
+                                 kind);
+    else if (!ok)
+        status = clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s (%s)",
+                                 strerror(err > 0 ? err : EIO),
+                                 "the previous file, if any, is unchanged");
+    if (!ok && err != CLATTN_REPLACE_STRANDED)
         unlink(temp);
     free(temp);
     free(target);
-    if (ok)
-        return CLATTN_OK;
-    return clattn__fail_in(function, path, CLATTN_ERROR_IO, "write failed: %s (%s)",
-                           strerror(err ? err : EIO), "the previous file, if any, is unchanged");
+    return status;
 }
 
 clattn_status clattn__read_json(const char *function, const char *path, json_t **root)

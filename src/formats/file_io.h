@@ -28,8 +28,10 @@ clattn_status clattn__read_json(const char *function, const char *path, json_t *
 clattn_status clattn__create_file(const char *function, const char *path, FILE **f, char **target,
                                   char **temp);
 /* Closes a file written with `ok` telling whether every write succeeded and renames it over the
- * target; on any failure removes the temporary file (only) and records "write failed" with the
- * system's reason. Frees target and temp. */
+ * target, atomically refusing a target that is no longer new or a regular file (something that
+ * took the name while the file was written is left as it is); on any failure removes the
+ * temporary file (only) and records "write failed" with the system's reason (or what took the
+ * name). Frees target and temp. */
 clattn_status clattn__finish_file(const char *function, const char *path, FILE *f, char *target,
                                   char *temp, bool ok);
 /* Writes `count` floats to f in little-endian byte order; false on a write error. */

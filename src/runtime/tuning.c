@@ -1,6 +1,7 @@
 /* Device-aware tuning: defaults from device facts, the per-user cache, the CLATTN_TUNE override. */
 #include "tuning.h"
 #include "context_internal.h"
+#include "file_replace.h"
 #include "gemm_onednn.h"
 
 #include <errno.h>
@@ -302,17 +303,6 @@ static bool entry_tuning(json_t *entry, const clattn_device_info *info, clattn_t
     return !gemm->present || !clattn__gemm_params_problem(info, gemm, problem, size);
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *file_kind(mode_t mode)
-{
-    return S_ISDIR(mode)    ? "a directory"
-           : S_ISFIFO(mode) ? "a FIFO"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-           : S_ISSOCK(mode) ? "a socket"
-                            : "a special file";
-}
-
 typedef enum cache_state { CACHE_ABSENT, CACHE_LOADED, CACHE_UNUSABLE } cache_state;
 
 /* Loads the cache file at `path` (symbolic links followed), only when it is a regular file:
@@ -340,7 +330,7 @@ static cache_state cache_load(const char *path, json_t **root, char *problem, si
             st.st_mode = 0;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(problem, size, "is %s, not a regular file", file_kind(st.st_mode));
+        snprintf(problem, size, "is %s, not a regular file", clattn__file_kind(st.st_mode));
         if (fd >= 0)
             close(fd);
         return CACHE_UNUSABLE;
@@ -458,7 +448,7 @@ static bool write_target(const char *path, char *target, size_t size, char *prob
     } else if (S_ISLNK(st.st_mode)) {
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
             snprintf(problem, problem_size, "is a symbolic link to %s, not to a regular file",
-                     errno == ENOENT ? "nothing" : file_kind(st.st_mode));
+                     errno == ENOENT ? "nothing" : clattn__file_kind(st.st_mode));
             return false;
         }
         char *real = realpath(path, NULL);
@@ -472,7 +462,8 @@ static bool write_target(const char *path, char *target, size_t size, char *prob
         free(real);
         return true;
     } else if (!S_ISREG(st.st_mode)) {
-        snprintf(problem, problem_size, "is %s, not a regular file", file_kind(st.st_mode));
+        snprintf(problem, problem_size, "is %s, not a regular file",
+                 clattn__file_kind(st.st_mode));
         return false;
     }
     if (strlen(path) >= size) {
@@ -498,8 +489,9 @@ static int create_temp(const char *target, char *temp, size_t size)
     return -1;
 }
 
-/* Writes `root` into a temporary file beside `target` and renames it over `target` (a regular
- * file or none, see write_target): the cache is replaced whole or not at all. */
+/* Writes `root` into a temporary file beside `target` and puts it at `target` (a regular file or
+ * none, see write_target; clattn__replace_file: also should something else take the name
+ * meanwhile): the cache is replaced whole or not at all. */
 static clattn_status replace_file(clattn_context *ctx, json_t *root, const char *target,
                                   const char *fn)
 {
@@ -518,15 +510,21 @@ static clattn_status replace_file(clattn_context *ctx, json_t *root, const char 
         written = false;
         saved = errno;
     }
-    if (written && rename(temp, target) != 0) {
-        written = false;
-        saved = errno;
-    }
-    if (!written) {
+    const char *kind = "something else";
+    int replaced = written ? clattn__replace_file(temp, target, &kind) : saved ? saved : EIO;
+    if (replaced == CLATTN_REPLACE_STRANDED)
+        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: %s took the name %s while the cache was "
+                            "written and could not be put back: it lies at %s", fn, kind,
+                            target, temp);
+    if (replaced != 0)
         unlink(temp);
+    if (replaced == CLATTN_REPLACE_REFUSED)
+        return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: the tuning cache %s names %s now, which "
+                            "took the name while the cache was written: left unchanged", fn,
+                            target, kind);
+    if (replaced != 0)
         return clattn__fail(ctx, CLATTN_ERROR_IO, "%s: writing %s failed: %s", fn, target,
-                            strerror(saved));
-    }
+                            strerror(replaced));
     return CLATTN_OK;
 }
 
