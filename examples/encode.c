@@ -1,5 +1,5 @@
 /*
- * encode: runs a Transformer encoder on an OpenCL device (usage: README.md, `encode --help`).
+ * encode: runs a Transformer encoder on an OpenCL device (usage: docs/library.md, `encode --help`).
  *
  * Exit status: 0 on success, 2 on a usage error, 1 on a runtime error; every error names its
  * cause on stderr.

@@ -1,10 +1,10 @@
 /*
- * flops: the seed's experiment (the paper's section 3.2.2: the cost of attention) run for real.
+ * flops: the FLOP-count experiment (the paper's section 3.2.2, docs/library.md) run for real.
  *
  * A timm-style attention module (one qkv linear layer without bias, attention, output
  * projection `proj`) on an input [32, 1024, 512], three ways: one head with proj replaced by the
  * identity, 8 heads with proj, 8 heads with proj replaced by the identity. The FLOPs printed are
- * the multiply-adds the library counted while it ran (fvcore's convention), so the seed's
+ * the multiply-adds the library counted while it ran (fvcore's convention), so the experiment's
  * figures — 60129542144, 68719476736, 60129542144 — come out of the device run itself. Then the
  * analytic table of parameters and FLOPs per layer for the Table 3 rows.
  */

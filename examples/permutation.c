@@ -1,6 +1,6 @@
 /*
- * permutation: the seed's experiment on positional information (the paper's section 3.5: self-attention without positions is
- * permutation-equivariant).
+ * permutation: the experiment on positional information (docs/library.md: self-attention
+ * without positions is permutation-equivariant).
  *
  * Self-attention with one head on 2-wide tokens: t1 = [[1,2],[2,3],[3,4]] and t2, the same rows
  * with the last two swapped. Without positional encoding the first output row is identical and

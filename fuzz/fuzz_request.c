@@ -6,15 +6,17 @@
  *   - on failure the request is all zero (nothing allocated), the status is one of request.h's
  *     table for the route's API, the message is not empty, and the error body
  *     (serve_format_error) is valid JSON with the API's fields;
- *   - on success there are 1 .. max_client_batch_size texts, each an encoding [CLS] ... [SEP]
- *     of 2 .. max_input_length ids (the embedding routes) within the vocabulary, tokens is their
- *     sum, dimensions is 0 or 1 .. hidden_size, and OpenAI's model name is one of the served
- *     names (the embedding routes with the selector's high bit serve two names; another one is
- *     404 model_not_found, whose message names it as valid UTF-8 without control characters:
- *     cut at a character boundary, a NUL escaped);
+ *   - on success there are 1 .. max_client_batch_size texts, each an encoding within the
+ *     single template's special ids ([CLS] ... [SEP] for this vocabulary; none for /tokenize
+ *     with add_special_tokens false) of at least their count and at most max_input_length ids
+ *     (the embedding routes), every id within the vocabulary, tokens is their sum, dimensions
+ *     is 0 or 1 .. hidden_size, and OpenAI's model name is one of the served names (the
+ *     embedding routes with the selector's high bit serve two names; another one is 404
+ *     model_not_found, whose message names it as valid UTF-8 without control characters: cut
+ *     at a character boundary, a NUL escaped);
  *   - the responses built from the parsed request (embeddings of made-up rows, float and base64;
- *     /tokenize's tokens; /rerank's ranks and /predict's labels from made-up scores) are valid
- *     JSON of the right shape;
+ *     /tokenize's tokens, one per id; /rerank's ranks and /predict's labels from made-up
+ *     scores) are valid JSON of the right shape;
  *   - /rerank and /predict: every pair has its token types (0 or 1), within max_input_length.
  */
 #include "fuzz_util.h"
@@ -30,6 +32,9 @@
 #include <string.h>
 
 static clattn_tokenizer *tokenizer;
+/* The single template's special ids: the first `leading` before a text's ids, the rest after. */
+static clattn_tokens template_ids;
+static size_t leading;
 
 static const char vocab[] =
     "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
@@ -45,6 +50,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     fuzz_write_bytes(path, (const uint8_t *)vocab, sizeof(vocab) - 1);
     if (clattn_tokenizer_load(&tokenizer, path) != CLATTN_OK)
         fuzz_fail("cannot load the harness's vocabulary: %s", clattn_last_error(NULL));
+    if (clattn_tokenizer_post_process(tokenizer, NULL, 0, SIZE_MAX, 0, &template_ids) !=
+        CLATTN_OK)
+        fuzz_fail("cannot apply the single template: %s", clattn_last_error(NULL));
+    leading = clattn_tokenizer_special_count(tokenizer, CLATTN_TEMPLATE_SINGLE_LEADING);
+    if (template_ids.count != clattn_tokenizer_special_count(tokenizer, CLATTN_TEMPLATE_SINGLE) ||
+        leading > template_ids.count)
+        fuzz_fail("the single template has %zu special ids, %zu leading, but counts %zu",
+                  template_ids.count, leading,
+                  clattn_tokenizer_special_count(tokenizer, CLATTN_TEMPLATE_SINGLE));
     return 0;
 }
 
@@ -105,20 +119,26 @@ static bool printable_utf8(const char *s)
     return true;
 }
 
-static void check_texts(const serve_texts *t, const serve_limits *limits, bool bounded)
+/* with_specials: each text within the single template's special ids. */
+static void check_texts(const serve_texts *t, const serve_limits *limits, bool bounded,
+                        bool with_specials)
 {
-    clattn_tokenizer_special special = clattn_tokenizer_special_ids(tokenizer);
+    size_t specials = with_specials ? template_ids.count : 0;
+    size_t lead = with_specials ? leading : 0, trail = specials - lead;
     size_t vocab_size = clattn_tokenizer_vocab_size(tokenizer);
     FUZZ_CHECK(t->count >= 1 && t->count <= limits->max_client_batch_size, "%zu texts",
                t->count);
     size_t sum = 0;
     for (size_t i = 0; i < t->count; i++) {
         size_t n = t->lengths[i];
-        FUZZ_CHECK(n >= 2, "text %zu has %zu ids", i, n);
+        FUZZ_CHECK(n >= specials, "text %zu has %zu ids", i, n);
         FUZZ_CHECK(!bounded || n <= limits->max_input_length, "text %zu has %zu ids, max %zu",
                    i, n, limits->max_input_length);
-        FUZZ_CHECK(t->ids[i][0] == special.cls && t->ids[i][n - 1] == special.sep,
-                   "text %zu is not [CLS] ... [SEP]", i);
+        FUZZ_CHECK((lead == 0 || memcmp(t->ids[i], template_ids.ids, lead * sizeof(int32_t)) ==
+                                     0) &&
+                       (trail == 0 || memcmp(t->ids[i] + n - trail, template_ids.ids + lead,
+                                             trail * sizeof(int32_t)) == 0),
+                   "text %zu is not within the template's special ids", i);
         for (size_t k = 0; k < n; k++)
             FUZZ_CHECK(t->ids[i][k] >= 0 && (size_t)t->ids[i][k] < vocab_size,
                        "text %zu: id %d", i, (int)t->ids[i][k]);
@@ -260,7 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        "the model_not_found message is not printable UTF-8: %s", err.message);
             return 0;
         }
-        check_texts(&req.texts, &limits, true);
+        check_texts(&req.texts, &limits, true, true);
         FUZZ_CHECK(req.dimensions <= HIDDEN, "dimensions %zu", req.dimensions);
         FUZZ_CHECK(openai ? req.normalize == -1 : req.normalize == 0 || req.normalize == 1,
                    "normalize %d", req.normalize);
@@ -277,7 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_error_body(SERVE_API_TEI, &err);
             return 0;
         }
-        check_texts(&req.texts, &limits, false);
+        check_texts(&req.texts, &limits, false, req.add_special_tokens);
         size_t length = 0;
         char *out = serve_format_tei_tokens(&req, tokenizer, &length);
         FUZZ_CHECK(out, "out of memory");
@@ -285,6 +305,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *root = json_loadb(out, length, 0, &jerr);
         FUZZ_CHECK(root && json_array_size(root) == req.texts.count,
                    "the tokens are not a JSON array of %zu lists", req.texts.count);
+        for (size_t i = 0; i < req.texts.count; i++)
+            FUZZ_CHECK(json_array_size(json_array_get(root, i)) == req.texts.lengths[i],
+                       "text %zu has %zu ids but %zu tokens", i, req.texts.lengths[i],
+                       json_array_size(json_array_get(root, i)));
         json_decref(root);
         free(out);
         serve_texts_free(&req.texts);

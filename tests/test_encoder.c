@@ -430,7 +430,7 @@ static void analytic_counts(void **state)
     assert_int_equal(clattn_encoder_count_params(&c, &params), CLATTN_OK);
     /* per layer: attention 4·512² + 4·512, feed-forward 2·512·2048 + 2048 + 512, norms 4·512 */
     assert_true(params == 6ull * (4 * 512 * 512 + 4 * 512 + 2 * 512 * 2048 + 2048 + 512 + 4 * 512));
-    /* The seed's experiment (the paper's section 3.2.2): timm attention dim 512, [32, 1024, 512]. */
+    /* flops' experiment (docs/library.md): timm attention dim 512, [32, 1024, 512]. */
     clattn_mha_config m;
     clattn_mha_config_timm(&m, 512, 8, 0);
     assert_int_equal(clattn_mha_count_macs(&m, 32, 1024, 1024, macs), CLATTN_OK);
@@ -523,7 +523,7 @@ static void weights_kept_packed_run_on_either_gemm(void **state)
         clattn_encoder *enc = NULL;
         assert_int_equal(clattn_encoder_create(f->ctx, &enc, &cfg), CLATTN_OK);
         assert_int_equal(clattn_encoder_init_random(enc, 5 + (uint64_t)gated), CLATTN_OK);
-        const clattn_ffn *ffn = &enc->weights.layers[0].ffn;
+        const clattn_ffn *ffn = &enc->stack.weights.layers[0].ffn;
         if (saved.gemm_kernel == 1) /* packed, and the unpacked copies released */
             assert_true(ffn->lin1.packed && !ffn->w1 && ffn->lin2.packed && !ffn->w2);
         else if (saved.gemm_kernel == 2) /* in oneDNN's layout, likewise */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # End-to-end tests of the example programs: exit codes (0 success, 2 usage, 1 runtime), the
 # messages that name the cause, and results: encode against PyTorch golden outputs, flops against
-# the seed's exact FLOP counts, permutation's two facts.
+# the experiment's exact FLOP counts (docs/library.md), permutation's two facts.
 # usage: test_examples.sh ENCODE FLOPS PERMUTATION NPY_COMPARE GOLDEN_DIR
 set -u
 encode=$1 flops=$2 permutation=$3 compare=$4 golden=$5
@@ -243,7 +243,7 @@ expect 1 "shapes differ: $tmp/a23.npy is (2, 3), $tmp/a32.npy is (3, 2)" -- \
 expect 1 "is (2, 3), $tmp/a6.npy is (6,)" -- "$compare" "$tmp/a23.npy" "$tmp/a6.npy" 0
 expect 0 "max abs difference 0 over 6 elements" -- "$compare" "$tmp/a23.npy" "$tmp/a23.npy" 0
 
-echo "--- flops: the seed's counts (the paper's section 3.2.2) from a batch-1 run, times 32"
+echo "--- flops: the experiment's counts (the paper's section 3.2.2) from a batch-1 run, times 32"
 out=$("$flops" --batch 1 --seq 1024 --dim 512 --heads 8 2>&1)
 rc=$?
 single=$(awk '/^single head without W\^O/ {print $5}' <<<"$out")
@@ -251,7 +251,7 @@ multi=$(awk '/^multi-head \(8 heads\) with W\^O/ {print $6}' <<<"$out")
 multi_id=$(awk '/^multi-head \(8 heads\) without W\^O/ {print $6}' <<<"$out")
 if [ "$rc" -eq 0 ] && [ "$((single * 32))" -eq 60129542144 ] &&
     [ "$((multi * 32))" -eq 68719476736 ] && [ "$((multi_id * 32))" -eq 60129542144 ]; then
-    echo "ok:   flops counted $single, $multi, $multi_id at batch 1 (x32 = the seed's figures)"
+    echo "ok:   flops counted $single, $multi, $multi_id at batch 1 (x32 = the expected figures)"
 else
     echo "FAIL: flops counted '$single' '$multi' '$multi_id' (exit $rc)"
     sed 's/^/    /' <<<"$out" | head -30
@@ -263,7 +263,7 @@ expect 2 "--dim must be divisible by --heads" -- "$flops" --dim 10 --heads 4
 expect 1 "the input [1073741824, 1073741824, 1024] is too large for the device" -- \
     timeout 60 "$flops" --batch 1073741824 --seq 1073741824 --dim 1024 --heads 8
 
-echo "--- permutation: the seed's two facts (the paper's section 3.5)"
+echo "--- permutation: the experiment's two facts (the paper's section 3.5)"
 out=$("$permutation" 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] &&

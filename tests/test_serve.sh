@@ -359,6 +359,46 @@ stop_answers() {
 # jq_string TEXT: TEXT as a JSON string.
 jq_string() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
 
+# The tiny BERT with a tokenizer.json whose single template adds three special tokens
+# ([CLS] [MASK] text [SEP]): --max-input-length must hold them (the template's real count, not
+# BERT's two), and 3 passes that check (the next one, --max-batch-tokens, refuses 2).
+template_limits() {
+    echo "--- --max-input-length below the single template's special tokens: refused at start"
+    make_tiny_embedder "$tmp/tri" "$golden"
+    python3 - "$tmp/tri" <<'PY'
+import json, sys
+d = sys.argv[1]
+words = open(d + "/vocab.txt", encoding="utf-8").read().split("\n")
+vocab = {w: i for i, w in enumerate(words) if w}
+special = lambda w: {"SpecialToken": {"id": w, "type_id": 0}}
+seq = lambda s, t: {"Sequence": {"id": s, "type_id": t}}
+added = [{"id": vocab[w], "content": w, "single_word": False, "lstrip": False, "rstrip": False,
+          "normalized": False, "special": True} for w in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
+json.dump({
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+    "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                   "strip_accents": None, "lowercase": True},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {
+        "type": "TemplateProcessing",
+        "single": [special("[CLS]"), special("[MASK]"), seq("A", 0), special("[SEP]")],
+        "pair": [special("[CLS]"), special("[MASK]"), seq("A", 0), special("[SEP]"), seq("B", 1),
+                 special("[SEP]")],
+        "special_tokens": {w: {"id": w, "ids": [vocab[w]], "tokens": [w]}
+                           for w in ("[CLS]", "[SEP]", "[MASK]")}},
+    "decoder": None,
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100, "vocab": vocab},
+}, open(d + "/tokenizer.json", "w"))
+PY
+    printf 'a b\n' >"$tmp/tri.txt"
+    expect 0 "[2, 4, 5, 6, 3]" -- "$embed" --model "$tmp/tri" --tokenize --input "$tmp/tri.txt"
+    expect 2 "--max-input-length 2 cannot hold a text: this model's template has 3 special tokens" \
+        -- timeout 60 "$serve" --model "$tmp/tri" --port 0 --max-input-length 2
+    expect 2 "--max-batch-tokens 2 is less than the longest text (3 tokens" \
+        -- timeout 60 "$serve" --model "$tmp/tri" --port 0 --max-input-length 3 --max-batch-tokens 2
+}
+
 # ---- the tiny model ------------------------------------------------------------------------
 
 tiny_mode() {
@@ -803,6 +843,7 @@ EOF
 
     limits_server
     stop_answers
+    template_limits
 
     echo "--- SIGTERM while a request is being uploaded: served in full, then exit 0"
     url=$main_url key=

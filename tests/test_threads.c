@@ -6,7 +6,7 @@
  * every output must equal bit for bit that of a single-threaded run.
  *
  * Threads never call cmocka (its failures longjmp): they record a status and a message, and the
- * main thread asserts. Run under ThreadSanitizer as README.md ("Tests") describes.
+ * main thread asserts. Run under ThreadSanitizer as docs/testing.md describes.
  */
 #include "common/test_util.h"
 #include "common/weight_bank.h"

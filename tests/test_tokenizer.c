@@ -723,12 +723,9 @@ static void malformed_files(void **state)
         {"added.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": {\"type\": "
          "\"BertPreTokenizer\"}, \"added_tokens\": [{\"id\": 0}]}",
          "added_tokens[0] needs an integer \"id\"", CLATTN_ERROR_FORMAT},
-        {"nocls.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": {\"type\": "
-         "\"BertPreTokenizer\"}}", "the classifier token '[CLS]' is not in the vocabulary",
-         CLATTN_ERROR_FORMAT},
         {"post.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": {\"type\": "
-         "\"BertPreTokenizer\"}, \"post_processor\": {\"type\": \"ByteLevel\"}}",
-         "post_processor type 'ByteLevel' is not supported", CLATTN_ERROR_UNSUPPORTED},
+         "\"BertPreTokenizer\"}, \"post_processor\": {\"type\": \"WordLevel\"}}",
+         "post_processor type 'WordLevel' is not supported", CLATTN_ERROR_UNSUPPORTED},
         {"roberta.json", "{\"model\": {\"vocab\": {\"[UNK]\": 0}}, \"pre_tokenizer\": "
          "{\"type\": \"BertPreTokenizer\"}, \"post_processor\": {\"type\": "
          "\"RobertaProcessing\"}}",
@@ -795,7 +792,7 @@ static void fuzzed_tokenizer_json(void **state)
         for (size_t t = 0; t < 3; t++) {
             s = clattn_tokenizer_encode(tok, texts[t], strlen(texts[t]), 0, ids, 64, &count);
             assert_int_equal(s, CLATTN_OK);
-            assert_true(count >= 2);
+            assert_true(count >= clattn_tokenizer_special_count(tok, CLATTN_TEMPLATE_SINGLE));
         }
         clattn_tokenizer_destroy(&tok);
     }

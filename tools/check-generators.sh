@@ -77,8 +77,10 @@ check() {
 wanted=("$@")
 f5=--abs=5e-6 # PyTorch's floats: half the tests' smallest tolerance
 check beam tests/golden/beam_alpha --rel=1e-12 gen_beam_golden.py --out @
+check block tests/golden/block $f5 gen_block_golden.py --out @
 check bert tests/golden/bert $f5 gen_bert_golden.py --out @ --case single
 check bpe tests/golden/tokenizer_bpe - gen_bpe_golden.py --out @ --only random
+check bpe-build tests/golden/tokenizer_build - gen_bpe_build_golden.py --out @
 check crossenc tests/golden/crossenc $f5 gen_crossenc_golden.py --out @ --case one_label
 check decoder tests/golden $f5 gen_decoder_golden.py --out @
 check float tests/golden/float_transformer $f5 gen_float_transformer_golden.py --out @
@@ -103,6 +105,7 @@ check roberta tests/golden/roberta \
     $f5,--skip=config_sentence_transformers.json,--skip=tokenizer_config.json \
     gen_roberta_golden.py --out @ --case roberta
 check safetensors tests/data/safetensors - gen_safetensors_fixtures.py --out @
+check template tests/golden/tokenizer_template - gen_template_tokenizer_golden.py --out @
 check --real-model tokenizer tests/golden/tokenizer - gen_tokenizer_golden.py --out @ --only hand
 check toy tests/golden/toy_reverse $f5 \
     train_toy_seq2seq.py --from-model tests/golden/toy_reverse/model.safetensors --out @

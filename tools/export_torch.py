@@ -292,7 +292,7 @@ def _decoder_layer_config(layer):
 
 def export_transformer(transformer, path, src_embedding, tgt_embedding, generator=None,
                        bos_id=1, eos_id=2, pad_id=0, dtype='f32'):
-    """Writes an encoder-decoder model file (DESIGN §10; clattn/transformer.h) that
+    """Writes an encoder-decoder model file (docs/decoders.md; clattn/transformer.h) that
     clattn_transformer_load and examples/generate read: `transformer` an nn.Transformer
     (batch_first or not; encoder.norm and decoder.norm as nn.Transformer makes them),
     `src_embedding` and `tgt_embedding` nn.Embedding [V, d_model] (libclattn multiplies them by

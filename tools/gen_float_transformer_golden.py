@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden files for a model of float inputs: tests/golden/float_transformer/.
 
-A small random nn.Transformer (no embeddings: its own state_dict names, as DESIGN section 10 and
+A small random nn.Transformer (no embeddings: its own state_dict names, as docs/decoders.md and
 clattn/transformer.h describe, with the metadata generate needs) and PyTorch's teacher-forced
 forward on float inputs:
 

@@ -718,7 +718,7 @@ def cases():
         'mha_many_heads', 'Self-attention with 8 heads of width 2, B=3, N=4, per-head weights.',
         114, E, 8, 3, 4, average_attn_weights=False)
 
-    # The tutorial experiment: PyTorch's own default initialisation (zero in_proj_bias and
+    # The permutation experiment (docs/library.md): PyTorch's default init (zero in_proj_bias and
     # out_proj.bias), same weights for both inputs.
     t1 = torch.tensor([[[1., 2.], [2., 3.], [3., 4.]]], dtype=torch.float32)
     t2 = torch.tensor([[[1., 2.], [3., 4.], [2., 3.]]], dtype=torch.float32)

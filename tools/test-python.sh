@@ -2,11 +2,12 @@
 # The Python package's tests, as CI runs them (tools/run-tests.sh): in a fresh venv,
 # `pip install .` (meson-python builds the library again, tests and examples off) and pytest on
 # tests/python, with the command-line embed and rerank of BUILD_DIR for the byte-for-byte parity
-# tests; then `pip wheel .` and the wheel installed into a second, clean venv, where importing
-# clattn and scoring a pair must work. The package's tests need no PyTorch (their expected
-# values are committed goldens); then tools/check-generators.sh re-runs every reference
-# generator of tools/ for one small case, from tools/make-golden-venv.sh's venv (PyTorch and the
-# Hugging Face packages), and compares with the committed goldens.
+# tests and BUILD_DIR's tests/abi_layout (the C layout of the structs that _api.py mirrors with
+# ctypes, for tests/python/test_abi_layout.py); then `pip wheel .` and the wheel installed into a
+# second, clean venv, where importing clattn and scoring a pair must work. The package's tests
+# need no PyTorch (their expected values are committed goldens); then tools/check-generators.sh
+# re-runs every reference generator of tools/ for one small case, from tools/make-golden-venv.sh's
+# venv (PyTorch and the Hugging Face packages), and compares with the committed goldens.
 # Needs python3 with venv (Debian: python3-venv) and PyPI (numpy, pytest, meson-python, meson,
 # ninja). With CLATTN_REQUIRE_REAL_MODEL=1 a missing real model fails the tests.
 #
@@ -24,6 +25,7 @@ python3 -m venv "$work/venv"
 
 echo "--- pytest tests/python"
 CLATTN_EMBED=$PWD/$build/examples/embed CLATTN_RERANK=$PWD/$build/examples/rerank \
+    CLATTN_ABI_LAYOUT=$PWD/$build/tests/abi_layout \
     "$work/venv/bin/python" -m pytest -q -p no:cacheprovider tests/python
 
 echo "--- pip wheel ., installed into a clean venv"

@@ -12,6 +12,7 @@
 #include "embed_job.h"
 #include "job_comm.h"
 #include "text_lines.h"
+#include "token_ids.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,8 +73,9 @@ static void usage(FILE *out)
             "                     refused and left unchanged, and so is a missing folder\n"
             "  --json             one JSON object on stdout: the embeddings (unless --output) and\n"
             "                     texts/s, tokens/s, the device and the model\n"
-            "  --tokenize         no model run: each text's token ids ([CLS] ... [SEP]) as a JSON\n"
-            "                     array, one line per text\n"
+            "  --tokenize         no model run: each text's token ids (the tokenizer's special\n"
+            "                     tokens included: [CLS] ... [SEP] for BERT) as a JSON array,\n"
+            "                     one line per text\n"
             "  --max-length N     truncate to N tokens (default: the model's max_seq_length)\n"
             "  --batch-size B     texts per batch at most (default 32; batches are also bounded\n"
             "                     to 16384 padded tokens, and cut where padding would cost more\n"
@@ -370,48 +372,18 @@ static const char *text_name(const options *o, size_t i, char name[64])
 }
 
 
-static void print_ids(const int32_t *ids, size_t n)
-{
-    putchar('[');
-    for (size_t i = 0; i < n; i++)
-        printf("%s%d", i ? ", " : "", ids[i]);
-    puts("]");
-}
-
 static int tokenize(const options *o, const text_list *t)
 {
     clattn_tokenizer *tok = NULL;
     if (clattn_tokenizer_load(&tok, o->model) != CLATTN_OK)
         return runtime_error("--model: %s", clattn_last_error(NULL));
-    int32_t *ids = NULL;
-    size_t capacity = 0;
+    size_t failed = 0;
     int rc = 0;
-    for (size_t i = 0; i < t->count && !rc; i++) {
-        size_t n = 0;
-        if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, NULL, 0,
-                                    &n) != CLATTN_OK) {
-            char name[64];
-            rc = runtime_error("%s: %s", text_name(o, i, name), clattn_last_error(NULL));
-            break;
-        }
-        if (n > capacity) {
-            int32_t *grown = realloc(ids, n * sizeof(int32_t));
-            if (!grown) {
-                rc = runtime_error("out of memory");
-                break;
-            }
-            ids = grown;
-            capacity = n;
-        }
-        if (clattn_tokenizer_encode(tok, t->texts[i], t->lengths[i], o->max_length, ids,
-                                    capacity, &n) != CLATTN_OK) {
-            char name[64];
-            rc = runtime_error("%s: %s", text_name(o, i, name), clattn_last_error(NULL));
-        } else {
-            print_ids(ids, n);
-        }
+    if (embed_write_token_ids(stdout, tok, t->texts, t->lengths, t->count, o->max_length,
+                              &failed) != CLATTN_OK) {
+        char name[64];
+        rc = runtime_error("%s: %s", text_name(o, failed, name), clattn_last_error(NULL));
     }
-    free(ids);
     clattn_tokenizer_destroy(&tok);
     return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * clattn-serve's HTTP side (DESIGN §11) on libmicrohttpd: a pool of threads (one per core, 2 to
+ * The server's HTTP side (docs/serving.md) on libmicrohttpd: a pool of threads (one per core, 2 to
  * 8) each serving many connections over epoll, the routes, the request body under
  * --payload-limit, the API key, per-request deadlines, one log line per request on stderr and
  * the request metrics. A request that needs the model is suspended and answered on a thread of

@@ -281,7 +281,7 @@ char *serve_metrics_render(serve_metrics *m, size_t pending)
     append_family(&t, "clattn_texts_total", "counter", "Texts embedded for successful requests.");
     append(&t, "clattn_texts_total %llu\n", (unsigned long long)m->texts);
     append_family(&t, "clattn_tokens_total", "counter",
-                  "Real tokens ([CLS] and [SEP] included) of the texts embedded.");
+                  "Real tokens (the template's special tokens included) of the texts embedded.");
     append(&t, "clattn_tokens_total %llu\n", (unsigned long long)m->tokens);
     append_histogram(&t, "clattn_batch_texts", "Texts per batch run on the device.",
                      &m->batch_texts);

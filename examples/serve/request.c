@@ -250,19 +250,22 @@ typedef struct input_rules {
     bool truncate;         /* truncate instead of refusing */
     bool truncate_left;    /* keep the last ids rather than the first */
     const char *prompt;    /* put before each text input (NULL or "": none) */
+    bool no_special_tokens; /* texts without the template's special tokens (/tokenize) */
 } input_rules;
 
-/* Cuts an encoding [CLS] a ... z [SEP] of n > max ids to max ids: the first ones, or (left)
- * [CLS] and the last ones. */
-static void cut_encoding(int32_t *ids, size_t *n, size_t max, bool left)
+/* Cuts an encoding of n > max ids (`lead` special ids, the text's ids, `trail` special ids:
+ * [CLS] a ... z [SEP] for BERT) to max ids: the first ones, or (left) the last ones; the
+ * special ids stay. max is at least lead + trail. */
+static void cut_encoding(int32_t *ids, size_t *n, size_t max, bool left, size_t lead,
+                         size_t trail)
 {
     if (*n <= max)
         return;
+    size_t keep = max > lead + trail ? max - lead - trail : 0;
     if (left)
-        memmove(ids + 1, ids + (*n - (max - 1)), (max - 1) * sizeof(*ids));
-    else
-        ids[max - 1] = ids[*n - 1];
-    *n = max;
+        memmove(ids + lead, ids + (*n - trail - keep), keep * sizeof(*ids));
+    memmove(ids + lead + keep, ids + (*n - trail), trail * sizeof(*ids));
+    *n = lead + keep + trail;
 }
 
 static bool too_long(serve_error *err, const input_rules *r, const char *name, size_t given,
@@ -270,13 +273,13 @@ static bool too_long(serve_error *err, const input_rules *r, const char *name, s
 {
     if (r->api == SERVE_API_TEI)
         serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, name,
-                        "`%s` must have at most %zu tokens ([CLS] and [SEP] included). Given: "
+                        "`%s` must have at most %zu tokens (the special tokens included). Given: "
                         "%zu (ask for \"truncate\": true, or start the server with "
                         "--auto-truncate)",
                         name, max, given);
     else
         serve_error_set(err, r->api, SERVE_ERROR_TOO_LARGE, name,
-                        "'%s' is %zu tokens long ([CLS] and [SEP] included), more than this "
+                        "'%s' is %zu tokens long (the special tokens included), more than this "
                         "model's maximum of %zu; shorten it, or start the server with "
                         "--auto-truncate",
                         name, given, max);
@@ -320,55 +323,54 @@ static bool encode_text(const char *text, size_t bytes, size_t i, const char *na
     size_t max_length = r->check_length && r->truncate && !r->truncate_left
                             ? limits->max_input_length
                             : SIZE_MAX;
-    /* Each id but [CLS] and [SEP] comes from at least one byte, almost always: try that room
-     * first, and take the exact count when the tokenizer says it needs more. */
-    size_t capacity = bytes + 2 < max_length ? bytes + 2 : max_length;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int32_t *ids = malloc(capacity * sizeof(*ids));
-        if (!ids) {
-            serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
-                            "out of memory for the ids of %s", name);
-            return false;
-        }
-        size_t count = 0;
-        /* As `embed` tokenizes it (stripped) when the served model is an embedder. */
-        clattn_status s = limits->prompts ? clattn_sentence_model_encode(limits->prompts, text,
-                                                                         bytes, max_length, ids,
-                                                                         capacity, &count)
-                                          : clattn_tokenizer_encode(tok, text, bytes, max_length,
-                                                                    ids, capacity, &count);
-        if (s == CLATTN_OK) {
-            t->ids[i] = ids;
-            t->lengths[i] = count;
-            break;
-        }
-        free(ids);
-        if (s == CLATTN_ERROR_INVALID_ARGUMENT && count > capacity && attempt == 0) {
-            capacity = count;
-            continue;
-        }
+    /* As `embed` tokenizes it (stripped) when the served model is an embedder. Tokenized once,
+     * into arrays the tokenizer grows. */
+    const clattn_tokenizer *from =
+        limits->prompts ? clattn_sentence_model_tokenizer(limits->prompts) : tok;
+    clattn_tokens out = {0};
+    unsigned flags = (limits->prompts ? CLATTN_ENCODE_STRIP : 0) |
+                     (r->no_special_tokens ? CLATTN_ENCODE_NO_SPECIAL_TOKENS : 0);
+    clattn_status s = clattn_tokenizer_encode_tokens(from, text, bytes, max_length, flags, &out);
+    free(out.type_ids); /* a single text's token types are all 0 in every supported template */
+    /* An empty encoding (a template without special tokens) still gets an array. */
+    bool no_room = s == CLATTN_OK && !out.ids && !(out.ids = malloc(sizeof(*out.ids)));
+    if (s != CLATTN_OK || no_room) {
+        free(out.ids);
         serve_error_set(err, r->api,
                         s == CLATTN_ERROR_INVALID_ARGUMENT ? SERVE_ERROR_INVALID
                                                            : SERVE_ERROR_BACKEND,
-                        name, "%s cannot be tokenized: %s", name, clattn_last_error(NULL));
+                        name, "%s cannot be tokenized: %s", name,
+                        no_room ? "out of memory" : clattn_last_error(NULL));
         return false;
     }
+    t->ids[i] = out.ids;
+    t->lengths[i] = out.count;
     if (r->check_length && t->lengths[i] > limits->max_input_length) {
         if (!r->truncate)
             return too_long(err, r, name, t->lengths[i], limits->max_input_length);
-        cut_encoding(t->ids[i], &t->lengths[i], limits->max_input_length, r->truncate_left);
+        size_t lead = clattn_tokenizer_special_count(from, CLATTN_TEMPLATE_SINGLE_LEADING);
+        size_t trail = clattn_tokenizer_special_count(from, CLATTN_TEMPLATE_SINGLE) - lead;
+        cut_encoding(t->ids[i], &t->lengths[i], limits->max_input_length, r->truncate_left,
+                     lead, trail);
     }
     return true;
 }
 
-/* Copies the array of vocabulary ids `item` into t->ids[i] between [CLS] and [SEP], its first
- * ids when it is truncated (only OpenAI's route takes ids, and it truncates from the right). */
+/* Copies the array of vocabulary ids `item` into t->ids[i] with the single template's special
+ * tokens around them ([CLS] and [SEP] for BERT), its first ids when it is truncated (only
+ * OpenAI's route takes ids, and it truncates from the right). */
 static bool copy_ids(const json_t *item, size_t i, const char *name, const clattn_tokenizer *tok,
                      const serve_limits *limits, const input_rules *r, serve_texts *t,
                      serve_error *err)
 {
     size_t n = json_array_size(item);
     size_t vocab = clattn_tokenizer_vocab_size(tok);
+    int32_t *given = malloc((n ? n : 1) * sizeof(*given));
+    if (!given) {
+        serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
+                        "out of memory for the ids of %s", name);
+        return false;
+    }
     for (size_t k = 0; k < n; k++) {
         const json_t *v = json_array_get(item, k);
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
@@ -383,27 +385,33 @@ static bool copy_ids(const json_t *item, size_t i, const char *name, const clatt
             else
                 serve_error_set(err, r->api, SERVE_ERROR_INVALID, where,
                                 "'%s' must be an integer token id", where);
+            free(given);
             return false;
         }
+        given[k] = (int32_t)json_integer_value(v);
     }
-    if (r->check_length && n + 2 > limits->max_input_length && !r->truncate)
-        return too_long(err, r, name, n + 2, limits->max_input_length);
-    size_t keep = r->check_length && n + 2 > limits->max_input_length
-                      ? limits->max_input_length - 2
-                      : n;
-    int32_t *ids = malloc((keep + 2) * sizeof(*ids));
-    if (!ids) {
-        serve_error_set(err, r->api, SERVE_ERROR_BACKEND, NULL,
-                        "out of memory for the ids of %s", name);
+    size_t specials = clattn_tokenizer_special_count(tok, CLATTN_TEMPLATE_SINGLE);
+    if (r->check_length && n + specials > limits->max_input_length && !r->truncate) {
+        free(given);
+        return too_long(err, r, name, n + specials, limits->max_input_length);
+    }
+    clattn_tokens out = {0};
+    clattn_status s = clattn_tokenizer_post_process(
+        tok, given, n, r->check_length ? limits->max_input_length : SIZE_MAX, 0, &out);
+    free(given);
+    free(out.type_ids);
+    bool no_room = s == CLATTN_OK && !out.ids && !(out.ids = malloc(sizeof(*out.ids)));
+    if (s != CLATTN_OK || no_room) {
+        free(out.ids);
+        serve_error_set(err, r->api,
+                        s == CLATTN_ERROR_INVALID_ARGUMENT ? SERVE_ERROR_INVALID
+                                                           : SERVE_ERROR_BACKEND,
+                        name, "%s cannot be encoded: %s", name,
+                        no_room ? "out of memory" : clattn_last_error(NULL));
         return false;
     }
-    clattn_tokenizer_special special = clattn_tokenizer_special_ids(tok);
-    ids[0] = special.cls;
-    for (size_t k = 0; k < keep; k++)
-        ids[k + 1] = (int32_t)json_integer_value(json_array_get(item, k));
-    ids[keep + 1] = special.sep;
-    t->ids[i] = ids;
-    t->lengths[i] = keep + 2;
+    t->ids[i] = out.ids;
+    t->lengths[i] = out.count;
     return true;
 }
 
@@ -736,7 +744,7 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
     size_t model_length = model ? json_string_length(json_object_get(root, "model")) : 0;
     ok = ok && find_model_name(model, model_length, limits, &req->model_name, err);
     req->base64 = ok && format && strcmp(format, "base64") == 0;
-    input_rules rules = {api, "input", true, true, limits->auto_truncate, false, NULL};
+    input_rules rules = {api, "input", true, true, limits->auto_truncate, false, NULL, false};
     ok = ok && get_prompt(root, api, limits, false, &rules.prompt, err);
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     json_decref(root);
@@ -766,7 +774,7 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
     bool left = false;
     ok = ok && get_direction(direction, api, &left, err);
     req->normalize = normalize;
-    input_rules rules = {api, "inputs", false, true, truncate, left, prompt};
+    input_rules rules = {api, "inputs", false, true, truncate, left, prompt, false};
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     json_decref(root);
     if (!ok)
@@ -784,9 +792,10 @@ bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokeni
     if (!root)
         return false;
     bool special = true;
-    input_rules rules = {api, "inputs", false, false, false, false, NULL};
+    input_rules rules = {api, "inputs", false, false, false, false, NULL, false};
     bool ok = get_bool(root, "add_special_tokens", api, &special, err) &&
               get_prompt(root, api, limits, true, &rules.prompt, err);
+    rules.no_special_tokens = !special;
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
     req->add_special_tokens = special;
     json_decref(root);
@@ -808,20 +817,28 @@ void serve_score_request_free(serve_score_request *req)
     memset(req, 0, sizeof(*req));
 }
 
-/* The ids of the pair (a, b) as the served cross-encoder tokenizes it (limits->pairs), else
- * with the tokenizer's pair template; of a alone when b is NULL (token types 0). */
+/* The ids of the pair (a, b) as the served cross-encoder tokenizes it (limits->pairs: as
+ * clattn_cross_encoder_encode_pair, max_length within the model's, both texts stripped), else
+ * with the tokenizer's pair template; of a alone when b is NULL (the single template's token
+ * types: 0). Appended to *out, each text tokenized once. */
 static clattn_status encode_pair_or_text(const clattn_tokenizer *tok, const serve_limits *limits,
                                          const char *a, size_t bytes_a, const char *b,
-                                         size_t bytes_b, size_t max_length, int32_t *ids,
-                                         int32_t *type_ids, size_t capacity, size_t *count)
+                                         size_t bytes_b, size_t max_length, clattn_tokens *out)
 {
     if (!b)
-        return clattn_tokenizer_encode(tok, a, bytes_a, max_length, ids, capacity, count);
-    if (limits->pairs)
-        return clattn_cross_encoder_encode_pair(limits->pairs, a, bytes_a, b, bytes_b,
-                                                max_length, ids, type_ids, capacity, count);
-    return clattn_tokenizer_encode_pair(tok, a, bytes_a, b, bytes_b, max_length, ids, type_ids,
-                                        capacity, count);
+        return clattn_tokenizer_encode_tokens(tok, a, bytes_a, max_length, 0, out);
+    if (limits->pairs) {
+        clattn_cross_encoder_info info;
+        clattn_status s = clattn_cross_encoder_get_info(limits->pairs, &info);
+        if (s != CLATTN_OK)
+            return s;
+        if (max_length == 0 || (max_length != SIZE_MAX && max_length > info.max_length))
+            max_length = info.max_length;
+        return clattn_tokenizer_encode_pair_tokens(clattn_cross_encoder_tokenizer(limits->pairs),
+                                                   a, bytes_a, b, bytes_b, max_length,
+                                                   CLATTN_ENCODE_STRIP, out);
+    }
+    return clattn_tokenizer_encode_pair_tokens(tok, a, bytes_a, b, bytes_b, max_length, 0, out);
 }
 
 /* Encodes text i of t: the pair (a, b) (encode_pair_or_text), or a alone when b is NULL,
@@ -835,43 +852,40 @@ static bool encode_sequence(const json_t *a, const json_t *b, size_t i, const ch
     size_t max_length = truncate ? limits->max_input_length : SIZE_MAX;
     const char *text_a = json_string_value(a), *text_b = b ? json_string_value(b) : NULL;
     size_t bytes_a = json_string_length(a), bytes_b = b ? json_string_length(b) : 0;
-    size_t count = 0;
-    /* The count first, then the ids into exactly that room. */
+    clattn_tokens out = {0};
     clattn_status s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b,
-                                          max_length, NULL, NULL, 0, &count);
-    if (s == CLATTN_OK && count > limits->max_input_length) {
+                                          max_length, &out);
+    if (s == CLATTN_OK && out.count > limits->max_input_length) {
         serve_error_set(err, api, SERVE_ERROR_TOO_LARGE, name,
                         "`%s` must have at most %zu tokens (the special tokens included). "
                         "Given: %zu (ask for \"truncate\": true, or start the server with "
                         "--auto-truncate)",
-                        name, limits->max_input_length, count);
+                        name, limits->max_input_length, out.count);
+        clattn_tokens_free(&out);
         return false;
     }
-    int32_t *ids = NULL, *types = NULL;
-    if (s == CLATTN_OK) {
-        ids = malloc((count ? count : 1) * sizeof(*ids));
-        types = calloc(count ? count : 1, sizeof(*types));
-        if (!ids || !types) {
-            free(ids), free(types);
+    if (s == CLATTN_OK && !out.ids) { /* an empty encoding: room for one id all the same */
+        out.ids = malloc(sizeof(*out.ids));
+        out.type_ids = calloc(1, sizeof(*out.type_ids));
+        if (!out.ids || !out.type_ids) {
+            clattn_tokens_free(&out);
             serve_error_set(err, api, SERVE_ERROR_BACKEND, NULL,
                             "out of memory for the ids of %s", name);
             return false;
         }
-        s = encode_pair_or_text(tok, limits, text_a, bytes_a, text_b, bytes_b, max_length, ids,
-                                types, count, &count);
     }
     if (s != CLATTN_OK) {
-        free(ids), free(types);
+        clattn_tokens_free(&out);
         serve_error_set(err, api,
                         s == CLATTN_ERROR_INVALID_ARGUMENT ? SERVE_ERROR_INVALID
                                                            : SERVE_ERROR_BACKEND,
                         name, "%s cannot be tokenized: %s", name, clattn_last_error(NULL));
         return false;
     }
-    t->ids[i] = ids;
-    t->type_ids[i] = types;
-    t->lengths[i] = count;
-    t->tokens += count;
+    t->ids[i] = out.ids;
+    t->type_ids[i] = out.type_ids;
+    t->lengths[i] = out.count;
+    t->tokens += out.count;
     return true;
 }
 
@@ -1229,13 +1243,20 @@ char *serve_format_tei_tokens(const serve_tokenize_request *req, const clattn_to
     for (size_t i = 0; i < req->texts.count && !b.failed; i++) {
         sb_puts(&b, i ? ",[" : "[");
         size_t n = req->texts.lengths[i];
-        /* Encodings always hold [CLS] and [SEP]: leave them out when asked. */
-        size_t from = req->add_special_tokens ? 0 : 1, to = req->add_special_tokens ? n : n - 1;
-        for (size_t k = from; k < to; k++) {
+        /* With add_special_tokens, the single template's special ids before and after the
+         * text's ([CLS] and [SEP] for BERT); without, the text's alone. */
+        size_t lead = 0, trail = 0;
+        if (req->add_special_tokens) {
+            lead = clattn_tokenizer_special_count(tok, CLATTN_TEMPLATE_SINGLE_LEADING);
+            trail = clattn_tokenizer_special_count(tok, CLATTN_TEMPLATE_SINGLE) - lead;
+            if (lead + trail > n)
+                lead = trail = 0; /* (never: every such encoding holds them) */
+        }
+        for (size_t k = 0; k < n; k++) {
             int32_t id = req->texts.ids[i][k];
             const char *text = clattn_tokenizer_token(tok, id);
-            bool special = k == 0 || k == n - 1;
-            sb_printf(&b, "%s{\"id\":%d,\"text\":", k > from ? "," : "", (int)id);
+            bool special = k < lead || k + trail >= n;
+            sb_printf(&b, "%s{\"id\":%d,\"text\":", k ? "," : "", (int)id);
             sb_json_string(&b, text ? text : "", text ? strlen(text) : 0);
             sb_printf(&b, ",\"special\":%s,\"start\":null,\"stop\":null}",
                       special ? "true" : "false");

@@ -1,11 +1,12 @@
 /*
- * The server's request bodies and response bodies (DESIGN §11, "Routes" and "Limits and
- * errors"): pure functions, no I/O and no global state, so that fuzz/fuzz_request.c can run them
+ * The server's request bodies and response bodies (docs/serving.md, "Routes" and "Limits and
+ * statuses"): pure functions, no I/O and no global state, so that fuzz/fuzz_request.c can run them
  * on any bytes.
  *
  * Parsing checks a body against the OpenAI or TEI shape and the server's limits, and tokenizes
- * its texts (clattn_tokenizer_encode, on the calling HTTP thread) into [CLS] ... [SEP] ids ready
- * for the scheduler. Every refusal fills a serve_error naming the field ("input[3]", "dimensions")
+ * its texts (clattn_tokenizer_encode_tokens, once each, on the calling HTTP thread) into ids
+ * within the single template's special tokens ([CLS] ... [SEP] for BERT) ready for the
+ * scheduler. Every refusal fills a serve_error naming the field ("input[3]", "dimensions")
  * with the status and error type of the route's API; serve_format_error turns it into the body:
  *   OpenAI (/v1/...)  {"error":{"message":...,"type":...,"param":...,"code":...}}
  *   TEI               {"error":...,"error_type":...}
@@ -77,7 +78,8 @@ void serve_error_set(serve_error *e, serve_api api, serve_error_kind kind, const
 /* What requests are checked against. */
 typedef struct serve_limits {
     size_t max_client_batch_size; /* inputs per request at most */
-    size_t max_input_length;      /* ids per text at most, [CLS] and [SEP] included (>= 2) */
+    size_t max_input_length;      /* ids per text at most, the template's special tokens
+                                   * included (>= 2, and >= their count) */
     bool auto_truncate;           /* truncate longer texts unless the request says otherwise */
     size_t hidden_size;           /* the embeddings' width: "dimensions" at most */
     /* The model whose prompts (clattn_sentence_model_prompt) texts get: "prompt_name" picks
@@ -109,7 +111,8 @@ typedef struct serve_texts {
 void serve_texts_free(serve_texts *t);
 
 typedef struct serve_embed_request {
-    serve_texts texts;   /* [CLS] ... [SEP], within max_input_length */
+    serve_texts texts;   /* within the single template's special tokens ([CLS] ... [SEP] for
+                          * BERT), max_input_length ids at most */
     bool base64;         /* OpenAI encoding_format "base64" */
     size_t dimensions;   /* 0: all of hidden_size; else keep the first `dimensions` */
     int normalize;       /* -1: the model's own output (OpenAI); 0 or 1 (TEI's "normalize") */
@@ -123,7 +126,8 @@ typedef struct serve_embed_request {
  * limits->model_names, else 404 model_not_found, see serve_limits); "encoding_format" "float"
  * (default) or "base64";
  * "dimensions" 1 .. hidden_size; "user" a string (ignored). Other fields are ignored. Token ids
- * are the vocabulary's ids without [CLS] and [SEP] (added here), each in 0 .. vocab_size - 1.
+ * are the vocabulary's ids without the single template's special tokens (added here: [CLS] and
+ * [SEP] for BERT), each in 0 .. vocab_size - 1.
  * Texts longer than max_input_length are truncated with auto_truncate, else refused (413).
  * On failure *req is zeroed (nothing allocated) and *err says why.
  */
@@ -146,14 +150,15 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
                            const serve_limits *limits, serve_embed_request *req, serve_error *err);
 
 typedef struct serve_tokenize_request {
-    serve_texts texts; /* with [CLS] and [SEP] even when add_special_tokens is false */
+    serve_texts texts; /* with the single template's special tokens when add_special_tokens is
+                        * true, without them when it is false */
     bool add_special_tokens;
 } serve_tokenize_request;
 
 /*
  * POST /tokenize (TEI): "inputs" a string or an array of strings, "add_special_tokens" (default
- * true), "prompt_name" (as /embed: the ids /embed would run). Texts are not truncated (the body's size bounds them) and the
- * batch size is checked as /embed's.
+ * true), "prompt_name" (as /embed: the ids /embed would run). Texts are not truncated (the
+ * body's size bounds them) and the batch size is checked as /embed's.
  */
 bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokenizer *tok,
                               const serve_limits *limits, serve_tokenize_request *req,

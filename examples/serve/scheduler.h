@@ -1,12 +1,13 @@
 /*
- * The server's batching engine (DESIGN §11, "Batching"): one thread owns the device context and
+ * The server's batching engine (docs/serving.md: batching): one thread owns the device context and
  * the model (an embedder or a cross-encoder, behind serve_engine); HTTP threads hand it jobs of
  * already-tokenized texts and wait. The thread
  * takes pending texts in arrival order into batches of at most max_batch_tokens tokens and at
  * most max_batch_requests requests (run as clattn_sentence_model_embed runs texts: sorted by
  * length and cut where padding and per-batch costs are least, src/models/embed_batches.h, into
  * library batches of at most 32 texts and max_batch_tokens padded tokens), runs
- * them, and hands each job its rows in its own order. A job larger than one batch is split across batches; small jobs of many clients share one. While
+ * them, and hands each job its rows in its own order. A job larger than one batch is split
+ * across batches; small jobs of many clients share one. While
  * jobs wait the device is never idle. Thanks to batch invariance (clattn/context.h) a text's
  * row is the same bytes whatever it was batched with.
  */
@@ -51,8 +52,9 @@ typedef struct serve_scheduler_config {
     serve_metrics *metrics;    /* each batch is counted there (serve_metrics_batch); may be NULL */
 } serve_scheduler_config;
 
-/* One request's texts, tokenized by the caller (clattn_tokenizer_encode: [CLS] ... [SEP], or
- * clattn_tokenizer_encode_pair for a cross-encoder's pairs, truncated as the request asked), and
+/* One request's texts, tokenized by the caller (clattn_tokenizer_encode_tokens: the single
+ * template's ids, [CLS] ... [SEP] for BERT; or clattn_tokenizer_encode_pair_tokens for a
+ * cross-encoder's pairs; truncated as the request asked), and
  * what to compute. The caller owns every array and keeps it alive until serve_scheduler_submit
  * returns. */
 typedef struct serve_job {

@@ -1,6 +1,6 @@
 /*
  * clattn-serve: sentence embeddings, or a cross-encoder's reranking and scores, over HTTP
- * (DESIGN §11, §13), OpenAI- and TEI-compatible, with dynamic batching. One model per process:
+ * (docs/serving.md), OpenAI- and TEI-compatible, with dynamic batching. One model per process:
  * a folder whose config.json names a *ForSequenceClassification architecture is served as a
  * cross-encoder (POST /rerank, POST /predict), any other as a sentence-transformers embedder.
  *
@@ -96,7 +96,7 @@ static void usage(FILE *out)
             "                             $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
             "  --precision P              fp32 (default), bf16 or int8: the GEMMs' number format\n"
             "                             (CPU devices with oneDNN; bf16 needs AVX512_BF16 or AMX,\n"
-            "                             int8 VNNI or AMX; README \"Precision\" gives the accuracy)\n"
+            "                             int8 VNNI or AMX; accuracy: docs/performance.md)\n"
             "  --host ADDR                the address to listen on (default 127.0.0.1)\n"
             "  --port P                   the port (default 8080; 0: a free one). The URL is\n"
             "                             printed as one line on stdout (http://HOST:PORT, for\n"
@@ -256,8 +256,8 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case O_MAX_INPUT_LENGTH:
             if (!parse_size(optarg, 2, 1u << 30, &o->max_input_length))
-                return usage_error("--max-input-length needs an integer of at least 2 ([CLS] "
-                                   "and [SEP]), not '%s'",
+                return usage_error("--max-input-length needs an integer of at least 2, not "
+                                   "'%s'",
                                    optarg);
             break;
         case O_AUTO_TRUNCATE: o->auto_truncate = true; break;
@@ -453,15 +453,18 @@ static int load_model(server *s, const options *o, served_model *m)
         return rc;
     /* A cross-encoder's pair needs its template's special tokens and one token of each text:
      * less would start, then refuse every /rerank as the client's fault. */
-    size_t specials = 0;
-    if (m->cross_encoder && o->max_input_length &&
-        clattn_cross_encoder_encode_pair(s->cross_encoder, "", 0, "", 0, SIZE_MAX, NULL, NULL,
-                                         0, &specials) == CLATTN_OK &&
-        o->max_input_length < specials + 2)
+    size_t specials = clattn_tokenizer_special_count(m->tokenizer, CLATTN_TEMPLATE_PAIR);
+    if (m->cross_encoder && o->max_input_length && o->max_input_length < specials + 2)
         return usage_error("--max-input-length %zu cannot hold a pair: this cross-encoder's pair "
                            "template has %zu special tokens, so it needs at least %zu (one "
                            "token of each text)",
                            o->max_input_length, specials, specials + 2);
+    /* A text needs room for the single template's special tokens ([CLS] and [SEP] for BERT). */
+    specials = clattn_tokenizer_special_count(m->tokenizer, CLATTN_TEMPLATE_SINGLE);
+    if (o->max_input_length && o->max_input_length < specials)
+        return usage_error("--max-input-length %zu cannot hold a text: this model's template "
+                           "has %zu special tokens",
+                           o->max_input_length, specials);
     if (o->max_input_length > m->max_length)
         return usage_error("--max-input-length %zu is more than the model's maximum of %zu "
                            "tokens",

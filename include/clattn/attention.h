@@ -202,7 +202,8 @@ typedef struct clattn_mha_config {
     size_t vdim;        /* width of the value input; 0 selects E */
     int in_proj_bias;   /* add biases to the Q, K, V projections (default 1) */
     int out_proj;       /* apply the output projection (default 1); 0 = identity, which needs
-                           h · d_v == E (the seed's "proj replaced by identity" experiment) */
+                           h · d_v == E (the "projection replaced by identity" experiment,
+                           docs/library.md) */
     int out_proj_bias;  /* add the output projection's bias (default 1) */
     /* Key/value heads (grouped-query attention; 1 = multi-query); 0 selects num_heads. It must
      * divide num_heads; query head h uses key/value head h / (num_heads / num_kv_heads), and the

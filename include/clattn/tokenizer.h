@@ -3,9 +3,10 @@
  * ModernBERT) and SentencePiece's Unigram (XLM-RoBERTa), as Hugging Face's fast tokenizer runs
  * them.
  *
- * A clattn_tokenizer turns UTF-8 text into the token ids of a BERT-family model: [CLS], the
- * ids of the text, [SEP]; and a pair of texts (a cross-encoder's query and document) into the
- * post-processor's pair template (see "Pairs" below). It reproduces Hugging Face's
+ * A clattn_tokenizer turns UTF-8 text into the token ids of a model: the ids of the text within
+ * the post-processor's single template ([CLS] ... [SEP] for BERT, <s> ... for a BOS-only one,
+ * nothing added for none: see "Templates" below); and a pair of texts (a cross-encoder's query
+ * and document) into its pair template (see "Pairs" below). It reproduces Hugging Face's
  * `BertTokenizerFast` (the `tokenizers` crate: AddedVocabulary, BertNormalizer,
  * BertPreTokenizer, WordPiece, TemplateProcessing), and gives the same ids for every text
  * except where the Unicode tables differ (below). A tokenizer.json whose "model"."type" is
@@ -24,11 +25,11 @@
  *     "max_input_chars_per_word"; the normaliser options come from "normalizer" (type
  *     "BertNormalizer": clean_text, handle_chinese_chars, strip_accents, lowercase; null: no
  *     normalisation); the special tokens from "added_tokens" (with their single_word, lstrip,
- *     rstrip and normalized flags); [CLS] and [SEP] and the pair template from
- *     "post_processor" (TemplateProcessing, BertProcessing, or RobertaProcessing: MPNet's and
- *     RoBERTa's <s> ... </s>) when present, else the vocabulary's "[CLS]" and "[SEP]" and
- *     BERT's pair template (see "Pairs"); the padding id from "padding"."pad_id" when
- *     given, else the token "[PAD]", else "<pad>"; the mask id of "[MASK]", else "<mask>"; the
+ *     rstrip and normalized flags); the single and pair templates from "post_processor"
+ *     (TemplateProcessing, BertProcessing, RobertaProcessing: MPNet's and RoBERTa's
+ *     <s> ... </s>, ByteLevel, a Sequence of them, or null: see "Templates"); the padding id
+ *     from "padding"."pad_id" when given, else the token "[PAD]", else "<pad>"; the mask id
+ *     of "[MASK]", else "<mask>"; the
  *     default maximum length from "truncation"."max_length" (unlimited when null);
  *   - a vocab.txt file (one token per line, the line number from 0 is the id; trailing
  *     whitespace, "\r" included, is not part of the token): the settings of
@@ -36,7 +37,7 @@
  *     cleaning, "##" continuations, 100 characters per word, [UNK]); the tokens [PAD], [UNK],
  *     [CLS], [SEP] and [MASK] that the vocabulary holds are the special tokens; BERT's pair
  *     template; no maximum length.
- * [UNK], [CLS] and [SEP] must be in the vocabulary; [PAD] is optional.
+ * [UNK] must be in the vocabulary (and a vocab.txt's [CLS] and [SEP]); [PAD] is optional.
  *
  * Encoding a text, step by step (each as the tokenizers crate does it):
  *   1. Special tokens: the added tokens whose "normalized" flag is false (all of BERT's
@@ -72,8 +73,9 @@
  *      otherwise it is split greedily into the longest vocabulary entries from the left, the
  *      pieces after the first looked up with the "##" prefix; a word with any part that matches
  *      nothing is a single [UNK].
- *   5. Truncation to max_length ids in all, [CLS] and [SEP] included: the text's first
- *      max_length - 2 ids are kept, then [CLS] is put first and [SEP] last.
+ *   5. Truncation to max_length ids in all, the single template's special ids included: the
+ *      text's first max_length - 2 ids are kept (BERT's two), then [CLS] is put first and
+ *      [SEP] last (the single template: see "Templates").
  * The empty text (or one that normalises to nothing) gives [CLS] [SEP].
  *
  * Unicode versions. The Unicode data come from utf8proc (Unicode 15.0 in Debian 12's
@@ -144,8 +146,7 @@
  * Not supported (CLATTN_ERROR_UNSUPPORTED, naming the option): "dropout" other than null
  * (random, for training), "byte_fallback" true, a pre-tokeniser other than ByteLevel
  * (Metaspace, Split, Sequence), a normaliser other than BertNormalizer, NFC or null (NFKC,
- * Sequence, ...), the post-processor ByteLevel (GPT-2's: no <s> and </s>; encode always adds
- * the first and last special tokens). An unk_token that is not in the vocabulary is
+ * Sequence, ...). An unk_token that is not in the vocabulary is
  * an error when loading (Hugging Face fails only when a text needs it). Pairs are encoded with
  * the post-processor's pair template (RoBERTa's <s> A </s></s> B </s>: see "Pairs").
  *
@@ -194,10 +195,9 @@
  * configurations of a trained multilingual model on 3053 texts and every code point (alone and
  * after "a"), and a hand-made vocabulary, against Hugging Face: no difference.
  *
- * Token types. clattn_tokenizer_encode gives no type ids: every id of a single text, [CLS] and
- * [SEP] included, has token type 0, so a caller that passes token_type_ids to an encoder passes
- * zeros (that is what Hugging Face gives for every supported single template: the type ids
- * written in a TemplateProcessing "single" are not read).
+ * Token types. clattn_tokenizer_encode gives no type ids; clattn_tokenizer_encode_tokens gives
+ * the single template's (0 for every id in BERT's, RoBERTa's and the usual TemplateProcessing
+ * files, so a caller that passes token_type_ids to an encoder passes zeros).
  *
  * Pairs (clattn_tokenizer_encode_pair), as tokenizers 0.19.1's encode(text_a, text_b) with
  * enable_truncation(max_length, strategy="longest_first"), that is transformers'
@@ -224,9 +224,8 @@
  *        BertProcessing      [CLS] A [SEP] B [SEP], type ids 0 up to the first [SEP], 1 after;
  *        RobertaProcessing   <s> A </s> </s> B </s>, every type id 0 (the crate sets them all
  *                            to 0);
- *        none (null), vocab.txt  BERT's template with the vocabulary's [CLS] and [SEP] (Hugging
- *                            Face's null post-processor would add no special token; this
- *                            library adds [CLS] and [SEP] to single texts too).
+ *        ByteLevel, null     A then B, type ids 0 and 1 (nothing added);
+ *        vocab.txt           BertProcessing's with the vocabulary's [CLS] and [SEP].
  *      A TemplateProcessing whose "pair" this library cannot apply does not stop the tokenizer
  *      from loading (single texts are encoded as before); clattn_tokenizer_encode_pair then
  *      fails, naming the cause: CLATTN_ERROR_FORMAT for a "pair" that is missing or not an
@@ -250,16 +249,18 @@
  * Errors follow the library's conventions (see common.h); these functions take no context, so
  * the message is read with clattn_last_error(NULL). Every message starts with the function's
  * name, then the file path (loading) or "invalid argument"; then what is wrong:
- *   CLATTN_ERROR_INVALID_ARGUMENT  a NULL pointer, invalid UTF-8 text, max_length 1 (a pair:
- *                                  under the pair template's special tokens), or ids too
- *                                  small for the encoding (see clattn_tokenizer_encode);
+ *   CLATTN_ERROR_INVALID_ARGUMENT  a NULL pointer, invalid UTF-8 text, a max_length under
+ *                                  the template's special tokens (BERT: 2 for a text, 3 for
+ *                                  a pair), ids too small for the encoding (see
+ *                                  clattn_tokenizer_encode), unknown flags;
  *   CLATTN_ERROR_IO                a file or folder cannot be opened or read (the system's
  *                                  reason is in the message), a folder holds neither
  *                                  tokenizer.json nor vocab.txt, or one of them (or the
  *                                  folder's config.json) is not a regular file (a FIFO, a
  *                                  device: "not a regular file (a FIFO)", never waited on);
- *   CLATTN_ERROR_FORMAT            a pair template that cannot be applied (see "Pairs": only
- *                                  from clattn_tokenizer_encode_pair); invalid JSON
+ *   CLATTN_ERROR_FORMAT            a single template that cannot be applied (loading; see
+ *                                  "Templates"), a pair template that cannot be applied (see
+ *                                  "Pairs": only when a pair is encoded); invalid JSON
  *                                  (jansson's message with line and column), a duplicate
  *                                  key, a top level that is not an object; a tokenizer.json
  *                                  without "model" or "model"."vocab", a wrongly
@@ -267,7 +268,8 @@
  *                                  ids, truncation); a vocabulary that is empty, has an empty
  *                                  token, a token that is not UTF-8 or holds a NUL, a duplicate
  *                                  token or id, ids that are not 0..n-1; a vocab.txt with a NUL
- *                                  byte; [UNK], [CLS] or [SEP] missing; a "max_seq_length",
+ *                                  byte; [UNK] missing (a vocab.txt: or [CLS] or [SEP]); a
+ *                                  "max_seq_length",
  *                                  "max_position_embeddings" or "truncation"."max_length" that
  *                                  is not an integer of at least 2; a BPE "merges" entry that
  *                                  is not "A B" or ["A", "B"], or whose tokens (or merged
@@ -279,9 +281,9 @@
  *                                  than BertNormalizer or NFC (or null), a pre-tokeniser
  *                                  other than BertPreTokenizer (WordPiece) or ByteLevel
  *                                  (BPE); a post-processor other than
- *                                  TemplateProcessing ([SpecialToken, Sequence, SpecialToken]),
- *                                  BertProcessing or RobertaProcessing (or null: then the
- *                                  vocabulary's [CLS] and [SEP] are used);
+ *                                  TemplateProcessing, BertProcessing, RobertaProcessing,
+ *                                  ByteLevel or null, or a Sequence of them in which more
+ *                                  than one adds tokens;
  *   CLATTN_ERROR_TOO_LARGE         a file too large to hold in memory, a vocabulary over
  *                                  2^31 - 1 entries, a pair template that repeats a text so
  *                                  often that the count would pass SIZE_MAX;
@@ -304,8 +306,10 @@ typedef struct clattn_tokenizer clattn_tokenizer;
 /* The ids of the special tokens; -1 for one the tokenizer does not have. (A pair's special
  * tokens are the pair template's: see "Pairs" at the top.) */
 typedef struct clattn_tokenizer_special {
-    int32_t cls;  /* [CLS] (MPNet: <s>), first in every encoding */
-    int32_t sep;  /* [SEP] (MPNet: </s>), last in every encoding */
+    int32_t cls;  /* [CLS] (MPNet: <s>), first in every encoding: the single template's first
+                   * id when it starts with a special token, else -1 */
+    int32_t sep;  /* [SEP] (MPNet: </s>), last in every encoding: the single template's last id
+                   * when it ends with a special token, else -1 */
     int32_t pad;  /* [PAD] or tokenizer.json's padding.pad_id (MPNet: <pad>), for the caller's
                    * padding (never produced by encode); may be -1 */
     int32_t unk;  /* [UNK], for unknown words */
@@ -325,9 +329,11 @@ CLATTN_API void clattn_tokenizer_destroy(clattn_tokenizer **tok);
 
 /*
  * Encodes the `length` bytes of UTF-8 at `text` (text may be NULL only when length is 0; the
- * text need not be NUL-terminated: pass strlen(text) for a C string) into [CLS] ids... [SEP],
- * truncated to `max_length` ids in all (0: the tokenizer's default, clattn_tokenizer_max_length;
- * 1 is invalid; SIZE_MAX: no truncation).
+ * text need not be NUL-terminated: pass strlen(text) for a C string) into the single template
+ * ([CLS] ids... [SEP] for BERT; see "Templates"), truncated to `max_length` ids in all (0: the
+ * tokenizer's default, clattn_tokenizer_max_length; under the template's special ids, 2 for
+ * BERT, is invalid; SIZE_MAX: no truncation). clattn_tokenizer_encode_tokens (below) is the
+ * same encoding into a growing output, with type ids and flags.
  *
  * *count receives the number of ids of the encoding. When capacity >= *count the ids are
  * written to ids[0..*count-1] (nothing is written past them); ids may be NULL when capacity is
@@ -395,6 +401,120 @@ CLATTN_API const char *clattn_tokenizer_token(const clattn_tokenizer *tok, int32
 /* The id of the vocabulary entry or added token `token` (an exact match of the NUL-terminated
  * UTF-8 string, no normalisation), or -1 when there is none or an argument is NULL. */
 CLATTN_API int32_t clattn_tokenizer_token_id(const clattn_tokenizer *tok, const char *token);
+
+/* ---- Templates, add_special_tokens and encoding into a growing output ----
+ *
+ * Templates. The post-processor decides which special tokens surround a text or a pair, as
+ * tokenizers 0.22's post_process does it:
+ *   TemplateProcessing  its "single" and "pair" templates, pieces of any number and order:
+ *                       {"Sequence": {"id": "A" (or "B" in "pair"), "type_id": n}} and
+ *                       {"SpecialToken": {"id": name, "type_id": n}}, a name's one or more
+ *                       "ids" from "special_tokens". So BERT's [CLS] $A [SEP], a BOS-only
+ *                       template (Llama's <s> $A), an EOS-only one ($A </s>), none ($A), or
+ *                       several special tokens at either end; every id gets its piece's
+ *                       type_id;
+ *   BertProcessing      [CLS] A [SEP] (B [SEP]); type ids 0, then 1 from B on;
+ *   RobertaProcessing   <s> A </s> (</s> B </s>); every type id 0;
+ *   ByteLevel, null     nothing added (GPT-2's, Qwen's): A (then B), type ids 0 (then 1);
+ *   Sequence            of the above: the ByteLevel ones change no id, and at most one other
+ *                       may add tokens (more is CLATTN_ERROR_UNSUPPORTED);
+ *   vocab.txt           BertProcessing's template with the vocabulary's [CLS] and [SEP].
+ * Without the special tokens (CLATTN_ENCODE_NO_SPECIAL_TOKENS: transformers'
+ * add_special_tokens=False) the texts stay as the template places them (TemplateProcessing:
+ * its Sequence pieces with their type ids; RobertaProcessing: type ids 0; the others: A type
+ * 0, B type 1) and truncation reserves no room for special tokens. A "single" template that
+ * cannot be applied (missing, a piece of another shape, "B" in it, a special token without
+ * "ids" or with an id that is not a token's) fails the load with CLATTN_ERROR_FORMAT.
+ * clattn_tokenizer_special_ids()'s cls and sep are the single template's first and last ids
+ * when it begins or ends with a special token, else -1.
+ *
+ * The calls below append to a clattn_tokens that the library grows, so that a caller
+ * tokenizes each text once whatever its length: start from {0} (or two arrays from malloc,
+ * each with room for `capacity`; a count over the capacity, or a NULL array with a capacity, is
+ * CLATTN_ERROR_INVALID_ARGUMENT), append as many encodings as wanted (their ids one after
+ * another; remember out->count before each call to find where one starts), and release the
+ * arrays with clattn_tokens_free (or free() on each: they come from malloc/realloc). */
+
+/* Ids and token type ids, grown by the library. ids[0..count-1] and type_ids[0..count-1] hold
+ * what was appended; both arrays have room for `capacity`. */
+typedef struct clattn_tokens {
+    int32_t *ids;
+    int32_t *type_ids;
+    size_t count;
+    size_t capacity;
+} clattn_tokens;
+
+/* Flags of the encode calls below (0: Hugging Face's defaults). */
+enum {
+    /* Leave out the post-processor's special tokens (add_special_tokens=False). */
+    CLATTN_ENCODE_NO_SPECIAL_TOKENS = 1u << 0,
+    /* First remove the whitespace at both ends of each text that Python's str.strip() removes
+     * (U+0009..U+000D, U+001C..U+0020, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029,
+     * U+202F, U+205F, U+3000), as sentence-transformers does before tokenizing (its
+     * CrossEncoder to both texts of a pair). The whole text is still checked: an invalid UTF-8
+     * error's byte offset counts from the text as given. */
+    CLATTN_ENCODE_STRIP = 1u << 1,
+};
+
+/* Which template clattn_tokenizer_special_count counts. */
+typedef enum clattn_template_part {
+    CLATTN_TEMPLATE_SINGLE = 0,         /* the single template's special ids */
+    CLATTN_TEMPLATE_PAIR = 1,           /* the pair template's */
+    CLATTN_TEMPLATE_SINGLE_LEADING = 2, /* the single template's before its first text piece
+                                         * (all of them when it has none) */
+} clattn_template_part;
+
+/*
+ * Encodes `length` bytes of UTF-8 at `text` (NULL only when length is 0) as
+ * clattn_tokenizer_encode does, with the single template (and its type ids) or, with
+ * CLATTN_ENCODE_NO_SPECIAL_TOKENS, without special tokens; truncated to `max_length` ids in
+ * all, the special tokens included (0: the tokenizer's default; SIZE_MAX: no truncation; under
+ * the template's special ids: CLATTN_ERROR_INVALID_ARGUMENT). The text's first ids are kept.
+ * Appends the encoding's ids and type ids to *out, growing its arrays as needed. On any
+ * failure out->count is unchanged and nothing before it is touched (the arrays may have
+ * moved); unknown flags are CLATTN_ERROR_INVALID_ARGUMENT. The text is tokenized once, and
+ * tokenizing stops at the truncation point.
+ */
+CLATTN_API clattn_status clattn_tokenizer_encode_tokens(const clattn_tokenizer *tok,
+                                                        const char *text, size_t length,
+                                                        size_t max_length, unsigned flags,
+                                                        clattn_tokens *out);
+
+/*
+ * Encodes a pair as clattn_tokenizer_encode_pair does (longest-first truncation, the pair
+ * template), or without special tokens (flags as above: then the budget is max_length
+ * itself), and appends ids and type ids to *out as clattn_tokenizer_encode_tokens does.
+ */
+CLATTN_API clattn_status clattn_tokenizer_encode_pair_tokens(const clattn_tokenizer *tok,
+                                                             const char *text_a,
+                                                             size_t length_a,
+                                                             const char *text_b,
+                                                             size_t length_b,
+                                                             size_t max_length, unsigned flags,
+                                                             clattn_tokens *out);
+
+/*
+ * The single template applied to `count` ids already tokenized (ids may be NULL when count is
+ * 0), each in 0 .. clattn_tokenizer_vocab_size - 1 (else CLATTN_ERROR_INVALID_ARGUMENT naming
+ * the first bad one): their first ids kept so that at most max_length remain with the special
+ * tokens (0: the tokenizer's default; SIZE_MAX: all), then the template's special tokens and
+ * type ids put around them; appended to *out. Flags: CLATTN_ENCODE_NO_SPECIAL_TOKENS only.
+ */
+CLATTN_API clattn_status clattn_tokenizer_post_process(const clattn_tokenizer *tok,
+                                                       const int32_t *ids, size_t count,
+                                                       size_t max_length, unsigned flags,
+                                                       clattn_tokens *out);
+
+/* The number of special ids that `part` of the templates adds (BERT: 2 for a single text, 3
+ * for a pair; RoBERTa: 2 and 4; a BOS-only template 1; none 0): what a caller reserves when it
+ * truncates or checks lengths itself. 0 when tok is NULL, `part` is not one of the above, or
+ * (CLATTN_TEMPLATE_PAIR) the pair template cannot be used (clattn_tokenizer_encode_pair says
+ * why). Records no error. */
+CLATTN_API size_t clattn_tokenizer_special_count(const clattn_tokenizer *tok,
+                                                 clattn_template_part part);
+
+/* Frees tokens->ids and tokens->type_ids and sets *tokens to {0}. Accepts NULL. */
+CLATTN_API void clattn_tokens_free(clattn_tokens *tokens);
 
 #ifdef __cplusplus
 }

@@ -42,7 +42,7 @@ class SentenceModel:
     its own context (device: a spec as CLATTN_DEVICE: "gpu", "cpu", "P:D" or part of a device
     name; None: CLATTN_DEVICE, else the first GPU, else the first CPU). precision: the GEMMs'
     number format, "fp32" (default), "bf16" or "int8" (as embed --precision: CPU devices with
-    oneDNN; clattn.Error naming the missing CPU feature elsewhere; README "Precision" gives the
+    oneDNN; clattn.Error naming the missing CPU feature elsewhere; docs/performance.md gives the
     accuracy against fp32).
 
     The embeddings are the very bytes the command-line `embed` writes for the same texts: the

@@ -33,6 +33,7 @@
     X(LAYERNORM_ADD_BIAS_STORE, "clattn_layernorm_add_bias_store") \
     X(LAYERNORM_ROWS_ADD_STORE, "clattn_layernorm_rows_add_store") \
     X(LAYERNORM_ROWS_ADD_BIAS_STORE, "clattn_layernorm_rows_add_bias_store") \
+    X(RMSNORM, "clattn_rmsnorm")                 \
     X(EMBED, "clattn_embed")                     \
     X(EMBED_LAYERNORM_ROWS, "clattn_embed_layernorm_rows") \
     X(ADD_POSITIONAL, "clattn_add_positional")   \

@@ -8,7 +8,7 @@
 #include "formats/file_io.h"
 #include "model_folder.h"
 #include "pooled_batches.h"
-#include "text/text_strip.h"
+#include "text/tokenizer_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -493,7 +493,7 @@ clattn_status clattn_cross_encoder_score_ids(clattn_cross_encoder *m, const int3
 /* Every pair's ids and types, tokenized one after another into one growing array. */
 typedef struct tokenized_pairs {
     int32_t *ids, *types; /* [total] */
-    size_t total, capacity;
+    size_t total;
     size_t *start, *length; /* [count]: pair i is ids[start[i] .. start[i] + length[i]) */
     const int32_t **id_rows, **type_rows; /* [count]: pointers into ids and types */
 } tokenized_pairs;
@@ -503,24 +503,6 @@ static void tokenized_pairs_free(tokenized_pairs *t)
     free(t->ids), free(t->types), free(t->start), free(t->length);
     free((void *)t->id_rows), free((void *)t->type_rows);
     memset(t, 0, sizeof(*t));
-}
-
-/* Room for n more ids and types. */
-static bool tokenized_pairs_reserve(tokenized_pairs *t, size_t n)
-{
-    if (t->total + n <= t->capacity)
-        return true;
-    size_t capacity = 2 * t->capacity > t->total + n ? 2 * t->capacity : t->total + n + 1024;
-    int32_t *ids = realloc(t->ids, capacity * sizeof(int32_t));
-    if (ids)
-        t->ids = ids;
-    int32_t *types = ids ? realloc(t->types, capacity * sizeof(int32_t)) : NULL;
-    if (types)
-        t->types = types;
-    if (!ids || !types)
-        return false;
-    t->capacity = capacity;
-    return true;
 }
 
 /* Pair i's texts as given. */
@@ -533,27 +515,19 @@ static void pair_texts(const char *const *queries, const size_t *query_lengths,
     *dl = document_lengths ? document_lengths[i] : (*d ? strlen(*d) : 0);
 }
 
-/* A pair's ids and types as CrossEncoder gives them to its model: each text stripped as
- * Python's str.strip() (sentence-transformers before version 4 strips both texts of a pair),
- * then the tokenizer's pair template. An error's message is that of the texts as given, so that
- * its byte offsets count from their starts. */
+/* A pair's ids and types as CrossEncoder gives them to its model, appended to *out: each text
+ * stripped as Python's str.strip() (sentence-transformers before version 4 strips both texts of
+ * a pair), then the tokenizer's pair template; each text tokenized once. An error's message
+ * counts its byte offsets from the starts of the texts as given. */
 static clattn_status encode_pair(const clattn_tokenizer *tok, const char *q, size_t ql,
-                                 const char *d, size_t dl, size_t max_length, int32_t *ids,
-                                 int32_t *types, size_t capacity, size_t *count)
+                                 const char *d, size_t dl, size_t max_length, clattn_tokens *out)
 {
-    const char *kept_q = q, *kept_d = d;
-    size_t kept_ql = ql, kept_dl = dl;
-    if (q)
-        clattn__strip_whitespace(&kept_q, &kept_ql);
-    if (d)
-        clattn__strip_whitespace(&kept_d, &kept_dl);
-    clattn_status status = clattn_tokenizer_encode_pair(tok, kept_q, kept_ql, kept_d, kept_dl,
-                                                        max_length, ids, types, capacity, count);
-    if (status != CLATTN_OK && (kept_q != q || kept_d != d)) {
-        size_t ignored = 0;
-        clattn_tokenizer_encode_pair(tok, q, ql, d, dl, max_length, NULL, NULL, 0, &ignored);
-    }
-    return status;
+    /* Named as before in messages: "clattn_tokenizer_encode_pair: invalid argument: ..." */
+    static const char tokenizer_fn[] = "clattn_tokenizer_encode_pair";
+    CLATTN_CHECK_ARG(NULL, tokenizer_fn, q || ql == 0, "text_a is NULL but length_a is %zu", ql);
+    CLATTN_CHECK_ARG(NULL, tokenizer_fn, d || dl == 0, "text_b is NULL but length_b is %zu", dl);
+    return clattn__encode_with_template(tok, tokenizer_fn, q, ql, d ? d : "", dl, max_length,
+                                        CLATTN_ENCODE_STRIP, out);
 }
 
 clattn_status clattn_cross_encoder_encode_pair(const clattn_cross_encoder *m, const char *query,
@@ -566,8 +540,26 @@ clattn_status clattn_cross_encoder_encode_pair(const clattn_cross_encoder *m, co
     CLATTN_CHECK_ARG(NULL, fn, m, "model is NULL");
     if (max_length == 0 || (max_length != SIZE_MAX && max_length > m->info.max_length))
         max_length = m->info.max_length;
-    return encode_pair(m->tokenizer, query, query_length, document, document_length, max_length,
-                       ids, type_ids, capacity, count);
+    CLATTN_CHECK_ARG(NULL, "clattn_tokenizer_encode_pair", count, "count is NULL");
+    CLATTN_CHECK_ARG(NULL, "clattn_tokenizer_encode_pair", ids || capacity == 0,
+                     "ids is NULL but capacity is %zu", capacity);
+    clattn_tokens encoding = {0};
+    clattn_status status = encode_pair(m->tokenizer, query, query_length, document,
+                                       document_length, max_length, &encoding);
+    if (status != CLATTN_OK)
+        return status;
+    *count = encoding.count;
+    if (capacity != 0 && capacity < encoding.count) {
+        status = clattn__fail_arg(NULL, "clattn_tokenizer_encode_pair",
+                                  "ids has room for %zu ids but the encoding has %zu", capacity,
+                                  encoding.count);
+    } else if (capacity != 0 && encoding.count) {
+        memcpy(ids, encoding.ids, encoding.count * sizeof(*ids));
+        if (type_ids)
+            memcpy(type_ids, encoding.type_ids, encoding.count * sizeof(*type_ids));
+    }
+    clattn_tokens_free(&encoding);
+    return status;
 }
 
 static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
@@ -582,35 +574,32 @@ static clattn_status tokenize_pairs(clattn_cross_encoder *m, const char *fn,
     t->length = calloc(slots, sizeof(size_t));
     t->id_rows = calloc(slots, sizeof(*t->id_rows));
     t->type_rows = calloc(slots, sizeof(*t->type_rows));
+    clattn_tokens all = {0};
     if (!t->start || !t->length || !t->id_rows || !t->type_rows ||
-        !tokenized_pairs_reserve(t, max_length))
+        !clattn__tokens_reserve(&all, 1))
         return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
-    for (size_t i = 0; i < count; i++) {
+    clattn_status status = CLATTN_OK;
+    for (size_t i = 0; status == CLATTN_OK && i < count; i++) {
         const char *q, *d;
-        size_t ql, dl, n = 0;
+        size_t ql, dl, start = all.count;
         pair_texts(queries, query_lengths, documents, document_lengths, i, &q, &ql, &d, &dl);
-        /* Without truncation the whole pair is tokenized into room for max_length ids: a
-         * longer one fails for want of room, with its length in n. */
-        clattn_status status =
-            encode_pair(m->tokenizer, q, ql, d, dl, truncate ? max_length : SIZE_MAX,
-                        t->ids + t->total, t->types + t->total, max_length, &n);
-        if (status != CLATTN_OK && !truncate && n > max_length)
-            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
-                                "%s: pair %zu has %zu tokens, more than max_length %zu (and "
-                                "params->truncate is 0)",
-                                fn, i + 1, n, max_length);
+        /* Without truncation the whole pair is tokenized, and refused when it is too long. */
+        status = encode_pair(m->tokenizer, q, ql, d, dl, truncate ? max_length : SIZE_MAX, &all);
+        size_t n = all.count - start;
         if (status != CLATTN_OK)
-            return clattn__fail(ctx, status, "%s: pair %zu: %s", fn, i + 1,
-                                clattn_last_error(NULL));
-        t->start[i] = t->total, t->length[i] = n;
-        t->total += n;
-        if (!tokenized_pairs_reserve(t, max_length))
-            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                                fn);
+            status = clattn__fail(ctx, status, "%s: pair %zu: %s", fn, i + 1,
+                                  clattn_last_error(NULL));
+        else if (!truncate && n > max_length)
+            status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
+                                  "%s: pair %zu has %zu tokens, more than max_length %zu (and "
+                                  "params->truncate is 0)",
+                                  fn, i + 1, n, max_length);
+        t->start[i] = start, t->length[i] = n;
     }
-    for (size_t i = 0; i < count; i++) /* the arrays are where they stay now */
+    t->ids = all.ids, t->types = all.type_ids, t->total = all.count;
+    for (size_t i = 0; status == CLATTN_OK && i < count; i++) /* where the arrays stay now */
         t->id_rows[i] = t->ids + t->start[i], t->type_rows[i] = t->types + t->start[i];
-    return CLATTN_OK;
+    return status;
 }
 
 clattn_status clattn_cross_encoder_score(clattn_cross_encoder *m, const char *const *queries,

@@ -1,6 +1,5 @@
 /* Generation from the encoder–decoder model: greedy decoding and beam search over the decoder's
  * key/value cache. */
-#include "runtime/context_internal.h"
 #include "nn/decoder_internal.h"
 #include "transformer_internal.h"
 

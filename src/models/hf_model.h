@@ -1,20 +1,19 @@
-/* Hugging Face encoder folders (hf_model.c: BERT, MPNet, NomicBERT, JinaBERT, ModernBERT):
- * config.json into an encoder configuration, and model.safetensors's names into the encoder's
- * weights. */
+/* Hugging Face encoder folders (hf_model.c): config.json into an encoder configuration by the
+ * family of its model_type (families/registry.c; BERT, MPNet, NomicBERT, JinaBERT, RoBERTa and
+ * XLM-RoBERTa, ModernBERT), and model.safetensors's names into the encoder's weights. */
 #ifndef CLATTN_HF_MODEL_H
 #define CLATTN_HF_MODEL_H
 
 #include "clattn/pretrained.h"
 
-/* Reads dir/config.json (model_type "bert", JinaBERT's "bert" with position_embedding_type
- * "alibi", "mpnet", "nomic_bert" or "modernbert") into *config and the family's name (a static
- * string: "bert", "bert (JinaBERT)", "mpnet", "nomic_bert", "modernbert") into *model_type (may
- * be NULL); errors name the file and the field. */
+/* Reads dir/config.json into *config with the family its model_type (and the families' claims)
+ * picks, and the family's name (a static string: clattn_family's name, "bert", "jina_bert", ...)
+ * into *family (may be NULL); errors name the file and the field. */
 clattn_status clattn__hf_read_config(const char *dir, clattn_encoder_config *config,
-                                     const char **model_type);
-/* Loads dir/model.safetensors with the family's tensor names (model_type: the family's name) into
- * the encoder (q/k/v packed into in_proj on the host once). */
+                                     const char **family);
+/* Loads dir/model.safetensors with the tensor names of the family called `family` into the
+ * encoder (q/k/v packed into in_proj on the host once). */
 clattn_status clattn__hf_load_weights(clattn_encoder *encoder, const char *dir,
-                                      const char *model_type);
+                                      const char *family);
 
 #endif /* CLATTN_HF_MODEL_H */

@@ -3,7 +3,9 @@
 #include "pooled_batches.h"
 
 #include "base/errors.h"
+#include "nn/encoder_internal.h"
 #include "ops/pooling.h"
+#include "runtime/buffers.h"
 #include "runtime/tensor_internal.h"
 
 #include <stdbool.h>
@@ -20,14 +22,24 @@ static int by_length(const void *a, const void *b)
     return i < j ? -1 : i > j; /* stable: input order among equal lengths */
 }
 
-/* One batch: rows order[0 .. count) (their longest is `len` ids), right-padded. */
+/* The device buffers of a run: workspace slots borrowed for the run, grown once for its largest
+ * batch; each batch wraps tensors of its shape over their starts. */
+typedef struct batch_buffers {
+    cl_mem mask;    /* [cells]: 1 = padding (CLATTN_SLOT_POOL_MASK) */
+    cl_mem states;  /* [cells · d]: the encoder's output (CLATTN_SLOT_POOL_STATES) */
+    cl_mem vectors; /* [rows · d]: the pooled rows (CLATTN_SLOT_POOLED) */
+} batch_buffers;
+
+/* One batch: rows order[0 .. count) (their longest is `len` ids), right-padded; the ids go to
+ * the encoder as int32, checked there once. */
 static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const char *fn,
                                const token_rows *rows, const size_t *order, size_t count,
-                               size_t len, size_t d, const pooled_batches_params *p, float *out)
+                               size_t len, size_t d, const pooled_batches_params *p,
+                               const batch_buffers *buffers, float *out)
 {
     size_t cells = count * len;
-    int64_t *ids = malloc(cells * sizeof(int64_t));                       /* [count, len] */
-    int64_t *types = rows->type_ids ? malloc(cells * sizeof(int64_t)) : NULL; /* [count, len] */
+    int32_t *ids = malloc(cells * sizeof(int32_t));                       /* [count, len] */
+    int32_t *types = rows->type_ids ? malloc(cells * sizeof(int32_t)) : NULL; /* [count, len] */
     float *pad = malloc(cells * sizeof(float));          /* [count, len], 1 = padding */
     float *pooled = malloc(count * d * sizeof(float));   /* [count, d] */
     clattn_tensor *mask = NULL, *states = NULL, *vectors = NULL;
@@ -48,14 +60,16 @@ static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const c
     clattn_encoder_forward_params params;
     clattn_encoder_forward_params_default(&params);
     if (status == CLATTN_OK &&
-        !(status = clattn_tensor_create(ctx, &mask, 2, (size_t[]){count, len})) &&
+        !(status = clattn_tensor_wrap(ctx, &mask, buffers->mask, 0, 2, (size_t[]){count, len})) &&
         !(status = clattn_tensor_write(mask, pad, cells)) &&
-        !(status = clattn_tensor_create(ctx, &states, 3, (size_t[]){count, len, d})) &&
-        !(status = clattn_tensor_create(ctx, &vectors, 2, (size_t[]){count, d}))) {
+        !(status = clattn_tensor_wrap(ctx, &states, buffers->states, 0, 3,
+                                      (size_t[]){count, len, d})) &&
+        !(status = clattn_tensor_wrap(ctx, &vectors, buffers->vectors, 0, 2,
+                                      (size_t[]){count, d}))) {
         params.key_padding_mask = mask;
         params.key_padding_mask_kind = CLATTN_MASK_BOOL;
-        params.token_type_ids = types;
-        if (!(status = clattn_encoder_forward_tokens(enc, ids, count, len, states, &params)) &&
+        if (!(status = clattn__encoder_forward_ids32(enc, fn, ids, types, count, len, states,
+                                                     &params)) &&
             !(status = clattn__pool(ctx, states->mem, states->offset, mask->mem, mask->offset,
                                     count, len, d, p->pooling, p->normalize, vectors->mem,
                                     vectors->offset)))
@@ -105,9 +119,24 @@ clattn_status clattn__pooled_batches_run(clattn_context *ctx, clattn_encoder *en
     }
     if (batches == (size_t)-1)
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    /* The largest batch's cells and rows size the buffers every batch uses. */
+    size_t most_cells = 0, most_rows = 0, d = cfg.d_model;
+    for (size_t b = 0, first = 0; status == CLATTN_OK && b < batches; first = ends[b++]) {
+        size_t n = ends[b] - first, cells = n * sorted_lengths[ends[b] - 1];
+        most_cells = cells > most_cells ? cells : most_cells;
+        most_rows = n > most_rows ? n : most_rows;
+    }
+    batch_buffers buffers = {NULL, NULL, NULL};
+    if (status == CLATTN_OK && batches > 0 &&
+        !(status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOL_MASK, most_cells * sizeof(float),
+                                          &buffers.mask)) &&
+        !(status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOL_STATES,
+                                          most_cells * d * sizeof(float), &buffers.states)))
+        status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOLED, most_rows * d * sizeof(float),
+                                        &buffers.vectors);
     for (size_t b = 0, first = 0; status == CLATTN_OK && b < batches; b++) {
         size_t n = ends[b] - first, longest = sorted_lengths[ends[b] - 1];
-        status = run_batch(ctx, enc, fn, rows, order + first, n, longest, cfg.d_model, params,
+        status = run_batch(ctx, enc, fn, rows, order + first, n, longest, d, params, &buffers,
                            out);
         first = ends[b];
         if (status == CLATTN_OK && params->progress)

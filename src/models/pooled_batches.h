@@ -6,7 +6,9 @@
  * of neighbours where embed_batches.h's plan puts the boundaries; each batch is right-padded to
  * its longest row with pad_id under a key-padding mask, run through the encoder, pooled
  * (clattn__pool: mean or CLS, optionally L2-normalised) and read back, and each row's vector
- * lands at its own place in the output. Batch invariance (clattn/context.h) makes a row's bytes
+ * lands at its own place in the output. The device buffers (the mask, the hidden states, the
+ * pooled rows) are made once per run, for its largest batch, and every batch uses views of
+ * them; the ids go to the encoder as int32. Batch invariance (clattn/context.h) makes a row's bytes
  * the same in whatever batch it runs, so the cuts change speed, never results.
  */
 #ifndef CLATTN_MODELS_POOLED_BATCHES_H

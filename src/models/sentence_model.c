@@ -4,7 +4,7 @@
 #include "hf_model.h"
 #include "model_folder.h"
 #include "pooled_batches.h"
-#include "text/text_strip.h"
+#include "text/tokenizer_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -318,36 +318,48 @@ static const char *prompted_text(const char *prompt, size_t prompt_len, const ch
     return *scratch;
 }
 
-/* One text's ids (ids NULL: their count) as sentence-transformers tokenizes it: stripped of the
+/* One text's ids as sentence-transformers tokenizes it, appended to *out: stripped of the
  * whitespace at both ends as Python's str.strip() strips it (sentence-transformers'
  * Transformer.tokenize does; it changes no id for BERT's normaliser, which drops that whitespace
- * itself, but byte-level BPE and Metaspace would make tokens of it). An error's message is that
- * of the text as given, so that its byte offsets count from its start. */
+ * itself, but byte-level BPE and Metaspace would make tokens of it). An error's message counts
+ * its byte offsets from the start of the text as given. The text is tokenized once. */
 static clattn_status encode_text(const clattn_sentence_model *m, const char *text, size_t len,
-                                 size_t max_length, int32_t *ids, size_t capacity, size_t *count)
+                                 size_t max_length, clattn_tokens *out)
 {
-    const char *kept = text;
-    size_t kept_len = len;
-    clattn__strip_whitespace(&kept, &kept_len);
-    clattn_status status = clattn_tokenizer_encode(m->tokenizer, kept, kept_len, max_length, ids,
-                                                   capacity, count);
-    if (status != CLATTN_OK && kept != text) {
-        size_t ignored;
-        clattn_tokenizer_encode(m->tokenizer, text, len, max_length, NULL, 0, &ignored);
-    }
-    return status;
+    /* Named as before in messages: "clattn_tokenizer_encode: invalid argument: the text ..." */
+    static const char tokenizer_fn[] = "clattn_tokenizer_encode";
+    CLATTN_CHECK_ARG(NULL, tokenizer_fn, text || len == 0, "text is NULL but length is %zu", len);
+    return clattn__encode_with_template(m->tokenizer, tokenizer_fn, text, len, NULL, 0,
+                                        max_length, CLATTN_ENCODE_STRIP, out);
 }
 
 clattn_status clattn_sentence_model_encode(const clattn_sentence_model *m, const char *text,
                                           size_t length, size_t max_length, int32_t *ids,
                                           size_t capacity, size_t *count)
 {
+    static const char fn[] = "clattn_tokenizer_encode"; /* as the messages were */
     if (!m)
         return clattn__fail(NULL, CLATTN_ERROR_INVALID_ARGUMENT,
                             "clattn_sentence_model_encode: invalid argument: model is NULL");
-    return encode_text(m, text, length, max_length, ids, capacity, count);
+    CLATTN_CHECK_ARG(NULL, fn, count, "count is NULL");
+    CLATTN_CHECK_ARG(NULL, fn, ids || capacity == 0, "ids is NULL but capacity is %zu",
+                     capacity);
+    clattn_tokens encoding = {0};
+    clattn_status status = encode_text(m, text, length, max_length, &encoding);
+    if (status != CLATTN_OK)
+        return status;
+    *count = encoding.count;
+    if (capacity != 0 && capacity < encoding.count)
+        status = clattn__fail_arg(NULL, "clattn_tokenizer_encode",
+                                  "ids has room for %zu ids but the encoding has %zu", capacity,
+                                  encoding.count);
+    else if (capacity != 0 && encoding.count)
+        memcpy(ids, encoding.ids, encoding.count * sizeof(*ids));
+    clattn_tokens_free(&encoding);
+    return status;
 }
 
+/* Every text (after the prompt) tokenized once, its ids appended to one growing array. */
 static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *texts,
                                   const size_t *lengths, size_t count, size_t max_length,
                                   const char *prompt, tokenized *t)
@@ -355,13 +367,10 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
     clattn_status status = tokenized_alloc(m, fn_embed, count, t);
     if (status != CLATTN_OK)
         return status;
-    size_t *start = calloc(count ? count : 1, sizeof(size_t));
-    if (!start)
-        return clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                            fn_embed);
     size_t prompt_len = prompt ? strlen(prompt) : 0, capacity = 0;
     char *scratch = NULL;
-    for (size_t i = 0; status == CLATTN_OK && i < count; i++) { /* first the counts */
+    clattn_tokens all = {0};
+    for (size_t i = 0; status == CLATTN_OK && i < count; i++) {
         size_t len = lengths ? lengths[i] : strlen(texts[i]);
         const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
         if (!text) {
@@ -369,27 +378,23 @@ static clattn_status tokenize_all(clattn_sentence_model *m, const char *const *t
                                   "%s: out of host memory", fn_embed);
             break;
         }
-        status = encode_text(m, text, len, max_length, NULL, 0, &t->n[i]);
+        size_t start = all.count;
+        status = encode_text(m, text, len, max_length, &all);
         if (status != CLATTN_OK)
             status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
                                   clattn_last_error(NULL));
-        start[i] = t->total;
+        t->n[i] = all.count - start;
         t->total += t->n[i];
     }
-    if (status == CLATTN_OK && !(t->storage = malloc((t->total ? t->total : 1) * sizeof(int32_t))))
+    free(scratch);
+    free(all.type_ids); /* a single text's type ids are the template's: not passed on */
+    t->storage = all.ids;
+    if (status == CLATTN_OK && !t->storage && !(t->storage = malloc(sizeof(int32_t))))
         status = clattn__fail(m->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                               fn_embed);
-    for (size_t i = 0; status == CLATTN_OK && i < count; i++) {
-        size_t len = lengths ? lengths[i] : strlen(texts[i]), got;
-        t->ids[i] = t->storage + start[i];
-        /* The same text as above: scratch holds at least this much already. */
-        const char *text = prompted_text(prompt, prompt_len, texts[i], &len, &scratch, &capacity);
-        status = encode_text(m, text, len, max_length, t->storage + start[i], t->n[i], &got);
-        if (status != CLATTN_OK)
-            status = clattn__fail(m->ctx, status, "%s: text %zu: %s", fn_embed, i + 1,
-                                  clattn_last_error(NULL));
-    }
-    free(start), free(scratch);
+    /* The arrays are where they stay now. */
+    for (size_t i = 0, at = 0; status == CLATTN_OK && i < count; at += t->n[i], i++)
+        t->ids[i] = t->storage + at;
     return status;
 }
 
@@ -476,8 +481,11 @@ clattn_status clattn_sentence_model_embed(clattn_sentence_model *m, const char *
     clattn_status status = check_embed_args(m, fn_embed, count, out, params);
     if (status != CLATTN_OK)
         return status;
-    CLATTN_CHECK_ARG(ctx, fn_embed, params->max_length != 1,
-                     "params->max_length is 1 (at least [CLS] and [SEP] are needed)");
+    size_t specials = clattn_tokenizer_special_count(m->tokenizer, CLATTN_TEMPLATE_SINGLE);
+    CLATTN_CHECK_ARG(ctx, fn_embed, params->max_length == 0 || params->max_length >= specials,
+                     "params->max_length is %zu (at least the %zu special tokens of the "
+                     "tokenizer's template, [CLS] and [SEP] for BERT, are needed)",
+                     params->max_length, specials);
     for (size_t i = 0; i < count; i++)
         CLATTN_CHECK_ARG(ctx, fn_embed, texts[i] || (lengths && lengths[i] == 0),
                          "text %zu (texts[%zu]) is NULL", i + 1, i);

@@ -3,7 +3,6 @@
 #include "clattn/safetensors.h"
 #include "runtime/buffers.h"
 #include "base/constants.h"
-#include "runtime/context_internal.h"
 #include "base/errors.h"
 #include "ops/linear.h"
 #include "ops/positional.h"
@@ -468,12 +467,9 @@ clattn_status clattn__transformer_embed(clattn_transformer *m, const char *fn,
                            NULL, NULL};
     clattn_status status =
         clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_IDS, tokens * sizeof(cl_int), &e.ids);
-    if (status == CLATTN_OK) {
-        cl_int err = clEnqueueWriteBuffer(ctx->queue, e.ids, CL_TRUE, 0, tokens * sizeof(cl_int),
-                                          ids32, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: writing the target ids", fn);
-    }
+    if (status == CLATTN_OK)
+        status = clattn__write_bytes(ctx, e.ids, 0, ids32, tokens * sizeof(cl_int),
+                                     "%s: writing the target ids", fn);
     free(ids32);
     if (status == CLATTN_OK &&
         !(m->sinusoidal && (status = clattn__positional_table(ctx, offset + n, E, &e.positions))))

@@ -1,13 +1,10 @@
 /* The Transformer encoder: configuration, life cycle and the forward pass. */
 #include "clattn/encoder.h"
 #include "encoder_internal.h"
+#include "block_stack.h"
 #include "runtime/buffers.h"
-#include "runtime/context_internal.h"
 #include "ops/elementwise.h"
-#include "ops/linear.h"
-#include "mha_internal.h"
 #include "ops/positional.h"
-#include "ops/relative_bias.h"
 #include "runtime/positional_table.h"
 #include "runtime/shape.h"
 #include "runtime/tensor_internal.h"
@@ -17,14 +14,6 @@
 #include <string.h>
 
 static const char fn_forward[] = "clattn_encoder_forward";
-
-static int activation_kind(clattn_activation a)
-{
-    return a == CLATTN_ACTIVATION_GELU        ? CLATTN_ACT_GELU
-           : a == CLATTN_ACTIVATION_GELU_TANH ? CLATTN_ACT_GELU_TANH
-           : a == CLATTN_ACTIVATION_SILU      ? CLATTN_ACT_SILU
-                                               : CLATTN_ACT_RELU;
-}
 
 void clattn_encoder_config_default(clattn_encoder_config *config, size_t d_model, size_t nhead,
                                    size_t num_layers, size_t dim_feedforward)
@@ -166,19 +155,34 @@ clattn_status clattn__resolve_layer_config(clattn_context *ctx, const char *fn,
     return CLATTN_OK;
 }
 
-/* The ALiBi slopes of the encoder's heads, on the device once. */
-static clattn_status upload_alibi_slopes(clattn_encoder *enc)
+void clattn__block_spec_of_layers(const clattn_encoder_config *c, clattn_block_spec *s)
 {
-    size_t heads = enc->cfg.nhead;
-    float *slopes = malloc(heads * sizeof(float));
-    if (!slopes)
-        return clattn__fail(enc->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                            "clattn_encoder_create: out of host memory");
-    clattn_status status = clattn_alibi_slopes(heads, slopes);
-    if (status == CLATTN_OK)
-        status = clattn__upload(enc->ctx, slopes, heads, "ALiBi slopes", &enc->alibi_slopes);
-    free(slopes);
-    return status;
+    memset(s, 0, sizeof(*s));
+    s->num_layers = c->num_layers;
+    s->d_model = c->d_model;
+    s->norm = CLATTN_NORM_LAYER;
+    s->norm_bias = !c->norm_no_bias;
+    s->norm_first = c->norm_first != 0;
+    s->first_norm_identity = c->first_norm1_identity != 0;
+    s->final_norm = c->final_norm != 0;
+    s->norm_eps = c->layer_norm_eps;
+    s->nhead = c->nhead;
+    s->kv_heads = c->nhead;
+    s->head_dim_qk = c->head_dim_qk;
+    s->head_dim_v = c->head_dim_v;
+    s->alibi = c->alibi != 0;
+    s->rope_theta = c->rope_theta;
+    s->rotary_dim = c->rotary_dim;
+    s->rope_interleaved = c->rope_interleaved != 0;
+    s->local_window = c->local_window;
+    s->global_every = c->global_every;
+    s->local_rope_theta = c->local_rope_theta;
+    s->relative_buckets = c->relative_attention_buckets;
+    s->relative_max_distance = c->relative_attention_max_distance;
+    s->d_ff = c->dim_feedforward;
+    s->ffn_gated = c->ffn_gated != 0;
+    s->activation = clattn__activation_kind(c->activation);
+    s->linear_bias = !c->linear_no_bias;
 }
 
 clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
@@ -198,7 +202,11 @@ clattn_status clattn_encoder_create(clattn_context *ctx, clattn_encoder **out,
                             "clattn_encoder_create: out of host memory");
     enc->ctx = ctx;
     enc->cfg = cfg;
-    if (cfg.alibi && (status = upload_alibi_slopes(enc)) != CLATTN_OK) {
+    /* Self-attention only: the layers' weights held packed. */
+    clattn_block_spec spec;
+    clattn__block_spec_of_layers(&cfg, &spec);
+    spec.packed_only = true;
+    if ((status = clattn__block_stack_init(ctx, "clattn_encoder_create", &spec, &enc->stack))) {
         free(enc);
         return status;
     }
@@ -211,8 +219,8 @@ void clattn_encoder_destroy(clattn_encoder **penc)
     if (!penc || !*penc)
         return;
     clattn_encoder *enc = *penc;
-    clattn__encoder_weights_release(&enc->weights, enc->cfg.num_layers);
-    clattn__release_mem(&enc->alibi_slopes);
+    clattn__encoder_weights_release(&enc->weights);
+    clattn__block_stack_release(&enc->stack);
     free(enc);
     *penc = NULL;
 }
@@ -250,15 +258,13 @@ clattn_status clattn_encoder_set_positional(clattn_encoder *enc, clattn_position
 
 /* ---- forward ---- */
 
-/* One forward pass: sizes, the workspace buffers it borrows, the attention call's template. */
+/* One forward pass: sizes, the activations buffer, the attention call's template. */
 typedef struct pass {
     clattn_encoder *enc;
     size_t batch, seq, tokens;
-    cl_mem x;      /* [T, d_model] the activations */
-    cl_mem sub;    /* [T, d_model] a sub-layer's output */
-    cl_mem normed; /* [T, d_model] pre-LN's normalised activations */
-    cl_mem hidden; /* [rows, d_ff], gated [rows, 2·d_ff]: clattn__ffn_chunk_rows */
-    clattn_mha_io attn; /* masks, causal, path; query/out filled per layer */
+    cl_mem x;           /* [T, d_model] the activations */
+    clattn_mha_io attn; /* masks, causal, path; the stack adds its modifiers */
+    size_t position_offset;
 } pass;
 
 /* The first row of the position table that position `offset` reads: LEARNED_PADDED counts from
@@ -269,207 +275,25 @@ static size_t first_position_row(const clattn_encoder_config *c, size_t offset)
                                                              : offset;
 }
 
-/* The relative position bias [H, N, N], computed once for the pass and given to every layer as
- * its additive attention mask (the key padding mask stays separate, combined by attention). */
-static clattn_status relative_position_bias(pass *p)
-{
-    clattn_encoder *enc = p->enc;
-    const clattn_encoder_config *c = &enc->cfg;
-    if (!c->relative_attention_buckets)
-        return CLATTN_OK;
-    size_t n = p->seq, heads = c->nhead;
-    cl_mem bias;
-    clattn_status status = clattn__workspace_slot(enc->ctx, CLATTN_SLOT_ATTN_BIAS,
-                                                  heads * n * n * sizeof(float), &bias);
-    if (status == CLATTN_OK)
-        status = clattn__relative_bias_upload(enc->ctx, enc->weights.relative_bias,
-                                              c->relative_attention_buckets, heads,
-                                              c->relative_attention_max_distance, n, bias);
-    if (status != CLATTN_OK)
-        return status;
-    /* [H, N, N] broadcast over the batch. */
-    p->attn.attn_mask = (clattn_mask_view){bias, 0, 0, n * n, n, 1, CLATTN_KMASK_ADDITIVE};
-    return CLATTN_OK;
-}
-
-/* Whether layer i is a local layer (encoder.h: local and global layers). */
-static bool layer_is_local(const clattn_encoder_config *c, size_t i)
-{
-    return c->local_window && (c->global_every == 0 || i % c->global_every != 0);
-}
-
-/* Layer i's self-attention of input into p->sub: the pass's masks and modifiers, and a local
- * layer's sliding window and rotary base. *out_bias: the output projection's bias when the GEMM
- * left it (CLBlast), for the residual step's LayerNorm to add; else NULL. */
-static clattn_status self_attention(pass *p, size_t i, cl_mem input, cl_mem *out_bias)
-{
-    const clattn_encoder_config *c = &p->enc->cfg;
-    clattn_mha_io io = p->attn;
-    io.query = input;
-    io.out = p->sub;
-    if (layer_is_local(c, i)) {
-        io.mods.flags |= CLATTN_MOD_WINDOW;
-        io.mods.window = c->local_window;
-        if (io.rope && c->local_rope_theta > 0.0f)
-            io.rope_q.theta = (double)c->local_rope_theta;
-    }
-    return clattn__mha_run_out_bias_left(p->enc->weights.layers[i].attn, &io, out_bias);
-}
-
-/* p->sub = activation(input·W1ᵀ + b1)·W2ᵀ (linear2's bias is added by the caller's residual
- * step, fused into LayerNorm or the add). */
-static clattn_status feed_forward(pass *p, clattn_encoder_layer *l, cl_mem input)
-{
-    const clattn_encoder_config *c = &p->enc->cfg;
-    return clattn__ffn_forward(p->enc->ctx, &l->ffn, p->tokens, c->d_model, c->dim_feedforward,
-                               activation_kind(c->activation), input, p->hidden, p->sub);
-}
-
-/* Where a layer's last LayerNorm writes: p->x, or the caller's output for the last layer (no
- * copy after it). */
-typedef struct destination {
-    cl_mem mem;
-    size_t offset; /* floats */
-} destination;
-
-/* Post-LN: x = LN1(x + attn(x)); x = LN2(x + FFN(x)), each residual add fused into its LayerNorm
- * (and linear2's bias into the second), LN2 writing into `dst`. */
-static clattn_status layer_post_ln(pass *p, size_t i, destination dst)
-{
-    clattn_encoder_layer *l = &p->enc->weights.layers[i];
-    clattn_context *ctx = p->enc->ctx;
-    const clattn_encoder_config *c = &p->enc->cfg;
-    size_t T = p->tokens, d = c->d_model;
-    float eps = c->layer_norm_eps;
-    cl_mem out_bias;
-    clattn_status status;
-    /* x = LN1(x + (attention + out_proj's bias if the GEMM left it)) */
-    if ((status = self_attention(p, i, p->x, &out_bias)) ||
-        (status = clattn__layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->x, 0, T, d,
-                                    l->norm1.weight, l->norm1.bias, eps)) ||
-        (status = feed_forward(p, l, p->x)))
-        return status;
-    /* x = LN2(x + (H·W2ᵀ + b2)) */
-    return clattn__layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, dst.mem, dst.offset, T, d,
-                             l->norm2.weight, l->norm2.bias, eps);
-}
-
-/* The LayerNorm that follows a pre-LN layer's last residual add: the next layer's norm1 into
- * p->normed, the final norm into the output, or none (weight NULL). */
-typedef struct norm_after {
-    const clattn_norm *norm;
-    destination dst;
-} norm_after;
-
-/* Pre-LN: x = x + attn(LN1(x)); x = x + FFN(LN2(x)). Every residual add is one launch with the
- * LayerNorm after it (clattn__add_layernorm): LN2, then `after` (the next layer's LN1 or the
- * final norm). On entry p->normed holds LN1(x) when the layer has a norm1 (the previous layer's
- * last launch, or run_layers's first one); without norm1 (first_norm1_identity's layer 0) the
- * attention reads x itself. */
-static clattn_status layer_pre_ln(pass *p, size_t i, norm_after after)
-{
-    clattn_context *ctx = p->enc->ctx;
-    const clattn_encoder_config *c = &p->enc->cfg;
-    clattn_encoder_layer *l = &p->enc->weights.layers[i];
-    size_t T = p->tokens, d = c->d_model;
-    float eps = c->layer_norm_eps;
-    bool norm1 = l->norm1.weight != NULL;
-    cl_mem out_bias;
-    clattn_status status;
-    /* x += attention (+ out_proj's bias if the GEMM left it); normed = LN2(x) */
-    if ((status = self_attention(p, i, norm1 ? p->normed : p->x, &out_bias)) ||
-        (status = clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, out_bias, p->normed, 0, T, d,
-                                        l->norm2.weight, l->norm2.bias, eps)) ||
-        (status = feed_forward(p, l, p->normed)))
-        return status;
-    /* x += H·W2ᵀ + b2, then the norm after the layer */
-    if (!after.norm)
-        return clattn__add(ctx, p->x, 0, p->sub, 0, l->ffn.b2, T, d);
-    return clattn__add_layernorm(ctx, p->x, 0, p->sub, 0, l->ffn.b2, after.dst.mem,
-                                 after.dst.offset, T, d, after.norm->weight, after.norm->bias,
-                                 eps);
-}
-
-/* Runs the pre-LN layers on p->x; the final norm, when the model has one, writes into out
- * (*done then). */
-static clattn_status run_pre_ln(pass *p, clattn_tensor *out, bool *done)
-{
-    clattn_encoder *enc = p->enc;
-    const clattn_encoder_config *c = &enc->cfg;
-    size_t L = c->num_layers;
-    const clattn_norm *first = &enc->weights.layers[0].norm1;
-    clattn_status status = CLATTN_OK;
-    if (first->weight)
-        status = clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, p->normed, 0, p->tokens,
-                                   c->d_model, first->weight, first->bias, c->layer_norm_eps);
-    for (size_t i = 0; i < L && status == CLATTN_OK; i++) {
-        norm_after after = {NULL, {p->normed, 0}};
-        if (i + 1 < L && enc->weights.layers[i + 1].norm1.weight)
-            after.norm = &enc->weights.layers[i + 1].norm1;
-        else if (i + 1 == L && c->final_norm)
-            after = (norm_after){&enc->weights.norm, {out->mem, out->offset}};
-        status = layer_pre_ln(p, i, after);
-    }
-    *done = c->final_norm;
-    return status;
-}
-
-/* Runs the post-LN layers on p->x, the last one's LN2 writing into out (*done then), unless a
- * final norm follows. */
-static clattn_status run_post_ln(pass *p, clattn_tensor *out, bool *done)
-{
-    const clattn_encoder_config *c = &p->enc->cfg;
-    clattn_status status = CLATTN_OK;
-    for (size_t i = 0; i < c->num_layers && status == CLATTN_OK; i++) {
-        bool last = i + 1 == c->num_layers && !c->final_norm;
-        status = layer_post_ln(p, i, last ? (destination){out->mem, out->offset}
-                                          : (destination){p->x, 0});
-    }
-    *done = !c->final_norm;
-    return status;
-}
-
-/* Runs the layers and the final norm on p->x (already holding the embedded input) into out. */
+/* Runs the layer stack and the final norm on p->x (already holding the embedded input) into
+ * out. */
 static clattn_status run_layers(pass *p, clattn_tensor *out)
 {
-    clattn_encoder *enc = p->enc;
-    const clattn_encoder_config *c = &enc->cfg;
-    bool done = false;
-    clattn_status status = relative_position_bias(p);
-    if (status == CLATTN_OK)
-        status = c->norm_first ? run_pre_ln(p, out, &done) : run_post_ln(p, out, &done);
-    if (status != CLATTN_OK || done)
-        return status;
-    size_t d = c->d_model;
-    if (c->final_norm)
-        return clattn__layernorm(enc->ctx, p->x, 0, NULL, 0, NULL, out->mem, out->offset,
-                                 p->tokens, d, enc->weights.norm.weight, enc->weights.norm.bias,
-                                 c->layer_norm_eps);
-    cl_int err = clEnqueueCopyBuffer(enc->ctx->queue, p->x, out->mem, 0,
-                                     out->offset * sizeof(float), p->tokens * d * sizeof(float), 0,
-                                     NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(enc->ctx, err, "%s: copying the result", fn_forward);
-    return CLATTN_OK;
+    clattn_block_run run = {.tokens = p->tokens,
+                            .x = p->x,
+                            .self = p->attn,
+                            .position_offset = p->position_offset,
+                            .out = out->mem,
+                            .out_offset = out->offset,
+                            .function = fn_forward};
+    return clattn__block_stack_run(&p->enc->stack, &run);
 }
 
-/* Borrows the workspace slots a pass of `tokens` rows needs. */
+/* Borrows the activations' workspace slot (the stack borrows the others). */
 static clattn_status borrow_workspace(pass *p)
 {
-    clattn_context *ctx = p->enc->ctx;
-    const clattn_encoder_config *c = &p->enc->cfg;
-    size_t row = c->d_model * sizeof(float);
-    size_t hidden_row = (c->ffn_gated ? 2 : 1) * c->dim_feedforward * sizeof(float);
-    size_t hidden_rows = clattn__ffn_chunk_rows(p->tokens, c->dim_feedforward, c->ffn_gated);
-    clattn_status status;
-    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_X, p->tokens * row, &p->x)) ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_OUT, p->tokens * row, &p->sub)) ||
-        (status = clattn__workspace_slot(ctx, CLATTN_SLOT_FFN_HIDDEN, hidden_rows * hidden_row,
-                                         &p->hidden)))
-        return status;
-    if (c->norm_first)
-        return clattn__workspace_slot(ctx, CLATTN_SLOT_LAYER_NORMED, p->tokens * row, &p->normed);
-    return CLATTN_OK;
+    return clattn__workspace_slot(p->enc->ctx, CLATTN_SLOT_LAYER_X,
+                                  p->tokens * p->enc->cfg.d_model * sizeof(float), &p->x);
 }
 
 /* Checks what both forward functions share and prepares the pass. */
@@ -479,7 +303,7 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
 {
     clattn_context *ctx = enc->ctx;
     const clattn_encoder_config *c = &enc->cfg;
-    CLATTN_CHECK_ARG(ctx, fn, enc->loaded,
+    CLATTN_CHECK_ARG(ctx, fn, enc->stack.loaded,
                      "the encoder has no weights (load them, or call "
                      "clattn_encoder_init_random)");
     CLATTN_CHECK_ARG(ctx, fn, clattn__reserved_is_zero(params->reserved, sizeof(params->reserved)),
@@ -509,17 +333,7 @@ static clattn_status begin_pass(clattn_encoder *enc, const char *fn, size_t batc
     p->attn.seq_k = seq;
     p->attn.causal = params->causal;
     p->attn.path = params->path;
-    if (c->alibi) {
-        p->attn.mods.flags |= CLATTN_MOD_ALIBI;
-        p->attn.mods.alibi = enc->alibi_slopes;
-    }
-    if (c->rope_theta > 0.0f) {
-        p->attn.rope = true;
-        p->attn.rope_q = (clattn_rotary_spec){c->rotary_dim ? c->rotary_dim : c->head_dim_qk,
-                                              c->rope_interleaved != 0, (double)c->rope_theta,
-                                              params->position_offset};
-        p->attn.rope_key_pos0 = params->position_offset;
-    }
+    p->position_offset = params->position_offset;
     /* The mask is checked once, before any work is enqueued, for every layer. */
     if ((status = clattn__key_padding_view(ctx, fn, params->key_padding_mask,
                                            params->key_padding_mask_kind, batch, seq,
@@ -573,38 +387,52 @@ static clattn_status embedding_norm(pass *p)
                              c->layer_norm_eps);
 }
 
-/* Checks host ids against [0, limit) and uploads them as int32 into a workspace slot. */
-static clattn_status upload_ids(pass *p, const char *fn, const char *what, const int64_t *ids,
+/* Host ids of a pass, [B, N]: the public call's int64, or the library's own int32. */
+typedef struct id_array {
+    const int64_t *wide;
+    const int32_t *narrow;
+} id_array;
+
+static int64_t id_at(id_array ids, size_t t)
+{
+    return ids.wide ? ids.wide[t] : ids.narrow[t];
+}
+
+/* Checks host ids against [0, limit) — the one check they get — and uploads them as int32
+ * into a workspace slot (int32 ids as they are; int64 ones narrowed into a copy first). */
+static clattn_status upload_ids(pass *p, const char *fn, const char *what, id_array ids,
                                 size_t limit, clattn_slot slot, cl_mem *mem)
 {
     clattn_context *ctx = p->enc->ctx;
-    cl_int *ids32 = malloc(p->tokens * sizeof(cl_int));
-    if (!ids32)
-        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     for (size_t t = 0; t < p->tokens; t++) {
-        if (ids[t] < 0 || (uint64_t)ids[t] >= limit) {
-            free(ids32);
+        int64_t id = id_at(ids, t);
+        if (id < 0 || (uint64_t)id >= limit)
             return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_RANGE,
                                 "%s: %s %lld at [%zu, %zu] is outside the vocabulary [0, %zu)", fn,
-                                what, (long long)ids[t], t / p->seq, t % p->seq, limit);
-        }
-        ids32[t] = (cl_int)ids[t];
+                                what, (long long)id, t / p->seq, t % p->seq, limit);
+    }
+    cl_int *narrowed = NULL;
+    const cl_int *ids32 = ids.narrow;
+    if (ids.wide) {
+        if (!(narrowed = malloc(p->tokens * sizeof(cl_int))))
+            return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                                fn);
+        for (size_t t = 0; t < p->tokens; t++)
+            narrowed[t] = (cl_int)ids.wide[t];
+        ids32 = narrowed;
     }
     clattn_status status = clattn__workspace_slot(ctx, slot, p->tokens * sizeof(cl_int), mem);
-    if (status == CLATTN_OK) {
-        cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, p->tokens * sizeof(cl_int),
-                                          ids32, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: writing the %ss", fn, what);
-    }
-    free(ids32);
+    if (status == CLATTN_OK)
+        status = clattn__write_bytes(ctx, *mem, 0, ids32, p->tokens * sizeof(cl_int),
+                                     "%s: writing the %ss", fn, what);
+    free(narrowed);
     return status;
 }
 
 /* RoBERTa's positions (transformers' create_position_ids_from_input_ids): a padding id reads row
  * padding_idx, any other token padding_idx + offset + the count of non-padding ids of its row
  * up to and including it. Uploaded as int32 rows into a workspace slot. */
-static clattn_status upload_position_rows(pass *p, const char *fn, const int64_t *ids,
+static clattn_status upload_position_rows(pass *p, const char *fn, id_array ids,
                                           size_t offset, cl_mem *mem)
 {
     clattn_context *ctx = p->enc->ctx;
@@ -616,18 +444,16 @@ static clattn_status upload_position_rows(pass *p, const char *fn, const int64_t
         size_t count = 0;
         for (size_t n = 0; n < p->seq; n++) {
             size_t t = b * p->seq + n;
-            count += ids[t] != pad;
-            rows[t] = (cl_int)(ids[t] == pad ? pad : pad + (int64_t)(offset + count));
+            int64_t id = id_at(ids, t);
+            count += id != pad;
+            rows[t] = (cl_int)(id == pad ? pad : pad + (int64_t)(offset + count));
         }
     }
     clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_POSITION_ROWS,
                                                   p->tokens * sizeof(cl_int), mem);
-    if (status == CLATTN_OK) {
-        cl_int err = clEnqueueWriteBuffer(ctx->queue, *mem, CL_TRUE, 0, p->tokens * sizeof(cl_int),
-                                          rows, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: writing the position rows", fn);
-    }
+    if (status == CLATTN_OK)
+        status = clattn__write_bytes(ctx, *mem, 0, rows, p->tokens * sizeof(cl_int),
+                                     "%s: writing the position rows", fn);
     free(rows);
     return status;
 }
@@ -669,33 +495,27 @@ clattn_status clattn_encoder_forward(clattn_encoder *enc, const clattn_tensor *i
                                         p.seq, d, first_position_row(&enc->cfg,
                                                                      params->position_offset));
     } else {
-        cl_int err = clEnqueueCopyBuffer(ctx->queue, input->mem, p.x,
-                                         input->offset * sizeof(float), 0,
-                                         p.tokens * d * sizeof(float), 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: copying the input", fn_forward);
+        status = clattn__copy_bytes(ctx, input->mem, input->offset * sizeof(float), p.x, 0,
+                                    p.tokens * d * sizeof(float), "%s: copying the input",
+                                    fn_forward);
     }
     if (status != CLATTN_OK || (status = embedding_norm(&p)))
         return status;
     return run_layers(&p, out);
 }
 
-clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *ids, size_t batch,
-                                            size_t seq, clattn_tensor *out,
-                                            const clattn_encoder_forward_params *params)
+/* The token path of clattn_encoder_forward_tokens and clattn__encoder_forward_ids32: ids and
+ * type ids (type_ids.wide and .narrow NULL: none) checked once against their vocabularies and
+ * uploaded, embedded, then the layers. */
+static clattn_status forward_ids(clattn_encoder *enc, const char *fn, id_array ids,
+                                 id_array type_ids, size_t batch, size_t seq, clattn_tensor *out,
+                                 const clattn_encoder_forward_params *params)
 {
-    static const char fn[] = "clattn_encoder_forward_tokens";
-    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
     clattn_context *ctx = enc->ctx;
     const clattn_encoder_config *c = &enc->cfg;
-    clattn_encoder_forward_params defaults;
-    if (!params) {
-        clattn_encoder_forward_params_default(&defaults);
-        params = &defaults;
-    }
     CLATTN_CHECK_ARG(ctx, fn, c->vocab_size > 0,
                      "the encoder has no token embedding (vocab_size 0)");
-    CLATTN_CHECK_ARG(ctx, fn, ids, "ids is NULL");
+    CLATTN_CHECK_ARG(ctx, fn, ids.wide || ids.narrow, "ids is NULL");
     CLATTN_CHECK_ARG(ctx, fn, batch > 0 && seq > 0,
                      "batch (%zu) and seq (%zu) must be positive", batch,
                      seq);
@@ -703,7 +523,8 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
     clattn_status status = begin_pass(enc, fn, batch, seq, out, params, &p);
     if (status != CLATTN_OK)
         return status;
-    CLATTN_CHECK_ARG(ctx, fn, !params->token_type_ids || c->type_vocab_size > 0,
+    bool typed = type_ids.wide || type_ids.narrow;
+    CLATTN_CHECK_ARG(ctx, fn, !typed || c->type_vocab_size > 0,
                      "params->token_type_ids given but the encoder has no token type embedding");
     clattn_embed_args e = {NULL, enc->weights.embedding, c->embedding_scale, NULL,
                            params->position_offset, NULL, enc->weights.type_embedding, NULL};
@@ -714,17 +535,16 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
          (status = upload_position_rows(&p, fn, ids, params->position_offset, &e.position_rows))))
         return status;
     if (e.type_table) { /* type 0 for every token unless given */
-        if (params->token_type_ids)
-            status = upload_ids(&p, fn, "token type id", params->token_type_ids,
-                                c->type_vocab_size, CLATTN_SLOT_TOKEN_TYPES, &e.types);
+        if (typed)
+            status = upload_ids(&p, fn, "token type id", type_ids, c->type_vocab_size,
+                                CLATTN_SLOT_TOKEN_TYPES, &e.types);
         else if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_TOKEN_TYPES,
                                                   p.tokens * sizeof(cl_int), &e.types)) ==
                  CLATTN_OK) {
             const cl_int zero = 0;
-            cl_int err = clEnqueueFillBuffer(ctx->queue, e.types, &zero, sizeof(zero), 0,
-                                             p.tokens * sizeof(cl_int), 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                status = clattn__fail_cl(ctx, err, "%s: zeroing the token types", fn);
+            status = clattn__fill_bytes(ctx, e.types, &zero, sizeof(zero), 0,
+                                        p.tokens * sizeof(cl_int), "%s: zeroing the token types",
+                                        fn);
         }
         if (status != CLATTN_OK)
             return status;
@@ -739,4 +559,30 @@ clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *
     if (status != CLATTN_OK)
         return status;
     return run_layers(&p, out);
+}
+
+clattn_status clattn_encoder_forward_tokens(clattn_encoder *enc, const int64_t *ids, size_t batch,
+                                            size_t seq, clattn_tensor *out,
+                                            const clattn_encoder_forward_params *params)
+{
+    static const char fn[] = "clattn_encoder_forward_tokens";
+    CLATTN_CHECK_ARG(NULL, fn, enc, "encoder is NULL");
+    clattn_encoder_forward_params defaults;
+    if (!params) {
+        clattn_encoder_forward_params_default(&defaults);
+        params = &defaults;
+    }
+    return forward_ids(enc, fn, (id_array){ids, NULL}, (id_array){params->token_type_ids, NULL},
+                       batch, seq, out, params);
+}
+
+clattn_status clattn__encoder_forward_ids32(clattn_encoder *enc, const char *fn,
+                                            const int32_t *ids, const int32_t *type_ids,
+                                            size_t batch, size_t seq, clattn_tensor *out,
+                                            const clattn_encoder_forward_params *params)
+{
+    CLATTN_CHECK_ARG(enc->ctx, fn, !params->token_type_ids,
+                     "params->token_type_ids: give the int32 type ids instead");
+    return forward_ids(enc, fn, (id_array){NULL, ids}, (id_array){NULL, type_ids}, batch, seq,
+                       out, params);
 }

@@ -2,7 +2,6 @@
 #include "clattn/attention.h"
 #include "mha_internal.h"
 #include "runtime/buffers.h"
-#include "runtime/context_internal.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"
 #include "runtime/shape.h"
@@ -412,6 +411,50 @@ static clattn_status check_forward(clattn_mha *mha, const clattn_tensor *query,
     return CLATTN_OK;
 }
 
+/* RMSNorm over each head's d_k of `heads` heads in rows [rows, pitch] of buf from column
+ * `column`, in place. The norm kernel reads contiguous rows, so the heads are copied out to the
+ * CLATTN_SLOT_HEADS scratch (free until the attention writes the head outputs), normed there as
+ * [rows·heads, d_k] rows and copied back. */
+static clattn_status norm_heads(clattn_mha *mha, cl_mem buf, size_t column, size_t pitch,
+                                size_t rows, size_t heads, cl_mem weight, float eps)
+{
+    clattn_context *ctx = mha->ctx;
+    const size_t f = sizeof(float), dk = mha->cfg.head_dim_qk, width = heads * dk;
+    cl_mem scratch;
+    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_HEADS, rows * width * f,
+                                                  &scratch);
+    if (status != CLATTN_OK)
+        return status;
+    clattn_rect_copy out = {.src_origin = {column * f, 0, 0},
+                            .region = {width * f, rows, 1},
+                            .src_row_pitch = pitch * f,
+                            .dst_row_pitch = width * f};
+    clattn_rect_copy back = {.dst_origin = {column * f, 0, 0},
+                             .region = {width * f, rows, 1},
+                             .src_row_pitch = width * f,
+                             .dst_row_pitch = pitch * f};
+    if ((status = clattn__copy_rect(ctx, buf, scratch, &out, "copying heads to their norm")) ||
+        (status = clattn__rmsnorm(ctx, scratch, 0, scratch, 0, rows * heads, dk, weight, eps)))
+        return status;
+    return clattn__copy_rect(ctx, scratch, buf, &back, "copying normed heads back");
+}
+
+/* io's per-head q/k RMSNorm (when io->q_norm) of the packed projections proj [rows, P]: the
+ * queries at column 0, the keys at column h·d_k. */
+static clattn_status norm_qk(clattn_mha *mha, const clattn_mha_io *io, cl_mem proj, size_t rows)
+{
+    if (!io->q_norm)
+        return CLATTN_OK;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t P = mha->in_width;
+    clattn_status status = norm_heads(mha, proj, 0, P, rows, c->num_heads, io->q_norm,
+                                      io->qk_norm_eps);
+    if (status != CLATTN_OK)
+        return status;
+    return norm_heads(mha, proj, mha->qk_width, P, rows, c->num_kv_heads, io->k_norm,
+                      io->qk_norm_eps);
+}
+
 /* Q, K, V projections into the workspace; fills the head views. */
 static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
                                     clattn_attention_problem *p)
@@ -431,7 +474,8 @@ static clattn_status project_inputs(clattn_mha *mha, const clattn_mha_io *io,
                                              rows_q * P * sizeof(float), &proj)) ||
             (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows_q, io->query,
                                      io->query_offset, E, &mha->in_all, mha->b_in, 0,
-                                     CLATTN_ACT_NONE, proj, 0, P)))
+                                     CLATTN_ACT_NONE, proj, 0, P)) ||
+            (status = norm_qk(mha, io, proj, rows_q)))
             return status;
         p->q = (clattn_head_view){proj, 0, io->seq_q * P, dk, P};
         p->k = (clattn_head_view){proj, qk, io->seq_q * P, dk, P};
@@ -562,14 +606,14 @@ static clattn_status append_rows(clattn_context *ctx, cl_mem src, size_t column,
         return clattn__rows_to_half(ctx, src, column, pitch, dst, past * width, capacity * width,
                                     width, width, n, batch);
     const size_t f = sizeof(float);
-    size_t src_origin[3] = {column * f, 0, 0}, dst_origin[3] = {0, past, 0};
-    size_t region[3] = {width * f, n, batch};
-    cl_int err = clEnqueueCopyBufferRect(ctx->queue, src, dst, src_origin, dst_origin, region,
-                                         pitch * f, n * pitch * f, width * f,
-                                         capacity * width * f, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "appending keys and values to the cache");
-    return CLATTN_OK;
+    clattn_rect_copy rect = {.src_origin = {column * f, 0, 0},
+                             .dst_origin = {0, past, 0},
+                             .region = {width * f, n, batch},
+                             .src_row_pitch = pitch * f,
+                             .src_slice_pitch = n * pitch * f,
+                             .dst_row_pitch = width * f,
+                             .dst_slice_pitch = capacity * width * f};
+    return clattn__copy_rect(ctx, src, dst, &rect, "appending keys and values to the cache");
 }
 
 clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
@@ -590,7 +634,8 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
     if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * P * sizeof(float),
                                          &proj)) ||
         (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
-                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)))
+                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
+        (status = norm_qk(mha, io, proj, rows)))
         return status;
     clattn_head_view q_view = {proj, 0, n * P, c->head_dim_qk, P};
     clattn_head_view k_view = {proj, qk, n * P, c->head_dim_qk, P};
@@ -613,6 +658,83 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
     p.v = (clattn_head_view){cache->v, 0, cache->capacity * vw, c->head_dim_v, vw};
     p.kv_half = cache->half;
     return attend_and_project(mha, &step, &p);
+}
+
+/* Copies the n rows of `width` floats at column `column` of src [.., pitch] from row first_row
+ * into rows past .. past + n - 1 of sequence `seq` of dst [seqs, capacity, width] (half floats
+ * when `half`). */
+static clattn_status append_seq_rows(clattn_context *ctx, cl_mem src, size_t column,
+                                     size_t pitch, size_t first_row, cl_mem dst, size_t capacity,
+                                     size_t seq, size_t past, size_t n, size_t width, bool half)
+{
+    size_t at = (seq * capacity + past) * width;
+    if (half)
+        return clattn__rows_to_half(ctx, src, first_row * pitch + column, pitch, dst, at,
+                                    capacity * width, width, width, n, 1);
+    const size_t f = sizeof(float);
+    clattn_rect_copy rect = {.src_origin = {column * f, first_row, 0},
+                             .dst_origin = {0, seq * capacity + past, 0},
+                             .region = {width * f, n, 1},
+                             .src_row_pitch = pitch * f,
+                             .dst_row_pitch = width * f};
+    return clattn__copy_rect(ctx, src, dst, &rect, "appending keys and values to the cache");
+}
+
+clattn_status clattn__mha_run_cached_seqs(clattn_mha *mha, const clattn_mha_io *io,
+                                          const clattn_kv_cache *cache, const size_t *slot,
+                                          const size_t *past, const size_t *pos)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t E = c->embed_dim, qk = mha->qk_width, kw = mha->k_width, vw = mha->vp_width;
+    size_t hw = mha->v_width; /* the heads' outputs: h·d_v (vw: the values', h_kv·d_v) */
+    size_t P = mha->in_width, n = io->seq_q, rows = io->batch * n, cap = cache->capacity;
+    cl_mem proj, heads = io->out;
+    size_t heads_offset = io->out_offset;
+    clattn_status status;
+    if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_PROJECTIONS, rows * P * sizeof(float),
+                                         &proj)) ||
+        (status = clattn__linear(ctx, CLATTN_OP_IN_PROJECTION, rows, io->query, io->query_offset,
+                                 E, &mha->in_all, mha->b_in, 0, CLATTN_ACT_NONE, proj, 0, P)) ||
+        (status = norm_qk(mha, io, proj, rows)))
+        return status;
+    if (c->out_proj) {
+        if ((status = clattn__workspace_slot(ctx, CLATTN_SLOT_HEADS, rows * hw * sizeof(float),
+                                             &heads)))
+            return status;
+        heads_offset = 0;
+    }
+    for (size_t b = 0; b < io->batch && status == CLATTN_OK; b++) {
+        clattn_head_view q_view = {proj, b * n * P, n * P, c->head_dim_qk, P};
+        clattn_head_view k_view = {proj, b * n * P + qk, n * P, c->head_dim_qk, P};
+        clattn_rotary_spec spec = io->rope_q;
+        spec.pos0 = pos[b];
+        if ((io->rope &&
+             ((status = clattn__rotary_in_place(ctx, &q_view, 1, c->num_heads, n, &spec)) ||
+              (status = clattn__rotary_in_place(ctx, &k_view, 1, c->num_kv_heads, n, &spec)))) ||
+            (status = append_seq_rows(ctx, proj, qk, P, b * n, cache->k, cap, slot[b], past[b],
+                                      n, kw, cache->half)) ||
+            (status = append_seq_rows(ctx, proj, qk + kw, P, b * n, cache->v, cap, slot[b],
+                                      past[b], n, vw, cache->half)))
+            break;
+        clattn_mha_io step = *io;
+        step.batch = 1;
+        step.seq_k = past[b] + n;
+        clattn_attention_problem p = problem_of(mha, &step);
+        memset(&p.attn_mask, 0, sizeof(p.attn_mask));
+        memset(&p.key_padding_mask, 0, sizeof(p.key_padding_mask));
+        p.causal_shift = past[b];
+        p.q = q_view;
+        p.k = (clattn_head_view){cache->k, slot[b] * cap * kw, cap * kw, c->head_dim_qk, kw};
+        p.v = (clattn_head_view){cache->v, slot[b] * cap * vw, cap * vw, c->head_dim_v, vw};
+        p.kv_half = cache->half;
+        p.out = (clattn_head_view){heads, heads_offset + b * n * hw, n * hw, p.dv, hw};
+        status = clattn__attention(ctx, &p);
+    }
+    if (status != CLATTN_OK || !c->out_proj)
+        return status;
+    return clattn__linear(ctx, CLATTN_OP_OUT_PROJECTION, rows, heads, 0, hw, &mha->out_w,
+                          mha->b_out, 0, CLATTN_ACT_NONE, io->out, io->out_offset, E);
 }
 
 clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset, size_t batch,

@@ -26,6 +26,12 @@ typedef struct clattn_mha_io {
     bool rope;
     clattn_rotary_spec rope_q;
     size_t rope_key_pos0;
+    /* Self-attention only: a per-head RMSNorm of the projected queries and keys before the
+     * rotation (Qwen3's q_norm and k_norm), weights [d_k] each and eps qk_norm_eps; NULL: none
+     * (both or neither). Applied by clattn__mha_run(_out_bias_left), clattn__mha_run_cached and
+     * clattn__mha_run_cached_seqs, so the cache holds normed, rotated keys. */
+    cl_mem q_norm, k_norm;
+    float qk_norm_eps;
     int causal;
     clattn_attention_path path;
     clattn_weights_layout weights_layout; /* NONE, or where `weights` is [B, (h,) Nq, Nk] */
@@ -65,6 +71,16 @@ typedef struct clattn_kv_cache {
  * The caller checks that past + seq_q <= capacity. */
 clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
                                      const clattn_kv_cache *cache, size_t past);
+
+/* clattn__mha_run_cached for sequences of their own lengths: row b of the io->batch rows
+ * appends its io->seq_q new tokens to cache sequence slot[b] after its past[b] rows and attends
+ * to those past[b] + seq_q keys (causally when io->causal); with io->rope its new queries and
+ * keys are rotated at positions pos[b] + i. io's masks are not used. One GEMM per projection,
+ * the rotations, appends and attention sequence by sequence (each the bytes it gives alone:
+ * the attention is batch-invariant). The caller checks past[b] + seq_q <= capacity. */
+clattn_status clattn__mha_run_cached_seqs(clattn_mha *mha, const clattn_mha_io *io,
+                                          const clattn_kv_cache *cache, const size_t *slot,
+                                          const size_t *past, const size_t *pos);
 
 /* Projects a memory x [B, S, kdim] once into keys k [B·S, h·d_k] and values v [B·S, h·d_v]
  * (cross-attention's keys and values for every decoding step). */

@@ -2,7 +2,6 @@
  * each chunk's scores in the workspace (or straight in the caller's attention-weights tensor). */
 #include "attention_problem.h"
 #include "runtime/buffers.h"
-#include "runtime/context_internal.h"
 
 #include <string.h>
 
@@ -11,7 +10,7 @@ clattn_status clattn__launch_scores(clattn_context *ctx, const clattn_attention_
 {
     cl_uint dk = (cl_uint)p->dk;
     float scale = p->scale;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SCORES], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_SCORES);
     cl_uint group = (cl_uint)clattn__kv_group(p);
     clattn__head_view_args(&args, &p->q);
     clattn__head_view_args(&args, &p->k);
@@ -35,7 +34,7 @@ clattn_status clattn__launch_score_mods(clattn_context *ctx, const clattn_attent
                                         const clattn_score_chunk *c)
 {
     cl_int mods = p->mods.flags;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SCORE_MODS], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_SCORE_MODS);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, c->heads);
@@ -53,12 +52,12 @@ clattn_status clattn__launch_score_mods(clattn_context *ctx, const clattn_attent
 clattn_status clattn__launch_softmax(clattn_context *ctx, const clattn_score_chunk *c)
 {
     cl_uint rows = c->pairs * c->nq;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_SOFTMAX], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_SOFTMAX);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, rows);
     CLATTN_ARG(&args, c->nk);
-    size_t wg = ctx->kernels.reduce_wg;
+    size_t wg = clattn__reduce_wg(ctx);
     size_t global = (size_t)rows * wg;
     return clattn__launch(ctx, &args, "softmax", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
@@ -67,7 +66,7 @@ clattn_status clattn__launch_head_merge(clattn_context *ctx, const clattn_attent
                                         const clattn_score_chunk *c)
 {
     cl_uint dv = (cl_uint)p->dv;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_HEAD_MERGE], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_HEAD_MERGE);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     cl_uint group = (cl_uint)clattn__kv_group(p);
@@ -90,7 +89,7 @@ clattn_status clattn__launch_average_heads(clattn_context *ctx,
                                            const clattn_score_chunk *c)
 {
     cl_ulong avg_offset = p->weights_offset;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_AVERAGE_HEADS], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_AVERAGE_HEADS);
     CLATTN_ARG(&args, c->scores);
     CLATTN_ARG(&args, c->scores_offset);
     CLATTN_ARG(&args, p->weights);
@@ -108,11 +107,9 @@ clattn_status clattn__launch_average_heads(clattn_context *ctx,
 static clattn_status zero_buffer(clattn_context *ctx, cl_mem mem, size_t offset, size_t count)
 {
     const float zero = 0.0f;
-    cl_int err = clEnqueueFillBuffer(ctx->queue, mem, &zero, sizeof(zero), offset * sizeof(float),
-                                     count * sizeof(float), 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "clEnqueueFillBuffer (zeroing attention weights) failed");
-    return CLATTN_OK;
+    return clattn__fill_bytes(ctx, mem, &zero, sizeof(zero), offset * sizeof(float),
+                              count * sizeof(float),
+                              "clEnqueueFillBuffer (zeroing attention weights) failed");
 }
 
 clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attention_problem *p)
@@ -132,14 +129,15 @@ clattn_status clattn__attention_unfused(clattn_context *ctx, const clattn_attent
         c.scores_offset = p->weights_offset;
         chunk_pairs = total;
     } else {
-        if (pair_bytes > ctx->workspace_limit)
+        uint64_t limit = clattn__workspace_limit(ctx);
+        if (pair_bytes > limit)
             return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
                                 "the scores of one (batch, head) pair, [%zu, %zu] floats = %zu "
                                 "bytes, exceed the workspace limit of %llu bytes; use the fused "
                                 "path (no attention weights) or raise workspace_limit_bytes",
                                 p->seq_q, p->seq_k, pair_bytes,
-                                (unsigned long long)ctx->workspace_limit);
-        chunk_pairs = (size_t)(ctx->workspace_limit / pair_bytes);
+                                (unsigned long long)limit);
+        chunk_pairs = (size_t)(limit / pair_bytes);
         if (chunk_pairs > total)
             chunk_pairs = total;
         clattn_status status =

@@ -1,4 +1,5 @@
-/* Element-wise and row-wise kernels around the GEMMs: bias and activation, LayerNorm, add. */
+/* Element-wise and row-wise kernels around the GEMMs: bias and activation, LayerNorm, RMSNorm,
+ * add. */
 #include "elementwise.h"
 #include "runtime/context_internal.h"
 #include "runtime/launch.h"
@@ -12,7 +13,7 @@ clattn_status clattn__bias_act(clattn_context *ctx, cl_mem y, size_t y_offset, s
     cl_ulong off = y_offset, ldu = ld, b_off = bias_offset;
     cl_uint r = (cl_uint)rows, c = (cl_uint)cols;
     cl_int a = act;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_BIAS_ACT], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_BIAS_ACT);
     CLATTN_ARG(&args, y);
     CLATTN_ARG(&args, off);
     CLATTN_ARG(&args, ldu);
@@ -29,7 +30,7 @@ clattn_status clattn__glu(clattn_context *ctx, cl_mem h, size_t rows, size_t col
 {
     cl_uint r = (cl_uint)rows, c = (cl_uint)cols;
     cl_int a = act;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_GLU], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_GLU);
     CLATTN_ARG(&args, h);
     CLATTN_ARG(&args, r);
     CLATTN_ARG(&args, c);
@@ -53,7 +54,7 @@ static clattn_status launch_layernorm(clattn_context *ctx, clattn_kernel_id id, 
     cl_uint r = (cl_uint)rows, w = (cl_uint)width;
     /* The variants without a residual ignore res and res_bias: pass x for both. */
     cl_mem res_arg = res ? res : x, res_bias_arg = res_bias ? res_bias : x;
-    clattn_kernel_args args = {ctx->kernels.kernel[id], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, id);
     CLATTN_ARG(&args, x);
     CLATTN_ARG(&args, x_off);
     CLATTN_ARG(&args, res_arg);
@@ -66,7 +67,7 @@ static clattn_status launch_layernorm(clattn_context *ctx, clattn_kernel_id id, 
     CLATTN_ARG(&args, weight);
     CLATTN_ARG(&args, bias);
     CLATTN_ARG(&args, eps);
-    size_t wg = by_rows ? 1 : ctx->kernels.reduce_wg, global = rows * wg;
+    size_t wg = by_rows ? 1 : clattn__reduce_wg(ctx), global = rows * wg;
     return clattn__launch(ctx, &args, "layernorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
 
@@ -100,13 +101,32 @@ clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offs
                             rows, width, weight, bias, eps);
 }
 
+clattn_status clattn__rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem y,
+                              size_t y_offset, size_t rows, size_t width, cl_mem weight,
+                              float eps)
+{
+    cl_ulong x_off = x_offset, y_off = y_offset;
+    cl_uint r = (cl_uint)rows, w = (cl_uint)width;
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_RMSNORM);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, y_off);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, weight);
+    CLATTN_ARG(&args, eps);
+    size_t wg = clattn__reduce_wg(ctx), global = rows * wg;
+    return clattn__launch(ctx, &args, "rmsnorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
+}
+
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
                           size_t x_offset, cl_mem bias, size_t rows, size_t width)
 {
     size_t n = rows * width;
     cl_ulong y_off = y_offset, x_off = x_offset, count = n;
     cl_uint w = (cl_uint)width;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ADD);
     CLATTN_ARG(&args, y);
     CLATTN_ARG(&args, y_off);
     CLATTN_ARG(&args, x);
@@ -124,7 +144,7 @@ clattn_status clattn__rows_to_half(clattn_context *ctx, cl_mem src, size_t src_o
     cl_ulong src_off = src_offset, src_stride = src_ld, dst_off = dst_offset;
     cl_ulong dst_seq = dst_sb, dst_stride = dst_ld;
     cl_uint n_cols = (cl_uint)cols, n_rows = (cl_uint)rows, n_batch = (cl_uint)batch;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROWS_TO_HALF], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ROWS_TO_HALF);
     CLATTN_ARG(&args, src);
     CLATTN_ARG(&args, src_off);
     CLATTN_ARG(&args, src_stride);

@@ -1,5 +1,5 @@
 /* Element-wise and row-wise kernels around the GEMMs (elementwise.c): bias and activation,
- * LayerNorm with a fused residual add, the residual add of pre-LN layers, rows stored as half
+ * LayerNorm with a fused residual add, RMSNorm, the residual add of pre-LN layers, rows stored as half
  * floats. Offsets in elements. */
 #ifndef CLATTN_ELEMENTWISE_H
 #define CLATTN_ELEMENTWISE_H
@@ -34,6 +34,12 @@ clattn_status clattn__add_layernorm(clattn_context *ctx, cl_mem x, size_t x_offs
                                     size_t res_offset, cl_mem res_bias, cl_mem y,
                                     size_t y_offset, size_t rows, size_t width, cl_mem weight,
                                     cl_mem bias, float eps);
+
+/* y = RMSNorm(x) row by row on [rows, width] contiguous blocks: x · rsqrt(mean(x²) + eps) ·
+ * weight (cl/rmsnorm.cl); y may be x. */
+clattn_status clattn__rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem y,
+                              size_t y_offset, size_t rows, size_t width, cl_mem weight,
+                              float eps);
 
 /* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,

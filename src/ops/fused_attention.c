@@ -61,7 +61,7 @@ static clattn_status pack(clattn_context *ctx, const clattn_attention_problem *p
     size_t kv_heads = p->heads / clattn__kv_group(p); /* keys and values have their own heads */
     cl_uint heads = (cl_uint)kv_heads, pairs = (cl_uint)(p->batch * kv_heads);
     cl_uint n = (cl_uint)p->seq_k, width = (cl_uint)d;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_PACK_HEADS], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_PACK_HEADS);
     clattn__head_view_args(&args, view);
     CLATTN_ARG(&args, mem);
     CLATTN_ARG(&args, out_off);
@@ -169,9 +169,8 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
     cl_uint heads = (cl_uint)kv_heads, n_pairs = (cl_uint)kv_pairs, n = (cl_uint)given->seq_k;
     cl_uint width = (cl_uint)given->dk;
     bool blocks = given->dk % 16 == 0; /* clattn_pack_keys_tiled16: 16 x 16 blocks */
-    clattn_kernel_args pack_k = {
-        ctx->kernels.kernel[blocks ? CLATTN_KERNEL_PACK_KEYS_TILED16 : CLATTN_KERNEL_PACK_KEYS_TILED],
-        0, CL_SUCCESS};
+    clattn_kernel_args pack_k = clattn__kernel_args(
+        ctx, blocks ? CLATTN_KERNEL_PACK_KEYS_TILED16 : CLATTN_KERNEL_PACK_KEYS_TILED);
     clattn__head_view_args(&pack_k, &given->k);
     CLATTN_ARG(&pack_k, scratch);
     CLATTN_ARG(&pack_k, out_off);

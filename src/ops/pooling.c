@@ -1,7 +1,6 @@
 /* Pooling token states into one vector per sequence (mean over real tokens, or [CLS]), and L2
  * normalisation: sentence-transformers' Pooling and Normalize modules. */
 #include "pooling.h"
-#include "runtime/context_internal.h"
 #include "runtime/launch.h"
 #include "runtime/shape.h"
 #include "runtime/tensor_internal.h"
@@ -17,7 +16,7 @@ clattn_status clattn__pool(clattn_context *ctx, cl_mem x, size_t x_offset, cl_me
     size_t global[2] = {d, batch};
     clattn_status status;
     if (pooling == CLATTN_POOLING_MEAN) {
-        clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_POOL_MEAN], 0, CL_SUCCESS};
+        clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_POOL_MEAN);
         CLATTN_ARG(&args, x);
         CLATTN_ARG(&args, x_off);
         clattn__arg_mem(&args, pad);
@@ -29,7 +28,7 @@ clattn_status clattn__pool(clattn_context *ctx, cl_mem x, size_t x_offset, cl_me
         CLATTN_ARG(&args, out_off);
         status = clattn__launch(ctx, &args, "pool_mean", 2, global, NULL, CLATTN_OP_OTHER, 0);
     } else {
-        clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_POOL_CLS], 0, CL_SUCCESS};
+        clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_POOL_CLS);
         CLATTN_ARG(&args, x);
         CLATTN_ARG(&args, x_off);
         CLATTN_ARG(&args, b);
@@ -41,12 +40,12 @@ clattn_status clattn__pool(clattn_context *ctx, cl_mem x, size_t x_offset, cl_me
     }
     if (status != CLATTN_OK || !normalize)
         return status;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_L2_NORMALIZE], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_L2_NORMALIZE);
     CLATTN_ARG(&args, out);
     CLATTN_ARG(&args, out_off);
     CLATTN_ARG(&args, b);
     CLATTN_ARG(&args, width);
-    size_t wg = ctx->kernels.reduce_wg, rows = batch * wg;
+    size_t wg = clattn__reduce_wg(ctx), rows = batch * wg;
     return clattn__launch(ctx, &args, "l2_normalize", 1, &rows, &wg, CLATTN_OP_OTHER, 0);
 }
 

@@ -2,7 +2,6 @@
 #include "clattn/encoder.h"
 #include "positional.h"
 #include "elementwise.h"
-#include "runtime/context_internal.h"
 #include "runtime/launch.h"
 #include "runtime/positional_table.h"
 #include "runtime/tensor_internal.h"
@@ -13,7 +12,7 @@ clattn_status clattn__add_positional(clattn_context *ctx, cl_mem pe, cl_mem in, 
 {
     cl_ulong in_off = in_offset, out_off = out_offset, first = offset;
     cl_uint n = (cl_uint)seq, width = (cl_uint)d, count = (cl_uint)tokens;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ADD_POSITIONAL], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ADD_POSITIONAL);
     CLATTN_ARG(&args, in);
     CLATTN_ARG(&args, in_off);
     CLATTN_ARG(&args, pe);
@@ -51,7 +50,7 @@ static void embed_args(clattn_kernel_args *args, const clattn_embed_args *e, siz
 clattn_status clattn__embed(clattn_context *ctx, const clattn_embed_args *e, size_t tokens,
                             size_t seq, size_t d, cl_mem x)
 {
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_EMBED], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_EMBED);
     embed_args(&args, e, tokens, seq, d, x);
     size_t global[2] = {d, tokens};
     return clattn__launch(ctx, &args, "embed", 2, global, NULL, CLATTN_OP_OTHER, 0);
@@ -68,8 +67,7 @@ clattn_status clattn__embed_layernorm(clattn_context *ctx, const clattn_embed_ar
             return status;
         return clattn__layernorm(ctx, x, 0, NULL, 0, NULL, x, 0, tokens, d, weight, bias, eps);
     }
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_EMBED_LAYERNORM_ROWS], 0,
-                               CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_EMBED_LAYERNORM_ROWS);
     embed_args(&args, e, tokens, seq, d, x);
     CLATTN_ARG(&args, weight);
     CLATTN_ARG(&args, bias);

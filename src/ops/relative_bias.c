@@ -2,7 +2,7 @@
  * [buckets, heads] table, written as an additive [H, N, N] attention mask. Kept in one place so
  * that the fused kernel's own relative-bucket modifier can replace the mask later. */
 #include "relative_bias.h"
-#include "runtime/context_internal.h"
+#include "runtime/buffers.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -58,11 +58,9 @@ clattn_status clattn__relative_bias_upload(clattn_context *ctx, const float *tab
                             "relative position bias: out of host memory for %zu x %zu x %zu",
                             heads, n, n);
     clattn__relative_bias_fill(table, num_buckets, heads, max_distance, n, host);
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, bias, CL_TRUE, 0, count * sizeof(float), host,
-                                      0, NULL, NULL);
+    clattn_status status =
+        clattn__write_bytes(ctx, bias, 0, host, count * sizeof(float),
+                            "writing the relative position bias [%zu, %zu, %zu]", heads, n, n);
     free(host);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "writing the relative position bias [%zu, %zu, %zu]",
-                               heads, n, n);
-    return CLATTN_OK;
+    return status;
 }

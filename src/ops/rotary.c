@@ -1,7 +1,7 @@
 /* Rotary position embeddings: one kernel per operand, reading a head view and writing a
  * contiguous rotated copy; the cosines and sines come from the context's table. */
 #include "rotary.h"
-#include "runtime/context_internal.h"
+#include "runtime/launch.h"
 #include "runtime/buffers.h"
 #include "runtime/rotary_table.h"
 #include "runtime/shape.h"
@@ -35,7 +35,7 @@ clattn_status clattn__rotary(clattn_context *ctx, const clattn_head_view *x, siz
     cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
     cl_uint width = (cl_uint)d, rot_dim = (cl_uint)spec->rot_dim;
     cl_int interleaved = spec->interleaved;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROTARY], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ROTARY);
     clattn__head_view_args(&args, x);
     CLATTN_ARG(&args, out);
     CLATTN_ARG(&args, y_off);
@@ -112,7 +112,7 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
     cl_uint h = (cl_uint)heads, pairs = (cl_uint)(batch * heads), rows = (cl_uint)n;
     cl_uint rot_dim = (cl_uint)spec->rot_dim;
     cl_int interleaved = spec->interleaved;
-    clattn_kernel_args args = {ctx->kernels.kernel[CLATTN_KERNEL_ROTARY_IN_PLACE], 0, CL_SUCCESS};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ROTARY_IN_PLACE);
     clattn__head_view_args(&args, x);
     CLATTN_ARG(&args, h);
     CLATTN_ARG(&args, pairs);

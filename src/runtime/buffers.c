@@ -2,6 +2,9 @@
 #include "buffers.h"
 #include "context_internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
                                     const char *what)
 {
@@ -35,14 +38,76 @@ static clattn_status grow_buffer(clattn_context *ctx, cl_mem *mem, size_t *have,
     return CLATTN_OK;
 }
 
+/* The error of a failed transfer: the caller's message, then the OpenCL error. */
+static clattn_status transfer_failed(clattn_context *ctx, cl_int err, const char *fmt,
+                                     va_list args)
+{
+    char message[512];
+    vsnprintf(message, sizeof message, fmt, args);
+    return clattn__fail_cl(ctx, err, "%s", message);
+}
+
+/* Returns from a helper taking (fmt, ...): CLATTN_OK when err is CL_SUCCESS, else the failure
+ * recorded with the caller's message. */
+#define RETURN_TRANSFER_STATUS(ctx, err, fmt)                                    \
+    do {                                                                         \
+        if ((err) == CL_SUCCESS)                                                 \
+            return CLATTN_OK;                                                    \
+        va_list args_;                                                           \
+        va_start(args_, fmt);                                                    \
+        clattn_status failed_ = transfer_failed((ctx), (err), (fmt), args_);     \
+        va_end(args_);                                                           \
+        return failed_;                                                          \
+    } while (0)
+
+clattn_status clattn__write_bytes(clattn_context *ctx, cl_mem mem, size_t offset, const void *host,
+                                  size_t bytes, const char *fmt, ...)
+{
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, mem, CL_TRUE, offset, bytes, host, 0, NULL,
+                                      NULL);
+    RETURN_TRANSFER_STATUS(ctx, err, fmt);
+}
+
+clattn_status clattn__copy_bytes(clattn_context *ctx, cl_mem src, size_t src_offset, cl_mem dst,
+                                 size_t dst_offset, size_t bytes, const char *fmt, ...)
+{
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, src, dst, src_offset, dst_offset, bytes, 0, NULL,
+                                     NULL);
+    RETURN_TRANSFER_STATUS(ctx, err, fmt);
+}
+
+clattn_status clattn__fill_bytes(clattn_context *ctx, cl_mem mem, const void *pattern,
+                                 size_t pattern_size, size_t offset, size_t bytes,
+                                 const char *fmt, ...)
+{
+    cl_int err = clEnqueueFillBuffer(ctx->queue, mem, pattern, pattern_size, offset, bytes, 0,
+                                     NULL, NULL);
+    RETURN_TRANSFER_STATUS(ctx, err, fmt);
+}
+
+clattn_status clattn__wait(clattn_context *ctx, clattn_status status, const char *fmt, ...)
+{
+    cl_int err = clFinish(ctx->queue);
+    if (status != CLATTN_OK)
+        return status;
+    RETURN_TRANSFER_STATUS(ctx, err, fmt);
+}
+
+clattn_status clattn__copy_rect(clattn_context *ctx, cl_mem src, cl_mem dst,
+                                const clattn_rect_copy *rect, const char *fmt, ...)
+{
+    cl_int err = clEnqueueCopyBufferRect(ctx->queue, src, dst, rect->src_origin, rect->dst_origin,
+                                         rect->region, rect->src_row_pitch, rect->src_slice_pitch,
+                                         rect->dst_row_pitch, rect->dst_slice_pitch, 0, NULL,
+                                         NULL);
+    RETURN_TRANSFER_STATUS(ctx, err, fmt);
+}
+
 clattn_status clattn__write_floats_at(clattn_context *ctx, cl_mem mem, size_t offset,
                                       const float *data, size_t count, const char *what)
 {
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, mem, CL_TRUE, offset * sizeof(float),
-                                      count * sizeof(float), data, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "writing %s to the device", what);
-    return CLATTN_OK;
+    return clattn__write_bytes(ctx, mem, offset * sizeof(float), data, count * sizeof(float),
+                               "writing %s to the device", what);
 }
 
 clattn_status clattn__upload(clattn_context *ctx, const float *data, size_t count,
@@ -67,7 +132,8 @@ static const char *const slot_names[] = {
     "the Q/K/V projections",
     "the attention output",   "the encoder activations",    "the sub-layer output",
     "the normalised activations", "the feed-forward hidden layer", "the token ids",
-    "the token type ids", "the pooled embeddings", "the rotated queries and keys",
+    "the token type ids", "the pooled embeddings", "the padding mask to pool with",
+    "the encoder states to pool", "the rotated queries and keys",
     "the position rows", "the relative position bias", "the unpacked weight",
 };
 /* One name per slot: a slot added without its name would print a NULL string. */
@@ -83,6 +149,11 @@ clattn_status clattn__workspace_slot(clattn_context *ctx, clattn_slot slot, size
     if (status == CLATTN_OK)
         *buffer = ws->mem[slot];
     return status;
+}
+
+uint64_t clattn__workspace_limit(const clattn_context *ctx)
+{
+    return ctx->workspace_limit;
 }
 
 size_t clattn__workspace_bytes(const clattn_workspace *ws)

@@ -20,6 +20,16 @@ void clattn__arg_mem(clattn_kernel_args *args, cl_mem mem)
         clattn__arg(args, sizeof(cl_mem), NULL);
 }
 
+clattn_kernel_args clattn__kernel_args(clattn_context *ctx, clattn_kernel_id id)
+{
+    return (clattn_kernel_args){ctx->kernels.kernel[id], 0, CL_SUCCESS};
+}
+
+size_t clattn__reduce_wg(const clattn_context *ctx)
+{
+    return ctx->kernels.reduce_wg;
+}
+
 clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
                              cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
                              uint64_t macs)

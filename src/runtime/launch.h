@@ -6,6 +6,7 @@
 #define CLATTN_LAUNCH_H
 
 #include "base/errors.h"
+#include "base/kernels.h"
 
 /* A profiling event waiting to be read, and the stats.kernels slot it adds to. With `start`, the
  * time runs from the end of `start` (a marker enqueued before a multi-kernel CLBlast routine,
@@ -29,6 +30,12 @@ typedef struct clattn_kernel_args {
     cl_uint next;
     cl_int err;
 } clattn_kernel_args;
+
+/* The arguments of the base program's kernel `id` (base/kernels.h), none set yet. */
+clattn_kernel_args clattn__kernel_args(clattn_context *ctx, clattn_kernel_id id);
+/* The work-group size of the base program's row-reduction kernels (softmax, LayerNorm, the L2
+ * norm): the program was built for it. */
+size_t clattn__reduce_wg(const clattn_context *ctx);
 
 void clattn__arg(clattn_kernel_args *args, size_t size, const void *value);
 #define CLATTN_ARG(args, value) clattn__arg((args), sizeof(value), &(value))

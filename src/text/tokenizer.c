@@ -1,12 +1,12 @@
-/* The tokenizer's encode pipeline (special tokens, normalisation, pre-tokenisation, WordPiece,
- * truncation) and its accessors. Loading is in tokenizer_load.c. */
+/* The tokenizer's encode pipeline for one text (special tokens, normalisation,
+ * pre-tokenisation, the model, truncation) and its accessors. Loading is in tokenizer_load.c,
+ * the templates around the texts and the public encode calls in tokenizer_encode.c. */
+#include "text_strip.h"
 #include "tokenizer_internal.h"
 #include "tokenizer_unigram.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char encode_fn[] = "clattn_tokenizer_encode";
 
 /* The state of one encode call. */
 typedef struct encode_state {
@@ -52,6 +52,32 @@ static bool on_word(void *user, size_t start, size_t end)
     return !full(st);
 }
 
+/* The pre-tokeniser and model of the tokenizer's kind on normalised text without added tokens
+ * (zero: Unigram's start-of-text marks, or NULL): the one place that dispatches on the kind. */
+static bool model_piece(encode_state *st, const uint32_t *cps, size_t n, const uint32_t *zero)
+{
+    const clattn_tokenizer *tok = st->tok;
+    switch (tok->kind) {
+    case CLATTN__MODEL_UNIGRAM: {
+        clattn__unigram_result r =
+            clattn__unigram_encode(tok->unigram, &tok->vocab, cps, n, zero, &st->ids);
+        st->out_of_memory = r == CLATTN__UNIGRAM_OUT_OF_MEMORY;
+        st->no_unk = r == CLATTN__UNIGRAM_NO_UNK;
+        return r == CLATTN__UNIGRAM_OK;
+    }
+    case CLATTN__MODEL_BPE:
+        if (!clattn__bpe_piece(tok->bpe, &tok->vocab, cps, n, st->limit, &st->ids)) {
+            st->out_of_memory = true;
+            return false;
+        }
+        return true;
+    case CLATTN__MODEL_WORDPIECE:
+        st->cps = cps;
+        return clattn__pre_tokenize(cps, n, on_word, st);
+    }
+    return false;
+}
+
 /* Normalises one piece of the text that is not an added token, then pre-tokenises and
  * WordPieces it, or (a BPE model) runs the ByteLevel pre-tokeniser and BPE on it, or (a Unigram
  * model) its pre-tokenisers and Unigram. */
@@ -59,9 +85,11 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 {
     const clattn_tokenizer *tok = st->tok;
     clattn__cps norm = {0}, zero = {0};
-    if (tok->unigram ? !clattn__unigram_normalize(tok->unigram, cps, n, &norm,
-                                                  st->at_text_start ? &zero : NULL)
-                     : !clattn__normalize(&tok->norm, cps, n, &norm)) {
+    bool normalized = tok->kind == CLATTN__MODEL_UNIGRAM
+                          ? clattn__unigram_normalize(tok->unigram, cps, n, &norm,
+                                                      st->at_text_start ? &zero : NULL)
+                          : clattn__normalize(&tok->norm, cps, n, &norm);
+    if (!normalized) {
         clattn__cps_free(&norm);
         clattn__cps_free(&zero);
         st->out_of_memory = true;
@@ -81,23 +109,8 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
     bool go = true;
     for (size_t m = 0; m <= match_count && go && !full(st); m++) {
         size_t end = m < match_count ? matches[m].start : norm.count;
-        if (at < end && tok->unigram) {
-            clattn__unigram_result r =
-                clattn__unigram_encode(tok->unigram, &tok->vocab, norm.data + at, end - at,
-                                       zero.count ? zero.data + at : NULL, &st->ids);
-            st->out_of_memory = r == CLATTN__UNIGRAM_OUT_OF_MEMORY;
-            st->no_unk = r == CLATTN__UNIGRAM_NO_UNK;
-            go = r == CLATTN__UNIGRAM_OK;
-        } else if (at < end && tok->bpe) {
-            if (!clattn__bpe_piece(tok->bpe, &tok->vocab, norm.data + at, end - at, st->limit,
-                                   &st->ids)) {
-                st->out_of_memory = true;
-                go = false;
-            }
-        } else if (at < end) {
-            st->cps = norm.data + at;
-            go = clattn__pre_tokenize(norm.data + at, end - at, on_word, st);
-        }
+        if (at < end)
+            go = model_piece(st, norm.data + at, end - at, zero.count ? zero.data + at : NULL);
         if (go && m < match_count && !full(st)) {
             if (!clattn__ids_push(&st->ids, matches[m].id)) {
                 st->out_of_memory = true;
@@ -115,15 +128,24 @@ static bool encode_piece(encode_state *st, const uint32_t *cps, size_t n)
 bool clattn__tokenizer_normalize(const clattn_tokenizer *tok, const uint32_t *in, size_t n,
                                  clattn__cps *out)
 {
-    if (tok->unigram)
+    if (tok->kind == CLATTN__MODEL_UNIGRAM)
         return clattn__unigram_normalize(tok->unigram, in, n, out, NULL);
     return clattn__normalize(&tok->norm, in, n, out);
 }
 
+/* Texts run through the pipeline (clattn__tokenizer_texts_encoded). */
+static size_t texts_encoded;
+
+size_t clattn__tokenizer_texts_encoded(void)
+{
+    return __atomic_load_n(&texts_encoded, __ATOMIC_RELAXED);
+}
+
 clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *function,
                                  const char *name, const char *text, size_t length, size_t limit,
-                                 clattn__ids *out)
+                                 bool strip, clattn__ids *out)
 {
+    __atomic_fetch_add(&texts_encoded, 1, __ATOMIC_RELAXED);
     /* Decode (and validate) the whole text first: invalid UTF-8 anywhere is an error. */
     uint32_t *cps = NULL;
     if (length <= SIZE_MAX / sizeof(*cps))
@@ -150,6 +172,14 @@ clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *funct
         n++;
     }
 
+    uint32_t *text_cps = cps; /* freed below; cps moves past stripped whitespace */
+    if (strip) {
+        while (n > 0 && clattn__is_python_space(cps[n - 1]))
+            n--;
+        while (n > 0 && clattn__is_python_space(cps[0]))
+            cps++, n--;
+    }
+
     encode_state st = {.tok = tok, .limit = limit};
     clattn__added_match *matches = NULL;
     size_t match_count = 0, match_capacity = 0;
@@ -167,7 +197,7 @@ clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *funct
         }
     }
     free(matches);
-    free(cps);
+    free(text_cps);
     free(st.scratch);
     if (!ok) {
         free(st.ids.data);
@@ -182,48 +212,6 @@ clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *funct
     if (st.ids.count > limit)
         st.ids.count = limit;
     *out = st.ids;
-    return CLATTN_OK;
-}
-
-clattn_status clattn_tokenizer_encode(const clattn_tokenizer *tok, const char *text,
-                                      size_t length, size_t max_length, int32_t *ids,
-                                      size_t capacity, size_t *count)
-{
-    CLATTN_CHECK_ARG(NULL, encode_fn, tok, "tok is NULL");
-    CLATTN_CHECK_ARG(NULL, encode_fn, text || length == 0,
-                     "text is NULL but length is %zu", length);
-    CLATTN_CHECK_ARG(NULL, encode_fn, count, "count is NULL");
-    CLATTN_CHECK_ARG(NULL, encode_fn, ids || capacity == 0,
-                     "ids is NULL but capacity is %zu",
-                     capacity);
-    if (max_length == 0)
-        max_length = tok->max_length;
-    CLATTN_CHECK_ARG(NULL, encode_fn, max_length >= 2,
-                     "max_length is %zu, but [CLS] and [SEP] need 2", max_length);
-
-    clattn__ids body = {0};
-    clattn_status s = clattn__encode_text(tok, encode_fn, "the text", text, length,
-                                          max_length == SIZE_MAX ? SIZE_MAX : max_length - 2,
-                                          &body);
-    if (s)
-        return s;
-    size_t total = body.count + 2;
-    *count = total;
-    if (capacity == 0) {
-        free(body.data);
-        return CLATTN_OK;
-    }
-    if (capacity < total) {
-        free(body.data);
-        return clattn__fail_arg(NULL, encode_fn,
-                            "ids has room for %zu ids but the encoding "
-                            "has %zu", capacity, total);
-    }
-    ids[0] = tok->special.cls;
-    if (body.count)
-        memcpy(ids + 1, body.data, body.count * sizeof(*ids));
-    ids[body.count + 1] = tok->special.sep;
-    free(body.data);
     return CLATTN_OK;
 }
 
@@ -287,7 +275,7 @@ void clattn_tokenizer_destroy(clattn_tokenizer **tok)
     free((*tok)->wp.prefix);
     clattn__bpe_free((*tok)->bpe);
     clattn__tokenizer_free_added(*tok);
-    clattn__pair_template_free(&(*tok)->pair);
+    clattn__post_processor_free(&(*tok)->post);
     free(*tok);
     *tok = NULL;
 }

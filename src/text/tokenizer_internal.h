@@ -30,6 +30,13 @@ clattn_status clattn__vocab_init(clattn__vocab *v, size_t count, const char *fun
  * NUL, or a token already in the vocabulary. */
 clattn_status clattn__vocab_set(clattn__vocab *v, int32_t id, const char *token, size_t length,
                                 const char *function, const char *where);
+/* A whole vocabulary from plain arrays, whatever its source (tokenizer.json, vocab.txt, a GGUF
+ * file's metadata): clattn__vocab_init for `count` ids, then token k (its lengths[k] bytes;
+ * lengths NULL: NUL-terminated) gets the id ids[k] (ids NULL: k), as clattn__vocab_set checks
+ * it, in order; then every id must have a token. On failure *v is freed (empty). */
+clattn_status clattn__vocab_build(clattn__vocab *v, const char *const *tokens,
+                                  const size_t *lengths, const int32_t *ids, size_t count,
+                                  const char *function, const char *where);
 /* Fails with CLATTN_ERROR_FORMAT when an id has no token. */
 clattn_status clattn__vocab_check_complete(const clattn__vocab *v, const char *function,
                                            const char *where);
@@ -101,6 +108,13 @@ typedef struct clattn__wordpiece {
     int32_t unk;
 } clattn__wordpiece;
 
+/* Sets WordPiece's options whatever their source: a copy of `prefix` (the continuing subword
+ * prefix, "##" in BERT) and the longest word in characters that is not unknown (BERT: 100).
+ * wp->unk is left for the caller (once the added tokens are known). */
+clattn_status clattn__wordpiece_init(clattn__wordpiece *wp, const char *prefix,
+                                     size_t max_input_chars_per_word, const char *function,
+                                     const char *where);
+
 /* A growable array of ids. */
 typedef struct clattn__ids {
     int32_t *data;
@@ -140,14 +154,16 @@ bool clattn__added_find(const clattn__added_token *tokens, size_t token_count, b
                         const uint32_t *cps, size_t n, clattn__added_match **matches,
                         size_t *count, size_t *capacity);
 
-/* ---- byte-level BPE (tokenizer_bpe.c, tokenizer_bpe_load.c) ---- */
+/* ---- byte-level BPE (tokenizer_bpe.c; built from arrays by tokenizer_bpe_build.c, whose
+ * clattn__bpe_build and clattn__bpe_spec are in tokenizer_bpe_internal.h; read from
+ * tokenizer.json by tokenizer_bpe_load.c) ---- */
 
 /* The BPE model (vocabulary ids of the 256 bytes, merges by rank) and its ByteLevel
  * pre-tokeniser (the GPT-2 regex through PCRE2). Immutable once loaded. */
 typedef struct clattn__bpe clattn__bpe;
 
 /* Reads "model" (type "BPE": its options and "merges"; tok->vocab already holds "vocab") and
- * "pre_tokenizer" (ByteLevel) of a tokenizer.json into a new tok->bpe, and sets
+ * "pre_tokenizer" (ByteLevel) of a tokenizer.json into a new tok->bpe (clattn__bpe_build), and sets
  * tok->special.unk. Errors name `path` and the offending option. */
 clattn_status clattn__bpe_load(clattn_tokenizer *tok, const char *path,
                                const struct json_t *model, const struct json_t *pre_tokenizer);
@@ -167,10 +183,11 @@ bool clattn__bpe_piece(const clattn__bpe *bpe, const clattn__vocab *vocab, const
 bool clattn__bpe_split(const clattn__bpe *bpe, const char *text, size_t length,
                        bool (*piece)(void *user, size_t start, size_t end), void *user);
 
-/* ---- the post-processor's templates (tokenizer_template.c) ---- */
+/* ---- the post-processor's templates (tokenizer_template.c; read from tokenizer.json by
+ * tokenizer_post_load.c) ---- */
 
-/* What a piece of a pair template stands for: the first text's ids, the second's, or the ids of
- * a special token. */
+/* What a piece of a template stands for: the first text's ids, the second's, or the ids of a
+ * special token. */
 typedef enum clattn__piece_kind {
     CLATTN__PIECE_A,
     CLATTN__PIECE_B,
@@ -184,31 +201,58 @@ typedef struct clattn__template_piece {
     size_t first, count; /* a special token's ids: special_ids[first .. first + count - 1] */
 } clattn__template_piece;
 
-/* The pair template ("pair" of TemplateProcessing; BertProcessing's and RobertaProcessing's
- * fixed ones): the pieces in order. When the tokenizer's post-processor has a pair template this
- * library cannot apply (or Hugging Face could not: a special token missing from
- * "special_tokens"), the tokenizer still loads, as it did before pairs were encoded, and
- * `error` (not CLATTN_OK) with `message` say why clattn_tokenizer_encode_pair fails. */
-typedef struct clattn__pair_template {
+/* A template (tokenizers' TemplateProcessing "single" or "pair"; BertProcessing's,
+ * RobertaProcessing's and the absent post-processor's fixed ones): the pieces in order. A pair
+ * template that this library cannot apply (or Hugging Face could not: a special token missing
+ * from "special_tokens") does not stop the tokenizer from loading: `error` (not CLATTN_OK) with
+ * `message` say why encoding a pair fails. */
+typedef struct clattn__template {
     clattn__template_piece *pieces; /* [piece_count] */
     size_t piece_count;
     int32_t *special_ids;           /* [special_count]: the special pieces' ids, in order */
-    size_t special_count;           /* = the pair's added tokens, reserved by truncation */
+    size_t special_count;           /* = the added tokens, reserved by truncation */
     clattn_status error;
     char *message;                  /* NUL-terminated; NULL when error is CLATTN_OK */
-} clattn__pair_template;
+} clattn__template;
 
-/* Reads tokenizer.json's "post_processor" (may be NULL or null): sets tok->special.cls and .sep
- * from its single template and tok->pair from its pair template; *found is false when there is
- * no post-processor (then neither is set). Fails (naming `path`) only where the single template
- * cannot be used; a pair template that cannot be used is recorded in tok->pair. Special ids of
- * the pair that are not below tok->vocab_size are such a pair template. */
-clattn_status clattn__post_processor_load(clattn_tokenizer *tok, const struct json_t *pp,
-                                          const char *path, const char *function, bool *found);
-/* Sets *t to BERT's pair template, "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1" with these ids. */
-clattn_status clattn__pair_template_bert(clattn__pair_template *t, int32_t cls, int32_t sep,
-                                         const char *function, const char *where);
-void clattn__pair_template_free(clattn__pair_template *t);
+/* How a tokenizer joins its texts and special tokens, whatever its source: the templates with
+ * the special tokens (add_special_tokens) and without them (what Hugging Face's post-processor
+ * keeps then: TemplateProcessing's pieces of text with their type ids; BertProcessing's, the
+ * ByteLevel processor's and an absent one's A type 0, B type 1; RobertaProcessing's all 0). */
+typedef struct clattn__post_processor {
+    clattn__template single, pair;             /* with the special tokens */
+    clattn__template single_plain, pair_plain; /* without them */
+} clattn__post_processor;
+
+/* An empty template of room for `pieces` pieces. False when out of memory. */
+bool clattn__template_init(clattn__template *t, size_t pieces);
+/* Appends a piece (room for it was allocated by clattn__template_init); a special piece's
+ * `id_count` ids are appended to special_ids. False when out of memory. */
+bool clattn__template_add(clattn__template *t, clattn__piece_kind kind, int32_t type_id,
+                          const int32_t *ids, size_t id_count);
+/* Records why the template cannot be used (encoding with it reports it). Fails only when out
+ * of memory (naming `function` and `where`). */
+clattn_status clattn__template_unusable(clattn__template *t, const char *function,
+                                        const char *where, clattn_status status,
+                                        const char *fmt, ...) CLATTN_PRINTF(5, 6);
+void clattn__template_free(clattn__template *t);
+
+/* The fixed post-processors: BertProcessing's ([CLS] A [SEP] B [SEP], type ids 0 up to the
+ * first [SEP], 1 after; what a vocab.txt gets), RobertaProcessing's (<s> A </s> </s> B </s>,
+ * every type id 0), and none (tokenizer.json's null post-processor or the ByteLevel one: A,
+ * then B, type ids 0 and 1). Each replaces what *pp held. */
+clattn_status clattn__post_processor_bert(clattn__post_processor *pp, int32_t cls, int32_t sep,
+                                          const char *function, const char *where);
+clattn_status clattn__post_processor_roberta(clattn__post_processor *pp, int32_t cls,
+                                             int32_t sep, const char *function,
+                                             const char *where);
+clattn_status clattn__post_processor_none(clattn__post_processor *pp, const char *function,
+                                          const char *where);
+/* Sets pp->single_plain and pp->pair_plain to pp->single and pp->pair without their special
+ * pieces (TemplateProcessing without add_special_tokens); an unusable pair stays unusable. */
+clattn_status clattn__post_processor_derive_plain(clattn__post_processor *pp,
+                                                  const char *function, const char *where);
+void clattn__post_processor_free(clattn__post_processor *pp);
 
 /* The lengths Hugging Face's longest-first truncation (tokenizers 0.19.1, utils/truncation.rs)
  * keeps of two sequences of n_a and n_b ids so that at most `budget` remain: unchanged when
@@ -217,32 +261,73 @@ void clattn__pair_template_free(clattn__pair_template *t);
 void clattn__truncate_longest_first(size_t n_a, size_t n_b, size_t budget, size_t *keep_a,
                                     size_t *keep_b);
 
-/* ---- the tokenizer (tokenizer.c, tokenizer_load.c, tokenizer_pair.c) ---- */
+/* Reads tokenizer.json's "post_processor" (may be NULL or null) into tok->post
+ * (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, a Sequence of them with at
+ * most one that adds tokens; null: none) and sets tok->special.cls and .sep from the single
+ * template (tokenizer_post_load.c). Fails (naming `path`) where the single template cannot be
+ * used; a pair template that cannot be used is recorded in tok->post.pair. Special ids that
+ * are not below tok->vocab_size make a template unusable. */
+clattn_status clattn__post_processor_load(clattn_tokenizer *tok, const struct json_t *pp,
+                                          const char *path, const char *function);
+
+/* ---- the tokenizer (tokenizer.c, tokenizer_load.c, tokenizer_encode.c) ---- */
 
 struct clattn__unigram;
 
+/* Which model turns a pre-token into ids; one dispatch (tokenizer.c's encode_piece) reads it. */
+typedef enum clattn__model_kind {
+    CLATTN__MODEL_WORDPIECE, /* tok->wp, BertNormalizer/NFC and BertPreTokenizer */
+    CLATTN__MODEL_BPE,       /* tok->bpe: byte-level BPE with its ByteLevel pre-tokeniser */
+    CLATTN__MODEL_UNIGRAM,   /* tok->unigram: with its own normaliser chain and pre-tokenisers */
+} clattn__model_kind;
+
+/* A tokenizer in memory. A loader (tokenizer_load.c: tokenizer.json or vocab.txt) fills it; it
+ * holds nothing of the file it came from, so that another source (a GGUF file's metadata) can
+ * fill the same fields. */
 struct clattn_tokenizer {
+    clattn__model_kind kind;
     clattn__vocab vocab;
-    struct clattn__unigram *unigram; /* a Unigram model (tokenizer_unigram.c), else NULL */
+    struct clattn__unigram *unigram; /* kind CLATTN__MODEL_UNIGRAM, else NULL */
     clattn__normalizer norm;
-    clattn__wordpiece wp;
-    clattn__bpe *bpe;    /* non-NULL for a BPE model (then wp is unused) */
+    clattn__wordpiece wp;            /* kind CLATTN__MODEL_WORDPIECE */
+    clattn__bpe *bpe;                /* kind CLATTN__MODEL_BPE, else NULL */
     clattn__added_token *added;
     size_t added_count;
     bool has_normalized_added;
     clattn_tokenizer_special special;
     size_t vocab_size;   /* with the added tokens */
     size_t max_length;   /* SIZE_MAX: unlimited */
-    clattn__pair_template pair; /* how clattn_tokenizer_encode_pair joins two texts */
+    clattn__post_processor post; /* how texts and special tokens are joined */
 };
 
 /* Encodes the `length` bytes of text (not NUL-terminated) without the post-processor's special
- * tokens: its first `limit` ids (SIZE_MAX: all) into *out, a new array the caller frees. Errors
- * name `function` and, for invalid UTF-8 or a character without a piece, the text as `name`
- * ("the text", "text_a"). */
+ * tokens: its first `limit` ids (SIZE_MAX: all) into *out, a new array the caller frees. With
+ * `strip`, the whitespace that Python's str.strip() removes is left out of both ends (after
+ * the whole text is checked: an error's byte offset counts from text). Errors name `function`
+ * and, for invalid UTF-8 or a character without a piece, the text as `name` ("the text",
+ * "text_a"). Each call counts one text run through the pipeline (for tests). */
 clattn_status clattn__encode_text(const clattn_tokenizer *tok, const char *function,
                                   const char *name, const char *text, size_t length, size_t limit,
-                                  clattn__ids *out);
+                                  bool strip, clattn__ids *out);
+
+/* The number of texts clattn__encode_text has run through normalisation, pre-tokenisation and
+ * the model since the process started (all tokenizers, all threads): what a test reads to
+ * check that a caller tokenizes each text once. */
+size_t clattn__tokenizer_texts_encoded(void);
+
+/* Encodes one text (text_b NULL) or a pair with the post-processor's template (or, with
+ * CLATTN_ENCODE_NO_SPECIAL_TOKENS in flags, the template without its special tokens),
+ * truncated so that at most max_length ids remain (0: the tokenizer's default; SIZE_MAX: none;
+ * a single text right, a pair longest first), and appends the ids and type ids to *out
+ * (tokenizer_encode.c). Errors name `function`. On failure out->count is unchanged. */
+clattn_status clattn__encode_with_template(const clattn_tokenizer *tok, const char *function,
+                                           const char *text_a, size_t length_a,
+                                           const char *text_b, size_t length_b,
+                                           size_t max_length, unsigned flags, clattn_tokens *out);
+
+/* Room for n more ids and type ids in *out (grown with realloc). False when out of memory
+ * (then *out is unchanged). */
+bool clattn__tokens_reserve(clattn_tokens *out, size_t n);
 
 /* The tokenizer's normaliser on in[0..n-1] (BertNormalizer, or a Unigram model's chain),
  * appended to *out. False when out of memory. */

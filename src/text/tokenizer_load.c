@@ -143,20 +143,7 @@ static clattn_status add_token(clattn_tokenizer *tok, const char *where, const c
 static void bert_defaults(clattn_tokenizer *tok)
 {
     tok->norm = (clattn__normalizer){true, true, true, true, true, false};
-    tok->wp.max_input_chars_per_word = 100;
     tok->max_length = SIZE_MAX;
-}
-
-static clattn_status set_prefix(clattn_tokenizer *tok, const char *where, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    tok->wp.prefix = malloc(n + 1);
-    if (!tok->wp.prefix)
-        return clattn__fail_in(load_fn, where, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                               "cannot allocate the subword prefix");
-    memcpy(tok->wp.prefix, prefix, n + 1);
-    tok->wp.prefix_length = n;
-    return CLATTN_OK;
 }
 
 /* Looks up a required special token in the vocabulary (or the added tokens). */
@@ -190,7 +177,11 @@ static clattn_status load_vocab_txt(clattn_tokenizer *tok, const char *path)
             lines++;
     if (size > 0 && bytes[size - 1] != '\n')
         lines++;
-    s = clattn__vocab_init(&tok->vocab, lines, load_fn, path);
+    const char **tokens = malloc((lines ? lines : 1) * sizeof(*tokens));
+    size_t *lengths = malloc((lines ? lines : 1) * sizeof(*lengths));
+    if (!tokens || !lengths)
+        s = clattn__fail_in(load_fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "cannot allocate a vocabulary of %zu entries", lines);
     size_t start = 0;
     for (size_t line = 0; !s && line < lines; line++) {
         size_t end = start;
@@ -201,16 +192,20 @@ static clattn_status load_vocab_txt(clattn_tokenizer *tok, const char *path)
                                 bytes[stop - 1] == '\r' || bytes[stop - 1] == '\v' ||
                                 bytes[stop - 1] == '\f'))
             stop--;
-        s = clattn__vocab_set(&tok->vocab, (int32_t)line, (const char *)bytes + start,
-                              stop - start, load_fn, path);
+        tokens[line] = (const char *)bytes + start;
+        lengths[line] = stop - start;
         start = end + 1;
     }
+    if (!s)
+        s = clattn__vocab_build(&tok->vocab, tokens, lengths, NULL, lines, load_fn, path);
+    free(tokens);
+    free(lengths);
     free(bytes);
     if (s)
         return s;
     tok->vocab_size = tok->vocab.count;
     bert_defaults(tok);
-    if ((s = set_prefix(tok, path, "##")))
+    if ((s = clattn__wordpiece_init(&tok->wp, "##", 100, load_fn, path)))
         return s;
     static const char *const specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
     for (size_t i = 0; i < 5; i++) {
@@ -225,8 +220,9 @@ static clattn_status load_vocab_txt(clattn_tokenizer *tok, const char *path)
         return s;
     tok->special.unk = tok->wp.unk;
     /* BertTokenizerFast's template: [CLS] A [SEP] B [SEP]. */
-    return clattn__pair_template_bert(&tok->pair, tok->special.cls, tok->special.sep, load_fn,
-                                      path);
+    tok->kind = CLATTN__MODEL_WORDPIECE;
+    return clattn__post_processor_bert(&tok->post, tok->special.cls, tok->special.sep, load_fn,
+                                       path);
 }
 
 static bool is_id(const json_t *v)
@@ -235,6 +231,37 @@ static bool is_id(const json_t *v)
 }
 
 #define FORMAT_FAIL(...) clattn__fail_in(load_fn, path, CLATTN_ERROR_FORMAT, __VA_ARGS__)
+
+/* "model"."vocab" (an object of token: id) into tok->vocab through clattn__vocab_build. */
+static clattn_status read_vocab(clattn_tokenizer *tok, const json_t *vocab, const char *path)
+{
+    size_t count = json_object_size(vocab), k = 0;
+    const char **tokens = malloc((count ? count : 1) * sizeof(*tokens));
+    int32_t *ids = malloc((count ? count : 1) * sizeof(*ids));
+    clattn_status s = CLATTN_OK;
+    if (!tokens || !ids)
+        s = clattn__fail_in(load_fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "cannot allocate a vocabulary of %zu entries", count);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)vocab, key, value) {
+        if (s || k == count)
+            break;
+        if (!json_is_integer(value) || json_integer_value(value) < 0 ||
+            json_integer_value(value) > INT32_MAX) {
+            s = FORMAT_FAIL("the id of vocabulary entry '%.40s' is not an integer in 0..%d", key,
+                            INT32_MAX);
+            break;
+        }
+        tokens[k] = key;
+        ids[k++] = (int32_t)json_integer_value(value);
+    }
+    if (!s)
+        s = clattn__vocab_build(&tok->vocab, tokens, NULL, ids, k, load_fn, path);
+    free(tokens);
+    free(ids);
+    return s;
+}
 
 static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path)
 {
@@ -251,6 +278,7 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         s = FORMAT_FAIL("\"model\" is missing or not an object");
     } else if (type && strcmp(type, "Unigram") == 0) {
         /* The model, its normaliser and pre-tokeniser (tokenizer_unigram.c); the rest below. */
+        tok->kind = CLATTN__MODEL_UNIGRAM;
         s = clattn__unigram_load(&tok->unigram, &tok->vocab, root, &tok->special.unk, load_fn,
                                  path);
         tok->vocab_size = tok->vocab.count;
@@ -266,23 +294,9 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
     if (s)
         goto done;
 
+    tok->kind = bpe ? CLATTN__MODEL_BPE : CLATTN__MODEL_WORDPIECE;
     /* The vocabulary: ids 0..n-1, each once. */
-    if ((s = clattn__vocab_init(&tok->vocab, json_object_size(vocab), load_fn, path)))
-        goto done;
-    const char *key;
-    const json_t *value;
-    json_object_foreach((json_t *)vocab, key, value) {
-        if (!json_is_integer(value) || json_integer_value(value) < 0 ||
-            json_integer_value(value) > INT32_MAX) {
-            s = FORMAT_FAIL("the id of vocabulary entry '%.40s' is not an integer in 0..%d", key,
-                            INT32_MAX);
-            goto done;
-        }
-        if ((s = clattn__vocab_set(&tok->vocab, (int32_t)json_integer_value(value), key,
-                                   strlen(key), load_fn, path)))
-            goto done;
-    }
-    if ((s = clattn__vocab_check_complete(&tok->vocab, load_fn, path)))
+    if ((s = read_vocab(tok, vocab, path)))
         goto done;
     tok->vocab_size = tok->vocab.count;
 
@@ -294,18 +308,19 @@ static clattn_status load_tokenizer_json(clattn_tokenizer *tok, const char *path
         s = FORMAT_FAIL("\"model\".\"continuing_subword_prefix\" is not a string");
         goto done;
     }
-    if ((s = set_prefix(tok, path, json_is_string(v) ? json_string_value(v) : "##")))
-        goto done;
+    const char *prefix = json_is_string(v) ? json_string_value(v) : "##";
     v = json_object_get(model, "max_input_chars_per_word");
-    tok->wp.max_input_chars_per_word = 100;
+    size_t max_input_chars_per_word = 100;
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
             s = FORMAT_FAIL("\"model\".\"max_input_chars_per_word\" is not a non-negative "
                             "integer");
             goto done;
         }
-        tok->wp.max_input_chars_per_word = (size_t)json_integer_value(v);
+        max_input_chars_per_word = (size_t)json_integer_value(v);
     }
+    if ((s = clattn__wordpiece_init(&tok->wp, prefix, max_input_chars_per_word, load_fn, path)))
+        goto done;
     v = json_object_get(model, "unk_token");
     if (v && !json_is_null(v) && !json_is_string(v)) {
         s = FORMAT_FAIL("\"model\".\"unk_token\" is not a string");
@@ -384,23 +399,10 @@ added_tokens:;
         goto done;
     if (!bpe && unk)
         tok->special.unk = tok->wp.unk;
-    /* [CLS], [SEP] and the pair template from the post-processor (tokenizer_template.c);
-     * without one, the vocabulary's [CLS] and [SEP] and BERT's pair template. */
-    bool found;
+    /* The templates, [CLS] and [SEP] from the post-processor (tokenizer_post_load.c). */
     if ((s = clattn__post_processor_load(tok, json_object_get(root, "post_processor"), path,
-                                         load_fn, &found)))
+                                         load_fn)))
         goto done;
-    if (!found && ((s = require_token(tok, path, "[CLS]", "classifier", &tok->special.cls)) ||
-                   (s = require_token(tok, path, "[SEP]", "separator", &tok->special.sep)) ||
-                   (s = clattn__pair_template_bert(&tok->pair, tok->special.cls,
-                                                   tok->special.sep, load_fn, path))))
-        goto done;
-    if ((size_t)tok->special.cls >= tok->vocab_size ||
-        (size_t)tok->special.sep >= tok->vocab_size) {
-        s = FORMAT_FAIL("post_processor: the [CLS] id %d or [SEP] id %d is not a token's id",
-                        (int)tok->special.cls, (int)tok->special.sep);
-        goto done;
-    }
 
     /* The padding id: "padding"."pad_id" when given (MPNet's <pad>), else [PAD] (below). */
     const json_t *padding = json_object_get(root, "padding");

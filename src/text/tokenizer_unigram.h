@@ -36,7 +36,46 @@ bool clattn__precompiled_normalize(const clattn__precompiled *p, const uint32_t 
 
 /* ---- the normaliser chain, the pre-tokeniser and Unigram (tokenizer_unigram.c) ---- */
 
-typedef struct clattn__unigram clattn__unigram;
+/* The model in memory (tokenizer_unigram.c runs it). A loader fills it: tokenizer_unigram_load.c
+ * from tokenizer.json; another source (a GGUF file's metadata) can fill the same fields. */
+typedef enum clattn__norm_kind { NORM_PRECOMPILED, NORM_STRIP, NORM_REPLACE } clattn__norm_kind;
+
+typedef struct clattn__norm_step {
+    clattn__norm_kind kind;
+    clattn__precompiled pre;     /* NORM_PRECOMPILED */
+    bool left, right;            /* NORM_STRIP */
+    uint32_t *pattern;           /* NORM_REPLACE: a literal, or one character repeated */
+    size_t pattern_length;
+    size_t min_repeat;           /* 0: the pattern is a literal; else pattern[0] >= this often */
+    uint32_t *content;
+    size_t content_length;
+} clattn__norm_step;
+
+typedef enum clattn__prepend_scheme {
+    PREPEND_ALWAYS,
+    PREPEND_FIRST,
+    PREPEND_NEVER,
+} clattn__prepend_scheme;
+
+typedef struct clattn__pre_step {
+    bool metaspace;              /* else WhitespaceSplit */
+    uint32_t replacement;
+    clattn__prepend_scheme prepend;
+    bool split;
+} clattn__pre_step;
+
+typedef struct clattn__unigram {
+    clattn__norm_step *norms;
+    size_t norm_count;
+    clattn__pre_step *pres;
+    size_t pre_count;
+    double *scores;              /* [vocab count] */
+    double unk_score;            /* the lowest score less 10 */
+    int32_t unk;                 /* -1: none */
+    bool byte_fallback;
+    int32_t bytes[256];          /* the ids of "<0xXX>", or -1 */
+} clattn__unigram;
+
 
 /* Reads "model" (type "Unigram": "vocab" [[piece, score], ...], "unk_id", "byte_fallback"),
  * "normalizer" and "pre_tokenizer" of a parsed tokenizer.json into a new *out, and fills

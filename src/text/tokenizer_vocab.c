@@ -96,6 +96,21 @@ clattn_status clattn__vocab_set(clattn__vocab *v, int32_t id, const char *token,
     return CLATTN_OK;
 }
 
+clattn_status clattn__vocab_build(clattn__vocab *v, const char *const *tokens,
+                                  const size_t *lengths, const int32_t *ids, size_t count,
+                                  const char *function, const char *where)
+{
+    clattn_status s = clattn__vocab_init(v, count, function, where);
+    for (size_t k = 0; !s && k < count; k++)
+        s = clattn__vocab_set(v, ids ? ids[k] : (int32_t)k, tokens[k],
+                              lengths ? lengths[k] : strlen(tokens[k]), function, where);
+    if (!s)
+        s = clattn__vocab_check_complete(v, function, where);
+    if (s)
+        clattn__vocab_free(v);
+    return s;
+}
+
 clattn_status clattn__vocab_check_complete(const clattn__vocab *v, const char *function,
                                            const char *where)
 {

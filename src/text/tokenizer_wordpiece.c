@@ -5,6 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+clattn_status clattn__wordpiece_init(clattn__wordpiece *wp, const char *prefix,
+                                     size_t max_input_chars_per_word, const char *function,
+                                     const char *where)
+{
+    size_t n = strlen(prefix);
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return clattn__fail_in(function, where, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "cannot allocate the subword prefix");
+    memcpy(copy, prefix, n + 1);
+    free(wp->prefix);
+    wp->prefix = copy;
+    wp->prefix_length = n;
+    wp->max_input_chars_per_word = max_input_chars_per_word;
+    return CLATTN_OK;
+}
+
 bool clattn__ids_push(clattn__ids *a, int32_t id)
 {
     if (a->count == a->capacity) {

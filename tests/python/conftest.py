@@ -8,6 +8,9 @@ Environment:
   CLATTN_EMBED, CLATTN_RERANK the command-line programs (build/examples/embed, .../rerank) for
                               the byte-for-byte parity tests; unset: those tests skip (fail
                               with CLATTN_REQUIRE_REAL_MODEL=1).
+  CLATTN_ABI_LAYOUT           the C layout table (build/tests/abi_layout) that
+                              test_abi_layout.py compares the ctypes structs with; unset: those
+                              checks fail (they never skip).
 """
 
 import os

@@ -22,6 +22,19 @@ void ref_layernorm(const float *x, const float *w, const float *b, size_t rows, 
     }
 }
 
+void ref_rmsnorm(const float *x, const float *w, size_t rows, size_t width, float eps, float *y)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * width;
+        double squares = 0.0;
+        for (size_t c = 0; c < width; c++)
+            squares += (double)xr[c] * xr[c];
+        double rstd = 1.0 / sqrt(squares / (double)width + eps);
+        for (size_t c = 0; c < width; c++)
+            y[r * width + c] = (float)(xr[c] * rstd * w[c]);
+    }
+}
+
 void ref_sinusoidal(size_t positions, size_t d, float *pe)
 {
     for (size_t pos = 0; pos < positions; pos++)

@@ -33,6 +33,9 @@ typedef struct ref_encoder {
 void ref_layernorm(const float *x, const float *w, const float *b, size_t rows, size_t width,
                    float eps, float *y);
 
+/* y[r] = x[r] / sqrt(mean(x[r]²) + eps) · w (RMSNorm). x, y: [rows, width]. */
+void ref_rmsnorm(const float *x, const float *w, size_t rows, size_t width, float eps, float *y);
+
 /* pe[pos, 2i] = sin(pos / 10000^(2i/d)), pe[pos, 2i+1] = cos(pos / 10000^(2i/d)); [positions, d]. */
 void ref_sinusoidal(size_t positions, size_t d, float *pe);
 
