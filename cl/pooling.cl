@@ -22,6 +22,18 @@ __kernel void clattn_pool_mean(__global const float *x, ulong x_off, __global co
     out[out_off + (ulong)b * d + c] = sum / fmax(count, 1e-9f);
 }
 
+/* The padding of right-padded sequences from their lengths: pad[b, j] = 1 where j >= lengths[b],
+ * else 0 (the mask the attention and clattn_pool_mean read). lengths: [B]; pad: [B, N] from
+ * pad_off. NDRange: (N, B). */
+__kernel void clattn_padding_from_lengths(__global const uint *lengths, uint batch, uint n,
+                                          __global float *pad, ulong pad_off)
+{
+    uint j = get_global_id(0), b = get_global_id(1);
+    if (j >= n || b >= batch)
+        return;
+    pad[pad_off + (ulong)b * n + j] = j < lengths[b] ? 0.0f : 1.0f;
+}
+
 __kernel void clattn_pool_cls(__global const float *x, ulong x_off, uint batch, uint n, uint d,
                               __global float *out, ulong out_off)
 {

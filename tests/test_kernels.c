@@ -7,6 +7,7 @@
 #include "common/test_util.h"
 #include "ops/attention_problem.h"
 #include "ops/elementwise.h"
+#include "ops/pooling.h"
 #include "ops/positional.h"
 #include "runtime/positional_table.h"
 #include "runtime/tensor_internal.h"
@@ -591,6 +592,43 @@ static void rows_to_half_rounds_to_nearest_even(void **state)
     free(src);
 }
 
+/* The padding mask of right-padded rows made on the device from their lengths (the sentence
+ * embeddings' batches): 1 from each row's length on, 0 before it, written at an offset and
+ * nothing around it touched; lengths 0 and N included. */
+static void padding_from_lengths_marks_each_tail(void **state)
+{
+    test_fixture *f = *state;
+    enum { B = 4, N = 7, OFFSET = 3 };
+    const uint32_t lengths[B] = {7, 0, 3, 1};
+    cl_int err;
+    cl_mem lens = clCreateBuffer(clattn_context_cl_context(f->ctx),
+                                 CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(lengths),
+                                 (void *)lengths, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    float init[OFFSET + B * N + 2];
+    for (size_t i = 0; i < OFFSET + B * N + 2; i++)
+        init[i] = -5.0f;
+    cl_mem pad = clCreateBuffer(clattn_context_cl_context(f->ctx),
+                                CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
+                                &err);
+    assert_int_equal(err, CL_SUCCESS);
+    assert_int_equal(clattn__padding_from_lengths(f->ctx, lens, B, N, pad, OFFSET), CLATTN_OK);
+    float got[OFFSET + B * N + 2];
+    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(f->ctx), pad, CL_TRUE, 0,
+                                         sizeof(got), got, 0, NULL, NULL),
+                     CL_SUCCESS);
+    for (size_t i = 0; i < OFFSET + B * N + 2; i++) {
+        float want = -5.0f; /* untouched */
+        if (i >= OFFSET && i < OFFSET + B * N) {
+            size_t b = (i - OFFSET) / N, j = (i - OFFSET) % N;
+            want = j < lengths[b] ? 0.0f : 1.0f;
+        }
+        assert_float_equal(got[i], want, 0.0f);
+    }
+    clReleaseMemObject(pad);
+    clReleaseMemObject(lens);
+}
+
 /* Split-key attention (flash-decoding) through the fused path, forced by the tuning, against
  * ref_sdpa: every mask kind, a split whose keys are all masked, a query with no key left; with
  * half-float keys and values (kv_half: the reference then reads the same rounded values), split
@@ -761,6 +799,7 @@ int main(void)
         cmocka_unit_test(embedding_with_layernorm),
         cmocka_unit_test(split_key_attention),
         cmocka_unit_test(rows_to_half_rounds_to_nearest_even),
+        cmocka_unit_test(padding_from_lengths_marks_each_tail),
         cmocka_unit_test(half_key_value_attention),
         cmocka_unit_test(split_key_choice),
     };

@@ -40,6 +40,7 @@
     X(ADD, "clattn_add")                         \
     X(POOL_MEAN, "clattn_pool_mean")             \
     X(POOL_CLS, "clattn_pool_cls")               \
+    X(PADDING_FROM_LENGTHS, "clattn_padding_from_lengths") \
     X(L2_NORMALIZE, "clattn_l2_normalize")
 
 typedef enum clattn_kernel_id {

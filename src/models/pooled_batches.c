@@ -25,13 +25,16 @@ static int by_length(const void *a, const void *b)
 /* The device buffers of a run: workspace slots borrowed for the run, grown once for its largest
  * batch; each batch wraps tensors of its shape over their starts. */
 typedef struct batch_buffers {
-    cl_mem mask;    /* [cells]: 1 = padding (CLATTN_SLOT_POOL_MASK) */
+    cl_mem lengths; /* [rows]: uint32 lengths (CLATTN_SLOT_POOL_LENGTHS) */
+    cl_mem mask;    /* [cells]: 1 = padding, made on the device from the lengths
+                       (CLATTN_SLOT_POOL_MASK) */
     cl_mem states;  /* [cells · d]: the encoder's output (CLATTN_SLOT_POOL_STATES) */
     cl_mem vectors; /* [rows · d]: the pooled rows (CLATTN_SLOT_POOLED) */
 } batch_buffers;
 
 /* One batch: rows order[0 .. count) (their longest is `len` ids), right-padded; the ids go to
- * the encoder as int32, checked there once. */
+ * the encoder as int32, checked there once; the padding mask the attention and the pooling read
+ * is made on the device from the rows' lengths. */
 static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const char *fn,
                                const token_rows *rows, const size_t *order, size_t count,
                                size_t len, size_t d, const pooled_batches_params *p,
@@ -40,19 +43,19 @@ static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const c
     size_t cells = count * len;
     int32_t *ids = malloc(cells * sizeof(int32_t));                       /* [count, len] */
     int32_t *types = rows->type_ids ? malloc(cells * sizeof(int32_t)) : NULL; /* [count, len] */
-    float *pad = malloc(cells * sizeof(float));          /* [count, len], 1 = padding */
+    uint32_t *lengths = malloc(count * sizeof(uint32_t)); /* [count] */
     float *pooled = malloc(count * d * sizeof(float));   /* [count, d] */
     clattn_tensor *mask = NULL, *states = NULL, *vectors = NULL;
     clattn_status status = CLATTN_OK;
-    if (!ids || !pad || !pooled || (rows->type_ids && !types))
+    if (!ids || !lengths || !pooled || (rows->type_ids && !types))
         status = clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
                               fn);
     for (size_t b = 0; status == CLATTN_OK && b < count; b++) {
         size_t row = order[b];
+        lengths[b] = (uint32_t)rows->lengths[row];
         for (size_t j = 0; j < len; j++) {
             bool real = j < rows->lengths[row];
             ids[b * len + j] = real ? rows->ids[row][j] : p->pad_id;
-            pad[b * len + j] = real ? 0.0f : 1.0f;
             if (types)
                 types[b * len + j] = real ? rows->type_ids[row][j] : 0;
         }
@@ -60,8 +63,12 @@ static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const c
     clattn_encoder_forward_params params;
     clattn_encoder_forward_params_default(&params);
     if (status == CLATTN_OK &&
+        !(status = clattn__write_bytes(ctx, buffers->lengths, 0, lengths,
+                                       count * sizeof(uint32_t), "%s: writing the lengths",
+                                       fn)) &&
+        !(status = clattn__padding_from_lengths(ctx, buffers->lengths, count, len,
+                                                buffers->mask, 0)) &&
         !(status = clattn_tensor_wrap(ctx, &mask, buffers->mask, 0, 2, (size_t[]){count, len})) &&
-        !(status = clattn_tensor_write(mask, pad, cells)) &&
         !(status = clattn_tensor_wrap(ctx, &states, buffers->states, 0, 3,
                                       (size_t[]){count, len, d})) &&
         !(status = clattn_tensor_wrap(ctx, &vectors, buffers->vectors, 0, 2,
@@ -78,7 +85,7 @@ static clattn_status run_batch(clattn_context *ctx, clattn_encoder *enc, const c
     for (size_t b = 0; status == CLATTN_OK && b < count; b++)
         memcpy(out + order[b] * d, pooled + b * d, d * sizeof(float));
     clattn_tensor_destroy(&mask), clattn_tensor_destroy(&states), clattn_tensor_destroy(&vectors);
-    free(ids), free(types), free(pad), free(pooled);
+    free(ids), free(types), free(lengths), free(pooled);
     return status;
 }
 
@@ -126,8 +133,10 @@ clattn_status clattn__pooled_batches_run(clattn_context *ctx, clattn_encoder *en
         most_cells = cells > most_cells ? cells : most_cells;
         most_rows = n > most_rows ? n : most_rows;
     }
-    batch_buffers buffers = {NULL, NULL, NULL};
+    batch_buffers buffers = {NULL, NULL, NULL, NULL};
     if (status == CLATTN_OK && batches > 0 &&
+        !(status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOL_LENGTHS,
+                                          most_rows * sizeof(uint32_t), &buffers.lengths)) &&
         !(status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOL_MASK, most_cells * sizeof(float),
                                           &buffers.mask)) &&
         !(status = clattn__workspace_slot(ctx, CLATTN_SLOT_POOL_STATES,

@@ -49,6 +49,22 @@ clattn_status clattn__pool(clattn_context *ctx, cl_mem x, size_t x_offset, cl_me
     return clattn__launch(ctx, &args, "l2_normalize", 1, &rows, &wg, CLATTN_OP_OTHER, 0);
 }
 
+clattn_status clattn__padding_from_lengths(clattn_context *ctx, cl_mem lengths, size_t batch,
+                                           size_t seq, cl_mem pad, size_t pad_offset)
+{
+    cl_ulong pad_off = pad_offset;
+    cl_uint b = (cl_uint)batch, n = (cl_uint)seq;
+    size_t global[2] = {seq, batch};
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_PADDING_FROM_LENGTHS);
+    CLATTN_ARG(&args, lengths);
+    CLATTN_ARG(&args, b);
+    CLATTN_ARG(&args, n);
+    CLATTN_ARG(&args, pad);
+    CLATTN_ARG(&args, pad_off);
+    return clattn__launch(ctx, &args, "padding_from_lengths", 2, global, NULL, CLATTN_OP_OTHER,
+                          0);
+}
+
 /* Checks a contiguous tensor of this context. */
 static clattn_status check_tensor(clattn_context *ctx, const char *fn, const char *name,
                                   const clattn_tensor *t)

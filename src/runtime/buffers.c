@@ -133,6 +133,7 @@ static const char *const slot_names[] = {
     "the attention output",   "the encoder activations",    "the sub-layer output",
     "the normalised activations", "the feed-forward hidden layer", "the token ids",
     "the token type ids", "the pooled embeddings", "the padding mask to pool with",
+    "the lengths of the texts",
     "the encoder states to pool", "the rotated queries and keys",
     "the position rows", "the relative position bias", "the unpacked weight",
 };

@@ -72,6 +72,7 @@ typedef enum clattn_slot {
     CLATTN_SLOT_TOKEN_TYPES,   /* encoder: int32 token type ids [T] */
     CLATTN_SLOT_POOLED,        /* sentence embeddings: pooled rows [B, d_model] */
     CLATTN_SLOT_POOL_MASK,     /* sentence embeddings: padding of the batch [B, N], 1 = padding */
+    CLATTN_SLOT_POOL_LENGTHS,  /* sentence embeddings: the batch's lengths [B] (uint32) */
     CLATTN_SLOT_POOL_STATES,   /* sentence embeddings: the encoder's output [B, N, d_model] */
     CLATTN_SLOT_ROTARY,        /* SDPA with RoPE: rotated q and k [B·H·Nq + B·H_kv·Nk, d_k] */
     CLATTN_SLOT_POSITION_ROWS, /* encoder: int32 rows of the position table per token [T] */
