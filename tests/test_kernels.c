@@ -385,6 +385,40 @@ static void residual_add_with_bias(void **state)
     clattn_tensor_destroy(&ty), clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tb);
 }
 
+/* clattn__rmsnorm (cl/rmsnorm.cl) against ref_rmsnorm: widths below, at and past the
+ * work-group's, in place and into another buffer at an offset. */
+static void rmsnorm_rows(void **state)
+{
+    test_fixture *f = *state;
+    const size_t widths[] = {1, 7, 64, 129, 300};
+    for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+        size_t rows = 3, width = widths[i], n = rows * width, offset = 5;
+        float *x = random_array(n, 400 + i, -2, 2), *w = random_array(width, 410 + i, -1, 1);
+        float *want = malloc(n * sizeof(float));
+        assert_non_null(want);
+        ref_rmsnorm(x, w, rows, width, 1e-6f, want);
+        size_t out_n = offset + n;
+        clattn_tensor *tx = test_tensor_from(f->ctx, 1, &n, x);
+        clattn_tensor *tw = test_tensor_from(f->ctx, 1, &width, w);
+        clattn_tensor *ty = test_tensor_from(f->ctx, 1, &out_n, NULL);
+        assert_int_equal(clattn__rmsnorm(f->ctx, clattn_tensor_buffer(tx), 0,
+                                         clattn_tensor_buffer(ty), offset, rows, width,
+                                         clattn_tensor_buffer(tw), 1e-6f),
+                         CLATTN_OK);
+        float *got = test_tensor_to_host(ty);
+        assert_close(got + offset, want, n, 1e-6);
+        free(got);
+        assert_int_equal(clattn__rmsnorm(f->ctx, clattn_tensor_buffer(tx), 0,
+                                         clattn_tensor_buffer(tx), 0, rows, width,
+                                         clattn_tensor_buffer(tw), 1e-6f),
+                         CLATTN_OK);
+        got = test_tensor_to_host(tx);
+        assert_close(got, want, n, 1e-6);
+        free(got), free(x), free(w), free(want);
+        clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tw), clattn_tensor_destroy(&ty);
+    }
+}
+
 static void embedding_and_positions(void **state)
 {
     test_fixture *f = *state;
@@ -795,6 +829,7 @@ int main(void)
         cmocka_unit_test(layernorm_with_fused_residual),
         cmocka_unit_test(layernorm_storing_the_residual_sum),
         cmocka_unit_test(residual_add_with_bias),
+        cmocka_unit_test(rmsnorm_rows),
         cmocka_unit_test(embedding_and_positions),
         cmocka_unit_test(embedding_with_layernorm),
         cmocka_unit_test(split_key_attention),
