@@ -106,7 +106,7 @@ int main(int argc, char **argv)
         bool failed[3] = {false, false, false};
         clattn_gemm_weight w[3];
         for (int q = 0; q < nkernels; q++)
-            w[q] = (clattn_gemm_weight){b, 0, n, k, k, NULL, NULL};
+            w[q] = (clattn_gemm_weight){b, 0, n, k, k, NULL, NULL, NULL};
         for (int r = 0; r <= reps; r++)
             for (int q = 0; q < nkernels; q++) {
                 if (failed[q])

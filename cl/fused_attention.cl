@@ -26,6 +26,9 @@
  *                                 clattn_split_combine then merges the splits. Compiled in every
  *                                 program (split-key attention on every device).
  *   clattn_split_combine          the second pass.
+ *   clattn_fused_attention_tiled  16 queries per work-item, one per vector lane, keys packed
+ *                                 transposed in tiles (CPUs, float keys and values);
+ *   clattn_fused_attention_tiled_rows  the same reading the keys where they are (a cache).
  *   clattn_fused_attention_local  the work-group stages each block of keys and values through
  *                                 __local memory (GPUs; compiled when CLATTN_FUSED_LOCAL is set,
  *                                 for float keys and values).
@@ -273,17 +276,23 @@ __kernel void clattn_fused_attention(CLATTN_VIEW_PARAMS(q), CLATTN_KV_VIEW_PARAM
 #endif
 #define TT CLATTN_KEY_TILE
 
-__kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
-                                           CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o),
-                                           uint heads, uint kv_group, uint pairs, uint nq,
-                                           uint nk, float scale,
-                                           CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS)
+/* Keys of a tile read in place, KR at a time: KR chains of DK FMAs side by side. */
+#define KR 8
+
+/* The body of both tiled kernels. keys_in_rows (a constant of each kernel): kt is the keys'
+ * own view (row j of head h, e.g. a cache read where it is), else the keys packed transposed in
+ * tiles (a head view whose "rows" are tiles, kt_sn = DK·TT floats). Either way each score is
+ * the same chain s = fma(q[c], k[c], s) over c = 0 .. DK - 1 from 0, so both give the same
+ * bytes: only where the key components are loaded from differs. */
+void clattn_tiled_attention(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt), CLATTN_VIEW_PARAMS(v),
+                            CLATTN_OUT_VIEW_PARAMS(o), uint heads, uint kv_group, uint pairs,
+                            uint nq, uint nk, float scale,
+                            CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS, const int keys_in_rows)
 {
     uint first = get_global_id(0) * TQ, bh = get_global_id(1);
     if (first >= nq || bh >= pairs)
         return;
     CLATTN_SPLIT_PAIR(bh, heads, b, h);
-    /* kt: a head view whose "rows" are tiles (kt_sn = DK·TT floats) */
     __global const float *ktb = CLATTN_VIEW_ROW(kt, b, h / kv_group, 0);
     __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
 
@@ -331,16 +340,38 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
 #endif
 
     for (uint j0 = j_first; j0 < end; j0 += TT) {
-        __global const float *tile = ktb + (ulong)(j0 / TT) * DK * TT;
         float16 s[TT];
+        if (keys_in_rows) {
+            /* rows past nk (masked below) read row nk - 1 */
+            for (int t0 = 0; t0 < TT; t0 += KR) {
+                __global const float *krow[KR];
+                float16 a[KR];
 #pragma unroll
-        for (int t = 0; t < TT; t++)
-            s[t] = 0.0f;
-        for (int c = 0; c < DK; c++) {
-            float16 qc = qt[c];
+                for (int u = 0; u < KR; u++) {
+                    krow[u] = ktb + (ulong)min(j0 + t0 + u, nk - 1) * kt_sn;
+                    a[u] = 0.0f;
+                }
+                for (int c = 0; c < DK; c++) {
+                    float16 qc = qt[c];
+#pragma unroll
+                    for (int u = 0; u < KR; u++)
+                        a[u] = fma(qc, (float16)(krow[u][c]), a[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < KR; u++)
+                    s[t0 + u] = a[u];
+            }
+        } else {
+            __global const float *tile = ktb + (ulong)(j0 / TT) * DK * TT;
 #pragma unroll
             for (int t = 0; t < TT; t++)
-                s[t] = fma(qc, (float16)(tile[c * TT + t]), s[t]);
+                s[t] = 0.0f;
+            for (int c = 0; c < DK; c++) {
+                float16 qc = qt[c];
+#pragma unroll
+                for (int t = 0; t < TT; t++)
+                    s[t] = fma(qc, (float16)(tile[c * TT + t]), s[t]);
+            }
         }
         /* Lanes past the keys, after a query's causal limit, or masked: element by element, and
          * only in the tiles that have any. */
@@ -473,6 +504,38 @@ __kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PA
             out[c] = ((float *)&acc[c])[r];
     }
 #endif
+}
+
+/* The arguments of clattn_tiled_attention, but the last. */
+#define CLATTN_TILED_ARGS                                                                     \
+    q, q_off, q_sb, q_sh, q_sn, kt, kt_off, kt_sb, kt_sh, kt_sn, v, v_off, v_sb, v_sh, v_sn,  \
+        o, o_off, o_sb, o_sh, o_sn, heads, kv_group, pairs, nq, nk, scale, CLATTN_MASK_ARGS
+#ifdef CLATTN_FUSED_MODS
+#define CLATTN_TILED_MOD_ARGS , CLATTN_MOD_ARGS
+#else
+#define CLATTN_TILED_MOD_ARGS
+#endif
+
+/* Keys packed transposed in tiles of 16 (clattn_pack_keys_tiled). */
+__kernel void clattn_fused_attention_tiled(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
+                                           CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o),
+                                           uint heads, uint kv_group, uint pairs, uint nq,
+                                           uint nk, float scale,
+                                           CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS)
+{
+    clattn_tiled_attention(CLATTN_TILED_ARGS CLATTN_TILED_MOD_ARGS, 0);
+}
+
+/* Keys read where they are (kt: the keys' view, any row stride): no packing, for few queries
+ * against them (a decode step against its cache), with the same bytes per row. */
+__kernel void clattn_fused_attention_tiled_rows(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
+                                                CLATTN_VIEW_PARAMS(v),
+                                                CLATTN_OUT_VIEW_PARAMS(o), uint heads,
+                                                uint kv_group, uint pairs, uint nq, uint nk,
+                                                float scale,
+                                                CLATTN_MASK_PARAMS CLATTN_FUSED_MOD_PARAMS)
+{
+    clattn_tiled_attention(CLATTN_TILED_ARGS CLATTN_TILED_MOD_ARGS, 1);
 }
 #endif /* !CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
 

@@ -24,6 +24,8 @@
 #include <clattn/context.h>
 #include <clattn/cross_encoder.h>
 #include <clattn/encoder.h>
+#include <clattn/llm.h>
+#include <clattn/llm_text.h>
 #include <clattn/pretrained.h>
 #include <clattn/tensor.h>
 #include <clattn/tokenizer.h>
@@ -264,6 +266,50 @@ static const field_layout encoder_forward_params[] = {
     FIELD(clattn_encoder_forward_params, reserved),
 };
 
+static const field_layout llm_info[] = {
+    FIELD(clattn_llm_info, architecture),
+    FIELD(clattn_llm_info, vocab_size),
+    FIELD(clattn_llm_info, context_length),
+    FIELD(clattn_llm_info, num_layers),
+    FIELD(clattn_llm_info, d_model),
+    FIELD(clattn_llm_info, d_ff),
+    FIELD(clattn_llm_info, num_heads),
+    FIELD(clattn_llm_info, num_kv_heads),
+    FIELD(clattn_llm_info, head_dim),
+    FIELD(clattn_llm_info, tied_embeddings),
+};
+
+static const field_layout llm_sampling[] = {
+    FIELD(clattn_llm_sampling, temperature),
+    FIELD(clattn_llm_sampling, top_k),
+    FIELD(clattn_llm_sampling, top_p),
+    FIELD(clattn_llm_sampling, min_p),
+    FIELD(clattn_llm_sampling, repetition_penalty),
+    FIELD(clattn_llm_sampling, presence_penalty),
+    FIELD(clattn_llm_sampling, frequency_penalty),
+    FIELD(clattn_llm_sampling, seed),
+};
+
+static const field_layout llm_generate_options[] = {
+    FIELD(clattn_llm_generate_options, sampling),
+    FIELD(clattn_llm_generate_options, max_new_tokens),
+    FIELD(clattn_llm_generate_options, stop),
+    FIELD(clattn_llm_generate_options, stop_count),
+    FIELD(clattn_llm_generate_options, special),
+};
+
+static const field_layout llm_generation[] = {
+    FIELD(clattn_llm_generation, tokens),
+    FIELD(clattn_llm_generation, token_count),
+    FIELD(clattn_llm_generation, text),
+    FIELD(clattn_llm_generation, text_length),
+    FIELD(clattn_llm_generation, finish),
+    FIELD(clattn_llm_generation, prompt_tokens),
+    FIELD(clattn_llm_generation, prompt_seconds),
+    FIELD(clattn_llm_generation, decode_tokens),
+    FIELD(clattn_llm_generation, decode_seconds),
+};
+
 static const struct_layout structs[] = {
     STRUCT(clattn_device_info, device_info),
     STRUCT(clattn_context_params, context_params),
@@ -279,6 +325,10 @@ static const struct_layout structs[] = {
     STRUCT(clattn_mha_forward_params, mha_forward_params),
     STRUCT(clattn_encoder_config, encoder_config),
     STRUCT(clattn_encoder_forward_params, encoder_forward_params),
+    STRUCT(clattn_llm_info, llm_info),
+    STRUCT(clattn_llm_sampling, llm_sampling),
+    STRUCT(clattn_llm_generate_options, llm_generate_options),
+    STRUCT(clattn_llm_generation, llm_generation),
 };
 
 /* The constants the package copies; an enum the package maps to names (precisions, pooling,

@@ -152,7 +152,7 @@ static void cross_attention_adding_nothing_leaves_the_self_attention_stack(void 
         memset(&p, 0, sizeof(p));
         p.random.seed = 8;
         p.silent = run == 1;
-        clattn_weight_loader loader = {ctx, "test", provide, &p};
+        clattn_weight_loader loader = {ctx, "test", provide, &p, NULL, NULL};
         assert_int_equal(clattn__block_weights_load(&loader, &spec, &s.weights), CLATTN_OK);
         assert_int_equal(s.weights.layers[0].ffn.gated, true);
         assert_null(s.weights.layers[0].ffn.b1);

@@ -135,7 +135,7 @@ static void run_case_in(clattn_context *ctx, const gemm_case *c, uint64_t seed, 
     data_make_in(c, seed, fused, bf16, plant, &d, rows_with);
     cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
            dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
-    clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL};
+    clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL, NULL};
     clattn_gemm_left left;
     assert_int_equal(clattn__gemm_weighted(ctx, CLATTN_OP_OTHER, c->m, dA, d.aoff, d.lda, &w,
                                            c->bias ? dbias : NULL, 1, c->act, dC, d.coff, d.ldc,
@@ -357,7 +357,7 @@ static void int8_against_the_reference(void **state)
             }
         cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
                dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c->n + 1);
-        clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL};
+        clattn_gemm_weight w = {dB, d.boff, c->n, c->k, d.ldb, NULL, NULL, NULL};
         clattn_gemm_left left;
         assert_int_equal(clattn__gemm_weighted(ctx, CLATTN_OP_OTHER, c->m, dA, d.aoff, d.lda, &w,
                                                c->bias ? dbias : NULL, 1, c->act, dC, d.coff,
@@ -406,7 +406,7 @@ static void check_row_invariance(clattn_context *ctx, bool plant)
         test_fill_uniform(bias, n, 9 + s, -1, 1);
         cl_mem dA = upload(ctx, A, M * k), dB = upload(ctx, B, n * k), dbias = upload(ctx, bias, n),
                dC = upload(ctx, all, M * n);
-        clattn_gemm_weight w = {dB, 0, n, k, k, NULL, NULL};
+        clattn_gemm_weight w = {dB, 0, n, k, k, NULL, NULL, NULL};
         clattn_gemm_left left;
         assert_int_equal(clattn__gemm_weighted(ctx, CLATTN_OP_OTHER, M, dA, 0, k, &w, dbias, 0,
                                                CLATTN_ACT_GELU, dC, 0, n, &left),
@@ -474,7 +474,7 @@ static void weight_kept_only_in_onednn_layout(void **state)
     data_make(&c, 55, true, &d);
     cl_mem dA = upload(ctx, d.A, d.a_len), dB = upload(ctx, d.B, d.b_len),
            dC = upload(ctx, d.C, d.c_len), dbias = upload(ctx, d.bias, c.n + 1);
-    clattn_gemm_weight w = {dB, d.boff, c.n, c.k, d.ldb, NULL, NULL};
+    clattn_gemm_weight w = {dB, d.boff, c.n, c.k, d.ldb, NULL, NULL, NULL};
     bool packed;
     assert_int_equal(clattn__gemm_weight_pack(ctx, &w, &packed), CLATTN_OK);
     assert_true(packed && w.onednn && !w.packed);

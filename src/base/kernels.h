@@ -14,6 +14,7 @@
     X(SCORE_MODS, "clattn_score_mods")           \
     X(ROTARY, "clattn_rotary")                   \
     X(ROTARY_IN_PLACE, "clattn_rotary_in_place") \
+    X(ROPE_APPEND, "clattn_rope_append")         \
     X(SOFTMAX, "clattn_softmax")                 \
     X(HEAD_MERGE, "clattn_head_merge")           \
     X(AVERAGE_HEADS, "clattn_average_heads")     \
@@ -34,6 +35,7 @@
     X(LAYERNORM_ROWS_ADD_STORE, "clattn_layernorm_rows_add_store") \
     X(LAYERNORM_ROWS_ADD_BIAS_STORE, "clattn_layernorm_rows_add_bias_store") \
     X(RMSNORM, "clattn_rmsnorm")                 \
+    X(ADD_RMSNORM, "clattn_add_rmsnorm")         \
     X(EMBED, "clattn_embed")                     \
     X(EMBED_LAYERNORM_ROWS, "clattn_embed_layernorm_rows") \
     X(ADD_POSITIONAL, "clattn_add_positional")   \
@@ -41,7 +43,8 @@
     X(POOL_MEAN, "clattn_pool_mean")             \
     X(POOL_CLS, "clattn_pool_cls")               \
     X(PADDING_FROM_LENGTHS, "clattn_padding_from_lengths") \
-    X(L2_NORMALIZE, "clattn_l2_normalize")
+    X(L2_NORMALIZE, "clattn_l2_normalize")   \
+    X(DEQUANTIZE, "clattn_dequantize")
 
 typedef enum clattn_kernel_id {
 #define CLATTN_KERNEL_ENUM(id, name) CLATTN_KERNEL_##id,

@@ -341,7 +341,7 @@ static clattn_status load_model(clattn_transformer *m, const clattn_safetensors 
         return status;
     if (tie || gen_w)
         m->generator = (clattn_gemm_weight){tie ? m->tgt_embedding : m->generator_w, 0, V, E, E,
-                                            NULL, NULL};
+                                            NULL, NULL, NULL};
     return CLATTN_OK;
 }
 

@@ -62,6 +62,11 @@ typedef struct clattn_block_spec {
      * the masks and the softmax (Gemma 2's attn_logit_softcapping); 0: none. */
     float attn_softcap;
 
+    /* A token's outputs are the same bytes however many tokens run with it: in one call or in
+     * chunks, prompt or decode step (a decoder-only LLM's rule): the self-attention never
+     * splits its keys (clattn_attention_problem.no_key_split). */
+    bool query_count_invariant;
+
     /* Cross-attention over a memory, after the self-attention. */
     bool cross_attention;
 
@@ -70,6 +75,9 @@ typedef struct clattn_block_spec {
     bool ffn_gated;
     int activation;   /* CLATTN_ACT_* */
     bool linear_bias; /* every linear of the layers (attention projections, feed-forward) */
+    /* Biases on the self-attention's query, key and value projections only (Qwen2's
+     * attention), whatever linear_bias says of the others: "layers.{i}.self_attn.in_proj_bias". */
+    bool qkv_bias;
 
     /* The layers only ever run whole-sequence self-attention (no cross-attention, no KV
      * state): on the CPU GEMM their linear weights are held once, packed. */

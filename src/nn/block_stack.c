@@ -104,8 +104,9 @@ static clattn_status load_layer(const clattn_weight_loader *l, const clattn_bloc
     size_t d = s->d_model;
     bool bias = s->linear_bias;
     clattn_status status;
-    if ((status = clattn__load_attention(l, self, d, s->nhead, s->kv_heads, s->head_dim_qk,
-                                         s->head_dim_v, bias, &layer->self_attn)) ||
+    if ((status = clattn__load_attention_biases(l, self, d, s->nhead, s->kv_heads,
+                                                s->head_dim_qk, s->head_dim_v,
+                                                bias || s->qkv_bias, bias, &layer->self_attn)) ||
         (s->qk_norm && (status = load_qk_norm(l, s, self, layer))) ||
         (s->cross_attention &&
          (status = clattn__load_attention(l, cross, d, s->nhead, s->kv_heads, s->head_dim_qk,
@@ -148,9 +149,10 @@ clattn_status clattn__block_weights_load(const clattn_weight_loader *l,
 /* Loads everything through `provide` and replaces the stack's weights when all succeeded. */
 static clattn_status load_all(clattn_block_stack *s, const char *fn,
                               clattn_weight_provider provide, void *user,
+                              clattn_quant_provider quant, void *quant_user,
                               clattn_owner_weights_fn more, void *owner)
 {
-    clattn_weight_loader l = {s->ctx, fn, provide, user};
+    clattn_weight_loader l = {s->ctx, fn, provide, user, quant, quant_user};
     clattn_block_weights w;
     clattn_status status = clattn__block_weights_load(&l, &s->spec, &w);
     if (status == CLATTN_OK && more)
@@ -169,9 +171,17 @@ clattn_status clattn__block_stack_load(clattn_block_stack *s, const char *fn,
                                        clattn_weight_lookup lookup, void *user_data,
                                        clattn_owner_weights_fn more, void *owner)
 {
+    return clattn__block_stack_load_quant(s, fn, lookup, user_data, NULL, NULL, more, owner);
+}
+
+clattn_status clattn__block_stack_load_quant(clattn_block_stack *s, const char *fn,
+                                             clattn_weight_lookup lookup, void *user_data,
+                                             clattn_quant_provider quant, void *quant_user,
+                                             clattn_owner_weights_fn more, void *owner)
+{
     CLATTN_CHECK_ARG(s->ctx, fn, lookup, "lookup is NULL");
     clattn_lookup_adapter a = {lookup, user_data};
-    return load_all(s, fn, clattn__lookup_weight, &a, more, owner);
+    return load_all(s, fn, clattn__lookup_weight, &a, quant, quant_user, more, owner);
 }
 
 clattn_status clattn__block_stack_init_random(clattn_block_stack *s, const char *fn,
@@ -182,7 +192,8 @@ clattn_status clattn__block_stack_init_random(clattn_block_stack *s, const char 
     clattn_random_weights r = {seed, c->head_dim_qk * c->nhead == c->d_model &&
                                          c->head_dim_v * c->nhead == c->d_model,
                                NULL, 0, 0, false};
-    clattn_status status = load_all(s, fn_load, clattn__random_weight, &r, more, owner);
+    clattn_status status = load_all(s, fn_load, clattn__random_weight, &r, NULL, NULL, more,
+                                    owner);
     if (r.out_of_memory && status != CLATTN_OK)
         status = clattn__fail(s->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                               "%s: out of host memory for the weights", fn);
@@ -267,6 +278,7 @@ static void templates(pass *p)
     p->cross = run->cross;
     if (c->causal)
         p->self.causal = 1;
+    p->self.no_key_split = c->query_count_invariant;
     if (c->attn_softcap > 0.0f) {
         p->self.mods.flags |= CLATTN_MOD_SOFTCAP;
         p->self.mods.softcap = c->attn_softcap;
@@ -376,12 +388,15 @@ static clattn_status norm_rows(pass *p, const clattn_norm *n, cl_mem src, cl_mem
                              c->d_model, n->weight, n->bias, c->norm_eps);
 }
 
-/* dst = norm(x + (p->sub + bias)), row by row: LayerNorm with the add fused; RMSNorm after
- * the add (x keeps the sum then, which post-norm overwrites or no longer reads). */
+/* dst = norm(x + (p->sub + bias)), row by row: LayerNorm with the add fused; RMSNorm too, into
+ * another buffer than x (x keeps the sum, which post-norm overwrites or no longer reads). */
 static clattn_status add_norm_into(pass *p, const clattn_norm *n, cl_mem bias, cl_mem dst,
                                    size_t dst_offset)
 {
     const clattn_block_spec *c = &p->s->spec;
+    if (c->norm == CLATTN_NORM_RMS && dst != p->x)
+        return clattn__add_rmsnorm(p->s->ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset,
+                                   p->tokens, c->d_model, n->weight, c->norm_eps);
     if (c->norm == CLATTN_NORM_RMS) {
         clattn_status status = clattn__add(p->s->ctx, p->x, 0, p->sub, 0, bias, p->tokens,
                                            c->d_model);

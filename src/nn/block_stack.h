@@ -59,6 +59,12 @@ typedef clattn_status (*clattn_owner_weights_fn)(void *owner, const clattn_weigh
 clattn_status clattn__block_stack_load(clattn_block_stack *stack, const char *function,
                                        clattn_weight_lookup lookup, void *user_data,
                                        clattn_owner_weights_fn more, void *owner);
+/* clattn__block_stack_load with the linear weights kept quantised where `quant` has them
+ * (layer_weights.h's clattn_quant_provider; the owner's `more` sees it in its loader too). */
+clattn_status clattn__block_stack_load_quant(clattn_block_stack *stack, const char *function,
+                                             clattn_weight_lookup lookup, void *user_data,
+                                             clattn_quant_provider quant, void *quant_user,
+                                             clattn_owner_weights_fn more, void *owner);
 /* The same with seeded random weights in PyTorch's initialisation ranges; a shortage of host
  * memory for them names `function`, other errors `load_function` (as a load's would). */
 clattn_status clattn__block_stack_init_random(clattn_block_stack *stack, const char *function,

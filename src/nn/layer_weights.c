@@ -1,5 +1,6 @@
 /* Loading a layer's weights by PyTorch name, seeded random weights, the feed-forward block. */
 #include "layer_weights.h"
+#include "mha_internal.h"
 #include "runtime/buffers.h"
 #include "base/constants.h"
 #include "ops/elementwise.h"
@@ -129,11 +130,49 @@ void clattn__norm_release(clattn_norm *norm)
     clattn__release_mem(&norm->weight), clattn__release_mem(&norm->bias);
 }
 
+/* The block's weights kept quantised, when the loader's quant provider has both: linear1
+ * (gated: linear1_gate's rows, then linear1's) and linear2; the biases as floats. *done: loaded
+ * (else nothing was, and the float tensors are to be loaded). */
+static clattn_status load_ffn_quant(const clattn_weight_loader *l, const char *prefix, size_t d,
+                                    size_t ff, bool gated, bool bias, clattn_ffn *ffn,
+                                    bool *done)
+{
+    char gate[160], up[160], down[160];
+    snprintf(gate, sizeof(gate), "%slinear1_gate.weight", prefix);
+    snprintf(up, sizeof(up), "%slinear1.weight", prefix);
+    snprintf(down, sizeof(down), "%slinear2.weight", prefix);
+    const char *in_names[2] = {gated ? gate : up, up}, *out_names[1] = {down};
+    const size_t in_rows[2] = {ff, ff}, out_rows[1] = {d};
+    const struct clattn_gemm_quant *q1 = NULL, *q2 = NULL;
+    clattn_status status = l->quant(l->quant_user, in_names, in_rows, gated ? 2 : 1, d, &q1);
+    if (status == CLATTN_OK && q1)
+        status = l->quant(l->quant_user, out_names, out_rows, 1, ff, &q2);
+    if (status != CLATTN_OK || !q1 || !q2)
+        return status;
+    if (bias) {
+        char b1[160], b2[160];
+        snprintf(b1, sizeof(b1), "%slinear1.bias", prefix);
+        snprintf(b2, sizeof(b2), "%slinear2.bias", prefix);
+        if ((status = gated ? load_stacked(l, prefix, "linear1_gate.bias", "linear1.bias", ff, 0,
+                                           &ffn->b1)
+                            : clattn__load_tensor(l, b1, 1, &ff, &ffn->b1)) ||
+            (status = clattn__load_tensor(l, b2, 1, &d, &ffn->b2)))
+            return status;
+    }
+    ffn->lin1 = (clattn_gemm_weight){NULL, 0, gated ? 2 * ff : ff, d, d, NULL, NULL, q1};
+    ffn->lin2 = (clattn_gemm_weight){NULL, 0, d, ff, ff, NULL, NULL, q2};
+    *done = true;
+    return CLATTN_OK;
+}
+
 clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix, size_t d,
                                size_t ff, bool gated, bool bias, clattn_ffn *ffn)
 {
     ffn->gated = gated;
     clattn_status status;
+    bool done = false;
+    if (l->quant && ((status = load_ffn_quant(l, prefix, d, ff, gated, bias, ffn, &done)) || done))
+        return status;
     if (gated) {
         if ((status = load_stacked(l, prefix, "linear1_gate.weight", "linear1.weight", ff, d,
                                    &ffn->w1)) ||
@@ -161,8 +200,8 @@ clattn_status clattn__load_ffn(const clattn_weight_loader *l, const char *prefix
         if ((status = clattn__load_tensor(l, name, parts[p].ndim, parts[p].shape, parts[p].mem)))
             return status;
     }
-    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, gated ? 2 * ff : ff, d, d, NULL, NULL};
-    ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL, NULL};
+    ffn->lin1 = (clattn_gemm_weight){ffn->w1, 0, gated ? 2 * ff : ff, d, d, NULL, NULL, NULL};
+    ffn->lin2 = (clattn_gemm_weight){ffn->w2, 0, d, ff, ff, NULL, NULL, NULL};
     return CLATTN_OK;
 }
 
@@ -177,11 +216,75 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
                                      size_t nhead, size_t kv_heads, size_t dk, size_t dv,
                                      bool bias, clattn_mha **attn)
 {
+    return clattn__load_attention_biases(l, prefix, E, nhead, kv_heads, dk, dv, bias, bias, attn);
+}
+
+/* A new attention layer of these sizes, without weights. */
+static clattn_status create_attention(const clattn_weight_loader *l, size_t E, size_t nhead,
+                                      size_t kv_heads, size_t dk, size_t dv, bool in_bias,
+                                      bool out_bias, clattn_mha **attn)
+{
+    clattn_mha_config mc;
+    clattn_mha_config_default(&mc, E, nhead);
+    mc.head_dim_qk = dk;
+    mc.head_dim_v = dv;
+    mc.num_kv_heads = kv_heads;
+    mc.in_proj_bias = in_bias;
+    mc.out_proj_bias = out_bias;
+    return clattn_mha_create(l->ctx, attn, &mc);
+}
+
+/* The self-attention's weights kept quantised, when the loader's quant provider has both:
+ * q|k|v stacked and the output projection; the biases as floats. *done: loaded (else nothing
+ * was, and the float tensors are to be loaded). */
+static clattn_status load_attention_quant(const clattn_weight_loader *l, const char *prefix,
+                                          size_t E, size_t nhead, size_t kv_heads, size_t dk,
+                                          size_t dv, bool in_bias, bool out_bias,
+                                          clattn_mha **attn, bool *done)
+{
+    size_t P = nhead * dk + kv_heads * dk + kv_heads * dv;
+    char q[192], k[192], v[192], o[192], name[192];
+    snprintf(q, sizeof(q), "%s.q_proj_weight", prefix);
+    snprintf(k, sizeof(k), "%s.k_proj_weight", prefix);
+    snprintf(v, sizeof(v), "%s.v_proj_weight", prefix);
+    snprintf(o, sizeof(o), "%s.out_proj.weight", prefix);
+    const char *in_names[3] = {q, k, v}, *out_names[1] = {o};
+    const size_t in_rows[3] = {nhead * dk, kv_heads * dk, kv_heads * dv}, out_rows[1] = {E};
+    const struct clattn_gemm_quant *qin = NULL, *qout = NULL;
+    clattn_status status = l->quant(l->quant_user, in_names, in_rows, 3, E, &qin);
+    if (status == CLATTN_OK && qin)
+        status = l->quant(l->quant_user, out_names, out_rows, 1, nhead * dv, &qout);
+    if (status != CLATTN_OK || !qin || !qout)
+        return status;
+    const clattn_host_tensor *bin = NULL, *bout = NULL;
+    snprintf(name, sizeof(name), "%s.in_proj_bias", prefix);
+    if (in_bias && (status = fetch(l, name, 1, &P, &bin)))
+        return status;
+    snprintf(name, sizeof(name), "%s.out_proj.bias", prefix);
+    if (out_bias && (status = fetch(l, name, 1, &E, &bout)))
+        return status;
+    if ((status = create_attention(l, E, nhead, kv_heads, dk, dv, in_bias, out_bias, attn)))
+        return status;
+    *done = true;
+    return clattn__mha_load_quantised(*attn, qin, qout, bin ? bin->data : NULL,
+                                      bout ? bout->data : NULL);
+}
+
+clattn_status clattn__load_attention_biases(const clattn_weight_loader *l, const char *prefix,
+                                            size_t E, size_t nhead, size_t kv_heads, size_t dk,
+                                            size_t dv, bool in_bias, bool out_bias,
+                                            clattn_mha **attn)
+{
     size_t qk = nhead * dk, kw = kv_heads * dk, vw = kv_heads * dv, P = qk + kw + vw;
     char name[3][192];
     clattn_mha_weights w;
     memset(&w, 0, sizeof(w));
     clattn_status status;
+    bool done = false;
+    if (l->quant && ((status = load_attention_quant(l, prefix, E, nhead, kv_heads, dk, dv,
+                                                    in_bias, out_bias, attn, &done)) ||
+                     done))
+        return status;
 
     snprintf(name[0], sizeof(name[0]), "%s.in_proj_weight", prefix);
     const clattn_host_tensor *t = l->provide(l->user, name[0], 2, (size_t[]){P, E});
@@ -210,28 +313,21 @@ clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *
         w.v_proj_weight = *t;
     }
     snprintf(name[0], sizeof(name[0]), "%s.in_proj_bias", prefix);
-    if (bias && (status = fetch(l, name[0], 1, &P, &t)))
+    if (in_bias && (status = fetch(l, name[0], 1, &P, &t)))
         return status;
-    if (bias)
+    if (in_bias)
         w.in_proj_bias = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.weight", prefix);
     if ((status = fetch(l, name[0], 2, (size_t[]){E, nhead * dv}, &t)))
         return status;
     w.out_proj_weight = *t;
     snprintf(name[0], sizeof(name[0]), "%s.out_proj.bias", prefix);
-    if (bias && (status = fetch(l, name[0], 1, &E, &t)))
+    if (out_bias && (status = fetch(l, name[0], 1, &E, &t)))
         return status;
-    if (bias)
+    if (out_bias)
         w.out_proj_bias = *t;
 
-    clattn_mha_config mc;
-    clattn_mha_config_default(&mc, E, nhead);
-    mc.head_dim_qk = dk;
-    mc.head_dim_v = dv;
-    mc.num_kv_heads = kv_heads;
-    mc.in_proj_bias = bias;
-    mc.out_proj_bias = bias;
-    if ((status = clattn_mha_create(l->ctx, attn, &mc)))
+    if ((status = create_attention(l, E, nhead, kv_heads, dk, dv, in_bias, out_bias, attn)))
         return status;
     return clattn_mha_load_weights(*attn, &w);
 }

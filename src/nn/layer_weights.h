@@ -17,11 +17,26 @@
 typedef const clattn_host_tensor *(*clattn_weight_provider)(void *user, const char *name,
                                                             int ndim, const size_t *shape);
 
+struct clattn_gemm_quant;
+
+/* Where weights kept quantised come from (a GGUF file's): the tensors names[0 .. count), rows[i]
+ * rows of k values each, stacked in that order into one weight [Σ rows, k] on the device
+ * (ops/linear.h's clattn_gemm_quant). *out NULL with CLATTN_OK: no such weight here, and the
+ * float tensors are loaded as usual. The provider owns *out, which outlives the layers. */
+typedef clattn_status (*clattn_quant_provider)(void *user, const char *const *names,
+                                               const size_t *rows, size_t count, size_t k,
+                                               const struct clattn_gemm_quant **out);
+
 typedef struct clattn_weight_loader {
     clattn_context *ctx;
     const char *function; /* the public function, for messages */
     clattn_weight_provider provide;
     void *user;
+    /* NULL: every weight float. Else the linear weights of the attention blocks (q|k|v
+     * stacked, the output projection) and of the feed-forward blocks (gate|up stacked, linear2)
+     * come from it where it has them; norms and biases still from `provide`. */
+    clattn_quant_provider quant;
+    void *quant_user;
 } clattn_weight_loader;
 
 /* A feed-forward block: linear1 [d_ff, d] + b1, linear2 [d, d_ff] + b2. Gated, w1 [2·d_ff, d]
@@ -65,6 +80,12 @@ void clattn__ffn_release(clattn_ffn *ffn);
 clattn_status clattn__load_attention(const clattn_weight_loader *l, const char *prefix, size_t E,
                                      size_t nhead, size_t kv_heads, size_t dk, size_t dv,
                                      bool bias, clattn_mha **attn);
+/* The same with the input projections' bias (in_proj_bias) and the output projection's
+ * (out_proj.bias) each present or not. */
+clattn_status clattn__load_attention_biases(const clattn_weight_loader *l, const char *prefix,
+                                            size_t E, size_t nhead, size_t kv_heads, size_t dk,
+                                            size_t dv, bool in_bias, bool out_bias,
+                                            clattn_mha **attn);
 
 /* The hidden activations the feed-forward block holds at once, in floats: it runs over blocks
  * of rows so that a long input does not need a [T, d_ff] buffer. */

@@ -284,13 +284,52 @@ clattn_status clattn_mha_load_weights(clattn_mha *mha, const clattn_mha_weights 
     mha->wk_offset = wq;
     mha->wv_offset = wq + wk;
     size_t qk = mha->qk_width, vw = mha->v_width;
-    mha->in_all = (clattn_gemm_weight){b.w_in, 0, mha->in_width, E, E, NULL, NULL};
-    mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL, NULL};
-    mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL, NULL};
+    mha->in_all = (clattn_gemm_weight){b.w_in, 0, mha->in_width, E, E, NULL, NULL, NULL};
+    mha->in_q = (clattn_gemm_weight){b.w_in, 0, qk, E, E, NULL, NULL, NULL};
+    mha->in_k = (clattn_gemm_weight){b.w_in, wq, mha->k_width, c->kdim, c->kdim, NULL, NULL, NULL};
     mha->in_v =
-        (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL, NULL};
-    mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL, NULL};
+        (clattn_gemm_weight){b.w_in, wq + wk, mha->vp_width, c->vdim, c->vdim, NULL, NULL, NULL};
+    mha->out_w = (clattn_gemm_weight){b.w_out, 0, E, vw, vw, NULL, NULL, NULL};
     mha->self_only = false;
+    mha->loaded = true;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__mha_load_quantised(clattn_mha *mha, const clattn_gemm_quant *in,
+                                        const clattn_gemm_quant *out, const float *in_bias,
+                                        const float *out_bias)
+{
+    clattn_context *ctx = mha->ctx;
+    const clattn_mha_config *c = &mha->cfg;
+    size_t E = c->embed_dim, vw = mha->v_width;
+    CLATTN_CHECK_ARG(ctx, fn_load, in && out && c->out_proj && c->kdim == E && c->vdim == E,
+                     "quantised weights need self-attention with an output projection");
+    CLATTN_CHECK_ARG(ctx, fn_load, in->w.n == mha->in_width && in->w.k == E && out->w.n == E &&
+                                       out->w.k == vw,
+                     "quantised weights [%zu, %zu] and [%zu, %zu] where [%zu, %zu] and [%zu, %zu] "
+                     "are needed", in->w.n, in->w.k, out->w.n, out->w.k, mha->in_width, E, E, vw);
+    CLATTN_CHECK_ARG(ctx, fn_load, !in_bias == !c->in_proj_bias && !out_bias == !c->out_proj_bias,
+                     "the biases do not match the configuration");
+    mha_buffers b = {0};
+    clattn_status status = CLATTN_OK;
+    if (in_bias)
+        status = clattn__upload(ctx, in_bias, mha->in_width, "in_proj_bias", &b.b_in);
+    if (status == CLATTN_OK && out_bias)
+        status = clattn__upload(ctx, out_bias, E, "out_proj_bias", &b.b_out);
+    if (status != CLATTN_OK) {
+        buffers_release(&b);
+        return status;
+    }
+    gemm_weights_release(mha);
+    mha_buffers old = {mha->w_in, mha->b_in, mha->w_out, mha->b_out};
+    buffers_release(&old);
+    mha->w_in = mha->w_out = NULL;
+    mha->b_in = b.b_in;
+    mha->b_out = b.b_out;
+    mha->wk_offset = mha->wv_offset = 0;
+    mha->in_all = (clattn_gemm_weight){NULL, 0, mha->in_width, E, E, NULL, NULL, in};
+    mha->out_w = (clattn_gemm_weight){NULL, 0, E, vw, vw, NULL, NULL, out};
+    mha->self_only = true; /* no separate q, k, v weights for cross-attention */
     mha->loaded = true;
     return CLATTN_OK;
 }
@@ -524,6 +563,7 @@ static clattn_attention_problem problem_of(const clattn_mha *mha, const clattn_m
     p.kv_heads = c->num_kv_heads;
     p.causal = io->causal;
     p.path = io->path;
+    p.no_key_split = io->no_key_split;
     p.attn_mask = io->attn_mask;
     p.key_padding_mask = io->key_padding_mask;
     p.mods = io->mods;
@@ -616,6 +656,49 @@ static clattn_status append_rows(clattn_context *ctx, cl_mem src, size_t column,
     return clattn__copy_rect(ctx, src, dst, &rect, "appending keys and values to the cache");
 }
 
+/* Rotates the new queries (q_view, num_heads heads) and keys (k_view, num_kv_heads heads) of
+ * the projection buffer in place. The keys' heads follow the queries' in every row, so when
+ * both take the same positions one launch rotates them as num_heads + num_kv_heads heads. */
+static clattn_status rotate_qk(clattn_mha *mha, const clattn_head_view *q_view,
+                               const clattn_head_view *k_view, size_t batch, size_t n,
+                               const clattn_rotary_spec *q_spec, const clattn_rotary_spec *k_spec)
+{
+    const clattn_mha_config *c = &mha->cfg;
+    bool adjacent = k_view->mem == q_view->mem && k_view->sb == q_view->sb &&
+                    k_view->sn == q_view->sn && k_view->sh == q_view->sh &&
+                    k_view->offset == q_view->offset + c->num_heads * q_view->sh;
+    if (adjacent && q_spec->pos0 == k_spec->pos0)
+        return clattn__rotary_in_place(mha->ctx, q_view, batch, c->num_heads + c->num_kv_heads,
+                                       n, q_spec);
+    clattn_status status =
+        clattn__rotary_in_place(mha->ctx, q_view, batch, c->num_heads, n, q_spec);
+    if (status == CLATTN_OK)
+        status = clattn__rotary_in_place(mha->ctx, k_view, batch, c->num_kv_heads, n, k_spec);
+    return status;
+}
+
+/* With RoPE on a float cache whose queries and keys take the same positions, the rotations
+ * and both appends of a step are one launch (clattn__rope_append, the same bytes): batch
+ * sequences of n rows from proj row `first_row`, sequence b's cache rows from
+ * (seq0 + b)·capacity + past. *done: whether it ran. */
+static clattn_status rope_append_fused(clattn_mha *mha, const clattn_mha_io *io,
+                                       const clattn_kv_cache *cache, cl_mem proj,
+                                       size_t first_row, size_t batch, size_t n, size_t seq0,
+                                       size_t past, const clattn_rotary_spec *q_spec,
+                                       const clattn_rotary_spec *k_spec, bool *done)
+{
+    const clattn_mha_config *c = &mha->cfg;
+    size_t kw = mha->k_width, vw = mha->vp_width, cap = cache->capacity;
+    *done = io->rope && !cache->half && q_spec->pos0 == k_spec->pos0;
+    if (!*done)
+        return CLATTN_OK;
+    clattn_rope_append_args a = {proj, first_row * mha->in_width, mha->in_width, batch, n,
+                                 c->num_heads, c->num_kv_heads, c->head_dim_qk, c->head_dim_v,
+                                 cache->k, cache->v, (seq0 * cap + past) * kw, cap * kw,
+                                 (seq0 * cap + past) * vw, cap * vw};
+    return clattn__rope_append(mha->ctx, &a, q_spec);
+}
+
 clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
                                      const clattn_kv_cache *cache, size_t past)
 {
@@ -639,14 +722,17 @@ clattn_status clattn__mha_run_cached(clattn_mha *mha, const clattn_mha_io *io,
         return status;
     clattn_head_view q_view = {proj, 0, n * P, c->head_dim_qk, P};
     clattn_head_view k_view = {proj, qk, n * P, c->head_dim_qk, P};
-    if ((io->rope &&
-         ((status = clattn__rotary_in_place(ctx, &q_view, io->batch, c->num_heads, n, &q_spec)) ||
-          (status = clattn__rotary_in_place(ctx, &k_view, io->batch, c->num_kv_heads, n,
-                                            &k_spec)))) ||
-        (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
-                              kw, cache->half)) ||
-        (status = append_rows(ctx, proj, qk + kw, P, cache->v, cache->capacity, past, io->batch,
-                              n, vw, cache->half)))
+    bool fused;
+    if ((status = rope_append_fused(mha, io, cache, proj, 0, io->batch, n, 0, past, &q_spec,
+                                    &k_spec, &fused)))
+        return status;
+    if (!fused &&
+        ((io->rope &&
+          (status = rotate_qk(mha, &q_view, &k_view, io->batch, n, &q_spec, &k_spec))) ||
+         (status = append_rows(ctx, proj, qk, P, cache->k, cache->capacity, past, io->batch, n,
+                               kw, cache->half)) ||
+         (status = append_rows(ctx, proj, qk + kw, P, cache->v, cache->capacity, past,
+                               io->batch, n, vw, cache->half))))
         return status;
     clattn_mha_io step = *io;
     step.seq_k = past + n;
@@ -709,13 +795,16 @@ clattn_status clattn__mha_run_cached_seqs(clattn_mha *mha, const clattn_mha_io *
         clattn_head_view k_view = {proj, b * n * P + qk, n * P, c->head_dim_qk, P};
         clattn_rotary_spec spec = io->rope_q;
         spec.pos0 = pos[b];
-        if ((io->rope &&
-             ((status = clattn__rotary_in_place(ctx, &q_view, 1, c->num_heads, n, &spec)) ||
-              (status = clattn__rotary_in_place(ctx, &k_view, 1, c->num_kv_heads, n, &spec)))) ||
-            (status = append_seq_rows(ctx, proj, qk, P, b * n, cache->k, cap, slot[b], past[b],
-                                      n, kw, cache->half)) ||
-            (status = append_seq_rows(ctx, proj, qk + kw, P, b * n, cache->v, cap, slot[b],
-                                      past[b], n, vw, cache->half)))
+        bool fused;
+        if ((status = rope_append_fused(mha, io, cache, proj, b * n, 1, n, slot[b], past[b],
+                                        &spec, &spec, &fused)))
+            break;
+        if (!fused &&
+            ((io->rope && (status = rotate_qk(mha, &q_view, &k_view, 1, n, &spec, &spec))) ||
+             (status = append_seq_rows(ctx, proj, qk, P, b * n, cache->k, cap, slot[b], past[b],
+                                       n, kw, cache->half)) ||
+             (status = append_seq_rows(ctx, proj, qk + kw, P, b * n, cache->v, cap, slot[b],
+                                       past[b], n, vw, cache->half))))
             break;
         clattn_mha_io step = *io;
         step.batch = 1;

@@ -33,6 +33,7 @@ typedef struct clattn_mha_io {
     cl_mem q_norm, k_norm;
     float qk_norm_eps;
     int causal;
+    bool no_key_split; /* clattn_attention_problem's: the same bytes for any query count */
     clattn_attention_path path;
     clattn_weights_layout weights_layout; /* NONE, or where `weights` is [B, (h,) Nq, Nk] */
     cl_mem weights;
@@ -43,6 +44,16 @@ typedef struct clattn_mha_io {
  * CPU GEMM, packs its projection weights and releases their unpacked buffers, so that they are
  * held once (clattn__gemm_weight_pack); cross-attention on the layer is then refused. */
 clattn_status clattn__mha_keep_packed_only(clattn_mha *mha);
+
+struct clattn_gemm_quant;
+
+/* Loads a self-attention layer's weights kept quantised (ops/linear.h): `in` the rows of q, k
+ * and v stacked [h·d_k + h_kv·d_k + h_kv·d_v, E], `out` [E, h·d_v], both owned by the caller
+ * and outliving the layer; the biases (in's rows, E) as the configuration has them, else NULL.
+ * Cross-attention on the layer is then refused. */
+clattn_status clattn__mha_load_quantised(clattn_mha *mha, const struct clattn_gemm_quant *in,
+                                        const struct clattn_gemm_quant *out,
+                                        const float *in_bias, const float *out_bias);
 
 /* Runs the layer: projections, attention, output projection. Borrows the workspace slots
  * CLATTN_SLOT_PROJECTIONS and CLATTN_SLOT_HEADS (and attention's own). */

@@ -68,6 +68,10 @@ typedef struct clattn_attention_problem {
     cl_mem weights;
     size_t weights_offset;
     clattn_attention_path path;
+    /* A row's bytes must not depend on how many queries run with it (a decoder-only model's
+     * prompt chunks and decode steps give a token the same logits): no split-key attention,
+     * whose merge of partial softmax states sums in another order than one pass over the keys. */
+    bool no_key_split;
 } clattn_attention_problem;
 
 /* Query heads per key/value head (grouped-query attention; 1 without). */

@@ -41,6 +41,13 @@ clattn_status clattn__rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl
                               size_t y_offset, size_t rows, size_t width, cl_mem weight,
                               float eps);
 
+/* x = x + (res + res_bias);  y = RMSNorm(x), row by row on [rows, width] contiguous blocks, in
+ * one launch; res_bias may be NULL; y must not overlap x or res. The same bytes as clattn__add
+ * then clattn__rmsnorm. */
+clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                  size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                  size_t rows, size_t width, cl_mem weight, float eps);
+
 /* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
                           size_t x_offset, cl_mem bias, size_t rows, size_t width);

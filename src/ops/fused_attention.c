@@ -1,4 +1,5 @@
-/* The fused attention kernel's launch: packing long strided keys and values, then one kernel;
+/* The fused attention kernel's launch: packing long strided keys and values, then one kernel
+ * (the micro-tiled one reads few queries' keys in place, e.g. a decode step's cache);
  * or, for few queries against many keys, split-key attention (flash-decoding): the keys split
  * across work-items, then a kernel that merges their partial softmax states. */
 #include "attention_problem.h"
@@ -31,7 +32,7 @@ size_t clattn__attention_key_splits(const clattn_context *ctx, const clattn_atte
                                     size_t queries_per_item)
 {
     int mode = ctx->tuning.split_keys;
-    if (mode == CLATTN_SPLIT_KEYS_NEVER || p->seq_k < 2)
+    if (mode == CLATTN_SPLIT_KEYS_NEVER || p->seq_k < 2 || p->no_key_split)
         return 1;
     size_t splits;
     if (mode == CLATTN_SPLIT_KEYS_ALWAYS) { /* at least 2, uneven when it can be */
@@ -149,10 +150,21 @@ static clattn_status split_keys(clattn_context *ctx, const clattn_fused_program 
 }
 
 /* The micro-tiled variant: keys packed transposed in tiles of 16 (and values made contiguous
- * when strided) into the workspace, then one kernel over (ceil(Nq / 16), pairs). */
+ * when strided) into the workspace, then one kernel over (ceil(Nq / 16), pairs). With one
+ * block of queries per pair (a decode step against its cache, a short chunk) packing would cost
+ * as much as the attention: the keys are read where they are, with the same bytes per row. */
 static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog,
                            const clattn_attention_problem *given)
 {
+    if (given->seq_q <= CLATTN_TILED_QUERIES) {
+        clattn_kernel_args args = {prog->tiled_rows, 0, CL_SUCCESS};
+        common_args(&args, given);
+        if (given->mods.flags)
+            clattn__mod_args(&args, given);
+        size_t global[2] = {1, given->batch * given->heads};
+        size_t local[2] = {prog->wg, 1};
+        return count_and_launch(ctx, given, &args, 2, global, local);
+    }
     clattn_attention_problem packed = *given;
     const clattn_attention_problem *p = &packed;
     size_t kv_heads = given->heads / clattn__kv_group(given), kv_pairs = given->batch * kv_heads;

@@ -1,8 +1,19 @@
-/* A linear layer on the device's best GEMM (linear.c): y = act(x·Wᵀ + bias). */
+/* A linear layer on the device's best GEMM (linear.c): y = act(x·Wᵀ + bias); or, for a weight
+ * kept quantised, on the quantised kernels (qlinear.h). */
 #ifndef CLATTN_LINEAR_H
 #define CLATTN_LINEAR_H
 
+#include "qlinear.h"
 #include "runtime/gemm.h"
+
+/* A weight kept in its ggml type on the device with the program that runs it: a
+ * clattn_gemm_weight whose `quant` points here (and whose mem is NULL) runs through
+ * clattn__qlinear, its bias and activation then in an element-wise epilogue. Owned by whoever
+ * loaded it, and it outlives the clattn_gemm_weights that point to it. */
+typedef struct clattn_gemm_quant {
+    clattn_qweight w;
+    clattn_qlinear_program *prog;
+} clattn_gemm_quant;
 
 /* y[m, w->n] = act(x[m, w->k]·Wᵀ + bias[bias_offset ..]) (bias may be NULL, act CLATTN_ACT_*),
  * rows of x and y with leading dimensions ldx and ldy; offsets in floats. The GEMM fuses what

@@ -124,3 +124,41 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
     size_t global[3] = {pairs_per_row, n, batch * heads};
     return clattn__launch(ctx, &args, "rotary in place", 3, global, NULL, CLATTN_OP_OTHER, 0);
 }
+
+clattn_status clattn__rope_append(clattn_context *ctx, const clattn_rope_append_args *a,
+                                  const clattn_rotary_spec *spec)
+{
+    if (a->n == 0 || a->batch == 0)
+        return CLATTN_OK;
+    cl_mem table;
+    cl_uint row0;
+    clattn_status status = table_for(ctx, spec, a->n, &table, &row0);
+    if (status != CLATTN_OK)
+        return status;
+    cl_ulong proj_off = a->proj_offset, pitch = a->pitch;
+    cl_uint heads = (cl_uint)a->heads, kv_heads = (cl_uint)a->kv_heads, d = (cl_uint)a->d;
+    cl_uint dv = (cl_uint)a->dv, n = (cl_uint)a->n, rot_dim = (cl_uint)spec->rot_dim;
+    cl_int interleaved = spec->interleaved;
+    cl_ulong k_at = a->k_at, k_sb = a->k_sb, v_at = a->v_at, v_sb = a->v_sb;
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ROPE_APPEND);
+    CLATTN_ARG(&args, a->proj);
+    CLATTN_ARG(&args, proj_off);
+    CLATTN_ARG(&args, pitch);
+    CLATTN_ARG(&args, heads);
+    CLATTN_ARG(&args, kv_heads);
+    CLATTN_ARG(&args, d);
+    CLATTN_ARG(&args, dv);
+    CLATTN_ARG(&args, n);
+    CLATTN_ARG(&args, rot_dim);
+    CLATTN_ARG(&args, interleaved);
+    CLATTN_ARG(&args, table);
+    CLATTN_ARG(&args, row0);
+    CLATTN_ARG(&args, a->k_cache);
+    CLATTN_ARG(&args, k_at);
+    CLATTN_ARG(&args, k_sb);
+    CLATTN_ARG(&args, a->v_cache);
+    CLATTN_ARG(&args, v_at);
+    CLATTN_ARG(&args, v_sb);
+    size_t global[3] = {a->heads + 2 * a->kv_heads, a->n, a->batch};
+    return clattn__launch(ctx, &args, "rope_append", 3, global, NULL, CLATTN_OP_OTHER, 0);
+}

@@ -24,6 +24,22 @@ clattn_status clattn__rotary_in_place(clattn_context *ctx, const clattn_head_vie
                                       size_t batch, size_t heads, size_t n,
                                       const clattn_rotary_spec *spec);
 
+/* A step's new tokens into a float key/value cache, in one launch (cl/rotary.cl
+ * clattn_rope_append): proj holds batch · n rows of `pitch` floats from proj_offset, each the
+ * queries' `heads` heads of d floats, the keys' kv_heads heads of d, the values' kv_heads heads
+ * of dv. The queries are rotated in place (positions spec->pos0 + row); the keys, rotated, and
+ * the values go to rows k_at + b·k_sb + row·kv_heads·d of k_cache and v_at + b·v_sb +
+ * row·kv_heads·dv of v_cache. The same bytes as clattn__rotary_in_place on the queries and the
+ * keys followed by copies. */
+typedef struct clattn_rope_append_args {
+    cl_mem proj;
+    size_t proj_offset, pitch, batch, n, heads, kv_heads, d, dv;
+    cl_mem k_cache, v_cache;
+    size_t k_at, k_sb, v_at, v_sb;
+} clattn_rope_append_args;
+clattn_status clattn__rope_append(clattn_context *ctx, const clattn_rope_append_args *a,
+                                  const clattn_rotary_spec *spec);
+
 /* Checks the public RoPE parameters against the head width d_k (errors name `function`) and
  * fills *spec for the queries (pos0 = r->query_offset; the keys' offset is r->key_offset). */
 clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *function,

@@ -34,8 +34,8 @@ static size_t local_block(const clattn_context *ctx, size_t dk, size_t dv)
 
 static void program_release(clattn_fused_program *p)
 {
-    cl_kernel kernels[4] = {p->kernel, p->unstaged, p->combine, p->tiled};
-    for (int i = 0; i < 4; i++)
+    cl_kernel kernels[5] = {p->kernel, p->unstaged, p->combine, p->tiled, p->tiled_rows};
+    for (int i = 0; i < 5; i++)
         if (kernels[i])
             clReleaseKernel(kernels[i]);
     if (p->program)
@@ -87,10 +87,10 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
     if (status != CLATTN_OK)
         return status;
     const char *name = p.local ? "clattn_fused_attention_local" : "clattn_fused_attention";
-    const char *names[4] = {name, "clattn_fused_attention", "clattn_split_combine",
-                            "clattn_fused_attention_tiled"};
-    cl_kernel *kernels[4] = {&p.kernel, &p.unstaged, &p.combine, &p.tiled};
-    int count = p.local || kv_half ? 3 : 4; /* the tiled variant: unstaged float programs */
+    const char *names[5] = {name, "clattn_fused_attention", "clattn_split_combine",
+                            "clattn_fused_attention_tiled", "clattn_fused_attention_tiled_rows"};
+    cl_kernel *kernels[5] = {&p.kernel, &p.unstaged, &p.combine, &p.tiled, &p.tiled_rows};
+    int count = p.local || kv_half ? 3 : 5; /* the tiled variants: unstaged float programs */
     for (int i = 0; i < count; i++) {
         cl_int err = CL_SUCCESS;
         *kernels[i] = clCreateKernel(p.program, names[i], &err);

@@ -407,7 +407,7 @@ static clattn_status ensure_onednn(clattn_context *ctx, clattn_gemm_weight *w)
 clattn_status clattn__gemm_weight_pack(clattn_context *ctx, clattn_gemm_weight *w, bool *packed)
 {
     *packed = false;
-    if (!ctx->tuning.gemm_kernel || w->n == 0 || w->k == 0)
+    if (!ctx->tuning.gemm_kernel || w->n == 0 || w->k == 0 || w->quant)
         return CLATTN_OK;
     clattn_status status;
     if (ctx->tuning.gemm_kernel == 2) {

@@ -10,6 +10,7 @@
 #include "tuning.h"
 
 struct clattn_onednn_weight;
+struct clattn_gemm_quant;
 
 /* A weight B [n, k] (PyTorch's [out, in] layout) as the GEMMs read it: where it lives, and its
  * packed forms for the library's CPU GEMM and for oneDNN, each made on first use and kept until
@@ -20,6 +21,10 @@ typedef struct clattn_gemm_weight {
     size_t n, k, ld;
     cl_mem packed; /* owned; NULL until first used by the CPU GEMM */
     struct clattn_onednn_weight *onednn; /* owned; NULL until first used by oneDNN */
+    /* Not owned; NULL for a float weight. Set, the weight is kept in a ggml type on the device
+     * (ops/linear.h's clattn_gemm_quant, mem NULL) and clattn__linear runs it through the
+     * quantised kernels (ops/qlinear.h); the GEMMs here never see it. */
+    const struct clattn_gemm_quant *quant;
 } clattn_gemm_weight;
 
 /* What keeps `precision` (clattn_precision, not FP32) from running on the context: written into

@@ -47,6 +47,10 @@ C_STRUCTS = {
     "_api.MhaForwardParams": "clattn_mha_forward_params",
     "_api.EncoderConfig": "clattn_encoder_config",
     "_api.EncoderForwardParams": "clattn_encoder_forward_params",
+    "_api.LlmInfo": "clattn_llm_info",
+    "_api.LlmSampling": "clattn_llm_sampling",
+    "_api.LlmGenerateOptions": "clattn_llm_generate_options",
+    "_api.LlmGeneration": "clattn_llm_generation",
 }
 
 # The package's tables of a C enum's names: (module, table, the enum's constants' prefix,

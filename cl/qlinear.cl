@@ -1,0 +1,354 @@
+/*
+ * Linear layers on weights kept in ggml's block types (src/ops/qlinear.c):
+ *
+ *   y[r, j] = Σ_l x[r, l] · W[j, l]      x [m, k] float32, W [n, k] in ggml blocks, y [m, n]
+ *
+ * The weight stays as the file stores it (rows of k values, each row whole blocks) and is
+ * decoded while it is read, 16 values at a time (a "chunk": every ggml block is a whole number
+ * of chunks, and a chunk never straddles two sub-block scales).
+ *
+ * ONE REDUCTION ORDER (batch invariance). Every kernel of this file computes every output
+ * element in exactly this order, so that row r's bytes never depend on m, on the other rows,
+ * or on which kernel ran:
+ *   1. 16 partial sums p[0..15] start at +0.0f; for chunk c = 0, 1, …, k/16 − 1 in order,
+ *      p[i] = fma(x[r, 16c + i], w[j, 16c + i], p[i])  (one correctly rounded fma per term);
+ *   2. the partials are combined in a fixed tree: q[i] = p[i] + p[i + 8] (i < 8),
+ *      s[i] = q[i] + q[i + 4] (i < 4), t[i] = s[i] + s[i + 2] (i < 2), y = t[0] + t[1].
+ * The weights decode as gguf-py's dequantize does, with one difference: where it multiplies
+ * and then adds (d·q + m of Q4_1/Q5_1, (d·sc)·q − dmin·min of Q4_K/Q5_K) the kernels call fma,
+ * so that no compiler can choose differently per kernel whether to fuse the two (FP_CONTRACT
+ * is off, but an implementation that goes through SPIR-V, as Mesa's rusticl does, may not
+ * carry the pragma, and then fusing is its choice per kernel). Those values then differ from
+ * gguf-py's by at most a rounding (tests/test_qlinear.c's bound counts it); the other types'
+ * values are gguf-py's bit for bit. A kernel may vectorise or tile however it likes as long as
+ * each element follows 1–2.
+ *
+ * Two kernels per type, one template with a tile of R rows × C columns per work-item:
+ *   clattn_qlinear_mv_<type>  decode (small m): one work-item per QL_MV_C output columns walks
+ *                             every row of x (up to `rows_per_item`, the host's mv_max_m), in
+ *                             groups of QL_MV_R and then one by one, so each weight byte is read
+ *                             from memory once per call for all rows (later groups hit the
+ *                             cache);
+ *   clattn_qlinear_mm_<type>  prompt processing (large m): one work-item per QL_MM_C output
+ *                             columns and `rows_per_item` rows (global size {⌈n/C⌉,
+ *                             ⌈m/rows_per_item⌉}), in tiles of QL_MM_R rows: its C weight rows
+ *                             stay in the cache while x streams past them, so that a weight
+ *                             larger than the caches (the output projection) is read from memory
+ *                             once, not once per row tile.
+ * Rows and columns past the edge (of the matrix, or of a work-item's rows) are computed on
+ * clamped indices and not stored.
+ *
+ * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C, QL_MM_R,
+ * QL_MM_C.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifndef QL_MV_R
+#define QL_MV_R 1
+#endif
+#ifndef QL_MV_C
+#define QL_MV_C 4
+#endif
+#ifndef QL_MM_R
+#define QL_MM_R 4
+#endif
+#ifndef QL_MM_C
+#define QL_MM_C 4
+#endif
+
+/* Step 2 of the order, component by component (oclgrind 21.10 misreads .lo/.hi of 16-wide
+ * vectors). */
+inline float ql_combine16(float16 p)
+{
+    float q0 = p.s0 + p.s8, q1 = p.s1 + p.s9, q2 = p.s2 + p.sa, q3 = p.s3 + p.sb;
+    float q4 = p.s4 + p.sc, q5 = p.s5 + p.sd, q6 = p.s6 + p.se, q7 = p.s7 + p.sf;
+    float s0 = q0 + q4, s1 = q1 + q5, s2 = q2 + q6, s3 = q3 + q7;
+    float t0 = s0 + s2, t1 = s1 + s3;
+    return t0 + t1;
+}
+
+/* Four float16 bit patterns (the blocks' scales of four weight rows) converted exactly with
+ * integer operations (PoCL's vload_half is a scalar software routine; this does not depend on
+ * the denormal mode either): normal numbers rebias the exponent, subnormals are
+ * mantissa · 2^-24 (exact), infinities and NaNs keep their payload. */
+inline float4 ql_half4(uint4 h)
+{
+    uint4 sign = (h & 0x8000u) << 16, e = h & 0x7c00u, mant = h & 0x03ffu;
+    float4 sub = convert_float4(mant) * 0x1.0p-24f;
+    uint4 bits = select(((h & 0x7fffu) << 13) + 0x38000000u, 0x7f800000u | (mant << 13),
+                        e == 0x7c00u);
+    bits = select(bits, as_uint4(sub), e == 0u);
+    return as_float4(sign | bits);
+}
+
+inline uint ql_u32(const __global uchar *p)
+{
+    return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
+}
+
+/* Bits `shift` .. shift + 15 of `bits`, one per lane, as 0 or 1. */
+inline uint16 ql_bits16(uint bits, uint shift)
+{
+    const uint16 lane = (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return ((uint16)(bits >> shift) >> lane) & (uint16)1u;
+}
+
+/* ---- Decoders: chunk `c` (16 values) of the block at `b`. ---------------------------------- */
+
+/* Each type: ql_decode_<type>(b, c, hd), chunk c of the block at b, given the block's float16
+ * scales hd = (d, m or dmin), which the tiles read once per block (QL_HEADS; zero where the
+ * type has none). */
+
+/* F32: a "block" of 16 values. */
+inline float16 ql_decode_f32(const __global uchar *b, uint c, float2 hd)
+{
+    return vload16(0, (const __global float *)b);
+}
+
+/* F16: 16 values converted as ql_half4 does. */
+inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd)
+{
+    uint16 h = convert_uint16(vload16(0, (const __global ushort *)b));
+    uint16 sign = (h & (uint16)0x8000u) << (uint16)16u, e = h & (uint16)0x7c00u;
+    uint16 mant = h & (uint16)0x03ffu;
+    float16 sub = convert_float16(mant) * (float16)0x1.0p-24f;
+    uint16 bits = select(((h & (uint16)0x7fffu) << (uint16)13u) + (uint16)0x38000000u,
+                         (uint16)0x7f800000u | (mant << (uint16)13u),
+                         (int16)(e == (uint16)0x7c00u));
+    bits = select(bits, as_uint16(sub), (int16)(e == (uint16)0u));
+    return as_float16(sign | bits);
+}
+
+/* BF16: the upper 16 bits of a float32. */
+inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd)
+{
+    ushort16 h = vload16(0, (const __global ushort *)b);
+    return as_float16(convert_uint16(h) << (uint16)16u);
+}
+
+/* Where each type's float16 scales sit in its block: d (QL_D_*) and m or dmin (QL_M_*); -1
+ * for none. The tiles read them through ql_half4, four weight rows at a time. */
+#define QL_D_f32 (-1)
+#define QL_M_f32 (-1)
+#define QL_D_f16 (-1)
+#define QL_M_f16 (-1)
+#define QL_D_bf16 (-1)
+#define QL_M_bf16 (-1)
+#define QL_D_q4_0 0
+#define QL_M_q4_0 (-1)
+#define QL_D_q4_1 0
+#define QL_M_q4_1 2
+#define QL_D_q5_0 0
+#define QL_M_q5_0 (-1)
+#define QL_D_q5_1 0
+#define QL_M_q5_1 2
+#define QL_D_q8_0 0
+#define QL_M_q8_0 (-1)
+#define QL_D_q4_k 0
+#define QL_M_q4_k 2
+#define QL_D_q5_k 0
+#define QL_M_q5_k 2
+#define QL_D_q6_k 208
+#define QL_M_q6_k (-1)
+
+/* Q4_0 (18 bytes): d, qs[16]; value i: d · ((low nibble of qs[i] | high nibble of qs[i − 16]) − 8). */
+inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd)
+{
+    uchar16 qs = vload16(0, b + 2);
+    uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
+    return (float16)hd.x * convert_float16(convert_int16(q) - (int16)8);
+}
+
+/* Q4_1 (20 bytes): d, m, qs[16]; value: fma(d, q, m). */
+inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd)
+{
+    uchar16 qs = vload16(0, b + 4);
+    uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
+    return fma((float16)hd.x, convert_float16(q), (float16)hd.y);
+}
+
+/* Q5_0 (22 bytes): d, qh (32 bits), qs[16]; value i: d · ((nibble | bit i of qh << 4) − 16). */
+inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd)
+{
+    uint qh = ql_u32(b + 2);
+    uchar16 qs = vload16(0, b + 6);
+    uint16 q = convert_uint16(c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F));
+    q |= ql_bits16(qh, 16 * c) << (uint16)4u;
+    return (float16)hd.x * convert_float16(convert_int16(q) - (int16)16);
+}
+
+/* Q5_1 (24 bytes): d, m, qh, qs[16]; value: fma(d, q, m). */
+inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd)
+{
+    uint qh = ql_u32(b + 4);
+    uchar16 qs = vload16(0, b + 8);
+    uint16 q = convert_uint16(c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F));
+    q |= ql_bits16(qh, 16 * c) << (uint16)4u;
+    return fma((float16)hd.x, convert_float16(q), (float16)hd.y);
+}
+
+/* Q8_0 (34 bytes): d, qs[32] (int8); value: q · d. */
+inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd)
+{
+    char16 q = vload16(0, (const __global char *)(b + 2 + 16 * c));
+    return convert_float16(q) * (float16)hd.x;
+}
+
+/* The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block's 12 scale bytes. */
+inline void ql_scale_min_k4(const __global uchar *sc, uint s, float *scale, float *min)
+{
+    if (s < 4) {
+        *scale = (float)(sc[s] & 63);
+        *min = (float)(sc[s + 4] & 63);
+    } else {
+        *scale = (float)((sc[s + 4] & 0x0F) | ((sc[s - 4] >> 6) << 4));
+        *min = (float)((sc[s + 4] >> 4) | ((sc[s] >> 6) << 4));
+    }
+}
+
+/* Q4_K (144 bytes, 256 values): d, dmin, scales[12], qs[128]; sub-block s of 32 values reads
+ * qs[32·(s/2) ..] (low nibbles for even s, high for odd); value: fma(d·sc, q, −(dmin·min)). */
+inline float16 ql_decode_q4_k(const __global uchar *b, uint c, float2 hd)
+{
+    uint s = c >> 1;
+    float sc, mn;
+    ql_scale_min_k4(b + 4, s, &sc, &mn);
+    float dl = hd.x * sc, ml = hd.y * mn;
+    uchar16 qs = vload16(0, b + 16 + 32 * (s >> 1) + 16 * (c & 1));
+    uchar16 q = (s & 1) ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
+    return fma((float16)dl, convert_float16(q), (float16)(-ml));
+}
+
+/* Q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]; as Q4_K with bit s of qh[i] as the
+ * fifth bit of value i of sub-block s. */
+inline float16 ql_decode_q5_k(const __global uchar *b, uint c, float2 hd)
+{
+    uint s = c >> 1;
+    float sc, mn;
+    ql_scale_min_k4(b + 4, s, &sc, &mn);
+    float dl = hd.x * sc, ml = hd.y * mn;
+    uchar16 qh = vload16(0, b + 16 + 16 * (c & 1));
+    uchar16 qs = vload16(0, b + 48 + 32 * (s >> 1) + 16 * (c & 1));
+    uchar16 q = (s & 1) ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
+    q |= ((qh >> (uchar16)s) & (uchar16)1) << (uchar16)4;
+    return fma((float16)dl, convert_float16(q), (float16)(-ml));
+}
+
+/* Q6_K (210 bytes): ql[128], qh[64], scales[16] (int8), d; value e (h = e/128, r = e%128):
+ * ((nibble r/64 of ql[64h + r%64]) | (bits 2·(r/32) of qh[32h + r%32]) << 4) − 32, times
+ * d · scales[e/16]. */
+inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
+{
+    uint e = 16 * c, h = e >> 7, r = e & 127;
+    float dl = hd.x * (float)((const __global char *)b)[192 + c];
+    uchar16 ql = vload16(0, b + 64 * h + (r & 63));
+    uchar16 qh = vload16(0, b + 128 + 32 * h + (r & 31));
+    uchar16 lo = (r & 64) ? (ql >> (uchar16)4) : (ql & (uchar16)0x0F);
+    uchar16 hi = (qh >> (uchar16)(2 * (r >> 5))) & (uchar16)3;
+    int16 q = convert_int16(lo | (hi << (uchar16)4)) - (int16)32;
+    return (float16)dl * convert_float16(q);
+}
+
+/* ---- The kernels. ---------------------------------------------------------------------------- */
+
+#define QL_UNROLL _Pragma("unroll")
+
+/* hd[c] = the scales (d, m) of block blk of weight row c, for c < C, converted four rows at a
+ * time. */
+#define QL_HEADS(TYPE, BYTES, C)                                                                  \
+    QL_UNROLL for (uint c0 = 0; c0 < C; c0 += 4) {                                                \
+        uint4 hdb = (uint4)(0u), hmb = (uint4)(0u);                                               \
+        QL_UNROLL for (uint i = 0; i < 4; ++i) {                                                  \
+            const __global uchar *b = w_rows[min(c0 + i, (uint)(C) - 1)] + (ulong)blk * (BYTES);  \
+            uint dh = QL_D_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_D_##TYPE, 0)) : 0; \
+            uint mh = QL_M_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_M_##TYPE, 0)) : 0; \
+            if (i == 0) { hdb.s0 = dh; hmb.s0 = mh; }                                             \
+            if (i == 1) { hdb.s1 = dh; hmb.s1 = mh; }                                             \
+            if (i == 2) { hdb.s2 = dh; hmb.s2 = mh; }                                             \
+            if (i == 3) { hdb.s3 = dh; hmb.s3 = mh; }                                             \
+        }                                                                                         \
+        float4 hdf = ql_half4(hdb), hmf = ql_half4(hmb);                                          \
+        QL_UNROLL for (uint i = 0; i < 4; ++i)                                                    \
+            if (c0 + i < (uint)(C))                                                               \
+                hd[c0 + i] = (float2)(i == 0 ? hdf.s0 : i == 1 ? hdf.s1 : i == 2 ? hdf.s2 : hdf.s3, \
+                                      i == 0 ? hmf.s0 : i == 1 ? hmf.s1 : i == 2 ? hmf.s2 : hmf.s3); \
+    }
+
+/* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C columns at w_rows[]: the order above. */
+#define QL_TILE(TYPE, QK, BYTES, R, C)                                                            \
+    {                                                                                             \
+        const __global float *xr[R];                                                              \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                                \
+        float16 acc[R][C];                                                                        \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                acc[r][c] = (float16)0.0f;                                                        \
+        const uint blocks = k / (QK);                                                             \
+        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
+            float2 hd[C];                                                                         \
+            QL_HEADS(TYPE, BYTES, C)                                                              \
+            _Pragma("unroll 2") for (uint ch = 0; ch < (QK) / 16; ++ch) {                         \
+                float16 wv[C];                                                                    \
+                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
+                    wv[c] = ql_decode_##TYPE(w_rows[c] + (ulong)blk * (BYTES), ch, hd[c]);        \
+                const uint l = blk * (QK) + 16 * ch;                                              \
+                QL_UNROLL for (uint r = 0; r < R; ++r) {                                          \
+                    float16 xv = vload16(0, xr[r] + l);                                           \
+                    QL_UNROLL for (uint c = 0; c < C; ++c)                                        \
+                        acc[r][c] = fma(xv, wv[c], acc[r][c]);                                    \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                if (r0 + r < rend && j0 + c < n)                                                  \
+                    y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);          \
+    }
+
+/* The C weight rows of this work-item (clamped to n − 1). */
+#define QL_ROWS(C)                                                                                \
+    const __global uchar *w_rows[C];                                                              \
+    for (uint c = 0; c < C; ++c)                                                                  \
+        w_rows[c] = w + (ulong)min(j0 + c, n - 1) * row_bytes;
+
+#define QL_KERNELS(TYPE, QK, BYTES)                                                               \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(       \
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item)                                                                       \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * QL_MV_C;                                               \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS(QL_MV_C)                                                                          \
+        uint r0 = rbegin;                                                                         \
+        for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                               \
+            QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_C)                                            \
+        for (; r0 < rend; ++r0)                                                                   \
+            QL_TILE(TYPE, QK, BYTES, 1, QL_MV_C)                                                  \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_##TYPE(       \
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item)                                                                       \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * QL_MM_C;                                               \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS(QL_MM_C)                                                                          \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
+            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C)                                            \
+    }
+
+QL_KERNELS(f32, 16, 64)
+QL_KERNELS(f16, 16, 32)
+QL_KERNELS(bf16, 16, 32)
+QL_KERNELS(q4_0, 32, 18)
+QL_KERNELS(q4_1, 32, 20)
+QL_KERNELS(q5_0, 32, 22)
+QL_KERNELS(q5_1, 32, 24)
+QL_KERNELS(q8_0, 32, 34)
+QL_KERNELS(q4_k, 256, 144)
+QL_KERNELS(q5_k, 256, 176)
+QL_KERNELS(q6_k, 256, 210)

@@ -1,0 +1,286 @@
+/* Linear layers on quantised weights: the program, weight upload, and the two paths' launches. */
+#include "qlinear.h"
+
+#include "base/kernels.h"
+#include "formats/gguf.h"
+#include "runtime/launch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const clattn_embedded_source clattn__qlinear_sources[];
+extern const size_t clattn__qlinear_sources_count;
+
+/* The types with kernels: ggml's number, the kernels' suffix, the block. */
+typedef struct qtype {
+    uint32_t type;
+    const char *name;
+    size_t block_elements, block_bytes;
+} qtype;
+
+static const qtype qtypes[] = {
+    {CLATTN_GGML_F32, "f32", 16, 64},       {CLATTN_GGML_F16, "f16", 16, 32},
+    {CLATTN_GGML_BF16, "bf16", 16, 32},     {CLATTN_GGML_Q4_0, "q4_0", 32, 18},
+    {CLATTN_GGML_Q4_1, "q4_1", 32, 20},     {CLATTN_GGML_Q5_0, "q5_0", 32, 22},
+    {CLATTN_GGML_Q5_1, "q5_1", 32, 24},     {CLATTN_GGML_Q8_0, "q8_0", 32, 34},
+    {CLATTN_GGML_Q4_K, "q4_k", 256, 144},   {CLATTN_GGML_Q5_K, "q5_k", 256, 176},
+    {CLATTN_GGML_Q6_K, "q6_k", 256, 210},
+};
+#define QTYPE_COUNT (sizeof(qtypes) / sizeof(qtypes[0]))
+
+struct clattn_qlinear_program {
+    cl_program program;
+    cl_kernel mv[QTYPE_COUNT], mm[QTYPE_COUNT];
+    clattn_qlinear_params params;
+    size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
+};
+
+static const qtype *find_qtype(uint32_t type, size_t *index)
+{
+    for (size_t i = 0; i < QTYPE_COUNT; i++)
+        if (qtypes[i].type == type) {
+            if (index)
+                *index = i;
+            return &qtypes[i];
+        }
+    return NULL;
+}
+
+int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t *block_bytes)
+{
+    const qtype *t = find_qtype(type, NULL);
+    if (t && block_elements)
+        *block_elements = t->block_elements;
+    if (t && block_bytes)
+        *block_bytes = t->block_bytes;
+    return t != NULL;
+}
+
+/*
+ * Tiles from device facts. Each tile keeps rows × cols 16-wide accumulators, one x vector and
+ * cols decoded weight vectors in registers: with 32 vector registers (AVX-512, which PoCL
+ * reports as a native float width of 16) the matrix–matrix tile is 6 × 4 (24 accumulators;
+ * decoding a weight chunk costs about five operations, so more rows than columns share it);
+ * with 16 registers 3 × 4. The matrix–vector path reads each weight row once for all rows of x
+ * (groups of 4 rows, then single rows) and takes m up to 32. Measured on PoCL's CPU device:
+ * bench/qlinear.c.
+ */
+static clattn_qlinear_params derive_params(cl_device_id device)
+{
+    cl_uint native = 0;
+    clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native), &native, NULL);
+    clattn_qlinear_params p;
+    p.mv_rows = 4;
+    p.mv_cols = 4;
+    p.mm_rows = native >= 16 ? 6 : 3;
+    p.mm_cols = 4;
+    p.mv_max_m = 32;
+    p.mm_item_rows = 0;
+    return p;
+}
+
+/* CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0" (unknown keys are ignored). */
+static void env_override(clattn_qlinear_params *p)
+{
+    const char *env = getenv("CLATTN_QLINEAR");
+    if (!env)
+        return;
+    char key[8];
+    unsigned value;
+    int used;
+    while (sscanf(env, " %7[a-z] = %u%n", key, &value, &used) == 2) {
+        if (strcmp(key, "mvr") == 0)
+            p->mv_rows = value;
+        else if (strcmp(key, "mvc") == 0)
+            p->mv_cols = value;
+        else if (strcmp(key, "mmr") == 0)
+            p->mm_rows = value;
+        else if (strcmp(key, "mmc") == 0)
+            p->mm_cols = value;
+        else if (strcmp(key, "mvmax") == 0)
+            p->mv_max_m = value;
+        else if (strcmp(key, "mmi") == 0)
+            p->mm_item_rows = value;
+        env += used;
+        while (*env == ',' || *env == ' ')
+            env++;
+    }
+}
+
+void clattn__qlinear_program_release(clattn_qlinear_program *prog)
+{
+    if (!prog)
+        return;
+    for (size_t i = 0; i < QTYPE_COUNT; i++) {
+        if (prog->mv[i])
+            clReleaseKernel(prog->mv[i]);
+        if (prog->mm[i])
+            clReleaseKernel(prog->mm[i]);
+    }
+    if (prog->program)
+        clReleaseProgram(prog->program);
+    free(prog);
+}
+
+clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog)
+{
+    return prog->params;
+}
+
+clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out)
+{
+    static const char fn[] = "clattn__qlinear_program_create";
+    *out = NULL;
+    clattn_qlinear_program *prog = calloc(1, sizeof(*prog));
+    if (!prog)
+        return clattn__fail(ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    /* A quarter of the device's global memory cache (CPUs report their L2 or last-level
+     * cache), between 32 KiB and 256 KiB. */
+    cl_ulong cache = 0;
+    clGetDeviceInfo(clattn_context_device(ctx), CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof(cache),
+                    &cache, NULL);
+    cache /= 4;
+    prog->x_cache_bytes = cache < 32768 ? 32768 : cache > 262144 ? 262144 : (size_t)cache;
+    prog->params = derive_params(clattn_context_device(ctx));
+    env_override(&prog->params);
+    const clattn_qlinear_params *p = &prog->params;
+    if (p->mv_rows < 1 || p->mv_rows > 16 || p->mv_cols < 1 || p->mv_cols > 16 ||
+        p->mm_rows < 1 || p->mm_rows > 16 || p->mm_cols < 1 || p->mm_cols > 16) {
+        clattn__qlinear_program_release(prog);
+        return clattn__fail_arg(ctx, fn,
+                                "tiles out of range (1..16): mvr=%u mvc=%u mmr=%u mmc=%u "
+                                "(CLATTN_QLINEAR)",
+                                p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols);
+    }
+    char options[160];
+    snprintf(options, sizeof(options),
+             "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u", p->mv_rows,
+             p->mv_cols, p->mm_rows, p->mm_cols);
+    const char *source = (const char *)clattn__qlinear_sources[0].data;
+    size_t length = clattn__qlinear_sources[0].size;
+    clattn_status status = clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
+    for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++) {
+        char name[48];
+        cl_int err;
+        snprintf(name, sizeof(name), "clattn_qlinear_mv_%s", qtypes[i].name);
+        prog->mv[i] = clCreateKernel(prog->program, name, &err);
+        if (err == CL_SUCCESS) {
+            snprintf(name, sizeof(name), "clattn_qlinear_mm_%s", qtypes[i].name);
+            prog->mm[i] = clCreateKernel(prog->program, name, &err);
+        }
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
+    }
+    if (status != CLATTN_OK) {
+        clattn__qlinear_program_release(prog);
+        return status;
+    }
+    *out = prog;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__qweight_upload(clattn_context *ctx, uint32_t type, size_t n, size_t k,
+                                     const void *bytes, size_t size, clattn_qweight *w)
+{
+    static const char fn[] = "clattn__qweight_upload";
+    memset(w, 0, sizeof(*w));
+    const qtype *t = find_qtype(type, NULL);
+    CLATTN_CHECK_ARG(ctx, fn, t, "ggml type %u has no quantised-linear kernels", (unsigned)type);
+    CLATTN_CHECK_ARG(ctx, fn, n > 0 && k > 0 && k % t->block_elements == 0,
+                     "a %s weight [n %zu, k %zu] needs n > 0 and k a positive multiple of %zu",
+                     t->name, n, k, t->block_elements);
+    CLATTN_CHECK_ARG(ctx, fn, n <= UINT32_MAX && k <= UINT32_MAX, "[n %zu, k %zu] is too large",
+                     n, k);
+    size_t row_bytes = k / t->block_elements * t->block_bytes, total = 0;
+    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(n, row_bytes, &total) && size == total,
+                     "a %s weight [n %zu, k %zu] is %zu × %zu bytes, not %zu", t->name, n, k, n,
+                     row_bytes, size);
+    CLATTN_CHECK_ARG(ctx, fn, bytes, "bytes is NULL");
+    cl_int err;
+    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
+                                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, total, (void *)bytes,
+                                &err);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "%s: clCreateBuffer(%zu bytes) for a %s weight failed",
+                               fn, total, t->name);
+    *w = (clattn_qweight){mem, type, n, k, row_bytes};
+    return CLATTN_OK;
+}
+
+void clattn__qweight_release(clattn_qweight *w)
+{
+    if (w->blocks)
+        clReleaseMemObject(w->blocks);
+    memset(w, 0, sizeof(*w));
+}
+
+clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *prog,
+                                   clattn_op op, clattn_qlinear_path path, size_t m, cl_mem x,
+                                   size_t x_offset, size_t ldx, const clattn_qweight *w, cl_mem y,
+                                   size_t y_offset, size_t ldy)
+{
+    static const char fn[] = "clattn__qlinear";
+    CLATTN_CHECK_ARG(ctx, fn, prog && w && w->blocks, "the program or the weight is missing");
+    size_t index;
+    CLATTN_CHECK_ARG(ctx, fn, find_qtype(w->type, &index), "ggml type %u has no kernels",
+                     (unsigned)w->type);
+    CLATTN_CHECK_ARG(ctx, fn, ldx >= w->k && ldy >= w->n,
+                     "strides ldx %zu (k %zu) and ldy %zu (n %zu) are too small", ldx, w->k, ldy,
+                     w->n);
+    CLATTN_CHECK_ARG(ctx, fn, m <= UINT32_MAX && ldx <= UINT32_MAX && ldy <= UINT32_MAX,
+                     "m %zu or a stride is too large", m);
+    if (m == 0)
+        return CLATTN_OK;
+    if (path == CLATTN_QLINEAR_AUTO)
+        path = m <= prog->params.mv_max_m ? CLATTN_QLINEAR_MV : CLATTN_QLINEAR_MM;
+    int mv = path == CLATTN_QLINEAR_MV;
+    cl_uint um = (cl_uint)m, un = (cl_uint)w->n, uk = (cl_uint)w->k;
+    cl_uint ulx = (cl_uint)ldx, uly = (cl_uint)ldy;
+    cl_ulong xo = x_offset, yo = y_offset, rb = w->row_bytes;
+    clattn_kernel_args args = {mv ? prog->mv[index] : prog->mm[index], 0, CL_SUCCESS};
+    CLATTN_ARG(&args, um);
+    CLATTN_ARG(&args, un);
+    CLATTN_ARG(&args, uk);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, xo);
+    CLATTN_ARG(&args, ulx);
+    CLATTN_ARG(&args, w->blocks);
+    CLATTN_ARG(&args, rb);
+    CLATTN_ARG(&args, y);
+    CLATTN_ARG(&args, yo);
+    CLATTN_ARG(&args, uly);
+    const clattn_qlinear_params *p = &prog->params;
+    size_t cols = mv ? p->mv_cols : p->mm_cols, col_items = (w->n + cols - 1) / cols;
+    /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
+     * x within the cache budget (work-items next to each other share those rows and walk the
+     * weight; each work-item reads its weight rows once for all its rows). */
+    size_t tiles = (m + p->mm_rows - 1) / p->mm_rows;
+    size_t budget_tiles = p->mm_item_rows
+                              ? (p->mm_item_rows + p->mm_rows - 1) / p->mm_rows
+                              : prog->x_cache_bytes / (w->k * sizeof(float) * p->mm_rows);
+    if (budget_tiles < 1)
+        budget_tiles = 1;
+    size_t row_items = (tiles + budget_tiles - 1) / budget_tiles;
+    cl_uint rows_per_item = (cl_uint)((tiles + row_items - 1) / row_items * p->mm_rows);
+    /* The matrix-vector path: all rows in one work-item, up to mv_max_m of them (an m beyond
+     * it, asked for explicitly, in items of mv_max_m rows). A work-item's loops must stay
+     * bounded: Mesa's llvmpipe gave wrong rows from about the 250th on when one work-item
+     * walked 300 rows of a Q4_K weight (it caps the loop iterations of an invocation: 65535,
+     * gallivm's loop limiter, is the likely cause). */
+    if (mv)
+        rows_per_item = (cl_uint)(m < p->mv_max_m || p->mv_max_m == 0 ? m : p->mv_max_m);
+    CLATTN_ARG(&args, rows_per_item);
+    size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
+    size_t local[2] = {1, 1};
+    return clattn__launch(ctx, &args, mv ? "qlinear_mv" : "qlinear_mm", 2, global, local, op,
+                          (uint64_t)m * w->n * w->k);
+}
+
+clattn_status clattn__qlinear(clattn_context *ctx, clattn_qlinear_program *prog, clattn_op op,
+                              size_t m, cl_mem x, size_t x_offset, size_t ldx,
+                              const clattn_qweight *w, cl_mem y, size_t y_offset, size_t ldy)
+{
+    return clattn__qlinear_path(ctx, prog, op, CLATTN_QLINEAR_AUTO, m, x, x_offset, ldx, w, y,
+                                y_offset, ldy);
+}

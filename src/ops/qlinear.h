@@ -1,0 +1,86 @@
+/*
+ * Linear layers on quantised weights (qlinear.c, cl/qlinear.cl): y[m, n] = x[m, k] · Wᵀ with W
+ * [n, k] (PyTorch's layout; ggml's ne = {k, n}) kept on the device in its ggml type — F32, F16,
+ * BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K — and decoded as the kernels read it.
+ * Activations and outputs are float32.
+ *
+ * Batch invariance: every output element is summed in one fixed order (cl/qlinear.cl's header:
+ * 16 partial sums over interleaved values, a fixed combining tree), whatever m, the other rows
+ * or the path; so row r of y is the same bytes for any m and from either path.
+ *
+ * Use:
+ *
+ *   clattn_qlinear_program *prog;  clattn__qlinear_program_create(ctx, &prog);   // once
+ *   clattn_qweight w;              clattn__qweight_upload(ctx, CLATTN_GGML_Q4_1, n, k,
+ *                                                         bytes, size, &w);        // at load
+ *   clattn__qlinear(ctx, prog, CLATTN_OP_FEED_FORWARD, m, x, 0, k, &w, y, 0, n);   // per call
+ *   clattn__qweight_release(&w);   clattn__qlinear_program_release(prog);
+ *
+ * `bytes` are the tensor's data as a GGUF file stores them (n rows of k values, each row
+ * k / block_elements blocks). Calls enqueue on the context's queue; failures are recorded on
+ * the context (clattn_last_error). A program object is not thread-safe (its kernels' arguments
+ * are set per call), as the context is not.
+ */
+#ifndef CLATTN_QLINEAR_H
+#define CLATTN_QLINEAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/errors.h"
+
+/* A weight [n, k] in ggml type `type` (clattn_ggml_type's numbers, formats/gguf.h). */
+typedef struct clattn_qweight {
+    cl_mem blocks;    /* n · row_bytes bytes: the rows as the file stores them */
+    uint32_t type;    /* clattn_ggml_type */
+    size_t n, k;      /* output features (rows), input features (values per row) */
+    size_t row_bytes; /* bytes of one row: k / block_elements · block_bytes */
+} clattn_qweight;
+
+/* The kernels' tiles (cl/qlinear.cl): rows × columns per work-item of each path. */
+typedef struct clattn_qlinear_params {
+    unsigned mv_rows, mv_cols; /* the matrix–vector path (decode) */
+    unsigned mm_rows, mm_cols; /* the matrix–matrix path (prompt processing) */
+    unsigned mv_max_m;         /* m up to this takes the matrix–vector path */
+    unsigned mm_item_rows;     /* rows per matrix–matrix work-item (rounded up to whole tiles);
+                                * 0: as many as a quarter of the device's cache holds */
+} clattn_qlinear_params;
+
+typedef enum clattn_qlinear_path {
+    CLATTN_QLINEAR_AUTO = 0, /* by m: mv_max_m */
+    CLATTN_QLINEAR_MV = 1,
+    CLATTN_QLINEAR_MM = 2,
+} clattn_qlinear_path;
+
+typedef struct clattn_qlinear_program clattn_qlinear_program;
+
+/* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
+ * field with CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0"). */
+clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
+void clattn__qlinear_program_release(clattn_qlinear_program *prog);
+clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
+
+/* Whether `type` has kernels here; its block (values, bytes) when it does. */
+int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t *block_bytes);
+
+/* Uploads a weight of `type` [n, k] from `size` bytes at `bytes` (exactly n rows of whole
+ * blocks; F32/F16/BF16 need k a multiple of 16) into *w. An unsupported type, a k that is not
+ * whole blocks or a wrong size is CLATTN_ERROR_INVALID_ARGUMENT naming the numbers. */
+clattn_status clattn__qweight_upload(clattn_context *ctx, uint32_t type, size_t n, size_t k,
+                                     const void *bytes, size_t size, clattn_qweight *w);
+/* Releases w->blocks and zeroes *w. Accepts a zeroed weight. */
+void clattn__qweight_release(clattn_qweight *w);
+
+/* y[y_offset + r·ldy + j] = Σ_l x[x_offset + r·ldx + l] · W[j, l] for r < m, j < n (offsets
+ * and strides in floats; ldx ≥ k, ldy ≥ n), on the path m chooses; `op` is the counter the
+ * multiply-adds go to. m = 0 is a no-op. */
+clattn_status clattn__qlinear(clattn_context *ctx, clattn_qlinear_program *prog, clattn_op op,
+                              size_t m, cl_mem x, size_t x_offset, size_t ldx,
+                              const clattn_qweight *w, cl_mem y, size_t y_offset, size_t ldy);
+/* The same on a given path (tests and benchmarks; both give the same bytes). */
+clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *prog,
+                                   clattn_op op, clattn_qlinear_path path, size_t m, cl_mem x,
+                                   size_t x_offset, size_t ldx, const clattn_qweight *w, cl_mem y,
+                                   size_t y_offset, size_t ldy);
+
+#endif /* CLATTN_QLINEAR_H */

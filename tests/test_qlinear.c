@@ -1,0 +1,315 @@
+/*
+ * Linear layers on quantised weights (src/ops/qlinear.c, cl/qlinear.cl), every ggml type the
+ * library runs, against tests/golden/qlinear (tools/gen_qlinear_golden.py: gguf-py's
+ * dequantisation of the same raw blocks, the product in float64):
+ *
+ *  - accuracy: each output within the rounding bound of the kernels' order (below) of the
+ *    float64 product, on both paths, for m = 1, 3, 70;
+ *  - batch invariance, by memcmp: every type's rows the same bytes for m = 1, 3, 70 on both
+ *    paths; and, for F16, Q4_1, Q8_0 and Q6_K (one type per way of decoding), row r's bytes the
+ *    same for m = 1, 2, 7, 32, 64, 300, at any position in the batch, with strided inputs and
+ *    outputs, and from the matrix–vector and the matrix–matrix path alike;
+ *  - bad weights are refused with messages naming the numbers.
+ *
+ * The bound: every output is 16 chains of k/16 fused multiply-adds, then 4 additions (the
+ * combining tree), all in float32. A chain of j roundings has error at most γ_j · Σ|terms|
+ * (γ_j = j·u / (1 − j·u), u = 2^-24), so |y − y_exact| ≤ γ_{k/16+4} · Σ_l |x_l · w_l| (the
+ * golden's yabs), plus u·|y| for the golden's own rounding to float32 when the test reads it.
+ * The decoded weights are gguf-py's float32 values, except for the types decoded with one fma
+ * (Q4_1, Q5_1, Q4_K, Q5_K: w = fma(a, q, m) where gguf-py rounds a·q first): there each weight
+ * is within 2u·|w| + 3u·|a·q| of gguf-py's, which adds 2u · yabs + 3u · ydq (the golden's
+ * |x|·|a·q|ᵀ).
+ */
+#include "common/test_util.h"
+
+#include "formats/gguf.h"
+#include "ops/qlinear.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const type_names[] = {"f32",  "f16",  "bf16", "q4_0", "q4_1", "q5_0",
+                                         "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"};
+#define TYPE_COUNT (sizeof(type_names) / sizeof(type_names[0]))
+
+typedef struct fixture {
+    clattn_context *ctx;
+    clattn_qlinear_program *prog;
+} fixture;
+
+static int setup(void **state)
+{
+    test_require_device();
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->ctx = test_context_create(NULL);
+    assert_non_null(f->ctx);
+    assert_int_equal(clattn__qlinear_program_create(f->ctx, &f->prog), CLATTN_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    clattn__qlinear_program_release(f->prog);
+    clattn_context_destroy(&f->ctx);
+    free(f);
+    return 0;
+}
+
+/* One golden case: the weight uploaded, x, y and the bound's |x|·|w|. */
+typedef struct golden {
+    clattn_qweight w;
+    size_t n, k, m;
+    float *x;          /* [m, k] */
+    float *y, *yabs;   /* [m, n] */
+    float *ydq;        /* [m, n], or NULL for the types decoded without fma */
+    clattn_npy_array *arrays[4];
+} golden;
+
+static clattn_npy_array *read_npy(const char *type, const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/qlinear/%s/%s", GOLDEN_DIR, type, file);
+    clattn_npy_array *a = NULL;
+    if (clattn_npy_read_f32(&a, path) != CLATTN_OK)
+        fail_msg("%s: %s", path, clattn_last_error(NULL));
+    return a;
+}
+
+static void golden_load(clattn_context *ctx, const char *type, golden *g)
+{
+    memset(g, 0, sizeof(*g));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, type);
+    json_error_t error;
+    json_t *meta = json_load_file(path, 0, &error);
+    if (!meta)
+        fail_msg("%s: %s", path, error.text);
+    g->n = (size_t)json_integer_value(json_object_get(meta, "n"));
+    g->k = (size_t)json_integer_value(json_object_get(meta, "k"));
+    g->m = (size_t)json_integer_value(json_object_get(meta, "m"));
+    uint32_t ggml_type = (uint32_t)json_integer_value(json_object_get(meta, "ggml_type"));
+    json_decref(meta);
+
+    clattn_npy_array *w = read_npy(type, "w.npy");
+    assert_int_equal(w->ndim, 2);
+    assert_int_equal(w->shape[0], g->n);
+    unsigned char *bytes = malloc(w->numel);
+    assert_non_null(bytes);
+    for (size_t i = 0; i < w->numel; i++)
+        bytes[i] = (unsigned char)w->f32[i];
+    assert_int_equal(clattn__qweight_upload(ctx, ggml_type, g->n, g->k, bytes, w->numel, &g->w),
+                     CLATTN_OK);
+    free(bytes);
+    clattn_npy_array_destroy(&w);
+    g->arrays[0] = read_npy(type, "x.npy");
+    g->arrays[1] = read_npy(type, "y.npy");
+    g->arrays[2] = read_npy(type, "yabs.npy");
+    assert_int_equal(g->arrays[0]->numel, g->m * g->k);
+    assert_int_equal(g->arrays[1]->numel, g->m * g->n);
+    snprintf(path, sizeof(path), "%s/qlinear/%s/ydq.npy", GOLDEN_DIR, type);
+    FILE *probe = fopen(path, "rb");
+    if (probe) {
+        fclose(probe);
+        g->arrays[3] = read_npy(type, "ydq.npy");
+        assert_int_equal(g->arrays[3]->numel, g->m * g->n);
+        g->ydq = g->arrays[3]->f32;
+    }
+    g->x = g->arrays[0]->f32;
+    g->y = g->arrays[1]->f32;
+    g->yabs = g->arrays[2]->f32;
+}
+
+static void golden_free(golden *g)
+{
+    clattn__qweight_release(&g->w);
+    for (int i = 0; i < 4; i++)
+        clattn_npy_array_destroy(&g->arrays[i]);
+}
+
+static cl_mem buffer(clattn_context *ctx, size_t floats, const float *init)
+{
+    cl_int err;
+    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
+                                CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+                                floats * sizeof(float), (void *)init, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    return mem;
+}
+
+static void read_back(clattn_context *ctx, cl_mem mem, size_t floats, float *out)
+{
+    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(ctx), mem, CL_TRUE, 0,
+                                         floats * sizeof(float), out, 0, NULL, NULL),
+                     CL_SUCCESS);
+}
+
+/* y [m, ldy] = x [m rows from x_row of an [rows, ldx] array] · Wᵀ on `path`; y NaN-filled first
+ * so that an element not written shows. */
+static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, size_t m,
+                cl_mem x, size_t x_row, size_t ldx, float *y, size_t ldy)
+{
+    float *init = malloc(m * ldy * sizeof(float));
+    assert_non_null(init);
+    for (size_t i = 0; i < m * ldy; i++)
+        init[i] = NAN;
+    cl_mem ym = buffer(f->ctx, m * ldy, init);
+    free(init);
+    clattn_status s = clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, path, m, x,
+                                           x_row * ldx, ldx, w, ym, 0, ldy);
+    if (s != CLATTN_OK)
+        fail_msg("clattn__qlinear: %s", clattn_last_error(f->ctx));
+    read_back(f->ctx, ym, m * ldy, y);
+    clReleaseMemObject(ym);
+}
+
+static const clattn_qlinear_path paths[] = {CLATTN_QLINEAR_MV, CLATTN_QLINEAR_MM,
+                                            CLATTN_QLINEAR_AUTO};
+static const char *const path_names[] = {"mv", "mm", "auto"};
+
+/* Accuracy against the float64 golden, every type, both paths; and every result's rows the
+ * bytes of the first run's (the largest m on the matrix–vector path). */
+static void golden_types(void **state)
+{
+    fixture *f = *state;
+    const size_t ms[] = {70, 1, 3};
+    const double u = ldexp(1.0, -24);
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+        float *y = malloc(g.m * g.n * sizeof(float)), *first = malloc(g.m * g.n * sizeof(float));
+        assert_true(y && first);
+        size_t first_m = 0;
+        const double j = (double)(g.k / 16 + 4), gamma = j * u / (1.0 - j * u);
+        for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+            size_t m = ms[mi];
+            if (test_small_mode() && m > 3)
+                continue;
+            for (size_t p = 0; p < 3; p++) {
+                run(f, &g.w, paths[p], m, x, 0, g.k, y, g.n);
+                for (size_t i = 0; i < m * g.n; i++) {
+                    double decode = g.ydq ? 2.0 * u * g.yabs[i] + 3.0 * u * g.ydq[i] : 0.0;
+                    double bound = (gamma * g.yabs[i] + decode) * (1.0 + 1e-5) + u * fabs(g.y[i]);
+                    double err = fabs((double)y[i] - (double)g.y[i]);
+                    if (!(err <= bound))
+                        fail_msg("%s, m %zu, %s path: y[%zu, %zu] = %.9g, golden %.9g: error "
+                                 "%.3g exceeds the bound %.3g",
+                                 type_names[t], m, path_names[p], i / g.n, i % g.n, y[i],
+                                 g.y[i], err, bound);
+                }
+                if (first_m == 0) {
+                    memcpy(first, y, m * g.n * sizeof(float));
+                    first_m = m;
+                } else if (memcmp(y, first, (m < first_m ? m : first_m) * g.n * sizeof(float)))
+                    fail_msg("%s, m %zu, %s path: not the bytes of m %zu on the mv path",
+                             type_names[t], m, path_names[p], first_m);
+            }
+        }
+        free(y);
+        free(first);
+        clReleaseMemObject(x);
+        golden_free(&g);
+    }
+}
+
+/* Row r's bytes: the same whatever m, the row's place in the batch, the strides and the path. */
+static void batch_invariance(void **state)
+{
+    fixture *f = *state;
+    const size_t big = test_small_mode() ? 9 : 300;
+    const size_t ms[] = {1, 2, 7, 32, 64, 300};
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        /* One type per way of decoding (the kernels share everything else; golden_types
+         * compares every type's paths); under oclgrind three. */
+        if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0 &&
+            strcmp(type_names[t], "q6_k") != 0 &&
+            (test_small_mode() || strcmp(type_names[t], "f16") != 0))
+            continue;
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        const size_t n = g.n, k = g.k, ldx = k + 16, ldy = n + 3;
+        float *xs = malloc(big * ldx * sizeof(float));
+        float *ref = malloc(big * n * sizeof(float));
+        float *y = malloc(big * ldy * sizeof(float));
+        assert_true(xs && ref && y);
+        test_fill_uniform(xs, big * ldx, 7 + t, -1.0f, 1.0f);
+        cl_mem x = buffer(f->ctx, big * ldx, xs);
+        /* The reference: all rows at once, matrix–matrix path, contiguous output. */
+        run(f, &g.w, CLATTN_QLINEAR_MM, big, x, 0, ldx, ref, n);
+        for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+            size_t m = ms[mi];
+            if (m > big)
+                continue;
+            size_t first = (big - m) / 2; /* the rows sit anywhere in the batch */
+            for (size_t p = 0; p < 2; p++) { /* mv and mm (auto is one of them) */
+                run(f, &g.w, paths[p], m, x, first, ldx, y, ldy);
+                for (size_t r = 0; r < m; r++) {
+                    const float *a = y + r * ldy, *b = ref + (first + r) * n;
+                    if (memcmp(a, b, n * sizeof(float)) == 0)
+                        continue;
+                    size_t j = 0;
+                    while (j + 1 < n && memcmp(a + j, b + j, sizeof(float)) == 0)
+                        j++;
+                    fail_msg("%s: row %zu computed in a batch of %zu on the %s path differs "
+                             "from the same row in a batch of %zu (matrix-matrix path): column "
+                             "%zu is %a, not %a",
+                             type_names[t], first + r, m, path_names[p], big, j, a[j], b[j]);
+                }
+            }
+        }
+        clReleaseMemObject(x);
+        free(xs);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+}
+
+static void bad_weights(void **state)
+{
+    fixture *f = *state;
+    unsigned char bytes[2 * 20] = {0};
+    clattn_qweight w;
+    assert_status_msg(f->ctx, clattn__qweight_upload(f->ctx, CLATTN_GGML_Q2_K, 1, 256,
+                                                          bytes, sizeof(bytes), &w),
+                           CLATTN_ERROR_INVALID_ARGUMENT, "ggml type 10");
+    assert_status_msg(f->ctx, clattn__qweight_upload(f->ctx, CLATTN_GGML_Q4_1, 1, 48,
+                                                          bytes, sizeof(bytes), &w),
+                           CLATTN_ERROR_INVALID_ARGUMENT, "multiple of 32");
+    assert_status_msg(f->ctx, clattn__qweight_upload(f->ctx, CLATTN_GGML_Q4_1, 2, 32,
+                                                          bytes, 39, &w),
+                           CLATTN_ERROR_INVALID_ARGUMENT, "not 39");
+    assert_status_msg(f->ctx, clattn__qweight_upload(f->ctx, CLATTN_GGML_F16, 1, 8, bytes,
+                                                          16, &w),
+                           CLATTN_ERROR_INVALID_ARGUMENT, "multiple of 16");
+    assert_null(w.blocks);
+    assert_int_equal(clattn__qweight_upload(f->ctx, CLATTN_GGML_Q4_1, 2, 32, bytes,
+                                            sizeof(bytes), &w),
+                     CLATTN_OK);
+    cl_mem x = buffer(f->ctx, 64, NULL), y = buffer(f->ctx, 4, NULL);
+    assert_status_msg(f->ctx, clattn__qlinear(f->ctx, f->prog, CLATTN_OP_OTHER, 1, x, 0,
+                                                   16, &w, y, 0, 2),
+                           CLATTN_ERROR_INVALID_ARGUMENT, "ldx 16 (k 32)");
+    assert_int_equal(clattn__qlinear(f->ctx, f->prog, CLATTN_OP_OTHER, 0, x, 0, 32, &w, y, 0, 2),
+                     CLATTN_OK);
+    clReleaseMemObject(x);
+    clReleaseMemObject(y);
+    clattn__qweight_release(&w);
+    assert_null(w.blocks);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(golden_types),
+        cmocka_unit_test(batch_invariance),
+        cmocka_unit_test(bad_weights),
+    };
+    return cmocka_run_group_tests_name("qlinear", tests, setup, teardown);
+}
