@@ -212,7 +212,8 @@ clattn_status clattn_llm_generator_flush(clattn_llm_generator *g, const char **p
     if (!joined)
         return clattn__fail_in(fn, "generator", CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "out of host memory");
-    memcpy(joined, shown, shown_length);
+    if (shown_length)
+        memcpy(joined, shown, shown_length);
     clattn__stop_flush(g->stop, &held, &held_length);
     char *all = realloc(joined, shown_length + held_length + 1);
     if (!all) {
@@ -220,7 +221,8 @@ clattn_status clattn_llm_generator_flush(clattn_llm_generator *g, const char **p
         return clattn__fail_in(fn, "generator", CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "out of host memory");
     }
-    memcpy(all + shown_length, held, held_length);
+    if (held_length)
+        memcpy(all + shown_length, held, held_length);
     all[shown_length + held_length] = '\0';
     free(g->piece);
     g->piece = all;

@@ -188,11 +188,13 @@ static size_t find(const char *hay, size_t n, const char *needle, size_t m)
 static void emit_held(clattn_stop *st, size_t length, const char **text, size_t *text_length)
 {
     /* emitted's capacity was reserved by the caller. */
-    memcpy(st->emitted.bytes, st->held.bytes, length);
+    if (length > 0) /* the buffers may still be NULL when nothing was held */
+        memcpy(st->emitted.bytes, st->held.bytes, length);
     st->emitted.length = length;
-    memmove(st->held.bytes, st->held.bytes + length, st->held.length - length);
+    if (st->held.length > length)
+        memmove(st->held.bytes, st->held.bytes + length, st->held.length - length);
     st->held.length -= length;
-    *text = st->emitted.bytes;
+    *text = st->emitted.bytes ? st->emitted.bytes : ""; /* never NULL, even when empty */
     *text_length = length;
 }
 
