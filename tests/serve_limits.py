@@ -18,7 +18,8 @@ library only). Each prints one "ok:" or "FAIL:" line per check; exit status 1 wh
       and must have run the model once before (its own threads started).
   serve_limits.py hold-refused URL
       A request refused at its headers (no key) that sends 2 bytes of its 1000-byte body and
-      then nothing; prints "sent" once the bytes are out, then how the connection ended.
+      then nothing; prints "sent" a second after the bytes are out (the server has read the
+      headers by then), then how the connection ended.
   serve_limits.py stop URL PID CLIENTS SECONDS
       CLIENTS connections (accepted before anything is sent), each a request of 64 texts; the
       server gets SIGTERM SECONDS after they are sent. Every client must get an answer, 200
@@ -152,6 +153,9 @@ def threads(url, pid, key):
 
 def hold_refused(url):
     s = hold(url, "/v1/embeddings", None)
+    # The bytes are out, but the server may not have read the headers yet; a stop before that
+    # closes a connection that never became a request (and logs none). A second is ample.
+    time.sleep(1.0)
     print("sent", flush=True)
     start = time.monotonic()
     s.settimeout(60)

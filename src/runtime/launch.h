@@ -43,7 +43,9 @@ void clattn__arg(clattn_kernel_args *args, size_t size, const void *value);
 void clattn__arg_mem(clattn_kernel_args *args, cl_mem mem);
 
 /* Enqueues `kernel` over `global` work-items (rounded up to multiples of `local` when given) and
- * adds `macs` multiply-adds to the counter of `op`. `name` labels the profile entry. */
+ * adds `macs` multiply-adds to the counter of `op`. `name` labels the profile entry. Without
+ * `local`, a CPU device gets a work-group size from a few powers of two that divide `global`
+ * (launch.c says why); other devices choose their own. */
 clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
                              cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
                              uint64_t macs);
