@@ -9,6 +9,7 @@
 #include "ops/elementwise.h"
 #include "ops/pooling.h"
 #include "ops/positional.h"
+#include "runtime/launch.h"
 #include "runtime/positional_table.h"
 #include "runtime/tensor_internal.h"
 #include "ref/ref_attention.h"
@@ -816,9 +817,45 @@ static void split_key_choice(void **state)
     assert_int_equal(clattn_context_set_tuning(f->ctx, &saved), CLATTN_OK);
 }
 
+/* The work-group sizes a CPU device gets for kernels that leave theirs open: powers of two that
+ * divide the global size, within the cap, and few of them whatever the shapes (PoCL compiles and
+ * keeps one object per size). */
+static void cpu_work_group_sizes_are_few(void **state)
+{
+    (void)state;
+    const size_t limits[3] = {0, 4096, 64};
+    for (int li = 0; li < 3; li++) {
+        size_t cap = limits[li] == 0 || limits[li] > 256 ? 256 : limits[li];
+        bool seen[257][257] = {{false}};
+        size_t distinct = 0;
+        for (size_t g0 = 1; g0 <= 300; g0++)
+            for (size_t g1 = 1; g1 <= 64; g1++) {
+                size_t global[2] = {g0, g1}, local[2] = {0, 0};
+                clattn__cpu_local_size(limits[li], 2, global, local);
+                for (int d = 0; d < 2; d++) {
+                    assert_true(local[d] >= 1 && (local[d] & (local[d] - 1)) == 0);
+                    assert_int_equal(global[d] % local[d], 0);
+                }
+                assert_true(local[0] * local[1] <= cap);
+                /* the largest such size: doubling either would break a rule */
+                assert_true(global[0] % (2 * local[0]) != 0 || 2 * local[0] * local[1] > cap);
+                assert_true(global[1] % (2 * local[1]) != 0 || 2 * local[0] * local[1] > cap);
+                if (!seen[local[0]][local[1]]) {
+                    seen[local[0]][local[1]] = true;
+                    distinct++;
+                }
+            }
+        assert_true(distinct <= 45); /* 19,200 shapes; PoCL's own choice gives hundreds */
+    }
+    size_t g[3] = {384, 7, 12}, l[3];
+    clattn__cpu_local_size(0, 3, g, l);
+    assert_true(l[0] == 128 && l[1] == 1 && l[2] == 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cpu_work_group_sizes_are_few),
         cmocka_unit_test(scores_without_masks),
         cmocka_unit_test(scores_of_a_chunk_in_the_middle),
         cmocka_unit_test(scores_with_each_mask),

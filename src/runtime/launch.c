@@ -30,23 +30,15 @@ size_t clattn__reduce_wg(const clattn_context *ctx)
     return ctx->kernels.reduce_wg;
 }
 
-/* The most work-items of a work-group chosen by cpu_local_size: PoCL runs a work-group as one
- * loop that it vectorises along dimension 0, so beyond a few vectors' worth nothing is gained. */
+/* The most work-items of a work-group chosen by clattn__cpu_local_size: PoCL runs a work-group
+ * as one loop that it vectorises along dimension 0, so beyond a few vectors' worth nothing is
+ * gained. */
 #define CPU_WORK_GROUP_CAP 256
 
-/* A work-group size for a kernel that leaves it to the implementation (local == NULL), on a CPU
- * device. CPU implementations (PoCL) compile a kernel once per work-group size they run it with,
- * and their own choice divides the global size as finely as it can: every new shape (a server's
- * batches of other sizes and lengths) then costs a compilation and keeps one more loaded
- * object, without end. Here each dimension takes the largest power of two that divides its
- * global size, within CPU_WORK_GROUP_CAP and the device's limit for the product: a few sizes per
- * kernel whatever the shapes. The global size is not changed (these kernels need not check
- * bounds), and a kernel that leaves the size open cannot depend on it, so results do not
- * change. */
-static void cpu_local_size(const clattn_context *ctx, cl_uint dims, const size_t *global,
-                           size_t *local)
+void clattn__cpu_local_size(size_t max_work_group, cl_uint dims, const size_t *global,
+                            size_t *local)
 {
-    size_t budget = ctx->info.max_work_group_size;
+    size_t budget = max_work_group;
     if (budget == 0 || budget > CPU_WORK_GROUP_CAP)
         budget = CPU_WORK_GROUP_CAP;
     for (cl_uint d = 0; d < dims; d++) {
@@ -74,7 +66,7 @@ clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args
     }
     size_t chosen[3];
     if (!local && ctx->info.type == CLATTN_DEVICE_TYPE_CPU && dims <= 3) {
-        cpu_local_size(ctx, dims, rounded, chosen);
+        clattn__cpu_local_size(ctx->info.max_work_group_size, dims, rounded, chosen);
         local = chosen;
     }
     cl_event event = NULL;

@@ -44,11 +44,21 @@ void clattn__arg_mem(clattn_kernel_args *args, cl_mem mem);
 
 /* Enqueues `kernel` over `global` work-items (rounded up to multiples of `local` when given) and
  * adds `macs` multiply-adds to the counter of `op`. `name` labels the profile entry. Without
- * `local`, a CPU device gets a work-group size from a few powers of two that divide `global`
- * (launch.c says why); other devices choose their own. */
+ * `local`, a CPU device gets clattn__cpu_local_size's; other devices choose their own. */
 clattn_status clattn__launch(clattn_context *ctx, const clattn_kernel_args *args, const char *name,
                              cl_uint dims, const size_t *global, const size_t *local, clattn_op op,
                              uint64_t macs);
+
+/* The work-group size clattn__launch gives a kernel that leaves it open, on a CPU device. CPU
+ * implementations (PoCL) compile a kernel once per work-group size they run it with, and their
+ * own choice divides the global size as finely as it can: every new shape (a server's batches
+ * of other sizes and lengths) would cost a compilation and keep one more loaded object, without
+ * end. Here each dimension takes the largest power of two that divides its global size, within
+ * 256 work-items and `max_work_group` for the product: a few sizes per kernel whatever the
+ * shapes. The global size is not changed (such kernels need not check bounds), and a kernel that
+ * leaves the size open cannot depend on it, so results do not change. */
+void clattn__cpu_local_size(size_t max_work_group, cl_uint dims, const size_t *global,
+                            size_t *local);
 
 /* Records `macs` for `op` and, when profiling, queues `event` (which it takes over) for timing;
  * with `start` (also taken over) the time runs from the end of that marker. */
