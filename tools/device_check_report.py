@@ -124,6 +124,22 @@ def embed_results(work, by):
     return out
 
 
+def llm_results(work, by):
+    """bench/llm_bench's pp512 and tg128 tokens/s (its pp_tps= and tg_tps= lines)."""
+    out = {}
+    for name, key in (("llm-pp512", "pp_tps"), ("llm-tg128", "tg_tps")):
+        step = by.get(name)
+        if not step:
+            continue
+        m = re.search(r"^%s=(\S+)$" % key, read(work, name, ".out") or "", re.M)
+        out[name[4:]] = {"status": step["status"], "tokens_per_s": float(m.group(1)) if m else None}
+    if out:
+        out["model"] = (read(work, "llm-model", ".txt") or "").strip()
+    elif "llm" in by:
+        out = {"status": by["llm"]["status"], "note": by["llm"].get("note")}
+    return out
+
+
 def test_results(work, by):
     step = by.get("test")
     if not step:
@@ -178,7 +194,7 @@ def main():
         "status": torch_step.get("status"), "note": torch_step.get("note"),
         "stderr_tail": torch_step.get("stderr_tail")}
     results = {"encode": encode_results(w, by), "encode_profile": profile_results(w, by),
-               "embed": embed_results(w, by), "pytorch": pytorch,
+               "embed": embed_results(w, by), "llm": llm_results(w, by), "pytorch": pytorch,
                "pytorch_probe": (read(w, "torch-probe", ".txt") or "").strip(),
                "tests": test_results(w, by)}
     golden = results["embed"].get("golden", {})
@@ -258,6 +274,16 @@ def print_summary(r):
                 "; sentence-transformers %s" % ", ".join(
                     "%s %s texts/s" % (k, fmt(st[k]["texts_per_s"])) for k in ("fp32", "fp16")
                     if k in st) if st and "error" not in st else ""))
+    llm = res.get("llm") or {}
+    if "pp512" in llm or "tg128" in llm:
+        p("")
+        p("LLM %s: pp512 %s tokens/s, tg128 %s tokens/s" % (
+            os.path.basename(llm.get("model", "?")),
+            fmt((llm.get("pp512") or {}).get("tokens_per_s")),
+            fmt((llm.get("tg128") or {}).get("tokens_per_s"))))
+    elif llm.get("note"):
+        p("")
+        p("LLM: %s: %s" % (llm.get("status"), llm["note"]))
     pt = res["pytorch"]
     if isinstance(pt, dict) and "layers" not in pt:
         p("")
