@@ -3,11 +3,12 @@
 # ChatML template (tests/data/llm_chat, tools/gen_chat_fixture.py): usage errors (exit 2),
 # runtime errors naming their cause (exit 1), --json's fields, --seed reproducible (another
 # seed differs), greedy independent of the seed, streamed text equal to --json's, --stop,
-# --max-tokens, --no-chat, --chat-template, --system, the interactive loop (history, /exit).
+# --max-tokens, --no-chat, --chat-template, --system, the interactive loop (history, /exit), its
+# prefix reuse (the same answers as --no-prefix-reuse; the tokens taken from the cache).
 # With --real (suite real-model): the real SmolLM2-135M-Instruct Q4_1 GGUF ($CLATTN_TEST_LLM_MODEL,
 # else the cache of tools/fetch-model.sh --model SmolLM2-135M-Instruct) gives transformers'
-# greedy answer to "What is the capital of France?"; a missing file skips (exit 77) unless
-# CLATTN_REQUIRE_REAL_MODEL=1.
+# greedy answer to "What is the capital of France?", and two turns with prefix reuse the same as
+# without; a missing file skips (exit 77) unless CLATTN_REQUIRE_REAL_MODEL=1.
 # usage: test_chat.sh CHAT FIXTURE_DIR [--real]
 set -u
 chat=$1 fixtures=$2 real=
@@ -35,11 +36,19 @@ if [ -n "$real" ]; then
         exit 77
     fi
     "$chat" "$real" -p "What is the capital of France?" --temperature 0 >"$tmp/out" 2>"$tmp/err"
-    check "real model: exit 0 ($(tail -n 1 "$tmp/err"))" $?
+    rc=$?; check "real model: exit 0 ($(tail -n 1 "$tmp/err"))" $rc
     printf 'The capital of France is Paris.\n' | cmp -s - "$tmp/out"
-    check "real model: transformers' greedy answer (got: $(head -c 200 "$tmp/out"))" $?
+    rc=$?; check "real model: transformers' greedy answer (got: $(head -c 200 "$tmp/out"))" $rc
     grep -q "tokens/s" "$tmp/err"
     check "real model: speeds on stderr" $?
+    # Two greedy turns: the second's prompt after the first's tokens from the cache, or whole.
+    two() { printf 'What is the capital of France?\nAnd of Italy?\n' |
+        "$chat" "$real" --temperature 0 --max-tokens 12 "$@"; }
+    two >"$tmp/r2.txt" 2>"$tmp/r2.err" && two --no-prefix-reuse >"$tmp/r2w.txt" 2>/dev/null &&
+        [ "$(wc -l <"$tmp/r2.txt")" = 2 ] && cmp -s "$tmp/r2.txt" "$tmp/r2w.txt" &&
+        grep -q "^\[prompt: [0-9]* tokens ([1-9][0-9]* from the cache)" "$tmp/r2.err"
+    rc=$?; check "real model: two turns, the second from the cache, as run whole ($(tail -n 1 \
+        "$tmp/r2.err"))" $rc
     [ "$failures" -eq 0 ]
     exit $?
 fi
@@ -77,7 +86,7 @@ expect 1 "bad.gguf" -- "$chat" "$tmp/bad.gguf" -p hi
 echo "--- generation"
 run() { "$chat" "$m" "$@" 2>"$tmp/err"; }
 run -p "$q" --json --seed 5 --max-tokens 12 >"$tmp/a.json"
-check "--json: exit 0 ($(tail -n 1 "$tmp/err"))" $?
+rc=$?; check "--json: exit 0 ($(tail -n 1 "$tmp/err"))" $rc
 python3 - "$tmp/a.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -140,7 +149,7 @@ check "--no-chat: the prompt is printed before its continuation" $?
 
 printf '%s\nthe cat\n/exit\nnot read\n' "$q" | "$chat" "$m" --temperature 0 --max-tokens 5 \
     >"$tmp/i.txt" 2>"$tmp/i.err"
-check "interactive: exit 0 ($(tail -n 1 "$tmp/i.err"))" $?
+rc=$?; check "interactive: exit 0 ($(tail -n 1 "$tmp/i.err"))" $rc
 run -p "$q" --temperature 0 --max-tokens 5 >"$tmp/g5.txt"
 [ "$(grep -c "answer: " "$tmp/i.err")" = 2 ] && [ "$(wc -l <"$tmp/i.txt")" = 2 ] &&
     head -n 1 "$tmp/i.txt" | cmp -s - "$tmp/g5.txt"
@@ -157,6 +166,46 @@ run -p "user assistant user " --no-chat --json --max-tokens 1 >"$tmp/r.json"
 check "interactive: the second turn renders user, assistant, user" $?
 printf 'hi\n' | "$chat" "$m" --temperature 0 --max-tokens 3 >/dev/null 2>"$tmp/e.err"
 check "interactive: the end of input ends it (exit 0)" $?
+
+echo "--- prefix reuse (interactive)"
+# Four sampled turns with a repetition penalty (its context is the whole conversation): the
+# cache's prefix reused, or every prompt run whole (--no-prefix-reuse); the same answers.
+turns() { printf '%s\nthe cat\nIs it?\nParis is the cat\n' "$q" |
+    "$chat" "$m" --seed 11 --temperature 0.9 --repeat-penalty 1.3 --max-tokens 9 "$@"; }
+turns >"$tmp/reuse.txt" 2>"$tmp/reuse.err"
+rc=$?; check "prefix reuse: exit 0 ($(tail -n 1 "$tmp/reuse.err"))" $rc
+turns --no-prefix-reuse >"$tmp/whole.txt" 2>"$tmp/whole.err"
+rc=$?; check "--no-prefix-reuse: exit 0 ($(tail -n 1 "$tmp/whole.err"))" $rc
+[ "$(wc -l <"$tmp/reuse.txt")" = 4 ] && cmp -s "$tmp/reuse.txt" "$tmp/whole.txt"
+check "prefix reuse: the same four answers as running every prompt whole" $?
+# cached PROMPT-TOKENS CACHED-TOKENS per turn, from "[prompt: N tokens (C from the cache), ..."
+cached() { sed -n 's/^\[prompt: \([0-9]*\) tokens (\([0-9]*\) from the cache).*/\1 \2/p' "$1"; }
+cached "$tmp/reuse.err" | awk 'NR == 1 && $2 != 0 { bad = 1 }
+    NR > 1 && ($2 <= prev || $2 >= $1) { bad = 1 } { prev = $1 } END { exit bad || NR != 4 }'
+rc=$? counts=$(cached "$tmp/reuse.err" | tr '\n' ';')
+check "prefix reuse: turns 2-4 take more than the previous prompt from the cache ($counts)" $rc
+[ "$(cached "$tmp/whole.err" | awk '{ print $2 }' | sort -u)" = 0 ] &&
+    [ "$(cached "$tmp/whole.err" | awk '{ print $1 }')" = "$(cached "$tmp/reuse.err" |
+        awk '{ print $1 }')" ]
+check "--no-prefix-reuse: nothing from the cache, the same prompt sizes" $?
+# A template that marks the last message: each prompt differs from the previous one from that
+# message on (as templates that drop earlier turns' reasoning do), so the cache is cut back.
+# Not with CLATTN_TEST_QUICK=1 (the rusticl leg, where each run takes seconds to build kernels):
+# the same host code as above, on the main and sanitizer legs.
+if [ "${CLATTN_TEST_QUICK:-}" = 1 ]; then
+    echo "(CLATTN_TEST_QUICK=1: prefix reuse with a template that changes earlier turns not run)"
+else
+    printf '{%% for m in messages %%}{%% if loop.last %%}LAST {%% endif %%}{{ m.role }}: %s\n' \
+        '{{ m.content }}{% endfor %}' >"$tmp/last.jinja"
+    turns --chat-template "$tmp/last.jinja" >"$tmp/last.txt" 2>"$tmp/last.err" &&
+        turns --chat-template "$tmp/last.jinja" --no-prefix-reuse >"$tmp/last-whole.txt" \
+            2>/dev/null && cmp -s "$tmp/last.txt" "$tmp/last-whole.txt"
+    rc=$? counts=$(cached "$tmp/last.err" | tr '\n' ';')
+    check "prefix reuse, prompts that differ from the last turn on: the same answers ($counts)" $rc
+    cached "$tmp/last.err" | awk 'NR > 2 && ($2 == 0 || $2 >= prev) { bad = 1 } { prev = $1 }
+        END { exit bad || NR != 4 }'
+    check "prefix reuse, prompts that differ: turns 3-4 take part of the previous prompt" $?
+fi
 
 echo
 [ "$failures" -eq 0 ] && echo "all passed" || echo "$failures failed"

@@ -215,6 +215,9 @@ static void errors_name_the_construct_and_line(void **state)
     expect_error("{{ 9223372036854775807 + 1 }}", "line 1", "overflow");
     expect_error("{{ 1 + }}", "line 1", "expected an expression");
     expect_error("{{ (1 }}", "line 1", "unterminated variable");
+    /* the interpreter's own bounds on indentation (Jinja has none) */
+    expect_error("{{ 'a' | indent(257) }}", "line 1", "indent: width 257 is too large");
+    expect_error("{{ [1] | tojson(indent=65) }}", "line 1", "tojson: indent 65 is too large");
 }
 
 static void limits_stop_hostile_templates(void **state)

@@ -69,7 +69,7 @@ static void rope_append_is_rotations_then_copies(void **state)
     float *k_init = random_array(B * CAP * kw, 6, -1.0f, 1.0f);
     float *v_init = random_array(B * CAP * vw, 7, -1.0f, 1.0f);
     for (int interleaved = 0; interleaved < 2; interleaved++) {
-        clattn_rotary_spec spec = {6, interleaved, 10000.0, 5}; /* channels 6, 7 not rotated */
+        clattn_rotary_spec spec = {6, interleaved, 10000.0, 5, NULL}; /* 6, 7 not rotated */
         /* the separate launches, the copies made on the host */
         clattn_tensor *p1 = test_tensor_from(ctx, 2, (size_t[]){B * N, pitch}, proj);
         clattn_head_view q_view = {p1->mem, 0, N * pitch, D, pitch};

@@ -1,8 +1,8 @@
 /*
  * The CPU GEMM (src/runtime/gemm_cpu.c, cl/gemm_cpu.cl) against a double-precision reference: odd shapes
  * (edges in M, N and K), offsets and strides, every epilogue (bias, beta, relu, gelu), kernel
- * shapes other than the device's default (K blocking, float4/float8 panels, packed A), and the argument
- * checks.
+ * shapes other than the device's default (K blocking, float4/float8 panels, packed A), the argument
+ * checks, and the CLATTN_GEMM_CPU override.
  */
 #include "common/test_util.h"
 
@@ -180,6 +180,42 @@ static void test_invalid_arguments(void **state)
     clattn__gemm_cpu_release(g);
 }
 
+/* CLATTN_GEMM_CPU replaces the derived parameters and the override's fields; a bad pair is
+ * refused naming it. */
+static void test_environment_override(void **state)
+{
+    clattn_context *ctx = *state;
+    clattn_gemm_cpu *g = NULL;
+    char error[256] = "";
+    const clattn_gemm_cpu_params derived = {0}, override = {8, 2, 6, 0, 0, 0};
+    setenv("CLATTN_GEMM_CPU", " nv = 1, mr=5,pa=1,kc=16", 1);
+    clattn_status s = clattn__gemm_cpu_create(ctx->cl_ctx, ctx->device, &override, &g, error,
+                                              sizeof(error));
+    if (s != CLATTN_OK)
+        fail_msg("clattn__gemm_cpu_create: %s", error);
+    clattn_gemm_cpu_params p = clattn__gemm_cpu_params(g);
+    assert_int_equal(p.vw, 8);
+    assert_int_equal(p.nv, 1);
+    assert_int_equal(p.mr, 5);
+    assert_int_equal(p.kc, 16);
+    assert_int_equal(p.pack_a, 1);
+    run_case(ctx, g, &cases[0], 100);
+    clattn__gemm_cpu_release(g);
+    g = NULL;
+    setenv("CLATTN_GEMM_CPU", "mr=5,nv=9", 1);
+    assert_int_equal(clattn__gemm_cpu_create(ctx->cl_ctx, ctx->device, &derived, &g, error,
+                                             sizeof(error)),
+                     CLATTN_ERROR_INVALID_ARGUMENT);
+    assert_null(g);
+    assert_string_equal(error, "CLATTN_GEMM_CPU: \"nv=9\": nv is out of its range 1..8");
+    setenv("CLATTN_GEMM_CPU", "vw=3", 1);
+    assert_int_equal(clattn__gemm_cpu_create(ctx->cl_ctx, ctx->device, NULL, &g, error,
+                                             sizeof(error)),
+                     CLATTN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(error, "vw=3 (2, 4, 8, 16)"));
+    unsetenv("CLATTN_GEMM_CPU");
+}
+
 static int setup(void **state)
 {
     test_require_device();
@@ -204,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_default_parameters),
         cmocka_unit_test(test_other_shapes),
         cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_environment_override),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -428,6 +428,10 @@ static void getters(void **state)
                                         &data, &count),
                  CLATTN_ERROR_FORMAT,
                  "'test.array.int32' is an array of int32, not an array of string");
+    /* a scalar of the element type is not an array of it */
+    expect_error(clattn__gguf_get_array(g, FN, "test.string", CLATTN_GGUF_STRING, false, &data,
+                                        &count),
+                 CLATTN_ERROR_FORMAT, "'test.string' is a string, not an array of string");
     expect_error(clattn__gguf_get_array(g, FN, "test.uint8", CLATTN_GGUF_UINT8, false, &data,
                                         &count),
                  CLATTN_ERROR_FORMAT, "'test.uint8' is a uint8, not an array of uint8");

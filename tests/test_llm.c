@@ -4,21 +4,26 @@
  *     float64 logits of the same files (tests/golden/llm, tools/gen_llm_golden.py), teacher-forced
  *     and as a prompt then decode steps: within 1e-4 at every position (float32 activations
  *     against float64 on the same dequantised weights; the worst seen is printed), every
- *     linear weight kept quantised on the device; a file whose stacked weights mix types
- *     (stacked as float32) against its all-Q4_1 twin's goldens;
+ *     linear weight kept quantised on the device in the file's type; the other weight types
+ *     the same way, one architecture each (Q4_0, BF16 llama; Q5_0 qwen2; Q5_1 qwen3) and a qwen2
+ *     of random Q4_K, Q5_K and Q6_K blocks (widths of 256); a file whose stacked weights mix
+ *     types (stacked as float32) against its all-Q4_1 twin's goldens;
  *   - the same kind of models as Hugging Face folders (F32, BF16, F16 safetensors);
- *   - what is refused: an unknown general.architecture, a tensor of an unsupported type, RoPE
- *     scaling and another model_type in a folder's config.json, an id outside the vocabulary,
- *     each named;
+ *   - what is refused: an unknown general.architecture, a tensor of an unsupported type, a RoPE
+ *     scaling other than linear and llama3 and another model_type in a folder's config.json, an
+ *     id outside the vocabulary, each named;
  *   - one set of bytes per token: a token's logits are the same bytes from a prompt in chunks of
  *     1, 7, 64 or all, and from decode steps alone or in batches of 2, 7 and 32 sequences of other
- *     lengths (memcmp);
+ *     lengths (memcmp); with CLATTN_TEST_QUICK=1 (slow devices: CI's rusticl leg) shorter
+ *     sequences, chunks of 1, 7 or all and batches of 1, 2 and 7;
  *   - the public calls of clattn/llm.h (prompts in chunks, decode batches, truncate, copy, the
  *     errors; a half cache's accuracy);
- *   - the real SmolLM2-135M-Instruct Q4_1 (llm-real-model, suite real-model): logits against
- *     transformers float64 within 1e-3 (full rows at the first and last positions, the top-20 at
- *     every position), greedy continuations of 64 tokens equal up to a near-tie, and each decode
- *     step's logits the bytes of the teacher-forced pass.
+ *   - the real SmolLM2-135M-Instruct Q4_1 (llm-real-model, suite real-model) on 8 prompts of 12
+ *     to 397 tokens (chat, prose, Python and C code, several languages and scripts, a long chat
+ *     turn): logits against transformers float64 within 1e-3 (full rows at the last position,
+ *     and at the first for prompts 0-4; the top-20 at every position), greedy continuations of
+ *     64 tokens equal up to a near-tie, and each decode step's logits the bytes of the
+ *     teacher-forced pass.
  */
 #include "common/test_util.h"
 
@@ -62,6 +67,8 @@ static int32_t *ids_of(const clattn_npy_array *a)
 
 static const char *const archs[] = {"llama", "qwen2", "qwen3"};
 static const char *const types[] = {"f32", "f16", "q8_0", "q4_1"};
+static const clattn_ggml_type type_ids[] = {CLATTN_GGML_F32, CLATTN_GGML_F16, CLATTN_GGML_Q8_0,
+                                            CLATTN_GGML_Q4_1};
 
 /* Teacher-forced logits, and a prompt of half the ids then decode steps of one token, against
  * the golden rows; the decode steps' rows also byte-equal to the teacher-forced ones. */
@@ -106,33 +113,75 @@ static double check_sequence(clattn_context *ctx, clattn_llm_model *m, const cha
     return worst;
 }
 
+/* tests/golden/llm/<stem>.gguf of architecture archs[a]: its configuration; every linear kept
+ * on the device in its stored type (q|k|v, out, gate|up, down per layer, then the output
+ * projection: weight i in per_weight[i], or all in `type` when per_weight is NULL), the
+ * embedding's rows read from the file (in embd_type); both sequences against transformers. */
+static void check_tiny_model(clattn_context *ctx, const char *stem, size_t a,
+                             clattn_ggml_type type, const clattn_ggml_type *per_weight,
+                             clattn_ggml_type embd_type)
+{
+    char path[512];
+    golden_path(path, sizeof(path), stem, ".gguf");
+    clattn_llm_model *m = load(ctx, path);
+    assert_string_equal(m->cfg.arch, archs[a]);
+    assert_int_equal(m->cfg.spec.rope_interleaved, a == 0);
+    assert_int_equal(m->cfg.spec.qkv_bias, a == 1);
+    assert_int_equal(m->cfg.spec.qk_norm, a == 2);
+    assert_int_equal(m->cfg.tied, a != 1);
+    assert_int_equal(m->quant.count, 4 * m->cfg.spec.num_layers + 1);
+    for (size_t i = 0; i < m->quant.count; i++)
+        if (m->quant.weights[i]->w.type != (per_weight ? per_weight[i] : type))
+            fail_msg("%s: linear weight %zu has type %d, not %d", stem, i,
+                     (int)m->quant.weights[i]->w.type, (int)(per_weight ? per_weight[i] : type));
+    assert_non_null(m->embd);
+    assert_int_equal(m->embd->type, embd_type);
+    assert_null(m->embedding);
+    double worst = 0.0;
+    for (int k = 0; k < 2; k++) {
+        double w = check_sequence(ctx, m, stem, k);
+        worst = w > worst ? w : worst;
+    }
+    print_message("%-18s max |logit - transformers float64| = %.3g\n", stem, worst);
+    clattn__llm_model_free(&m);
+}
+
 static void tiny_models_match_transformers(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
     for (size_t a = 0; a < sizeof(archs) / sizeof(archs[0]); a++)
         for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
-            char stem[64], path[512];
+            char stem[64];
             snprintf(stem, sizeof(stem), "tiny_%s_%s", archs[a], types[t]);
-            golden_path(path, sizeof(path), stem, ".gguf");
-            clattn_llm_model *m = load(ctx, path);
-            assert_string_equal(m->cfg.arch, archs[a]);
-            assert_int_equal(m->cfg.spec.rope_interleaved, a == 0);
-            assert_int_equal(m->cfg.spec.qkv_bias, a == 1);
-            assert_int_equal(m->cfg.spec.qk_norm, a == 2);
-            assert_int_equal(m->cfg.tied, a != 1);
-            /* Every linear kept quantised (q|k|v, out, gate|up, down per layer, the output
-             * projection), the embedding's rows read from the file. */
-            assert_int_equal(m->quant.count, 4 * m->cfg.spec.num_layers + 1);
-            assert_non_null(m->embd);
-            assert_null(m->embedding);
-            double worst = 0.0;
-            for (int k = 0; k < 2; k++) {
-                double w = check_sequence(ctx, m, stem, k);
-                worst = w > worst ? w : worst;
-            }
-            print_message("%-16s max |logit - transformers float64| = %.3g\n", stem, worst);
-            clattn__llm_model_free(&m);
+            check_tiny_model(ctx, stem, a, type_ids[t], NULL, type_ids[t]);
         }
+}
+
+/* The other weight types, one architecture each; the K-quants in one qwen2 (d_model and d_ff
+ * 256, heads of 64) whose weights are random blocks of each type (tools/gen_llm_golden.py's
+ * KQ_TYPES: every K type in a stacked q|k|v or gate|up and in a plain linear). */
+static void more_weight_types_match_transformers(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    static const struct {
+        const char *stem;
+        size_t arch;
+        clattn_ggml_type type;
+    } cases[] = {
+        {"tiny_llama_q4_0", 0, CLATTN_GGML_Q4_0},
+        {"tiny_llama_bf16", 0, CLATTN_GGML_BF16},
+        {"tiny_qwen2_q5_0", 1, CLATTN_GGML_Q5_0},
+        {"tiny_qwen3_q5_1", 2, CLATTN_GGML_Q5_1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_tiny_model(ctx, cases[i].stem, cases[i].arch, cases[i].type, NULL, cases[i].type);
+    /* Per layer q|k|v, out, gate|up, down; then output.weight (token_embd: Q6_K). */
+    static const clattn_ggml_type k_types[] = {
+        CLATTN_GGML_Q4_K, CLATTN_GGML_Q5_K, CLATTN_GGML_Q6_K, CLATTN_GGML_Q4_K,
+        CLATTN_GGML_Q5_K, CLATTN_GGML_Q6_K, CLATTN_GGML_Q4_K, CLATTN_GGML_Q5_K,
+        CLATTN_GGML_Q4_K,
+    };
+    check_tiny_model(ctx, "tiny_qwen2_kquants", 1, CLATTN_GGML_F32, k_types, CLATTN_GGML_Q6_K);
 }
 
 /* A file whose stacked weights have parts of different types (tools/gen_llm_mixed.py: Q4_1
@@ -242,10 +291,10 @@ static void refusals_name_what_is_refused(void **state)
     static const struct {
         const char *config, *needle;
     } configs[] = {
-        {"{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, "
+        {"{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2.0}, "
          "\"num_hidden_layers\": 2, \"hidden_size\": 64, \"intermediate_size\": 64, "
          "\"num_attention_heads\": 4, \"vocab_size\": 128}",
-         "\"rope_scaling\" is set"},
+         "\"rope_scaling\" of type 'yarn' is not supported"},
         {"{\"model_type\": \"mistral\"}", "\"model_type\" 'mistral' is not supported"},
     };
     for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
@@ -269,66 +318,85 @@ static void refusals_name_what_is_refused(void **state)
 
 /* ---- one set of bytes per token ---- */
 
-enum { INV_LEN = 150, INV_CAPACITY = 160 };
+/* How much of the invariance check runs: the sequence's length, its prompt before the decode
+ * steps, the prompt chunk sizes (beside the whole) and the decode batch sizes. */
+typedef struct invariance_plan {
+    size_t len, prompt;
+    size_t chunks[3], n_chunks;
+    size_t batches[4], n_batches;
+} invariance_plan;
 
-/* A token's logits from a prompt in chunks of 1, 7, 64 and all, and from decode steps beside
- * other sequences (2, 7, 32 in the batch, of other lengths, the studied one in the middle):
- * byte-equal to the one-chunk prompt's. The sequence is long enough for the split-key decode
- * attention (128 keys and more). */
-static void check_invariance(clattn_llm_model *m)
+enum { INV_MAX_LEN = 150, INV_MAX_BATCH = 32 };
+static const invariance_plan full_plan = {150, 120, {1, 7, 64}, 3, {1, 2, 7, 32}, 4};
+/* CLATTN_TEST_QUICK=1 (slow devices: CI's rusticl leg, where the full plan takes minutes):
+ * every kind still (a chunk of 1, a chunk of 7 with a shorter last one, the whole; a batch of
+ * 1, of 2, of 7 with the studied sequence in the middle), on fewer tokens: 34, so that the
+ * whole prompt takes qlinear's matrix-matrix path (beyond its mv_max_m, 32 rows) and the chunks
+ * the matrix-vector one; 4 decode steps per batch. */
+static const invariance_plan quick_plan = {34, 30, {1, 7}, 2, {1, 2, 7}, 3};
+
+static bool quick_mode(void)
 {
-    size_t V = m->cfg.vocab;
-    test_rng rng = {42};
-    int32_t ids[INV_LEN];
-    for (size_t i = 0; i < INV_LEN; i++)
-        ids[i] = (int32_t)(test_rng_next(&rng) % V);
-    float *whole = malloc(INV_LEN * V * sizeof(float)), *part = malloc(INV_LEN * V * sizeof(float));
-    float *rows = malloc(32 * V * sizeof(float));
-    assert_non_null(whole), assert_non_null(part), assert_non_null(rows);
-    assert_int_equal(clattn__llm_logits(m, "test", ids, INV_LEN, whole), CLATTN_OK);
+    const char *v = getenv("CLATTN_TEST_QUICK");
+    return v && *v && strcmp(v, "0") != 0;
+}
 
-    static const size_t chunks[] = {1, 7, 64};
-    for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+/* A token's logits from a prompt in chunks (1, 7, 64 and all in the full plan), and from decode
+ * steps beside other sequences (2, 7, 32 in the batch, of other lengths, the studied one in the
+ * middle): byte-equal to the one-chunk prompt's. The full plan's sequence passes 128 keys. */
+static void check_invariance(clattn_llm_model *m, const invariance_plan *plan)
+{
+    size_t V = m->cfg.vocab, len = plan->len, capacity = plan->len + 10;
+    test_rng rng = {42};
+    int32_t ids[INV_MAX_LEN];
+    assert_true(len <= INV_MAX_LEN);
+    for (size_t i = 0; i < len; i++)
+        ids[i] = (int32_t)(test_rng_next(&rng) % V);
+    float *whole = malloc(len * V * sizeof(float)), *part = malloc(len * V * sizeof(float));
+    float *rows = malloc(INV_MAX_BATCH * V * sizeof(float));
+    assert_non_null(whole), assert_non_null(part), assert_non_null(rows);
+    assert_int_equal(clattn__llm_logits(m, "test", ids, len, whole), CLATTN_OK);
+
+    for (size_t c = 0; c < plan->n_chunks; c++) {
+        size_t chunk = plan->chunks[c];
         clattn_kv_state *kv = NULL;
         size_t slot;
-        assert_int_equal(clattn__llm_state_create(m, "test", 1, INV_CAPACITY, false, &kv),
-                         CLATTN_OK);
+        assert_int_equal(clattn__llm_state_create(m, "test", 1, capacity, false, &kv), CLATTN_OK);
         assert_int_equal(clattn__kv_state_acquire(kv, "test", &slot), CLATTN_OK);
-        for (size_t t = 0; t < INV_LEN; t += chunks[c]) {
-            size_t n = INV_LEN - t < chunks[c] ? INV_LEN - t : chunks[c];
+        for (size_t t = 0; t < len; t += chunk) {
+            size_t n = len - t < chunk ? len - t : chunk;
             assert_int_equal(clattn__llm_step(m, "test", kv, &slot, 1, n, ids + t, true,
                                               part + t * V),
                              CLATTN_OK);
         }
-        for (size_t t = 0; t < INV_LEN; t++)
+        for (size_t t = 0; t < len; t++)
             if (memcmp(part + t * V, whole + t * V, V * sizeof(float)) != 0)
                 fail_msg("chunks of %zu: token %zu's logits differ from the whole prompt's",
-                         chunks[c], t);
+                         chunk, t);
         clattn__kv_state_destroy(&kv);
     }
 
-    /* Decode: the studied sequence (prompt 120, then steps to INV_LEN) among others whose own
-     * prompts have other lengths; all step together, their last rows only. */
-    static const size_t batches[] = {1, 2, 7, 32};
-    enum { PROMPT = 120 };
-    for (size_t bi = 0; bi < sizeof(batches) / sizeof(batches[0]); bi++) {
-        size_t B = batches[bi], me = B / 2;
+    /* Decode: the studied sequence (its prompt, then steps to len) among others whose own
+     * prompts have other lengths (up to 5/6 of it); all step together, their last rows only. */
+    size_t prompt = plan->prompt;
+    for (size_t bi = 0; bi < plan->n_batches; bi++) {
+        size_t B = plan->batches[bi], me = B / 2;
         clattn_kv_state *kv = NULL;
-        size_t slots[32];
-        int32_t step_ids[32];
-        assert_int_equal(clattn__llm_state_create(m, "test", B, INV_CAPACITY, false, &kv),
-                         CLATTN_OK);
+        size_t slots[INV_MAX_BATCH];
+        int32_t step_ids[INV_MAX_BATCH];
+        assert_true(B <= INV_MAX_BATCH);
+        assert_int_equal(clattn__llm_state_create(m, "test", B, capacity, false, &kv), CLATTN_OK);
         for (size_t b = 0; b < B; b++) {
             assert_int_equal(clattn__kv_state_acquire(kv, "test", &slots[b]), CLATTN_OK);
-            size_t len = b == me ? PROMPT : 1 + (b * 37) % 100;
-            int32_t other[PROMPT];
-            for (size_t i = 0; i < len; i++)
+            size_t n = b == me ? prompt : 1 + (b * 37) % (prompt * 5 / 6);
+            int32_t other[INV_MAX_LEN];
+            for (size_t i = 0; i < n; i++)
                 other[i] = b == me ? ids[i] : (int32_t)(test_rng_next(&rng) % V);
-            assert_int_equal(clattn__llm_step(m, "test", kv, &slots[b], 1, len, other, false,
+            assert_int_equal(clattn__llm_step(m, "test", kv, &slots[b], 1, n, other, false,
                                               rows),
                              CLATTN_OK);
         }
-        for (size_t t = PROMPT; t < INV_LEN; t++) {
+        for (size_t t = prompt; t < len; t++) {
             for (size_t b = 0; b < B; b++)
                 step_ids[b] = b == me ? ids[t] : (int32_t)(test_rng_next(&rng) % V);
             assert_int_equal(clattn__llm_step(m, "test", kv, slots, B, 1, step_ids, false, rows),
@@ -347,11 +415,15 @@ static void one_set_of_bytes_per_token(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
     static const char *const stems[] = {"tiny_llama_q4_1", "tiny_qwen2_f16", "tiny_qwen3_q8_0"};
+    const invariance_plan *plan = quick_mode() ? &quick_plan : &full_plan;
+    if (plan == &quick_plan)
+        print_message("CLATTN_TEST_QUICK: sequences of %zu tokens, fewer chunk and batch sizes\n",
+                      plan->len);
     for (size_t i = 0; i < sizeof(stems) / sizeof(stems[0]); i++) {
         char path[512];
         golden_path(path, sizeof(path), stems[i], ".gguf");
         clattn_llm_model *m = load(ctx, path);
-        check_invariance(m);
+        check_invariance(m, plan);
         clattn__llm_model_free(&m);
     }
 }
@@ -643,7 +715,7 @@ static void real_smollm2_matches_transformers(void **state)
         print_message("SmolLM2 prompt %d: max |logit - transformers float64| = %.3g\n", k, w);
         worst = w > worst ? w : worst;
     }
-    assert_true(k >= 4);
+    assert_int_equal(k, 8);
     print_message("SmolLM2-135M-Instruct Q4_1: %d prompts, max |logit - transformers float64| = "
                   "%.3g (bound %g); load %.1f s; prompt %.1f tokens/s, decode %.1f tokens/s\n",
                   k, worst, REAL_TOL, load_s, (double)prefill_tokens / prefill_s,
@@ -656,6 +728,7 @@ int main(void)
     test_require_device();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tiny_models_match_transformers),
+        cmocka_unit_test(more_weight_types_match_transformers),
         cmocka_unit_test(mixed_types_stack_as_float32),
         cmocka_unit_test(hf_folders_match_transformers),
         cmocka_unit_test(refusals_name_what_is_refused),

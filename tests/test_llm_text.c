@@ -1,9 +1,11 @@
 /* The text API of an LLM (clattn/llm_text.h) on a tiny random model with a tokenizer and a
- * ChatML template (tests/data/llm_chat, tools/gen_chat_fixture.py): loading, tokenize and
- * detokenize, the streaming detokeniser, the chat template against jinja2's rendering, and the
- * generation loop — greedy equal to an argmax over teacher-forced logits, seeded sampling
- * reproducible, stop strings, max tokens, streamed pieces equal to the text, a context that
- * would overflow refused with the numbers. */
+ * ChatML template (tests/data/llm_chat, tools/gen_chat_fixture.py): loading (from the file, or
+ * from the model without reading the file again), tokenize and detokenize, the streaming
+ * detokeniser, the chat template against jinja2's rendering and the special tokens it sees
+ * against transformers', and the generation loop — greedy equal to an argmax over
+ * teacher-forced logits, seeded sampling reproducible, stop strings, max tokens, streamed
+ * pieces equal to the text, a context or a cache that would overflow refused with the numbers
+ * (clattn/llm.h's capacity getters). */
 #include "common/test_util.h"
 #include "clattn/llm.h"
 #include "clattn/llm_text.h"
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef LLM_CHAT_DIR
 #error "LLM_CHAT_DIR must name tests/data/llm_chat (meson passes it with c_args)"
@@ -146,6 +149,43 @@ static void chat_template_equals_jinja2(void **state)
     free(messages);
     json_decref(golden);
     clattn_llm_text_destroy(&t);
+}
+
+/* Every special token the file names reaches the template under transformers' name (its
+ * special_tokens_map), a missing one undefined: against transformers' apply_chat_template
+ * (tools/gen_chat_special_tokens_golden.py), on a file with all but pad_token and on one with
+ * BOS and EOS only. */
+static void chat_template_sees_special_tokens(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *golden = json_load_file(GOLDEN_DIR "/chat_special_tokens/renders.json", 0, &jerr);
+    if (!golden)
+        fail_msg("renders.json: %s", jerr.text);
+    const char *tmpl = json_string_value(json_object_get(golden, "template"));
+    char *messages = json_dumps(json_object_get(golden, "messages"), 0);
+    static const char *const files[][2] = {
+        {"special_tokens.gguf", GOLDEN_DIR "/chat_special_tokens/special_tokens.gguf"},
+        {"tiny_chat.gguf", MODEL},
+    };
+    for (size_t f = 0; f < 2; f++) {
+        clattn_llm_text *t = NULL;
+        if (clattn_llm_text_load(files[f][1], &t) != CLATTN_OK)
+            fail_msg("%s", clattn_last_error(NULL));
+        json_t *want = json_object_get(json_object_get(golden, "renders"), files[f][0]);
+        for (int g = 0; g < 2; g++) {
+            char *out = NULL;
+            size_t len = 0;
+            assert_int_equal(clattn_llm_apply_chat_template(t, messages, tmpl, g, &out, &len),
+                             CLATTN_OK);
+            const char *expected = json_string_value(json_object_get(want, g ? "true" : "false"));
+            assert_string_equal(out, expected);
+            clattn_llm_free(out);
+        }
+        clattn_llm_text_destroy(&t);
+    }
+    free(messages);
+    json_decref(golden);
 }
 
 /* ---- generation (device) ---- */
@@ -542,12 +582,134 @@ static void overflow_is_refused_with_numbers(void **state)
                       CLATTN_ERROR_INVALID_ARGUMENT, "top_p");
 }
 
+/* One file opening for both: the text object from the model equals the file's, though the file
+ * is gone by then (the model's open reader and metadata are used), and outlives the model. A
+ * Hugging Face folder's model has no GGUF tokenizer: refused, naming the folder's tokenizer. */
+static void text_from_model_reads_the_file_once(void **state)
+{
+    gen_fixture *f = *state;
+    char dir[256], path[300];
+    assert_int_equal(test_temp_dir_create(dir, sizeof(dir), "clattn-llm-text-"), 0);
+    snprintf(path, sizeof(path), "%s/model.gguf", dir);
+    size_t size = 0;
+    unsigned char *bytes = test_read_file(MODEL, &size);
+    test_write_file(path, bytes, size);
+    free(bytes);
+    clattn_llm *llm = NULL;
+    clattn_llm_text *from_file = NULL, *t = NULL;
+    assert_int_equal(clattn_llm_load(f->ctx, path, &llm), CLATTN_OK);
+    assert_int_equal(unlink(path), 0);
+    assert_status_msg(NULL, clattn_llm_text_load(path, &from_file), CLATTN_ERROR_IO, "model.gguf");
+    test_temp_dir_remove(dir);
+    assert_int_equal(clattn_llm_text_from_model(llm, &t), CLATTN_OK);
+    clattn_llm_destroy(&llm); /* the text object does not need the model */
+
+    assert_int_equal(clattn_llm_text_vocab_size(t), clattn_llm_text_vocab_size(f->text));
+    assert_int_equal(clattn_llm_bos_id(t), 1);
+    assert_int_equal(clattn_llm_eos_id(t), 2);
+    assert_string_equal(clattn_llm_chat_template(t), clattn_llm_chat_template(f->text));
+    for (int32_t id = 0; id < 271; id++)
+        assert_int_equal(clattn_llm_is_end_of_generation(t, id),
+                         clattn_llm_is_end_of_generation(f->text, id));
+    const char *s = "<|im_start|>user\nIs it the cat? Paris, h\xc3\xa9!<|im_end|>";
+    int32_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    assert_int_equal(clattn_llm_tokenize(t, s, strlen(s), 1, 1, &a, &na), CLATTN_OK);
+    assert_int_equal(clattn_llm_tokenize(f->text, s, strlen(s), 1, 1, &b, &nb), CLATTN_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof(int32_t));
+    clattn_llm_free(a);
+    clattn_llm_free(b);
+    clattn_llm_text_destroy(&t);
+
+    assert_status_msg(NULL, clattn_llm_text_from_model(NULL, &t), CLATTN_ERROR_INVALID_ARGUMENT,
+                      "llm is NULL");
+    assert_status_msg(NULL, clattn_llm_text_from_model(f->llm, NULL),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "text is NULL");
+    assert_int_equal(clattn_llm_load(f->ctx, GOLDEN_DIR "/llm/hf_llama_f32", &llm), CLATTN_OK);
+    assert_status_msg(NULL, clattn_llm_text_from_model(llm, &t), CLATTN_ERROR_UNSUPPORTED,
+                      "tokenizer.json");
+    assert_null(t);
+    clattn_llm_destroy(&llm);
+}
+
+/* A caller's cache is checked up front too: prompt + max_new_tokens - 1 (the last token is never
+ * run) beyond its capacity is refused with the numbers before anything runs; max_new_tokens 0
+ * generates up to the cache's end. The getters give the cache's size and a sequence's room. */
+static void cache_capacity_is_checked_up_front(void **state)
+{
+    gen_fixture *f = *state;
+    size_t capacity = f->n + 10, max_sequences = 0, got = 0, seq = 0, room = 0, length = 0;
+    clattn_llm_cache *cache = NULL;
+    assert_int_equal(clattn_llm_cache_create(f->llm, 2, capacity, CLATTN_LLM_CACHE_FLOAT, &cache),
+                     CLATTN_OK);
+    assert_int_equal(clattn_llm_cache_get_capacity(cache, &max_sequences, &got), CLATTN_OK);
+    assert_int_equal(max_sequences, 2);
+    assert_int_equal(got, capacity);
+    assert_int_equal(clattn_llm_cache_get_capacity(cache, NULL, NULL), CLATTN_OK);
+    assert_status_msg(NULL, clattn_llm_sequence_room(cache, 0, &room),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "sequence 0 is not in the cache");
+    assert_int_equal(clattn_llm_sequence_add(cache, &seq), CLATTN_OK);
+    assert_int_equal(clattn_llm_sequence_room(cache, seq, &room), CLATTN_OK);
+    assert_int_equal(room, capacity);
+
+    clattn_llm_generate_options o;
+    clattn_llm_generate_options_default(&o);
+    o.max_new_tokens = 12; /* n + 12 - 1 = capacity + 1 */
+    clattn_llm_generation g;
+    char want[200];
+    snprintf(want, sizeof(want),
+             "0 tokens held + a prompt of %zu tokens + max_new_tokens 12 - 1 (the last token is "
+             "not run) = %zu exceed the cache's capacity of %zu tokens per sequence",
+             f->n, capacity + 1, capacity);
+    assert_status_msg(NULL,
+                      clattn_llm_generate(f->llm, f->text, cache, seq, f->prompt, f->n, &o, NULL,
+                                          NULL, &g),
+                      CLATTN_ERROR_OUT_OF_RANGE, want);
+    assert_null(g.tokens);
+    assert_int_equal(clattn_llm_sequence_length(cache, seq, &length), CLATTN_OK);
+    assert_int_equal(length, 0); /* refused before any work */
+
+    /* max_new_tokens 0: up to the cache's end (11 tokens unless an end-of-generation token comes
+     * first), the same tokens as a run of its own cache. */
+    o.max_new_tokens = 0;
+    if (clattn_llm_generate(f->llm, f->text, cache, seq, f->prompt, f->n, &o, NULL, NULL, &g) !=
+        CLATTN_OK)
+        fail_msg("%s", clattn_last_error(NULL));
+    assert_true(g.finish == CLATTN_LLM_FINISH_EOG || g.token_count == 11);
+    assert_true(g.token_count <= 11);
+    clattn_llm_generation alone;
+    o.max_new_tokens = 11;
+    generate_or_fail(f, &o, NULL, NULL, &alone);
+    assert_int_equal(alone.token_count, g.token_count);
+    assert_memory_equal(alone.tokens, g.tokens, g.token_count * sizeof(int32_t));
+    clattn_llm_generation_clear(&alone);
+    assert_int_equal(clattn_llm_sequence_room(cache, seq, &room), CLATTN_OK);
+    /* The sequence holds the prompt and every token generated but the last (not run), or all
+     * of them when an end-of-generation token ended it (not one of the tokens). */
+    size_t run = g.finish == CLATTN_LLM_FINISH_EOG ? g.token_count : g.token_count - 1;
+    assert_int_equal(room, capacity - f->n - run);
+    clattn_llm_generation_clear(&g);
+
+    /* A full sequence: the prompt alone no longer fits. */
+    assert_int_equal(clattn_llm_sequence_truncate(cache, seq, capacity - 1), CLATTN_OK);
+    snprintf(want, sizeof(want),
+             "%zu tokens held + a prompt of %zu tokens exceed the cache's capacity of %zu",
+             capacity - 1, f->n, capacity);
+    assert_status_msg(NULL,
+                      clattn_llm_generate(f->llm, f->text, cache, seq, f->prompt, f->n, &o, NULL,
+                                          NULL, &g),
+                      CLATTN_ERROR_OUT_OF_RANGE, want);
+    clattn_llm_cache_destroy(&cache);
+}
+
 int main(void)
 {
     const struct CMUnitTest host[] = {
         cmocka_unit_test(text_facts_and_tokens),
         cmocka_unit_test(streaming_detokenizer_is_byte_safe),
         cmocka_unit_test(chat_template_equals_jinja2),
+        cmocka_unit_test(chat_template_sees_special_tokens),
     };
     int failed = cmocka_run_group_tests_name("llm_text (host)", host, NULL, NULL);
     test_require_device();
@@ -558,6 +720,8 @@ int main(void)
         cmocka_unit_test(end_of_generation_stops),
         cmocka_unit_test(generators_in_one_batch_equal_single_runs),
         cmocka_unit_test(overflow_is_refused_with_numbers),
+        cmocka_unit_test(cache_capacity_is_checked_up_front),
+        cmocka_unit_test(text_from_model_reads_the_file_once),
     };
     return failed + cmocka_run_group_tests_name("llm_text (device)", device, gen_setup,
                                                 gen_teardown);

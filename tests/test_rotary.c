@@ -181,7 +181,7 @@ static void rotate_rows(clattn_context *ctx, clattn_tensor *x, size_t first, siz
 {
     clattn_head_view view = {clattn_tensor_buffer(x), first * WIDTH, HEADS * ROWS * WIDTH,
                              ROWS * WIDTH, WIDTH};
-    clattn_rotary_spec spec = {rot_dim, interleaved, theta, pos0};
+    clattn_rotary_spec spec = {rot_dim, interleaved, theta, pos0, NULL};
     assert_int_equal(clattn__rotary_in_place(ctx, &view, 1, HEADS, n, &spec), CLATTN_OK);
 }
 

@@ -91,6 +91,8 @@ check bert tests/golden/bert $f5 gen_bert_golden.py --out @ --case single
 check bpe tests/golden/tokenizer_bpe - gen_bpe_golden.py --out @ --only random
 check bpe-build tests/golden/tokenizer_build - gen_bpe_build_golden.py --out @
 check chat-template tests/golden/chat_template - gen_chat_template_golden.py --out @
+check chat-special-tokens tests/golden/chat_special_tokens - gen_chat_special_tokens_golden.py \
+    --out @
 check crossenc tests/golden/crossenc $f5 gen_crossenc_golden.py --out @ --case one_label
 check decoder tests/golden $f5 gen_decoder_golden.py --out @
 check float tests/golden/float_transformer $f5 gen_float_transformer_golden.py --out @
@@ -102,6 +104,7 @@ check golden tests/golden $f5 gen_golden.py --out @
 check jina tests/golden/jina $f5 gen_jina_golden.py --out @ --case basic
 check llm tests/golden/llm $f5 gen_llm_golden.py --out @
 check llm-mixed tests/golden/llm - gen_llm_mixed.py --out @
+check llm-rope tests/golden/llm_rope $f5 gen_llm_rope_golden.py --out @
 check llm-chat tests/data/llm_chat - gen_chat_fixture.py --out @
 check --real-model minilm tests/golden/minilm $f5 gen_minilm_golden.py --out @
 check modernbert tests/golden/modernbert $f5 gen_modernbert_golden.py --out @ --case basic

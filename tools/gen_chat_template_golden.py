@@ -168,6 +168,26 @@ SNIPPETS = [
     "{{ 'a' ~ 1 ~ none ~ true }} {{ 'ab' * 3 }} {{ [1] + [2] }} {{ (1, 'a') }} {{ d }}",
     "{{ 1 < 2 < 3 }} {{ 'b' > 'a' }} {{ 1 == 1.0 }} {{ [1, 2] == [1, 2] }} {{ 'x' in 'axb' }} {{ 3 not in [1, 2] }}"
     " {{ 'a' in d }} {{ not e }} {{ e or 'default' }} {{ n and 'yes' }}",
+    # precedence, loosest first: or, and, not, comparisons, + -, ~, * / // %, **; each left-associative
+    "{{ 2 * 3 ~ 4 }} {{ 2 * 3 ** 2 }} {{ 2 ** 3 ** 2 }} {{ 10 - 2 - 3 }} {{ 7 - 2 * 3 }} {{ 7 // 2 * 2 }}"
+    " {{ -2 ** 2 }} {{ 1 or 0 and 0 }} {{ 0 and 1 or 2 }} {{ not 1 == 2 }} {{ 1 + 1 == 2 }}"
+    " {{ 1 < 2 < 3 < 4 < 5 <= 5 > 0 }} {{ 1 < 2 < 3 < 4 < 5 < 5 > 0 }}",
+    "{{ 'x' ~ 1 + 2 }}",
+    # escapes in tojson (with and without ensure_ascii) and in repr: quotes, backslash, control bytes, DEL,
+    # 2-, 3- and 4-byte UTF-8
+    r"""{% set c = 'a\x01\b\f\x7f\\"\'é€\U0001F600\n\t' %}{{ c | tojson }} {{ c | tojson(ensure_ascii=true) }}"""
+    r""" {{ [c, "it's", 'say "x"', 'both \' "'] }}""",
+    "{% set ns = namespace(a=1, b='x') %}{{ ns }} {{ [ns] }} {{ {'k': ns} }}",
+    # indentation: the default width, a negative one, a string; tojson's likewise
+    "{{ 'a\\nb' | indent }}|{{ 'a\\nb' | indent(-3, true) }}|{{ 'a\\nb' | indent('> ', true) }}|{{ [1] | tojson(indent=-1) }}"
+    "|{{ [1] | tojson(indent='\\t') }}|{{ [1] | tojson(indent=256 // 4) }}",
+    # numbers in tojson: json.dumps' NaN and Infinity, Python's int and float text
+    "{{ [1e999 - 1e999, 1e999, -1e999, 1.5, 0.1, 1e20, 7, -0.0] | tojson }}",
+    # trailing commas in lists and dicts; the case filters
+    "{{ [1, 2,] }} {{ {'a': 1, 'b': [],} }} {{ [] }} {{ {} }} {{ \"it's a-b wORLD (x)\" | title }}"
+    " {{ \"it's a-b wORLD\" | capitalize }} {{ 'aB' | upper }}{{ 'aB' | lower }}",
+    # transformers' {% generation %} block (its output is kept as it is)
+    "{% for m in messages %}{% generation %}[{{ m.role }}]{% endgeneration %}{% endfor %}",
     "{{ 'yes' if n > 5 else 'no' }}|{{ 'shown' if false }}|{{ z if z is not none else 'none' }}",
     "{{ s[0] }}{{ s[-1] }} {{ s[1:4] }} {{ s[::-1] }} {{ s[::2] }} {{ [1, 2, 3, 4][1:] }} {{ [1, 2, 3][::-1] }}"
     " {{ messages[-1].content }} {{ d['b'] }} {{ d.c[1] }}",

@@ -8,6 +8,7 @@
 #include <clattn/clattn.h>
 
 #include "../cli.h"
+#include "conversation.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +23,7 @@
 
 typedef struct options {
     const char *model, *device, *prompt, *system, *template_file;
-    bool json, no_chat, seed_given, max_tokens_given, verbose_special;
+    bool json, no_chat, seed_given, max_tokens_given, verbose_special, no_prefix_reuse;
     unsigned long long max_tokens;
     clattn_llm_sampling sampling;
     const char **stop;
@@ -36,7 +37,7 @@ static void usage(FILE *out)
             "            [--seed N] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
             "            [--repeat-penalty R] [--presence-penalty A] [--frequency-penalty F]\n"
             "            [--max-tokens N] [--stop TEXT]... [--chat-template FILE]\n"
-            "            [--device SPEC]\n"
+            "            [--no-prefix-reuse] [--device SPEC]\n"
             "\n"
             "Chats with a decoder-only LLM from a GGUF file (architectures llama, qwen2, qwen3;\n"
             "weights F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K). The\n"
@@ -46,7 +47,10 @@ static void usage(FILE *out)
             "\n"
             "Without -p: an interactive chat. Each line read from standard input is a user\n"
             "turn; the answer follows, and the whole conversation so far is the next prompt.\n"
-            "/exit or the end of input ends it.\n"
+            "/exit or the end of input ends it. The model's cache keeps the conversation: of\n"
+            "each new prompt, the tokens it shares with what the cache holds (the longest\n"
+            "common prefix: the earlier turns) are not run again, only the rest; the answers\n"
+            "are the same as when every prompt is run whole.\n"
             "\n"
             "  MODEL.gguf         the model file\n"
             "  -p, --prompt TEXT  one user turn: prints the answer and exits\n"
@@ -80,6 +84,8 @@ static void usage(FILE *out)
             "                     the context has room for; a larger N than the room is an\n"
             "                     error naming the numbers)\n"
             "  --stop TEXT        end the answer before TEXT (repeatable)\n"
+            "  --no-prefix-reuse  run each turn's whole prompt (the earlier turns included)\n"
+            "                     instead of what the cache does not hold yet\n"
             "  --device SPEC      gpu, cpu, P:D, or part of a device name (default:\n"
             "                     $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
             "  -h, --help         this text\n"
@@ -88,7 +94,9 @@ static void usage(FILE *out)
             "penalties, the temperature, top-k, top-p, min-p (transformers' order). The answer\n"
             "ends at the model's end-of-generation tokens (such as <|im_end|>, <|eot_id|>), a\n"
             "stop string, or --max-tokens. After each answer the prompt and decode speeds\n"
-            "(tokens/s) are printed on standard error (in the object with --json).\n"
+            "(tokens/s) are printed on standard error (in the object with --json): \"prompt: N\n"
+            "tokens (C from the cache)\" counts the prompt's tokens and those of them that were\n"
+            "not run again; the prompt speed is over the N - C tokens run.\n"
             "\n"
             "Exit status: 0 success, 2 usage error, 1 runtime error.\n");
 }
@@ -108,7 +116,8 @@ static bool parse_double(const char *text, double lo, double hi, bool lo_open, d
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_SYSTEM = 256, O_JSON, O_NO_CHAT, O_SEED, O_TEMP, O_TOP_K, O_TOP_P, O_MIN_P,
-           O_REPEAT, O_PRESENCE, O_FREQUENCY, O_MAX_TOKENS, O_STOP, O_TEMPLATE, O_DEVICE };
+           O_REPEAT, O_PRESENCE, O_FREQUENCY, O_MAX_TOKENS, O_STOP, O_TEMPLATE, O_DEVICE,
+           O_NO_PREFIX_REUSE };
     static const struct option longs[] = {
         {"prompt", required_argument, NULL, 'p'},
         {"system", required_argument, NULL, O_SYSTEM},
@@ -126,6 +135,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"stop", required_argument, NULL, O_STOP},
         {"chat-template", required_argument, NULL, O_TEMPLATE},
         {"device", required_argument, NULL, O_DEVICE},
+        {"no-prefix-reuse", no_argument, NULL, O_NO_PREFIX_REUSE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -198,6 +208,7 @@ static int parse_options(int argc, char **argv, options *o)
         }
         case O_TEMPLATE: o->template_file = optarg; break;
         case O_DEVICE: o->device = optarg; break;
+        case O_NO_PREFIX_REUSE: o->no_prefix_reuse = true; break;
         case 'h': usage(stdout); return 0;
         case ':': return usage_error("%s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -260,15 +271,13 @@ typedef struct session {
     clattn_llm_info info;
     char *template_text; /* --chat-template's, or NULL */
     json_t *messages;
+    conversation conv;   /* the model's cache of the conversation */
 } session;
 
-static int print_piece(const char *piece, size_t length, int32_t token, const float *logits,
-                       void *user)
+static void print_piece(const char *piece, size_t length)
 {
-    (void)token, (void)logits, (void)user;
     fwrite(piece, 1, length, stdout);
     fflush(stdout);
-    return 0;
 }
 
 static const char *finish_name(int finish)
@@ -294,11 +303,13 @@ static int answer(session *s, const int32_t *ids, size_t n, char **answer_text)
         return runtime_error("a prompt of %zu tokens leaves no room in the model's context of "
                              "%zu tokens",
                              n, s->info.context_length);
-    clattn_llm_generation r;
-    if (clattn_llm_generate(s->llm, s->text, NULL, 0, ids, n, &g, o->json ? NULL : print_piece,
-                            NULL, &r) != CLATTN_OK)
-        return runtime_error("%s", clattn_last_error(NULL));
-    double pp = r.prompt_seconds > 0 ? (double)r.prompt_tokens / r.prompt_seconds : 0;
+    conversation_answer r;
+    int rc = conversation_answer_ids(&s->conv, s->text, ids, n, &g, o->json ? NULL : print_piece,
+                                     &r);
+    if (rc)
+        return rc;
+    size_t run = r.prompt_tokens - r.cached_tokens;
+    double pp = r.prompt_seconds > 0 ? (double)run / r.prompt_seconds : 0;
     double tg = r.decode_seconds > 0 ? (double)r.token_count / r.decode_seconds : 0;
     if (o->json) {
         json_t *tokens = json_array();
@@ -314,7 +325,7 @@ static int answer(session *s, const int32_t *ids, size_t n, char **answer_text)
         char *dump = out ? json_dumps(out, JSON_ENSURE_ASCII) : NULL;
         json_decref(out);
         if (!dump) {
-            clattn_llm_generation_clear(&r);
+            conversation_answer_clear(&r);
             return runtime_error("cannot write the JSON answer");
         }
         printf("%s\n", dump);
@@ -322,15 +333,15 @@ static int answer(session *s, const int32_t *ids, size_t n, char **answer_text)
     } else {
         printf("\n");
         fprintf(stderr,
-                "[prompt: %zu tokens, %.3f s, %.1f tokens/s; answer: %zu tokens, %.3f s, %.1f "
-                "tokens/s; %s]\n",
-                r.prompt_tokens, r.prompt_seconds, pp, r.token_count, r.decode_seconds, tg,
-                finish_name(r.finish));
+                "[prompt: %zu tokens (%zu from the cache), %.3f s, %.1f tokens/s; answer: %zu "
+                "tokens, %.3f s, %.1f tokens/s; %s]\n",
+                r.prompt_tokens, r.cached_tokens, r.prompt_seconds, pp, r.token_count,
+                r.decode_seconds, tg, finish_name(r.finish));
     }
     fflush(stdout);
     if (answer_text)
         *answer_text = strdup(r.text);
-    clattn_llm_generation_clear(&r);
+    conversation_answer_clear(&r);
     if (answer_text && !*answer_text)
         return runtime_error("out of memory");
     return 0;
@@ -429,18 +440,19 @@ static int run(const options *o)
             return rc;
     }
     clattn_context *ctx = NULL;
-    if (clattn_llm_text_load(o->model, &s.text) != CLATTN_OK)
+    rc = cli_context_create(o->device, &ctx);
+    if (!rc && clattn_llm_load(ctx, o->model, &s.llm) != CLATTN_OK)
+        rc = runtime_error("%s", clattn_last_error(NULL));
+    if (!rc && clattn_llm_text_from_model(s.llm, &s.text) != CLATTN_OK)
         rc = runtime_error("%s", clattn_last_error(NULL));
     if (!rc && !o->no_chat && !s.template_text && !clattn_llm_chat_template(s.text))
         rc = runtime_error("%s has no chat template (tokenizer.chat_template): give one with "
                            "--chat-template FILE, or use --no-chat",
                            o->model);
-    if (!rc)
-        rc = cli_context_create(o->device, &ctx);
-    if (!rc && clattn_llm_load(ctx, o->model, &s.llm) != CLATTN_OK)
-        rc = runtime_error("%s", clattn_last_error(NULL));
     if (!rc && clattn_llm_get_info(s.llm, &s.info) != CLATTN_OK)
         rc = runtime_error("%s", clattn_last_error(NULL));
+    /* One prompt (-p) needs no cache kept: a cache of its own size, as clattn_llm_generate's. */
+    conversation_init(&s.conv, s.llm, &s.info, !o->prompt && !o->no_prefix_reuse);
     s.messages = json_array();
     if (!rc && o->system)
         json_array_append_new(s.messages,
@@ -454,6 +466,7 @@ static int run(const options *o)
             rc = interactive(&s);
     }
     json_decref(s.messages);
+    conversation_release(&s.conv);
     clattn_llm_destroy(&s.llm);
     clattn_llm_text_destroy(&s.text);
     clattn_context_destroy(&ctx);

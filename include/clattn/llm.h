@@ -12,9 +12,10 @@
  * type on the device and decoded as the kernels read them (so a model takes about its file's
  * size), the token embedding's rows are read from the file as tokens need them, norms and
  * biases are float32; a folder's weights are float32. Another type is refused at load, naming
- * the type and the tensor. Refused too, each naming the key or tensor: another architecture
- * (naming general.architecture), RoPE scaling ("<arch>.rope.scaling.type"), Llama 3.1's
- * "rope_freqs.weight", a sliding window.
+ * the type and the tensor. RoPE scaling: Llama 3.1/3.2's per-pair frequency factors
+ * ("rope_freqs.weight") and "<arch>.rope.scaling.type" "linear" (or "none"). Refused, each naming
+ * the key or tensor: another architecture (naming general.architecture), another RoPE scaling
+ * type (yarn, longrope, ...), a sliding window.
  *
  * What runs: the token embedding, the layers (RMSNorm before attention and feed-forward, causal
  * grouped-query self-attention with RoPE, SwiGLU), the final RMSNorm and the output projection,
@@ -53,9 +54,9 @@ extern "C" {
 typedef struct clattn_llm clattn_llm;
 
 /* Loads the GGUF file at `path` onto the context's device; when `path` is a directory, the Hugging
- * Face folder there: config.json ("model_type" llama, qwen2 or qwen3, its sizes; "rope_scaling",
- * "attention_bias", "mlp_bias", "use_sliding_window" and a "hidden_act" other than silu are
- * refused by name) and model.safetensors (F32, F16, BF16; one file), the rotation on halves as
+ * Face folder there: config.json ("model_type" llama, qwen2 or qwen3, its sizes; "rope_scaling"
+ * of type "llama3" or "linear"; another rope_scaling type, "attention_bias", "mlp_bias",
+ * "use_sliding_window" and a "hidden_act" other than silu are refused by name) and model.safetensors (F32, F16, BF16; one file), the rotation on halves as
  * transformers' rotate_half. Errors: CLATTN_ERROR_IO (the file),
  * CLATTN_ERROR_FORMAT (a malformed file, a missing key or tensor, a wrong shape, each named),
  * CLATTN_ERROR_UNSUPPORTED (above), CLATTN_ERROR_SHAPE_MISMATCH (a tensor's shape against the
@@ -107,6 +108,13 @@ CLATTN_API clattn_status clattn_llm_sequence_remove(clattn_llm_cache *cache, siz
 /* The tokens the sequence holds. */
 CLATTN_API clattn_status clattn_llm_sequence_length(const clattn_llm_cache *cache, size_t seq,
                                                     size_t *length);
+/* The cache's size as created: *max_sequences sequences of up to *capacity tokens each (either
+ * pointer may be NULL). */
+CLATTN_API clattn_status clattn_llm_cache_get_capacity(const clattn_llm_cache *cache,
+                                                       size_t *max_sequences, size_t *capacity);
+/* The tokens the sequence can still take: the capacity less the tokens it holds. */
+CLATTN_API clattn_status clattn_llm_sequence_room(const clattn_llm_cache *cache, size_t seq,
+                                                  size_t *room);
 /* Keeps the sequence's first `length` tokens (at most its length): the rest is forgotten. */
 CLATTN_API clattn_status clattn_llm_sequence_truncate(clattn_llm_cache *cache, size_t seq,
                                                       size_t length);

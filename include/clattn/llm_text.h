@@ -2,13 +2,14 @@
  * libclattn — llm_text.h: the text side of a decoder-only LLM (clattn/llm.h): the GGUF file's
  * tokenizer and chat template, sampling, and the generation loop.
  *
- * A clattn_llm_text is loaded from the same GGUF file as the model (clattn_llm_text_load): its
- * "tokenizer.ggml.*" metadata (byte-level BPE "gpt2" with the pre-tokenizer of
- * "tokenizer.ggml.pre", or SentencePiece-style "llama"), its "tokenizer.chat_template", its
- * BOS/EOS and its end-of-generation set (EOS, EOT, EOM and the control tokens whose text is an
- * end marker such as "<|im_end|>" or "<|eot_id|>", as llama.cpp finds them). It needs no
- * device and holds no reference to a model; one text object may serve several models of the
- * same vocabulary.
+ * A clattn_llm_text is read from the same GGUF file as the model: from the model already
+ * loaded (clattn_llm_text_from_model: the file is opened once), or from the file
+ * (clattn_llm_text_load: no device needed). It holds the file's "tokenizer.ggml.*" metadata
+ * (byte-level BPE "gpt2" with the pre-tokenizer of "tokenizer.ggml.pre", or SentencePiece-style
+ * "llama"), its "tokenizer.chat_template", its special tokens and its end-of-generation set
+ * (EOS, EOT, EOM and the control tokens whose text is an end marker such as "<|im_end|>" or
+ * "<|eot_id|>", as llama.cpp finds them). It holds no reference to a model; one text object
+ * may serve several models of the same vocabulary.
  *
  * Generation (clattn_llm_generate) runs a prompt's ids through the model in one prompt call,
  * then, token by token: sample the next token from the last logits (clattn_llm_sampling:
@@ -46,6 +47,13 @@ typedef struct clattn_llm_text clattn_llm_text;
  * named), CLATTN_ERROR_UNSUPPORTED (a tokenizer model or pre-tokenizer not implemented, named),
  * out of memory. */
 CLATTN_API clattn_status clattn_llm_text_load(const char *path, clattn_llm_text **text);
+/* The same as clattn_llm_text_load on the file the model was loaded from, without opening or
+ * reading the file again: from the metadata the model read at load. The text object is
+ * independent of the model afterwards (either may be destroyed first). A model loaded from a
+ * Hugging Face folder: CLATTN_ERROR_UNSUPPORTED (its tokenizer is the folder's tokenizer.json,
+ * clattn/tokenizer.h). Errors otherwise as clattn_llm_text_load's. */
+CLATTN_API clattn_status clattn_llm_text_from_model(const clattn_llm *llm,
+                                                    clattn_llm_text **text);
 /* Releases it; accepts NULL and clears the pointer. */
 CLATTN_API void clattn_llm_text_destroy(clattn_llm_text **text);
 
@@ -102,12 +110,17 @@ CLATTN_API const char *clattn_llm_chat_template(const clattn_llm_text *text);
  * apply_chat_template(messages, tokenize=False, add_generation_prompt=...) renders it.
  * messages_json: a JSON array of message objects ({"role": "user", "content": "..."}, and
  * whatever else a template reads); template_text: a template to use instead of the file's
- * (NULL: the file's). bos_token and eos_token are the file's tokens' text. *out: a new
- * NUL-terminated string of *length bytes (free with clattn_llm_free); tokenize it with
- * add_special 0 and parse_special 1. Errors: CLATTN_ERROR_INVALID_ARGUMENT (messages that are
- * not a JSON array, jansson's message with line and column), CLATTN_ERROR_UNSUPPORTED (no
- * template in the file and none given), CLATTN_ERROR_FORMAT (the template fails: the construct
- * and its line, or the template's raise_exception message). */
+ * (NULL: the file's). The template sees messages, add_generation_prompt and, as transformers
+ * passes its special_tokens_map, the text of each special token the file names: bos_token and
+ * eos_token (clattn_llm_bos_id, clattn_llm_eos_id), unk_token, pad_token, sep_token, cls_token,
+ * mask_token (tokenizer.ggml.unknown_token_id, padding_token_id, seperator_token_id,
+ * cls_token_id, mask_token_id; one the file does not name, or names outside the vocabulary,
+ * is undefined). *out: a new NUL-terminated string of *length bytes (free with
+ * clattn_llm_free); tokenize it with add_special 0 and parse_special 1. Errors:
+ * CLATTN_ERROR_INVALID_ARGUMENT (messages that are not a JSON array, jansson's message with
+ * line and column), CLATTN_ERROR_UNSUPPORTED (no template in the file and none given),
+ * CLATTN_ERROR_FORMAT (the template fails: the construct and its line, or the template's
+ * raise_exception message). */
 CLATTN_API clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *text,
                                                         const char *messages_json,
                                                         const char *template_text,
@@ -174,15 +187,17 @@ typedef int (*clattn_llm_token_callback)(const char *piece, size_t length, int32
 
 /*
  * Generates a continuation of the prompt's n ids (n >= 1, each in the model's vocabulary).
- * cache NULL: a cache of its own (float, one sequence of n + max_new_tokens tokens) is used and
- * released. Otherwise the prompt is run after the tokens sequence `seq` of `cache` holds, and
+ * cache NULL: a cache of its own (float, one sequence of n + max_new_tokens - 1 tokens: the
+ * last token generated is never run) is used and released. Otherwise the prompt is run after the tokens sequence `seq` of `cache` holds, and
  * the sequence keeps the prompt and the generated tokens that were run (every generated token
  * but the last); penalties then see only this call's prompt and tokens.
  * Refused before any work, CLATTN_ERROR_OUT_OF_RANGE naming the numbers: tokens held + n +
  * max_new_tokens beyond the model's context_length (max_new_tokens 0: n beyond it; it then
- * generates up to the context's end). A cache's own capacity is checked by its prompt and
- * decode calls. callback may be NULL; result receives what was generated (also when the
- * callback stopped it); on an error it is cleared.
+ * generates up to the context's end); and, with a cache, tokens held + n + max_new_tokens - 1
+ * (the last token generated is never run) beyond the cache's capacity per sequence
+ * (clattn_llm_cache_get_capacity; max_new_tokens 0: then up to the cache's end). callback
+ * may be NULL; result receives what was generated (also when the callback stopped it); on an
+ * error it is cleared.
  */
 CLATTN_API clattn_status clattn_llm_generate(clattn_llm *llm, const clattn_llm_text *text,
                                              clattn_llm_cache *cache, size_t seq,

@@ -401,6 +401,7 @@ _declare("clattn_llm_logits", c_status, c_void_p, POINTER(c_int32), c_size_t, p_
 
 # llm_text.h
 _declare("clattn_llm_text_load", c_status, c_char_p, POINTER(c_void_p))
+_declare("clattn_llm_text_from_model", c_status, c_void_p, POINTER(c_void_p))
 _declare("clattn_llm_text_destroy", None, POINTER(c_void_p))
 _declare("clattn_llm_free", None, c_void_p)
 _declare("clattn_llm_text_vocab_size", c_size_t, c_void_p)

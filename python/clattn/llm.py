@@ -55,12 +55,13 @@ class LLM:
         self._llm = ctypes.c_void_p()
         self._text = ctypes.c_void_p()
         self._context = Context(device, precision or "fp32", owner="LLM")
-        check(lib.clattn_llm_text_load(path_bytes, ctypes.byref(self._text)))
         with self._context.exclusive():
             self._context.check(lib.clattn_llm_load(self._context.handle, path_bytes,
                                                     ctypes.byref(self._llm)))
             info = _api.LlmInfo()
             self._context.check(lib.clattn_llm_get_info(self._llm, ctypes.byref(info)))
+        # The tokenizer and template from the metadata the model read: the file is opened once.
+        check(lib.clattn_llm_text_from_model(self._llm, ctypes.byref(self._text)))
         self.architecture: str = info.architecture.decode()
         self.vocab_size: int = int(info.vocab_size)
         """Logits per token."""

@@ -786,61 +786,54 @@ static void describe(const clattn_gguf_kv *kv, char *dst, size_t cap)
         snprintf(dst, cap, "%s %s", article(kv->type), value_type_name(kv->type));
 }
 
-/* Looks `key` up: *kv NULL with CLATTN_OK when missing and `optional`. */
+/* A value's kind as one bit: a scalar's type, or an array's element type among the arrays'
+ * (element types are never ARRAY, so the two ranges of bits do not meet). */
+#define SCALAR_KIND(type) (UINT32_C(1) << (type))
+#define ARRAY_KIND(type) (UINT32_C(1) << (16 + (type)))
+#define SIGNED_KINDS                                                                     \
+    (SCALAR_KIND(CLATTN_GGUF_INT8) | SCALAR_KIND(CLATTN_GGUF_INT16) |                   \
+     SCALAR_KIND(CLATTN_GGUF_INT32) | SCALAR_KIND(CLATTN_GGUF_INT64))
+#define INTEGER_KINDS                                                                    \
+    (SIGNED_KINDS | SCALAR_KIND(CLATTN_GGUF_UINT8) | SCALAR_KIND(CLATTN_GGUF_UINT16) |  \
+     SCALAR_KIND(CLATTN_GGUF_UINT32) | SCALAR_KIND(CLATTN_GGUF_UINT64))
+
+static uint32_t kind_of(const clattn_gguf_kv *kv)
+{
+    return kv->type == CLATTN_GGUF_ARRAY ? ARRAY_KIND(kv->array_type) : SCALAR_KIND(kv->type);
+}
+
+/* Looks `key` up and checks that its kind is one of `kinds` (`wanted` names them in the
+ * message): *kv NULL with CLATTN_OK when missing and `optional`. */
 static clattn_status lookup(const clattn_gguf *g, const char *function, const char *key,
-                            bool optional, const clattn_gguf_kv **kv)
+                            bool optional, uint32_t kinds, const char *wanted,
+                            const clattn_gguf_kv **kv)
 {
     *kv = clattn__gguf_find(g, key);
-    if (!*kv && !optional)
-        return clattn__fail_in(function, g->path, CLATTN_ERROR_FORMAT, "missing '%s'", key);
-    return CLATTN_OK;
-}
-
-static clattn_status wrong_kind(const clattn_gguf *g, const char *function, const char *key,
-                                const clattn_gguf_kv *kv, const char *wanted)
-{
+    if (!*kv)
+        return optional ? CLATTN_OK
+                        : clattn__fail_in(function, g->path, CLATTN_ERROR_FORMAT,
+                                          "missing '%s'", key);
+    if (kind_of(*kv) & kinds)
+        return CLATTN_OK;
     char kind[48];
-    describe(kv, kind, sizeof(kind));
+    describe(*kv, kind, sizeof(kind));
     return clattn__fail_in(function, g->path, CLATTN_ERROR_FORMAT, "'%s' is %s, not %s", key,
                            kind, wanted);
-}
-
-static bool is_signed(clattn_gguf_value_type t)
-{
-    return t == CLATTN_GGUF_INT8 || t == CLATTN_GGUF_INT16 || t == CLATTN_GGUF_INT32 ||
-           t == CLATTN_GGUF_INT64;
-}
-
-static bool is_unsigned(clattn_gguf_value_type t)
-{
-    return t == CLATTN_GGUF_UINT8 || t == CLATTN_GGUF_UINT16 || t == CLATTN_GGUF_UINT32 ||
-           t == CLATTN_GGUF_UINT64;
 }
 
 static clattn_status get_u64(const clattn_gguf *g, const char *function, const char *key,
                              bool optional, uint64_t fallback, uint64_t *value)
 {
     const clattn_gguf_kv *kv;
-    clattn_status s = lookup(g, function, key, optional, &kv);
+    clattn_status s = lookup(g, function, key, optional, INTEGER_KINDS, "an integer", &kv);
     if (s != CLATTN_OK)
         return s;
-    if (!kv) {
-        *value = fallback;
-        return CLATTN_OK;
-    }
-    if (is_unsigned(kv->type)) {
-        *value = kv->value.u64;
-        return CLATTN_OK;
-    }
-    if (is_signed(kv->type)) {
-        if (kv->value.i64 < 0)
-            return clattn__fail_in(function, g->path, CLATTN_ERROR_FORMAT,
-                                   "'%s' is %lld, not a count (negative)", key,
-                                   (long long)kv->value.i64);
-        *value = (uint64_t)kv->value.i64;
-        return CLATTN_OK;
-    }
-    return wrong_kind(g, function, key, kv, "an integer");
+    if (kv && (kind_of(kv) & SIGNED_KINDS) && kv->value.i64 < 0)
+        return clattn__fail_in(function, g->path, CLATTN_ERROR_FORMAT,
+                               "'%s' is %lld, not a count (negative)", key,
+                               (long long)kv->value.i64);
+    *value = kv ? kv->value.u64 : fallback;
+    return CLATTN_OK;
 }
 
 clattn_status clattn__gguf_get_u64(const clattn_gguf *g, const char *function, const char *key,
@@ -859,34 +852,24 @@ clattn_status clattn__gguf_get_f64_or(const clattn_gguf *g, const char *function
                                       const char *key, double fallback, double *value)
 {
     const clattn_gguf_kv *kv;
-    clattn_status s = lookup(g, function, key, true, &kv);
-    if (s != CLATTN_OK)
-        return s;
-    if (!kv) {
-        *value = fallback;
-        return CLATTN_OK;
-    }
-    if (kv->type != CLATTN_GGUF_FLOAT32 && kv->type != CLATTN_GGUF_FLOAT64)
-        return wrong_kind(g, function, key, kv, "a float32 or float64");
-    *value = kv->value.f64;
-    return CLATTN_OK;
+    clattn_status s =
+        lookup(g, function, key, true,
+               SCALAR_KIND(CLATTN_GGUF_FLOAT32) | SCALAR_KIND(CLATTN_GGUF_FLOAT64),
+               "a float32 or float64", &kv);
+    if (s == CLATTN_OK)
+        *value = kv ? kv->value.f64 : fallback;
+    return s;
 }
 
 clattn_status clattn__gguf_get_bool_or(const clattn_gguf *g, const char *function,
                                        const char *key, bool fallback, bool *value)
 {
     const clattn_gguf_kv *kv;
-    clattn_status s = lookup(g, function, key, true, &kv);
-    if (s != CLATTN_OK)
-        return s;
-    if (!kv) {
-        *value = fallback;
-        return CLATTN_OK;
-    }
-    if (kv->type != CLATTN_GGUF_BOOL)
-        return wrong_kind(g, function, key, kv, "a bool");
-    *value = kv->value.u64 != 0;
-    return CLATTN_OK;
+    clattn_status s =
+        lookup(g, function, key, true, SCALAR_KIND(CLATTN_GGUF_BOOL), "a bool", &kv);
+    if (s == CLATTN_OK)
+        *value = kv ? kv->value.u64 != 0 : fallback;
+    return s;
 }
 
 clattn_status clattn__gguf_get_string(const clattn_gguf *g, const char *function,
@@ -894,14 +877,10 @@ clattn_status clattn__gguf_get_string(const clattn_gguf *g, const char *function
                                       const clattn_gguf_string **value)
 {
     const clattn_gguf_kv *kv;
-    *value = NULL;
-    clattn_status s = lookup(g, function, key, optional, &kv);
-    if (s != CLATTN_OK || !kv)
-        return s;
-    if (kv->type != CLATTN_GGUF_STRING)
-        return wrong_kind(g, function, key, kv, "a string");
-    *value = &kv->value.str;
-    return CLATTN_OK;
+    clattn_status s =
+        lookup(g, function, key, optional, SCALAR_KIND(CLATTN_GGUF_STRING), "a string", &kv);
+    *value = s == CLATTN_OK && kv ? &kv->value.str : NULL;
+    return s;
 }
 
 clattn_status clattn__gguf_get_array(const clattn_gguf *g, const char *function,
@@ -909,19 +888,13 @@ clattn_status clattn__gguf_get_array(const clattn_gguf *g, const char *function,
                                      const void **data, uint64_t *count)
 {
     const clattn_gguf_kv *kv;
-    *data = NULL;
-    *count = 0;
-    clattn_status s = lookup(g, function, key, optional, &kv);
-    if (s != CLATTN_OK || !kv)
-        return s;
-    if (kv->type != CLATTN_GGUF_ARRAY || kv->array_type != type) {
-        char wanted[48];
-        snprintf(wanted, sizeof(wanted), "an array of %s", value_type_name(type));
-        return wrong_kind(g, function, key, kv, wanted);
-    }
-    *data = kv->array;
-    *count = kv->count;
-    return CLATTN_OK;
+    char wanted[48];
+    snprintf(wanted, sizeof(wanted), "an array of %s", value_type_name(type));
+    uint32_t kinds = type <= CLATTN_GGUF_FLOAT64 ? ARRAY_KIND(type) : 0;
+    clattn_status s = lookup(g, function, key, optional, kinds, wanted, &kv);
+    *data = s == CLATTN_OK && kv ? kv->array : NULL;
+    *count = s == CLATTN_OK && kv ? kv->count : 0;
+    return s;
 }
 
 /* ---- tensor data ---- */

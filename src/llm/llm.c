@@ -1,6 +1,7 @@
 /* The public decoder-only LLM (clattn/llm.h) over llm_model.h. */
 #include "clattn/llm.h"
 #include "llm_model.h"
+#include "llm_text_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@ void clattn_llm_destroy(clattn_llm **llm)
     free(*llm);
     *llm = NULL;
 }
+
+const clattn_gguf *clattn__llm_gguf(const clattn_llm *llm) { return llm->model->g; }
 
 clattn_status clattn_llm_get_info(const clattn_llm *llm, clattn_llm_info *info)
 {
@@ -129,6 +132,30 @@ clattn_status clattn_llm_sequence_length(const clattn_llm_cache *cache, size_t s
     CLATTN_CHECK_ARG(kv->ctx, fn, seq < kv->batch && kv->in_use[seq],
                      "sequence %zu is not in the cache (%zu sequences)", seq, kv->batch);
     *length = kv->lengths[seq];
+    return CLATTN_OK;
+}
+
+clattn_status clattn_llm_cache_get_capacity(const clattn_llm_cache *cache,
+                                            size_t *max_sequences, size_t *capacity)
+{
+    static const char fn[] = "clattn_llm_cache_get_capacity";
+    CLATTN_CHECK_ARG(NULL, fn, cache, "cache is NULL");
+    if (max_sequences)
+        *max_sequences = cache->kv->batch;
+    if (capacity)
+        *capacity = cache->kv->capacity;
+    return CLATTN_OK;
+}
+
+clattn_status clattn_llm_sequence_room(const clattn_llm_cache *cache, size_t seq, size_t *room)
+{
+    static const char fn[] = "clattn_llm_sequence_room";
+    CLATTN_CHECK_ARG(NULL, fn, cache, "cache is NULL");
+    const clattn_kv_state *kv = cache->kv;
+    CLATTN_CHECK_ARG(kv->ctx, fn, room, "room is NULL");
+    CLATTN_CHECK_ARG(kv->ctx, fn, seq < kv->batch && kv->in_use[seq],
+                     "sequence %zu is not in the cache (%zu sequences)", seq, kv->batch);
+    *room = kv->capacity - kv->lengths[seq];
     return CLATTN_OK;
 }
 

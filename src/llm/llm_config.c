@@ -1,6 +1,7 @@
 /* A GGUF file's metadata as the block stack's spec (llm_model.h). */
 #include "llm_model.h"
 #include "base/constants.h"
+#include "nn/rope_scaling.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -65,10 +66,10 @@ static clattn_status refuse_unimplemented(const reader *r)
     clattn_status status = clattn__gguf_get_string(r->g, r->fn, key, true, &type);
     if (status != CLATTN_OK)
         return status;
-    if (type && strcmp(type->data, "none") != 0)
+    if (type && strcmp(type->data, "none") != 0 && strcmp(type->data, "linear") != 0)
         return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
-                               "'%s' is '%s': RoPE scaling is not supported yet", key,
-                               type->data);
+                               "'%s' is '%.64s': this RoPE scaling is not supported (none, "
+                               "linear, Llama 3.1's rope_freqs.weight)", key, type->data);
     key_of(r, "attention.sliding_window", key, sizeof(key));
     if (clattn__gguf_find(r->g, key))
         return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
@@ -82,10 +83,55 @@ static clattn_status refuse_unimplemented(const reader *r)
         return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
                                "'%s' is %llu: mixtures of experts are not supported", key,
                                (unsigned long long)experts);
-    if (clattn__gguf_tensor(r->g, "rope_freqs.weight"))
+    return CLATTN_OK;
+}
+
+/* The file's RoPE scaling into the spec (its rope_theta and rotary_dim set): "<arch>.rope.
+ * scaling.type" "linear" with "<arch>.rope.scaling.factor" (positions divided by it), and
+ * Llama 3.1's tensor rope_freqs.weight, float32 [rotary pairs], by which llama.cpp divides each
+ * pair's frequency (convert_hf_to_gguf.py writes it from rope_scaling "llama3"). */
+static clattn_status read_rope_scaling(const reader *r, clattn_block_spec *s)
+{
+    char key[128];
+    const clattn_gguf_string *type;
+    key_of(r, "rope.scaling.type", key, sizeof(key));
+    clattn_status status = clattn__gguf_get_string(r->g, r->fn, key, true, &type);
+    if (status != CLATTN_OK)
+        return status;
+    size_t pairs = clattn__rope_pairs(s);
+    const clattn_gguf_tensor *t = clattn__gguf_tensor(r->g, "rope_freqs.weight");
+    bool linear = type && strcmp(type->data, "linear") == 0;
+    if ((t || linear) && pairs > CLATTN_ROPE_MAX_PAIRS)
         return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
-                               "tensor rope_freqs.weight (Llama 3.1's RoPE frequency factors) "
-                               "is not supported yet");
+                               "scaled RoPE over %zu rotary pairs is not supported (at most %d)",
+                               pairs, CLATTN_ROPE_MAX_PAIRS);
+    if (t) {
+        if (t->type != CLATTN_GGML_F32 || t->n_dims != 1 || t->ne[0] != pairs)
+            return FORMAT_ERROR(r, "tensor rope_freqs.weight must be float32 [%zu] (one factor "
+                                   "per rotary pair), not type %u with %u dimensions, ne[0] "
+                                   "%llu", pairs, t->type, t->n_dims,
+                                (unsigned long long)t->ne[0]);
+        float factors[CLATTN_ROPE_MAX_PAIRS];
+        if ((status = clattn__gguf_read(r->g, r->fn, t, 0, factors, pairs * sizeof(float))))
+            return status;
+        for (size_t k = 0; k < pairs; k++)
+            if (!(factors[k] > 0.0f) || !isfinite(factors[k]))
+                return FORMAT_ERROR(r, "tensor rope_freqs.weight: factor %zu is %g, not a "
+                                       "positive number", k, (double)factors[k]);
+        clattn__rope_scale_divide(s, factors);
+    }
+    if (linear) {
+        double factor;
+        key_of(r, "rope.scaling.factor", key, sizeof(key));
+        if (!clattn__gguf_find(r->g, key))
+            return FORMAT_ERROR(r, "missing '%s' (rope.scaling.type is linear)", key);
+        if ((status = clattn__gguf_get_f64_or(r->g, r->fn, key, 0.0, &factor)))
+            return status;
+        if (!(factor > 0.0 && factor < 1e6))
+            return FORMAT_ERROR(r, "'%s' is %g: a linear RoPE scaling factor must be positive",
+                                key, factor);
+        clattn__rope_scale_linear(s, (float)factor);
+    }
     return CLATTN_OK;
 }
 
@@ -182,5 +228,5 @@ clattn_status clattn__llm_config_read(const char *fn, const clattn_gguf *g, clat
     s->activation = CLATTN_ACT_SILU;
     s->linear_bias = false;
     s->qkv_bias = t->qkv_bias;
-    return CLATTN_OK;
+    return read_rope_scaling(&r, s);
 }

@@ -77,6 +77,36 @@ static clattn_status check_room(const char *fn, const clattn_llm_info *info, siz
     return CLATTN_OK;
 }
 
+/* The same against a caller's cache, which holds every token but the last generated (never
+ * run): held + n + max_new - 1 <= its capacity; *max_new is lowered to the cache's room when
+ * max_new_tokens was 0 (up to the room). */
+static clattn_status check_cache_room(const char *fn, const clattn_llm_cache *cache, size_t held,
+                                      size_t n, size_t max_new_tokens, size_t *max_new)
+{
+    size_t capacity = 0;
+    clattn_status s = clattn_llm_cache_get_capacity(cache, NULL, &capacity);
+    if (s != CLATTN_OK)
+        return s;
+    if (held > capacity || n > capacity - held)
+        return clattn__fail_in(fn, "cache", CLATTN_ERROR_OUT_OF_RANGE,
+                               "%zu tokens held + a prompt of %zu tokens exceed the cache's "
+                               "capacity of %zu tokens per sequence",
+                               held, n, capacity);
+    size_t room = capacity - held - n + 1; /* tokens that may be generated */
+    if (max_new_tokens == 0) {
+        if (*max_new > room)
+            *max_new = room;
+        return CLATTN_OK;
+    }
+    if (max_new_tokens > room)
+        return clattn__fail_in(fn, "cache", CLATTN_ERROR_OUT_OF_RANGE,
+                               "%zu tokens held + a prompt of %zu tokens + max_new_tokens %zu "
+                               "- 1 (the last token is not run) = %zu exceed the cache's "
+                               "capacity of %zu tokens per sequence",
+                               held, n, max_new_tokens, held + n + max_new_tokens - 1, capacity);
+    return CLATTN_OK;
+}
+
 /* The loop after the prompt: logits holds the prompt's last logits. */
 static clattn_status run_loop(const char *fn, clattn_llm_generator *gen, clattn_llm_cache *cache,
                               size_t seq, float *logits, clattn_llm_token_callback callback,
@@ -99,6 +129,8 @@ static clattn_status run_loop(const char *fn, clattn_llm_generator *gen, clattn_
         if (finish)
             break;
         s = clattn_llm_decode(cache, &seq, &token, 1, logits);
+        if (s != CLATTN_OK)
+            break;
         result->decode_tokens++;
     }
     if (s != CLATTN_OK)
@@ -142,6 +174,8 @@ clattn_status clattn_llm_generate(clattn_llm *llm, const clattn_llm_text *text,
     }
     size_t max_new = 0;
     s = check_room(fn, &info, held, n, o.max_new_tokens, &max_new);
+    if (s == CLATTN_OK && cache)
+        s = check_cache_room(fn, cache, held, n, o.max_new_tokens, &max_new);
     if (s != CLATTN_OK)
         return s;
     o.max_new_tokens = max_new;

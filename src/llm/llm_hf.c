@@ -3,6 +3,7 @@
 #include "llm_model.h"
 #include "base/constants.h"
 #include "formats/file_io.h"
+#include "nn/rope_scaling.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -79,6 +80,71 @@ static clattn_status refuse_true(const cfg_reader *r, const char *key, const cha
     return CLATTN_OK;
 }
 
+/* rope_scaling's number `name`: required, positive and finite. */
+static clattn_status scaling_number(const cfg_reader *r, json_t *scaling, const char *type,
+                                    const char *name, double *out)
+{
+    json_t *v = json_object_get(scaling, name);
+    if (!v || !json_is_number(v) || !(json_number_value(v) > 0.0) ||
+        !isfinite(json_number_value(v)))
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_FORMAT,
+                               "\"rope_scaling\" of type '%s' needs \"%s\", a positive number",
+                               type, name);
+    *out = json_number_value(v);
+    return CLATTN_OK;
+}
+
+/* "rope_scaling" into the spec (its rope_theta and rotary_dim set), as transformers'
+ * modeling_rope_utils reads it: null, or rope_type (or type) "default", is none; "linear"
+ * (factor) and "llama3" (factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings) scale the frequencies; any other type is refused by name. */
+static clattn_status read_rope_scaling(const cfg_reader *r, clattn_block_spec *s)
+{
+    json_t *scaling = json_object_get(r->root, "rope_scaling");
+    if (!scaling || json_is_null(scaling))
+        return CLATTN_OK;
+    if (!json_is_object(scaling))
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_FORMAT,
+                               "\"rope_scaling\" must be an object or null");
+    json_t *type_value = json_object_get(scaling, "rope_type");
+    if (!type_value)
+        type_value = json_object_get(scaling, "type");
+    const char *type = json_string_value(type_value);
+    if (!type)
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_FORMAT,
+                               "\"rope_scaling\" has no \"rope_type\" (or \"type\") string");
+    if (strcmp(type, "default") == 0)
+        return CLATTN_OK;
+    bool linear = strcmp(type, "linear") == 0, llama3 = strcmp(type, "llama3") == 0;
+    if (!linear && !llama3)
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_UNSUPPORTED,
+                               "\"rope_scaling\" of type '%.64s' is not supported (default, "
+                               "linear, llama3)", type);
+    if (clattn__rope_pairs(s) > CLATTN_ROPE_MAX_PAIRS)
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_UNSUPPORTED,
+                               "scaled RoPE over %zu rotary pairs is not supported (at most %d)",
+                               clattn__rope_pairs(s), CLATTN_ROPE_MAX_PAIRS);
+    clattn_rope_llama3 p;
+    clattn_status status = scaling_number(r, scaling, type, "factor", &p.factor);
+    if (status != CLATTN_OK)
+        return status;
+    if (linear) {
+        clattn__rope_scale_linear(s, (float)p.factor);
+        return CLATTN_OK;
+    }
+    if ((status = scaling_number(r, scaling, type, "low_freq_factor", &p.low_freq_factor)) ||
+        (status = scaling_number(r, scaling, type, "high_freq_factor", &p.high_freq_factor)) ||
+        (status = scaling_number(r, scaling, type, "original_max_position_embeddings",
+                                 &p.original_max_position_embeddings)))
+        return status;
+    if (p.high_freq_factor == p.low_freq_factor)
+        return clattn__fail_in(r->fn, r->path, CLATTN_ERROR_FORMAT,
+                               "\"rope_scaling\": low_freq_factor and high_freq_factor are both "
+                               "%g (the smoothing divides by their difference)", p.low_freq_factor);
+    clattn__rope_scale_llama3(s, &p);
+    return CLATTN_OK;
+}
+
 /* config.json of dir into c. */
 static clattn_status read_config(const char *fn, const char *dir, clattn_llm_config *c)
 {
@@ -102,7 +168,6 @@ static clattn_status read_config(const char *fn, const char *dir, clattn_llm_con
     clattn_block_spec *s = &c->spec;
     size_t heads, kv, dk;
     double eps, theta;
-    json_t *scaling = json_object_get(root, "rope_scaling");
     const char *act = json_string_value(json_object_get(root, "hidden_act"));
     if ((status = int_key(&r, "num_hidden_layers", 0, 1024, &s->num_layers)) ||
         (status = int_key(&r, "hidden_size", 0, 1 << 20, &s->d_model)) ||
@@ -121,11 +186,6 @@ static clattn_status read_config(const char *fn, const char *dir, clattn_llm_con
         (status = refuse_true(&r, "use_sliding_window", "sliding-window attention is not "
                                                         "supported")))
         goto done;
-    if (scaling && !json_is_null(scaling)) {
-        status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
-                                 "\"rope_scaling\" is set: RoPE scaling is not supported yet");
-        goto done;
-    }
     if (act && strcmp(act, "silu") != 0) {
         status = clattn__fail_in(fn, path, CLATTN_ERROR_UNSUPPORTED,
                                  "\"hidden_act\" '%.32s' is not supported (silu)", act);
@@ -154,6 +214,7 @@ static clattn_status read_config(const char *fn, const char *dir, clattn_llm_con
     s->qkv_bias = strcmp(type, "qwen2") == 0;
     s->ffn_gated = true;
     s->activation = CLATTN_ACT_SILU;
+    status = read_rope_scaling(&r, s);
 done:
     json_decref(root);
     return status;

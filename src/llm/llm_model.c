@@ -23,12 +23,11 @@ static clattn_status load_embeddings(void *owner, const clattn_weight_loader *l)
     clattn_status status;
     if (l->quant && m->g) {
         const char *name = m->cfg.tied ? "token_embd.weight" : "output.weight";
-        const clattn_gemm_quant *q = NULL;
-        if ((status = l->quant(l->quant_user, &name, &shape[0], 1, shape[1], &q)))
+        if ((status = clattn__llm_quant_split(&m->quant, name, shape[0], shape[1],
+                                              &m->output_split)))
             return status;
-        if (q) {
+        if (m->output_split.count) {
             m->embd = clattn__gguf_tensor(m->g, "token_embd.weight");
-            m->output = (clattn_gemm_weight){NULL, 0, shape[0], shape[1], shape[1], NULL, NULL, q};
             return CLATTN_OK;
         }
     }
@@ -118,6 +117,7 @@ void clattn__llm_model_free(clattn_llm_model **mp)
     clattn_llm_model *m = *mp;
     clattn__block_stack_release(&m->stack);
     clattn__gemm_weight_release(&m->output);
+    clattn__llm_split_release(&m->output_split);
     clattn__llm_quant_release(&m->quant); /* after every weight that points to it */
     clattn__gguf_close(&m->g);
     clattn__release_mem(&m->embedding), clattn__release_mem(&m->output_weight);
@@ -195,6 +195,18 @@ static clattn_status embed(clattn_llm_model *m, const char *fn, const int32_t *i
     return clattn__embed(ctx, &e, tokens, tokens, d, *x);
 }
 
+/* m->logits [rows, vocab] = the output projection of `rows` rows of m->hidden from x_offset,
+ * ldx apart. */
+static clattn_status project(clattn_llm_model *m, size_t rows, size_t x_offset, size_t ldx)
+{
+    size_t V = m->cfg.vocab;
+    if (m->output_split.count)
+        return clattn__llm_split_linear(m->ctx, &m->output_split, rows, m->hidden, x_offset, ldx,
+                                        m->logits, 0, V);
+    return clattn__linear(m->ctx, CLATTN_OP_OTHER, rows, m->hidden, x_offset, ldx, &m->output,
+                          NULL, 0, CLATTN_ACT_NONE, m->logits, 0, V);
+}
+
 clattn_status clattn__llm_step(clattn_llm_model *m, const char *fn, clattn_kv_state *kv,
                                const size_t *slots, size_t count, size_t n, const int32_t *ids,
                                bool all_rows, float *logits)
@@ -208,11 +220,22 @@ clattn_status clattn__llm_step(clattn_llm_model *m, const char *fn, clattn_kv_st
         return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE, "%s: %zu x %zu tokens are too many", fn,
                             count, n);
     size_t rows = all_rows ? tokens : count;
+    /* The logits' rows that fit one buffer (a large vocabulary's logits of a long prompt may
+     * not): computed and read chunk by chunk, each row the same bytes in any chunk. */
+    uint64_t row_bytes = (uint64_t)V * sizeof(float), chunk = ctx->info.max_alloc_bytes / row_bytes;
+    if (logits && chunk == 0)
+        return clattn__fail(ctx, CLATTN_ERROR_TOO_LARGE,
+                            "%s: one row of logits (%zu floats) is more than the device's largest "
+                            "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                            fn, V, (unsigned long long)ctx->info.max_alloc_bytes);
+    if (chunk > rows)
+        chunk = rows;
     clattn_block_run run;
     memset(&run, 0, sizeof(run));
     clattn_status status;
     if ((status = ensure_rows(m, &m->hidden, &m->hidden_rows, tokens, d, "hidden states")) ||
-        (status = ensure_rows(m, &m->logits, &m->logits_rows, rows, V, "logits")) ||
+        (logits &&
+         (status = ensure_rows(m, &m->logits, &m->logits_rows, (size_t)chunk, V, "logits"))) ||
         (status = embed(m, fn, ids, tokens, &run.x)))
         return status;
     run.tokens = tokens;
@@ -224,16 +247,17 @@ clattn_status clattn__llm_step(clattn_llm_model *m, const char *fn, clattn_kv_st
     if ((status = clattn__block_stack_run(&m->stack, &run)) || !logits)
         return status;
     /* Every row, or each sequence's last row (rows n apart). */
-    status = all_rows ? clattn__linear(ctx, CLATTN_OP_OTHER, tokens, m->hidden, 0, d, &m->output,
-                                       NULL, 0, CLATTN_ACT_NONE, m->logits, 0, V)
-                      : clattn__linear(ctx, CLATTN_OP_OTHER, count, m->hidden, (n - 1) * d, n * d,
-                                       &m->output, NULL, 0, CLATTN_ACT_NONE, m->logits, 0, V);
-    if (status != CLATTN_OK)
-        return status;
-    cl_int err = clEnqueueReadBuffer(ctx->queue, m->logits, CL_TRUE, 0, rows * V * sizeof(float),
-                                     logits, 0, NULL, NULL);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "%s: reading the logits", fn);
+    size_t ldx = all_rows ? d : n * d;
+    for (size_t first = 0; first < rows; first += (size_t)chunk) {
+        size_t c = rows - first < chunk ? rows - first : (size_t)chunk;
+        size_t x_offset = all_rows ? first * d : (first * n + n - 1) * d;
+        if ((status = project(m, c, x_offset, ldx)))
+            return status;
+        cl_int err = clEnqueueReadBuffer(ctx->queue, m->logits, CL_TRUE, 0, c * V * sizeof(float),
+                                         logits + first * V, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return clattn__fail_cl(ctx, err, "%s: reading the logits", fn);
+    }
     return CLATTN_OK;
 }
 

@@ -40,9 +40,9 @@ typedef struct clattn_llm_config {
 
 /* Reads the configuration of an open GGUF file. Refused, naming the key or tensor (errors
  * "<function>: <path>: ..."): an architecture other than llama, qwen2, qwen3 (naming
- * general.architecture); a missing or mistyped key; sizes that do not fit together; RoPE
- * scaling (naming "<arch>.rope.scaling.type") and Llama 3.1's rope_freqs.weight, not
- * implemented yet. */
+ * general.architecture); a missing or mistyped key; sizes that do not fit together; a RoPE
+ * scaling type other than "none" and "linear" (naming "<arch>.rope.scaling.type"). Llama
+ * 3.1's rope_freqs.weight divides each pair's frequency (nn/rope_scaling.h). */
 clattn_status clattn__llm_config_read(const char *function, const clattn_gguf *g,
                                       clattn_llm_config *config);
 
@@ -93,6 +93,43 @@ clattn_status clattn__llm_quant_weight(void *quant, const char *const *names, co
                                        size_t count, size_t k, const clattn_gemm_quant **out);
 void clattn__llm_quant_release(clattn_llm_quant *quant);
 
+/* Limits of the device: no buffer may be larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE (often a
+ * quarter of a GPU's memory; 128 MiB under oclgrind), and a large vocabulary's output projection
+ * can be (150k × 4096 values). Such a weight is split by rows over several buffers, each run as
+ * its own quantised linear layer writing its columns of the output: column j of the logits is
+ * the sum of row j of the weight with the hidden state in the kernels' one order, whichever
+ * buffer holds that row, so the logits are the same bytes split or not. The stack's layers run
+ * one weight per linear layer (ops/linear.h), so a stacked q|k|v or gate|up weight, or another
+ * layer weight, over the limit is refused naming its tensors and the numbers. */
+
+/* The weight's rows in order: parts[p] holds the next parts[p]->w.n rows. The parts themselves
+ * are kept in the clattn_llm_quant's list (released with it); `parts` is the split's own. */
+typedef struct clattn_llm_split {
+    const clattn_gemm_quant **parts;
+    size_t count; /* 0: not kept quantised (the float path) */
+} clattn_llm_split;
+
+/* How many buffers `rows` rows of row_bytes bytes need when none may exceed cap bytes: the
+ * fewest; 0 when one row alone is larger than cap. Part p holds rows
+ * [clattn__llm_split_first(rows, parts, p), clattn__llm_split_first(rows, parts, p + 1)): as
+ * even as whole rows allow, each within cap. */
+size_t clattn__llm_split_parts(size_t rows, size_t row_bytes, uint64_t cap);
+size_t clattn__llm_split_first(size_t rows, size_t parts, size_t p);
+
+/* The GGUF tensor `name` [rows, k] kept in its type (or float32 where the kernels do not run its
+ * type), split over as many buffers as the device's largest allocation needs into *out
+ * (out->count 0 with CLATTN_OK: the kernels cannot run it; the float path then loads it). One
+ * row larger than the allocation is CLATTN_ERROR_TOO_LARGE naming the tensor and the numbers. */
+clattn_status clattn__llm_quant_split(clattn_llm_quant *quant, const char *name, size_t rows,
+                                      size_t k, clattn_llm_split *out);
+/* y[y_offset + r·ldy + j] = Σ_l x[x_offset + r·ldx + l] · W[j, l] for r < m and every row j of
+ * the split weight W, part by part (clattn__qlinear's contract, ops/qlinear.h). */
+clattn_status clattn__llm_split_linear(clattn_context *ctx, const clattn_llm_split *split,
+                                       size_t m, cl_mem x, size_t x_offset, size_t ldx, cl_mem y,
+                                       size_t y_offset, size_t ldy);
+/* Frees split->parts (not the parts) and zeroes *split. */
+void clattn__llm_split_release(clattn_llm_split *split);
+
 /* Rows ids[0 .. n) (each checked by the caller) of the embedding table t, read from the file
  * and dequantised into dst [n, ne0]: the values a dequantised table would hold. */
 clattn_status clattn__llm_embed_rows(const clattn_gguf *g, const char *function,
@@ -101,8 +138,8 @@ clattn_status clattn__llm_embed_rows(const clattn_gguf *g, const char *function,
 void clattn__llm_weight_source_free(clattn_llm_weight_source *source);
 
 /* A Hugging Face *ForCausalLM folder (llm_hf.c): config.json ("model_type" llama, qwen2 or
- * qwen3; rope_scaling, attention_bias, mlp_bias, use_sliding_window and another hidden_act
- * refused by name) and model.safetensors (F32, F16, BF16) read whole, its tensors checked
+ * qwen3; rope_scaling "llama3" or "linear"; another rope_scaling, attention_bias, mlp_bias,
+ * use_sliding_window and another hidden_act refused by name) and model.safetensors (F32, F16, BF16) read whole, its tensors checked
  * against the configuration; lookups map the stack's names to the folder's
  * ("model.layers.3.self_attn.q_proj.weight") and token_embd/output to model.embed_tokens and
  * lm_head. The rotation acts on halves (rotate_half). */
@@ -130,10 +167,13 @@ typedef struct clattn_llm_model {
     clattn_gguf *g;
     const clattn_gguf_tensor *embd; /* token_embd.weight in g, or NULL */
     clattn_llm_quant quant;
+    clattn_llm_split output_split; /* the output projection kept quantised, or count 0 */
     cl_mem embedding;          /* [vocab, d_model], or NULL with embd */
     cl_mem output_weight;      /* [vocab, d_model], or NULL when tied or quantised */
-    clattn_gemm_weight output; /* output_weight, or embedding when tied, or quantised */
-    cl_mem hidden, logits;     /* [rows, d_model], [rows, vocab], grown as needed */
+    clattn_gemm_weight output; /* output_weight, or embedding when tied (unused when split) */
+    /* [rows, d_model], [rows, vocab]: grown as needed; the logits of a step are computed in
+     * chunks of rows that fit one buffer of the device. */
+    cl_mem hidden, logits;
     size_t hidden_rows, logits_rows;
 } clattn_llm_model;
 

@@ -1,5 +1,6 @@
-/* A GGUF file's linear weights kept in their stored types on the device, and the token
- * embedding's rows read from the file as they are needed (llm_model.h). */
+/* A GGUF file's linear weights kept in their stored types on the device, the output projection
+ * split by rows over buffers within the device's largest allocation, and the token embedding's
+ * rows read from the file as they are needed (llm_model.h). */
 #include "llm_model.h"
 #include "base/sizes.h"
 #include "formats/ggml_dequant.h"
@@ -30,20 +31,27 @@ static clattn_status keep(clattn_llm_quant *q, clattn_gemm_quant *w)
     return CLATTN_OK;
 }
 
-/* The rows of t (rows × k values of its type) as `type` into dst: its bytes as stored when the
- * types agree, else dequantised to float32 (exact). */
+/* Rows [first, first + rows) of t (k values each) as `type` into dst: its bytes as stored when
+ * the types agree, else dequantised to float32 (exact). */
 static clattn_status read_rows(clattn_llm_quant *q, const clattn_gguf_tensor *t, uint32_t type,
-                               size_t bytes, void *dst)
+                               size_t first, size_t rows, size_t k, void *dst)
 {
+    size_t block_elements = 0, block_bytes = 0, bytes = 0;
+    if (!clattn__ggml_type_info(t->type, &block_elements, &block_bytes, NULL) ||
+        block_elements == 0 || k % block_elements != 0 ||
+        !clattn__mul_size(rows, k / block_elements * block_bytes, &bytes))
+        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_FORMAT,
+                               "tensor %s: rows of %zu values of type %u", t->name.data, k,
+                               t->type);
+    uint64_t offset = (uint64_t)first * (k / block_elements * block_bytes);
     if (type == t->type)
-        return clattn__gguf_read(q->g, q->function, t, 0, dst, bytes);
-    void *raw = malloc(t->bytes ? (size_t)t->bytes : 1);
+        return clattn__gguf_read(q->g, q->function, t, offset, dst, bytes);
+    void *raw = malloc(bytes ? bytes : 1);
     if (!raw)
         return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                "out of host memory for tensor %s", t->name.data);
-    clattn_status status = clattn__gguf_read(q->g, q->function, t, 0, raw, (size_t)t->bytes);
-    if (status == CLATTN_OK &&
-        !clattn__ggml_dequantize(t->type, raw, (size_t)t->elements, (float *)dst))
+    clattn_status status = clattn__gguf_read(q->g, q->function, t, offset, raw, bytes);
+    if (status == CLATTN_OK && !clattn__ggml_dequantize(t->type, raw, rows * k, (float *)dst))
         status = clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_FORMAT,
                                  "tensor %s: its type %u cannot be dequantised", t->name.data,
                                  t->type);
@@ -51,56 +59,74 @@ static clattn_status read_rows(clattn_llm_quant *q, const clattn_gguf_tensor *t,
     return status;
 }
 
-clattn_status clattn__llm_quant_weight(void *user, const char *const *names, const size_t *rows,
-                                       size_t count, size_t k, const clattn_gemm_quant **out)
-{
-    clattn_llm_quant *q = user;
-    *out = NULL;
-    if (count == 0 || count > MAX_PARTS)
-        return CLATTN_OK;
+/* The tensors of a request, resolved: each in the file with ne {k, rows[i]}, and the type they
+ * are kept in (theirs when they share one the kernels run, else float32) with its row size.
+ * False: leave the request to the float path (which names what is wrong). */
+typedef struct request {
     const clattn_gguf_tensor *t[MAX_PARTS];
-    size_t total_rows = 0;
+    size_t count, total_rows, row_bytes;
+    uint32_t type;
+} request;
+
+static bool resolve(clattn_llm_quant *q, const char *const *names, const size_t *rows,
+                    size_t count, size_t k, request *r)
+{
+    memset(r, 0, sizeof(*r));
+    if (count == 0 || count > MAX_PARTS)
+        return false;
     bool same = true;
     for (size_t i = 0; i < count; i++) {
         char gname[160];
         if (!clattn__llm_gguf_name(names[i], gname, sizeof(gname)))
-            return CLATTN_OK;
-        t[i] = clattn__gguf_tensor(q->g, gname);
-        /* Anything unexpected is left to the float path, which names it. */
-        if (!t[i] || t[i]->n_dims != 2 || t[i]->ne[0] != k || t[i]->ne[1] != rows[i])
-            return CLATTN_OK;
-        total_rows += rows[i];
-        same = same && t[i]->type == t[0]->type;
+            return false;
+        r->t[i] = clattn__gguf_tensor(q->g, gname);
+        if (!r->t[i] || r->t[i]->n_dims != 2 || r->t[i]->ne[0] != k || r->t[i]->ne[1] != rows[i])
+            return false;
+        r->total_rows += rows[i];
+        same = same && r->t[i]->type == r->t[0]->type;
     }
+    r->count = count;
     /* Parts of different types (a Q4_K_M file's Q6_K attn_v beside Q4_K q and k) are stacked
      * as float32, which the kernels run too. */
-    uint32_t type = same ? t[0]->type : CLATTN_GGML_F32;
+    r->type = same ? r->t[0]->type : CLATTN_GGML_F32;
     size_t block_elements, block_bytes;
-    if (!clattn__qlinear_type_supported(type, &block_elements, &block_bytes) ||
+    if (!clattn__qlinear_type_supported(r->type, &block_elements, &block_bytes) ||
         k % block_elements != 0) {
-        type = CLATTN_GGML_F32;
-        if (!clattn__qlinear_type_supported(type, &block_elements, &block_bytes) ||
+        r->type = CLATTN_GGML_F32;
+        if (!clattn__qlinear_type_supported(r->type, &block_elements, &block_bytes) ||
             k % block_elements != 0)
-            return CLATTN_OK;
+            return false;
     }
-    size_t row_bytes = k / block_elements * block_bytes, total;
-    if (!clattn__mul_size(total_rows, row_bytes, &total))
-        return CLATTN_OK;
+    r->row_bytes = k / block_elements * block_bytes;
+    return true;
+}
+
+/* Rows [first, first + rows) of the request's stacked weight (k values each) uploaded as one
+ * weight kept in the model's list: *out. */
+static clattn_status upload_rows(clattn_llm_quant *q, const request *r, size_t first, size_t rows,
+                                 size_t k, const clattn_gemm_quant **out)
+{
+    size_t total = rows * r->row_bytes; /* within the device's largest allocation */
     unsigned char *data = malloc(total ? total : 1);
     if (!data)
         return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                               "out of host memory for tensor %s", t[0]->name.data);
+                               "out of host memory for tensor %s", r->t[0]->name.data);
     clattn_status status = CLATTN_OK;
-    size_t at = 0;
-    for (size_t i = 0; i < count && status == CLATTN_OK; i++) {
-        size_t bytes = rows[i] * row_bytes;
-        if (type == t[i]->type && t[i]->bytes != bytes)
-            status = clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_FORMAT,
-                                     "tensor %s holds %llu bytes, not %zu", t[i]->name.data,
-                                     (unsigned long long)t[i]->bytes, bytes);
-        else
-            status = read_rows(q, t[i], type, bytes, data + at);
-        at += bytes;
+    size_t at = 0, start = 0; /* start: the first stacked row of tensor i */
+    for (size_t i = 0; i < r->count && status == CLATTN_OK; i++) {
+        size_t n = (size_t)r->t[i]->ne[1];
+        size_t lo = first > start ? first : start;
+        size_t hi = first + rows < start + n ? first + rows : start + n;
+        if (lo < hi) {
+            if (r->type == r->t[i]->type && r->t[i]->bytes != n * r->row_bytes)
+                status = clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_FORMAT,
+                                         "tensor %s holds %llu bytes, not %zu", r->t[i]->name.data,
+                                         (unsigned long long)r->t[i]->bytes, n * r->row_bytes);
+            else
+                status = read_rows(q, r->t[i], r->type, lo - start, hi - lo, k, data + at);
+            at += (hi - lo) * r->row_bytes;
+        }
+        start += n;
     }
     if (status == CLATTN_OK && !q->prog)
         status = clattn__qlinear_program_create(q->ctx, &q->prog);
@@ -110,7 +136,7 @@ clattn_status clattn__llm_quant_weight(void *user, const char *const *names, con
                               "%s: out of host memory", q->function);
     if (status == CLATTN_OK) {
         w->prog = q->prog;
-        status = clattn__qweight_upload(q->ctx, type, total_rows, k, data, total, &w->w);
+        status = clattn__qweight_upload(q->ctx, r->type, rows, k, data, total, &w->w);
         if (status != CLATTN_OK)
             free(w);
         else if ((status = keep(q, w)) == CLATTN_OK)
@@ -118,6 +144,112 @@ clattn_status clattn__llm_quant_weight(void *user, const char *const *names, con
     }
     free(data);
     return status;
+}
+
+/* The device's largest allocation in bytes. */
+static uint64_t max_alloc(clattn_llm_quant *q)
+{
+    clattn_device_info info;
+    if (clattn_context_device_info(q->ctx, &info) != CLATTN_OK)
+        return 0;
+    return info.max_alloc_bytes;
+}
+
+size_t clattn__llm_split_parts(size_t rows, size_t row_bytes, uint64_t cap)
+{
+    if (row_bytes == 0 || rows == 0)
+        return 1;
+    uint64_t fit = cap / row_bytes; /* rows per buffer */
+    if (fit == 0)
+        return 0;
+    return (size_t)(((uint64_t)rows + fit - 1) / fit);
+}
+
+size_t clattn__llm_split_first(size_t rows, size_t parts, size_t p)
+{
+    return (size_t)((uint64_t)rows * p / parts);
+}
+
+clattn_status clattn__llm_quant_weight(void *user, const char *const *names, const size_t *rows,
+                                       size_t count, size_t k, const clattn_gemm_quant **out)
+{
+    clattn_llm_quant *q = user;
+    *out = NULL;
+    request r;
+    if (!resolve(q, names, rows, count, k, &r))
+        return CLATTN_OK;
+    uint64_t cap = max_alloc(q);
+    size_t total;
+    if (!clattn__mul_size(r.total_rows, r.row_bytes, &total) || total > cap) {
+        /* The stack's layers run one weight per linear layer (ops/linear.h): not split yet. */
+        char list[4 * 160] = "";
+        for (size_t i = 0, used = 0; i < r.count && used < sizeof(list); i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? " | " : "",
+                                     r.t[i]->name.data);
+        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_TOO_LARGE,
+                               "%s: %zu rows of %zu bytes%s are more than the device's largest "
+                               "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes; only the "
+                               "output projection is split over several buffers yet",
+                               list, r.total_rows, r.row_bytes, r.count > 1 ? ", stacked," : "",
+                               (unsigned long long)cap);
+    }
+    return upload_rows(q, &r, 0, r.total_rows, k, out);
+}
+
+clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, size_t rows,
+                                      size_t k, clattn_llm_split *out)
+{
+    memset(out, 0, sizeof(*out));
+    request r;
+    if (!resolve(q, &name, &rows, 1, k, &r))
+        return CLATTN_OK;
+    uint64_t cap = max_alloc(q);
+    size_t parts = clattn__llm_split_parts(rows, r.row_bytes, cap);
+    if (parts == 0)
+        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_TOO_LARGE,
+                               "%s: one row of %zu bytes is more than the device's largest "
+                               "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                               r.t[0]->name.data, r.row_bytes, (unsigned long long)cap);
+    const clattn_gemm_quant **list = calloc(parts, sizeof(*list));
+    if (!list)
+        return clattn__fail(q->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                            "%s: out of host memory for %zu parts of %s", q->function, parts,
+                            r.t[0]->name.data);
+    clattn_status status = CLATTN_OK;
+    for (size_t p = 0; p < parts && status == CLATTN_OK; p++) {
+        size_t first = clattn__llm_split_first(rows, parts, p);
+        status = upload_rows(q, &r, first, clattn__llm_split_first(rows, parts, p + 1) - first, k,
+                             &list[p]);
+    }
+    if (status != CLATTN_OK) {
+        free(list); /* the parts uploaded are in the model's list, released with it */
+        return status;
+    }
+    *out = (clattn_llm_split){list, parts};
+    return CLATTN_OK;
+}
+
+clattn_status clattn__llm_split_linear(clattn_context *ctx, const clattn_llm_split *s, size_t m,
+                                       cl_mem x, size_t x_offset, size_t ldx, cl_mem y,
+                                       size_t y_offset, size_t ldy)
+{
+    size_t first = 0;
+    for (size_t p = 0; p < s->count; p++) {
+        const clattn_gemm_quant *part = s->parts[p];
+        clattn_status status = clattn__qlinear(ctx, part->prog, CLATTN_OP_OTHER, m, x, x_offset,
+                                               ldx, &part->w, y, y_offset + first, ldy);
+        if (status != CLATTN_OK)
+            return status;
+        first += part->w.n;
+    }
+    return CLATTN_OK;
+}
+
+void clattn__llm_split_release(clattn_llm_split *s)
+{
+    free(s->parts);
+    s->parts = NULL;
+    s->count = 0;
 }
 
 void clattn__llm_quant_release(clattn_llm_quant *q)

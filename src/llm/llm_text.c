@@ -8,26 +8,66 @@
 #include <stdlib.h>
 #include <string.h>
 
-clattn_status clattn_llm_text_load(const char *path, clattn_llm_text **out)
+/* The special tokens other than BOS and EOS that a template sees: transformers passes its
+ * tokenizer's special_tokens_map (each token set, as text) to the template; these are the ones
+ * a GGUF names by id (llama.cpp's keys; "seperator" is its spelling). An id outside the
+ * vocabulary is left out (as llama.cpp ignores it); a value that is not an integer is refused
+ * naming the key. */
+static clattn_status read_special_tokens(const char *fn, const clattn_gguf *g,
+                                         const clattn__gguf_tokenizer *tok, json_t **out)
 {
-    static const char fn[] = "clattn_llm_text_load";
-    CLATTN_CHECK_ARG(NULL, fn, out, "text is NULL");
-    *out = NULL;
-    CLATTN_CHECK_ARG(NULL, fn, path, "path is NULL");
+    static const char *const names[][2] = {
+        {"unk_token", "tokenizer.ggml.unknown_token_id"},
+        {"pad_token", "tokenizer.ggml.padding_token_id"},
+        {"sep_token", "tokenizer.ggml.seperator_token_id"},
+        {"cls_token", "tokenizer.ggml.cls_token_id"},
+        {"mask_token", "tokenizer.ggml.mask_token_id"},
+    };
+    json_t *tokens = json_object();
+    if (!tokens)
+        return clattn__fail_in(fn, g->path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "out of host memory");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!clattn__gguf_find(g, names[i][1]))
+            continue;
+        uint64_t id = 0;
+        clattn_status s = clattn__gguf_get_u64(g, fn, names[i][1], &id);
+        if (s != CLATTN_OK) {
+            json_decref(tokens);
+            return s;
+        }
+        if (id >= clattn__gguf_tokenizer_vocab_size(tok))
+            continue;
+        const char *text = clattn__gguf_tokenizer_token_text(tok, (int32_t)id, NULL);
+        if (!text || !*text) /* transformers leaves an empty token out */
+            continue;
+        if (json_object_set_new(tokens, names[i][0], json_string(text)) != 0) {
+            json_decref(tokens);
+            return clattn__fail_in(fn, g->path, CLATTN_ERROR_FORMAT,
+                                   "%s: the token's text is not UTF-8", names[i][1]);
+        }
+    }
+    *out = tokens;
+    return CLATTN_OK;
+}
+
+/* The text object of an open GGUF file (its metadata only: the file is not read again). */
+static clattn_status text_from_gguf(const char *fn, const clattn_gguf *g, clattn_llm_text **out)
+{
     clattn_llm_text *t = calloc(1, sizeof(*t));
     if (!t)
-        return clattn__fail_in(fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    clattn_gguf *g = NULL;
-    clattn_status s = clattn__gguf_open(fn, path, &g);
+        return clattn__fail_in(fn, g->path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+                               "out of host memory");
+    clattn_status s = clattn__gguf_tokenizer_from_file(&t->tok, g, fn);
     if (s == CLATTN_OK)
-        s = clattn__gguf_tokenizer_from_file(&t->tok, g, fn);
+        s = read_special_tokens(fn, g, t->tok, &t->special_tokens);
     const clattn_gguf_string *tmpl = NULL;
     if (s == CLATTN_OK)
         s = clattn__gguf_get_string(g, fn, "tokenizer.chat_template", true, &tmpl);
     if (s == CLATTN_OK && tmpl) {
         t->chat_template = malloc(tmpl->len + 1);
         if (!t->chat_template)
-            s = clattn__fail_in(fn, path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
+            s = clattn__fail_in(fn, g->path, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
                                 "cannot allocate the chat template (%llu bytes)",
                                 (unsigned long long)tmpl->len);
         else {
@@ -36,13 +76,42 @@ clattn_status clattn_llm_text_load(const char *path, clattn_llm_text **out)
             t->chat_template_length = tmpl->len;
         }
     }
-    clattn__gguf_close(&g);
     if (s != CLATTN_OK) {
         clattn_llm_text_destroy(&t);
         return s;
     }
     *out = t;
     return CLATTN_OK;
+}
+
+clattn_status clattn_llm_text_load(const char *path, clattn_llm_text **out)
+{
+    static const char fn[] = "clattn_llm_text_load";
+    CLATTN_CHECK_ARG(NULL, fn, out, "text is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(NULL, fn, path, "path is NULL");
+    clattn_gguf *g = NULL;
+    clattn_status s = clattn__gguf_open(fn, path, &g);
+    if (s == CLATTN_OK)
+        s = text_from_gguf(fn, g, out);
+    clattn__gguf_close(&g);
+    return s;
+}
+
+clattn_status clattn_llm_text_from_model(const clattn_llm *llm, clattn_llm_text **out)
+{
+    static const char fn[] = "clattn_llm_text_from_model";
+    CLATTN_CHECK_ARG(NULL, fn, out, "text is NULL");
+    *out = NULL;
+    CLATTN_CHECK_ARG(NULL, fn, llm, "llm is NULL");
+    const clattn_gguf *g = clattn__llm_gguf(llm);
+    if (!g)
+        return clattn__fail(NULL, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: the model was loaded from a Hugging Face folder, not a GGUF "
+                            "file: its tokenizer is the folder's tokenizer.json "
+                            "(clattn/tokenizer.h)",
+                            fn);
+    return text_from_gguf(fn, g, out);
 }
 
 void clattn_llm_text_destroy(clattn_llm_text **text)
@@ -52,6 +121,7 @@ void clattn_llm_text_destroy(clattn_llm_text **text)
     if ((*text)->tok)
         clattn__gguf_tokenizer_free((*text)->tok);
     free((*text)->chat_template);
+    json_decref((*text)->special_tokens);
     free(*text);
     *text = NULL;
 }
@@ -199,6 +269,7 @@ clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *text,
     vars.add_generation_prompt = add_generation_prompt != 0;
     vars.bos_token = clattn__gguf_tokenizer_token_text(tok, clattn__gguf_tokenizer_bos(tok), NULL);
     vars.eos_token = clattn__gguf_tokenizer_token_text(tok, clattn__gguf_tokenizer_eos(tok), NULL);
+    vars.extra = text->special_tokens;
     char error[512];
     int rc = clattn__chat_template_render(tmpl, strlen(tmpl), &vars, NULL, out, length, error,
                                          sizeof(error));

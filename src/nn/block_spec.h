@@ -21,6 +21,9 @@
 
 #include "clattn/encoder.h"
 
+/* The most rotary pairs a scaled RoPE holds (rotary_dim 512). */
+#define CLATTN_ROPE_MAX_PAIRS 256
+
 /* What a norm computes. */
 typedef enum clattn_norm_kind {
     CLATTN_NORM_LAYER = 0, /* LayerNorm: (x - mean) / sqrt(var + eps) · weight + bias */
@@ -46,6 +49,11 @@ typedef struct clattn_block_spec {
     float rope_theta;        /* > 0: RoPE on q and k with this base */
     uint32_t rotary_dim;     /* channels rotated per head; 0: all of d_k */
     bool rope_interleaved;   /* GPT-J's pairs; false: halves */
+    /* Scaled RoPE (Llama 3.1's frequency factors, linear scaling; nn/rope_scaling.h): pair k of
+     * every layer not rotating with local_rope_theta turns at rope_inv_freq[k] (k < rotary
+     * pairs) instead of rope_theta^(-2k / rotary_dim). */
+    bool rope_scaled;
+    float rope_inv_freq[CLATTN_ROPE_MAX_PAIRS];
     /* Sliding-window layers: layer i is local when local_window > 0 and not (global_every > 0
      * and i % global_every == 0); a local layer sees keys within local_window / 2 and rotates
      * with local_rope_theta (0: rope_theta). */

@@ -292,7 +292,8 @@ static void templates(pass *p)
         p->self.rope = true;
         p->self.rope_q = (clattn_rotary_spec){c->rotary_dim ? c->rotary_dim : c->head_dim_qk,
                                               c->rope_interleaved, (double)c->rope_theta,
-                                              run->position_offset};
+                                              run->position_offset,
+                                              c->rope_scaled ? c->rope_inv_freq : NULL};
         p->self.rope_key_pos0 = run->position_offset;
     }
     clattn_kv_state *kv = run->kv;
@@ -339,8 +340,10 @@ static clattn_status attend_self(pass *p, size_t i, cl_mem input, cl_mem *out_bi
     if (clattn__block_layer_is_local(c, i)) {
         io.mods.flags |= CLATTN_MOD_WINDOW;
         io.mods.window = c->local_window;
-        if (io.rope && c->local_rope_theta > 0.0f)
+        if (io.rope && c->local_rope_theta > 0.0f) {
             io.rope_q.theta = (double)c->local_rope_theta;
+            io.rope_q.inv_freq = NULL;
+        }
     }
     *out_bias = NULL;
     clattn_kv_state *kv = p->run->kv;

@@ -16,7 +16,7 @@ static clattn_status table_for(clattn_context *ctx, const clattn_rotary_spec *sp
 {
     size_t first;
     clattn_status status = clattn__rotary_table(ctx, spec->pos0, n, spec->rot_dim / 2,
-                                                spec->theta, table, &first);
+                                                spec->theta, spec->inv_freq, table, &first);
     if (status == CLATTN_OK)
         *row0 = (cl_uint)(spec->pos0 - first); /* the window has fewer than 2^32 rows */
     return status;
@@ -70,6 +70,7 @@ clattn_status clattn__rope_spec_of(clattn_context *ctx, const char *fn,
     spec->interleaved = r->layout == CLATTN_ROPE_INTERLEAVED;
     spec->theta = r->theta > 0.0f ? (double)r->theta : 10000.0;
     spec->pos0 = r->query_offset;
+    spec->inv_freq = NULL;
     return CLATTN_OK;
 }
 

@@ -10,6 +10,10 @@ typedef struct clattn_rotary_spec {
     bool interleaved; /* GPT-J's pairs (2k, 2k + 1); else GPT-NeoX's halves (k, k + rot_dim/2) */
     double theta;     /* the base */
     size_t pos0;      /* the position of row 0 */
+    /* Scaled RoPE (Llama 3.1's, linear): [rot_dim / 2] inverse frequencies that replace
+     * θ^(-2k / rot_dim) (the caller's, alive for the call; the context's table keeps a copy);
+     * NULL: from theta. */
+    const float *inv_freq;
 } clattn_rotary_spec;
 
 /* Writes x [batch, heads, n, d] (a head view) rotated into out, contiguous from out_offset

@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,26 @@ static clattn_status query_string_into(clattn_context *ctx, cl_device_id device,
     return status;
 }
 
+/* A testing knob: CLATTN_MAX_ALLOC_BYTES, a positive number of bytes, lowers the device's maximum
+ * allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) to it, so that tests reach on a CPU the limits of a
+ * GPU whose buffers are capped at a fraction of its memory (tests/test_llm_split.c: weights split
+ * over several buffers). It never raises the device's own limit. Unset or empty: no change. */
+static clattn_status max_alloc_override(clattn_context *ctx, cl_ulong *max_alloc)
+{
+    const char *env = getenv("CLATTN_MAX_ALLOC_BYTES");
+    if (!env || !*env)
+        return CLATTN_OK;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long bytes = strtoull(env, &end, 10);
+    if (!isdigit((unsigned char)env[0]) || *end || errno == ERANGE || bytes == 0)
+        return clattn__fail(ctx, CLATTN_ERROR_INVALID_ARGUMENT,
+                            "CLATTN_MAX_ALLOC_BYTES='%s' is not a positive number of bytes", env);
+    if (bytes < *max_alloc)
+        *max_alloc = (cl_ulong)bytes;
+    return CLATTN_OK;
+}
+
 #define QUERY_VALUE(param, var, what)                                                       \
     do {                                                                                    \
         cl_int e_ = clGetDeviceInfo(device, param, sizeof(var), &(var), NULL);              \
@@ -163,6 +184,8 @@ clattn_status clattn__query_device_info(clattn_context *ctx, cl_device_id device
     QUERY_VALUE(CL_DEVICE_LOCAL_MEM_SIZE, local_mem, "local memory size");
     QUERY_VALUE(CL_DEVICE_LOCAL_MEM_TYPE, local_type, "local memory type");
     QUERY_VALUE(CL_DEVICE_MAX_MEM_ALLOC_SIZE, max_alloc, "maximum allocation");
+    if ((status = max_alloc_override(ctx, &max_alloc)))
+        return status;
     QUERY_VALUE(CL_DEVICE_MAX_WORK_GROUP_SIZE, max_wg, "maximum work-group size");
     /* Optional before OpenCL 1.2's core double support: absence is not an error. */
     clGetDeviceInfo(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(double_config), &double_config,

@@ -2,11 +2,12 @@
 #include "gemm_cpu.h"
 
 #include "base/kernels.h"
+#include "env_tuning.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 extern const clattn_embedded_source clattn__gemm_cpu_sources[];
 extern const size_t clattn__gemm_cpu_sources_count;
@@ -55,32 +56,16 @@ static clattn_status status_from_cl(cl_int err)
     }
 }
 
-/* Overrides from CLATTN_GEMM_CPU="vw=16,nv=2,mr=12,kc=256,mb=2" (unknown keys are ignored). */
-static void env_override(clattn_gemm_cpu_params *p)
+/* Overrides from CLATTN_GEMM_CPU="vw=16,nv=2,mr=12,kc=256,mb=2,pa=1"; vw's powers of two and the
+ * override's fields are checked after. */
+static clattn_status env_override(clattn_gemm_cpu_params *p, char *error, size_t error_size)
 {
-    const char *env = getenv("CLATTN_GEMM_CPU");
-    if (!env)
-        return;
-    char key[8];
-    unsigned value;
-    int used;
-    while (sscanf(env, " %7[a-z] = %u%n", key, &value, &used) == 2) {
-        if (strcmp(key, "vw") == 0)
-            p->vw = value;
-        else if (strcmp(key, "nv") == 0)
-            p->nv = value;
-        else if (strcmp(key, "mr") == 0)
-            p->mr = value;
-        else if (strcmp(key, "kc") == 0)
-            p->kc = value;
-        else if (strcmp(key, "mb") == 0)
-            p->mb = value;
-        else if (strcmp(key, "pa") == 0)
-            p->pack_a = value;
-        env += used;
-        while (*env == ',' || *env == ' ')
-            env++;
-    }
+    const clattn_env_tuning_key keys[] = {
+        {"vw", &p->vw, 2, 16},       {"nv", &p->nv, 1, 8},        {"mr", &p->mr, 1, 32},
+        {"kc", &p->kc, 0, UINT_MAX}, {"mb", &p->mb, 0, UINT_MAX}, {"pa", &p->pack_a, 0, 1},
+    };
+    return clattn__env_tuning_read("CLATTN_GEMM_CPU", keys, sizeof(keys) / sizeof(keys[0]), error,
+                                   error_size);
 }
 
 /*
@@ -140,9 +125,10 @@ clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
         if (override->pack_a)
             g->params.pack_a = override->pack_a;
     }
-    env_override(&g->params);
     clattn_gemm_cpu_params *p = &g->params;
-    clattn_status status = CLATTN_OK;
+    clattn_status status = env_override(p, g->error, sizeof(g->error));
+    if (status != CLATTN_OK)
+        goto out;
     if ((p->vw != 2 && p->vw != 4 && p->vw != 8 && p->vw != 16) || p->nv < 1 || p->nv > 8 ||
         p->mr < 1 || p->mr > 32 || p->pack_a > 1) {
         status = fail(g, CLATTN_ERROR_INVALID_ARGUMENT,

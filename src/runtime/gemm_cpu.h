@@ -42,7 +42,9 @@ typedef struct clattn_gemm_cpu_params {
 typedef struct clattn_gemm_cpu clattn_gemm_cpu;
 
 /* Builds the program for `device`. `override` (may be NULL) replaces the derived parameters
- * field by field; the environment variable CLATTN_GEMM_CPU ("vw=16,nv=2,mr=12,kc=256,mb=2,pa=1") too. */
+ * field by field; the environment variable CLATTN_GEMM_CPU ("vw=16,nv=2,mr=12,kc=256,mb=2,pa=1")
+ * too, and a pair of it that runtime/env_tuning.h does not read (an unknown key, a value out of
+ * the key's range) is CLATTN_ERROR_INVALID_ARGUMENT naming it. */
 clattn_status clattn__gemm_cpu_create(cl_context context, cl_device_id device,
                                       const clattn_gemm_cpu_params *override,
                                       clattn_gemm_cpu **out, char *error, size_t error_size);

@@ -118,6 +118,9 @@ _Noreturn void jinja_fail(struct jinja *j, int line, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 
 void *jinja_alloc(struct jinja *j, size_t size);
+/* A growing array's new room: `cap` elements of `size` bytes (arena memory) holding a copy of
+ * the `n` at `old`. Callers double their capacity: cap ? 2 * cap : a first size. */
+void *jinja_grow(struct jinja *j, const void *old, size_t n, size_t cap, size_t size);
 void jinja_arena_free(struct jinja *j);
 void jinja_step(struct jinja *j, int line);
 
@@ -168,12 +171,21 @@ struct jv jv_to_string(struct jinja *j, struct jv v);
 /* markupsafe's escape(): & < > " ' as entities (a Markup is returned as it is) */
 struct jv jv_html_escape(struct jinja *j, struct jv v);
 struct jv jbuf_take(struct jbuf *b); /* the buffer as a string value (arena memory) */
+/* s quoted and escaped: Python's repr (in ' unless s has a ' and no ", with \\ \n \r \t and \xNN
+ * for other control bytes and DEL) or JSON's (in ", with \b \f and \u00NN for other control bytes;
+ * JQUOTE_JSON_ASCII also DEL and every code point above it as \uXXXX, a surrogate pair above
+ * U+FFFF). */
+enum jquote { JQUOTE_REPR, JQUOTE_JSON, JQUOTE_JSON_ASCII };
+void jbuf_put_quoted(struct jinja *j, struct jbuf *b, struct jstr s, enum jquote style);
 
 /* Python's repr of a float (the shortest text that reads back the same double). */
 void jv_format_float(double f, char out[32]);
 
 /* UTF-8 code points: the count, and the byte offset of code point `index`. */
 size_t jstr_codepoints(struct jstr s);
+/* The code point at byte *k of s, advancing *k past it (jinja_strings.c); a byte that does
+ * not start a whole UTF-8 sequence reads as itself. */
+uint32_t jstr_next_codepoint(struct jstr s, size_t *k);
 size_t jstr_offset(struct jstr s, size_t index);
 
 /* ---- Python's str methods (jinja_strings.c), shared by methods and filters ---- */

@@ -42,14 +42,8 @@ void jinja_scope_set(struct jinja *j, struct jscope *scope, struct jstr name, st
     }
   if (scope->n == scope->cap) {
     size_t cap = scope->cap ? 2 * scope->cap : 8;
-    struct jstr *names = jinja_alloc(j, cap * sizeof *names);
-    struct jv *values = jinja_alloc(j, cap * sizeof *values);
-    if (scope->n) {
-      memcpy(names, scope->names, scope->n * sizeof *names);
-      memcpy(values, scope->values, scope->n * sizeof *values);
-    }
-    scope->names = names;
-    scope->values = values;
+    scope->names = jinja_grow(j, scope->names, scope->n, cap, sizeof *scope->names);
+    scope->values = jinja_grow(j, scope->values, scope->n, cap, sizeof *scope->values);
     scope->cap = cap;
   }
   scope->names[scope->n] = name;

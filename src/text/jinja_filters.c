@@ -94,6 +94,22 @@ static int64_t int_arg(struct jinja *j, int line, const char *what, struct jv *v
 
 static bool bool_arg(struct jv *v) { return v && jv_truthy(*v); }
 
+/* An indentation argument `name`: a string as it is, else a count of spaces (missing or none:
+ * `fallback`; below 0: none; above `max`: refused). */
+static struct jstr spaces_arg(struct jinja *j, int line, const char *what, const char *name, struct jv *v,
+                              int64_t fallback, int64_t max) {
+  if (v && v->kind == JV_STRING)
+    return v->u.s;
+  int64_t n = int_arg(j, line, what, v, fallback);
+  if (n < 0)
+    n = 0;
+  if (n > max)
+    jinja_fail(j, line, "%s: %s %lld is too large", what, name, (long long)n);
+  char *spaces = jinja_alloc(j, (size_t)n + 1);
+  memset(spaces, ' ', (size_t)n);
+  return (struct jstr){spaces, (size_t)n};
+}
+
 /* Python's ignore_case for sorting and unique: strings compared lowercased */
 static struct jv case_key(struct jinja *j, struct jv v, bool case_sensitive) {
   if (!case_sensitive && v.kind == JV_STRING)
@@ -174,20 +190,8 @@ static struct jv f_tojson(struct jinja *j, int line, struct jv v, struct jargs *
             *separators = jargs_get(args, 2, "separators"), *sort = jargs_get(args, 3, "sort_keys");
   struct jstr indent_s, item_sep, key_sep;
   bool has_indent = indent && indent->kind != JV_NONE, has_seps = separators && separators->kind != JV_NONE;
-  if (has_indent) {
-    if (indent->kind == JV_STRING) {
-      indent_s = indent->u.s;
-    } else {
-      int64_t n = int_arg(j, line, what, indent, 0);
-      if (n < 0)
-        n = 0;
-      if (n > 64)
-        jinja_fail(j, line, "tojson: indent %lld is too large", (long long)n);
-      char *spaces = jinja_alloc(j, (size_t)n + 1);
-      memset(spaces, ' ', (size_t)n);
-      indent_s = (struct jstr){spaces, (size_t)n};
-    }
-  }
+  if (has_indent)
+    indent_s = spaces_arg(j, line, what, "indent", indent, 0, 64);
   if (has_seps) {
     if (separators->kind != JV_LIST || separators->u.list->n != 2 ||
         separators->u.list->items[0].kind != JV_STRING || separators->u.list->items[1].kind != JV_STRING)
@@ -227,21 +231,22 @@ static struct jv f_list(struct jinja *j, int line, struct jv v, struct jargs *ar
   return out;
 }
 
-static struct jv f_upper(struct jinja *j, int line, struct jv v, struct jargs *args) {
-  jargs_check(j, line, "upper", args, NULL, 0);
-  return jinja_str_case(j, as_string(j, v).u.s, JCASE_UPPER);
+static struct jv case_filter(struct jinja *j, int line, struct jv v, struct jargs *args, const char *what,
+                             enum jcase which) {
+  jargs_check(j, line, what, args, NULL, 0);
+  return jinja_str_case(j, as_string(j, v).u.s, which);
 }
-static struct jv f_lower(struct jinja *j, int line, struct jv v, struct jargs *args) {
-  jargs_check(j, line, "lower", args, NULL, 0);
-  return jinja_str_case(j, as_string(j, v).u.s, JCASE_LOWER);
+static struct jv f_upper(struct jinja *j, int line, struct jv v, struct jargs *a) {
+  return case_filter(j, line, v, a, "upper", JCASE_UPPER);
 }
-static struct jv f_capitalize(struct jinja *j, int line, struct jv v, struct jargs *args) {
-  jargs_check(j, line, "capitalize", args, NULL, 0);
-  return jinja_str_case(j, as_string(j, v).u.s, JCASE_CAPITALIZE);
+static struct jv f_lower(struct jinja *j, int line, struct jv v, struct jargs *a) {
+  return case_filter(j, line, v, a, "lower", JCASE_LOWER);
 }
-static struct jv f_title(struct jinja *j, int line, struct jv v, struct jargs *args) {
-  jargs_check(j, line, "title", args, NULL, 0);
-  return jinja_str_case(j, as_string(j, v).u.s, JCASE_JINJA_TITLE);
+static struct jv f_capitalize(struct jinja *j, int line, struct jv v, struct jargs *a) {
+  return case_filter(j, line, v, a, "capitalize", JCASE_CAPITALIZE);
+}
+static struct jv f_title(struct jinja *j, int line, struct jv v, struct jargs *a) {
+  return case_filter(j, line, v, a, "title", JCASE_JINJA_TITLE);
 }
 
 static struct jv f_replace(struct jinja *j, int line, struct jv v, struct jargs *args) {
@@ -457,21 +462,8 @@ static struct jv f_unique(struct jinja *j, int line, struct jv v, struct jargs *
 static struct jv f_indent(struct jinja *j, int line, struct jv v, struct jargs *args) {
   const char *what = "indent";
   ARGS("width", "first", "blank");
-  struct jv *width = jargs_get(args, 0, "width");
+  struct jstr pad = spaces_arg(j, line, what, "width", jargs_get(args, 0, "width"), 4, 256);
   bool first = bool_arg(jargs_get(args, 1, "first")), blank = bool_arg(jargs_get(args, 2, "blank"));
-  struct jstr pad;
-  if (width && width->kind == JV_STRING) {
-    pad = width->u.s;
-  } else {
-    int64_t n = int_arg(j, line, what, width, 4);
-    if (n < 0)
-      n = 0;
-    if (n > 256)
-      jinja_fail(j, line, "indent: width %lld is too large", (long long)n);
-    char *spaces = jinja_alloc(j, (size_t)n + 1);
-    memset(spaces, ' ', (size_t)n);
-    pad = (struct jstr){spaces, (size_t)n};
-  }
   struct jbuf text = {0};
   jv_write_str(j, &text, v);
   jbuf_puts(j, &text, "\n");

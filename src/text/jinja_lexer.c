@@ -24,10 +24,7 @@ struct lexer {
 static struct jtok *push(struct lexer *lx, enum jtok_kind kind) {
   if (lx->count == lx->cap) {
     size_t cap = lx->cap ? 2 * lx->cap : 256;
-    struct jtok *v = jinja_alloc(lx->j, cap * sizeof *v);
-    if (lx->count)
-      memcpy(v, lx->v, lx->count * sizeof *v);
-    lx->v = v;
+    lx->v = jinja_grow(lx->j, lx->v, lx->count, cap, sizeof *lx->v);
     lx->cap = cap;
   }
   struct jtok *t = &lx->v[lx->count++];

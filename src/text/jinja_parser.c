@@ -91,10 +91,7 @@ static struct jnode *node(struct parser *p, enum jnode_kind kind, int line) {
 static void append(struct parser *p, struct jnodes *list, struct jnode *n) {
   if (list->n == list->cap) {
     size_t cap = list->cap ? 2 * list->cap : 4;
-    struct jnode **v = jinja_alloc(p->j, cap * sizeof *v);
-    if (list->n)
-      memcpy(v, list->v, list->n * sizeof *v);
-    list->v = v;
+    list->v = jinja_grow(p->j, list->v, list->n, cap, sizeof *list->v);
     list->cap = cap;
   }
   list->v[list->n++] = n;
@@ -133,6 +130,27 @@ static void parse_call_args(struct parser *p, struct jnode *call) {
     }
   }
   next(p);
+}
+
+/* A list's items or a dict's key: value pairs (two nodes each) after the opening bracket: separated
+ * by commas, a trailing one allowed, up to `close` (consumed); `expected` names what may follow an
+ * item. */
+static struct jnode *parse_bracketed(struct parser *p, enum jnode_kind kind, int line, enum jop close,
+                                     const char *expected) {
+  struct jnode *n = node(p, kind, line);
+  while (!is_op(peek(p), close)) {
+    if (n->args.n)
+      expect_op(p, OP_COMMA, expected);
+    if (is_op(peek(p), close))
+      break;
+    append(p, &n->args, parse_expression(p, true));
+    if (kind == JE_DICT) {
+      expect_op(p, OP_COLON, "':'");
+      append(p, &n->args, parse_expression(p, true));
+    }
+  }
+  next(p);
+  return n;
 }
 
 static struct jnode *parse_primary(struct parser *p) {
@@ -183,29 +201,11 @@ static struct jnode *parse_primary(struct parser *p) {
       break;
     }
     if (t->op == OP_LBRACKET) {
-      n = node(p, JE_LIST, t->line);
-      while (!is_op(peek(p), OP_RBRACKET)) {
-        if (n->args.n)
-          expect_op(p, OP_COMMA, "',' or ']'");
-        if (is_op(peek(p), OP_RBRACKET))
-          break;
-        append(p, &n->args, parse_expression(p, true));
-      }
-      next(p);
+      n = parse_bracketed(p, JE_LIST, t->line, OP_RBRACKET, "',' or ']'");
       break;
     }
     if (t->op == OP_LBRACE) {
-      n = node(p, JE_DICT, t->line);
-      while (!is_op(peek(p), OP_RBRACE)) {
-        if (n->args.n)
-          expect_op(p, OP_COMMA, "',' or '}'");
-        if (is_op(peek(p), OP_RBRACE))
-          break;
-        append(p, &n->args, parse_expression(p, true));
-        expect_op(p, OP_COLON, "':'");
-        append(p, &n->args, parse_expression(p, true));
-      }
-      next(p);
+      n = parse_bracketed(p, JE_DICT, t->line, OP_RBRACE, "',' or '}'");
       break;
     }
     unexpected(p, t, "an expression");
@@ -240,6 +240,14 @@ static struct jnode *parse_subscribed(struct parser *p) {
   return n;
 }
 
+/* callee(arguments), the '(' next. */
+static struct jnode *parse_call(struct parser *p, struct jnode *callee, int line) {
+  struct jnode *call = node(p, JE_CALL, line);
+  call->a = callee;
+  parse_call_args(p, call);
+  return call;
+}
+
 static struct jnode *parse_postfix(struct parser *p, struct jnode *n) {
   for (;;) {
     struct jtok *t = peek(p);
@@ -269,10 +277,7 @@ static struct jnode *parse_postfix(struct parser *p, struct jnode *n) {
       expect_op(p, OP_RBRACKET, "']'");
       n = index;
     } else if (is_op(t, OP_LPAREN)) {
-      struct jnode *call = node(p, JE_CALL, t->line);
-      call->a = n;
-      parse_call_args(p, call);
-      n = call;
+      n = parse_call(p, n, t->line);
     } else {
       return n;
     }
@@ -299,6 +304,17 @@ static void check_name_later(struct parser *p, struct jnode *f) {
     append(p, &p->unchecked, f);
 }
 
+/* A filter's name and its arguments, if any, applied to `value` (the '|' already taken). */
+static struct jnode *parse_filter_call(struct parser *p, struct jnode *value, int line) {
+  struct jnode *f = node(p, JE_FILTER, line);
+  f->a = value;
+  f->name = parse_dotted_name(p);
+  check_name_later(p, f);
+  if (is_op(peek(p), OP_LPAREN))
+    parse_call_args(p, f);
+  return f;
+}
+
 static void check_names(struct parser *p) {
   for (size_t k = 0; k < p->unchecked.n; k++) {
     struct jnode *f = p->unchecked.v[k];
@@ -314,13 +330,7 @@ static struct jnode *parse_filter_expr(struct parser *p, struct jnode *n) {
     struct jtok *t = peek(p);
     if (is_op(t, OP_PIPE)) {
       next(p);
-      struct jnode *f = node(p, JE_FILTER, t->line);
-      f->a = n;
-      f->name = parse_dotted_name(p);
-      check_name_later(p, f);
-      if (is_op(peek(p), OP_LPAREN))
-        parse_call_args(p, f);
-      n = f;
+      n = parse_filter_call(p, n, t->line);
     } else if (is_name(t, "is")) {
       next(p);
       struct jnode *test = node(p, JE_TEST, t->line);
@@ -343,10 +353,7 @@ static struct jnode *parse_filter_expr(struct parser *p, struct jnode *n) {
       }
       n = test;
     } else if (is_op(t, OP_LPAREN)) {
-      struct jnode *call = node(p, JE_CALL, t->line);
-      call->a = n;
-      parse_call_args(p, call);
-      n = call;
+      n = parse_call(p, n, t->line);
     } else {
       return n;
     }
@@ -380,48 +387,38 @@ static struct jnode *binary(struct parser *p, enum jop op, int line, struct jnod
   return n;
 }
 
-static struct jnode *parse_pow(struct parser *p) {
-  struct jnode *n = parse_unary(p, true);
-  while (is_op(peek(p), OP_POW)) {
-    int line = next(p)->line;
-    n = binary(p, OP_POW, line, n, parse_unary(p, true));
-  }
-  return n;
+/* The arithmetic operators' precedence levels, loosest first; each level is left-associative
+ * over the next one's expressions, the last one's over unary expressions with their filters. */
+static const enum jop arithmetic_levels[][5] = {
+  {OP_ADD, OP_SUB},
+  {OP_TILDE},
+  {OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD},
+  {OP_POW},
+};
+#define ARITHMETIC_LEVELS (sizeof arithmetic_levels / sizeof arithmetic_levels[0])
+
+static bool at_level(struct jtok *t, size_t level) {
+  for (const enum jop *op = arithmetic_levels[level]; *op; op++)
+    if (is_op(t, *op))
+      return true;
+  return false;
 }
 
-static struct jnode *parse_math2(struct parser *p) {
-  struct jnode *n = parse_pow(p);
+static struct jnode *parse_arithmetic(struct parser *p, size_t level) {
+  if (level == ARITHMETIC_LEVELS)
+    return parse_unary(p, true);
+  struct jnode *n = parse_arithmetic(p, level + 1);
   for (;;) {
     struct jtok *t = peek(p);
-    if (!(is_op(t, OP_MUL) || is_op(t, OP_DIV) || is_op(t, OP_FLOORDIV) || is_op(t, OP_MOD)))
+    if (!at_level(t, level))
       return n;
     next(p);
-    n = binary(p, t->op, t->line, n, parse_pow(p));
-  }
-}
-
-static struct jnode *parse_concat(struct parser *p) {
-  struct jnode *n = parse_math2(p);
-  while (is_op(peek(p), OP_TILDE)) {
-    int line = next(p)->line;
-    n = binary(p, OP_TILDE, line, n, parse_math2(p));
-  }
-  return n;
-}
-
-static struct jnode *parse_math1(struct parser *p) {
-  struct jnode *n = parse_concat(p);
-  for (;;) {
-    struct jtok *t = peek(p);
-    if (!(is_op(t, OP_ADD) || is_op(t, OP_SUB)))
-      return n;
-    next(p);
-    n = binary(p, t->op, t->line, n, parse_concat(p));
+    n = binary(p, t->op, t->line, n, parse_arithmetic(p, level + 1));
   }
 }
 
 static struct jnode *parse_compare(struct parser *p) {
-  struct jnode *first = parse_math1(p);
+  struct jnode *first = parse_arithmetic(p, 0);
   struct jnode *cmp = NULL;
   size_t cap = 0;
   for (;;) {
@@ -447,14 +444,11 @@ static struct jnode *parse_compare(struct parser *p) {
     }
     if (cmp->args.n > cap) {
       size_t new_cap = cap ? 2 * cap : 4;
-      enum jop *ops = jinja_alloc(p->j, new_cap * sizeof *ops);
-      if (cap)
-        memcpy(ops, cmp->ops, cap * sizeof *ops);
-      cmp->ops = ops;
+      cmp->ops = jinja_grow(p->j, cmp->ops, cap, new_cap, sizeof *cmp->ops);
       cap = new_cap;
     }
     cmp->ops[cmp->args.n - 1] = op;
-    append(p, &cmp->args, parse_math1(p));
+    append(p, &cmp->args, parse_arithmetic(p, 0));
   }
   return cmp ? cmp : first;
 }
@@ -473,28 +467,26 @@ static struct jnode *parse_not(struct parser *p) {
   return parse_compare(p);
 }
 
-static struct jnode *parse_and(struct parser *p) {
-  struct jnode *n = parse_not(p);
-  while (is_name(peek(p), "and")) {
+/* operand (`word` operand)*: left-associative nodes of `kind` ('and', 'or'). */
+static struct jnode *parse_word_operator(struct parser *p, const char *word, enum jnode_kind kind,
+                                         struct jnode *(*operand)(struct parser *)) {
+  struct jnode *n = operand(p);
+  while (is_name(peek(p), word)) {
     int line = next(p)->line;
-    struct jnode *a = node(p, JE_AND, line);
-    a->a = n;
-    a->b = parse_not(p);
-    n = a;
+    struct jnode *joined = node(p, kind, line);
+    joined->a = n;
+    joined->b = operand(p);
+    n = joined;
   }
   return n;
 }
 
+static struct jnode *parse_and(struct parser *p) {
+  return parse_word_operator(p, "and", JE_AND, parse_not);
+}
+
 static struct jnode *parse_or(struct parser *p) {
-  struct jnode *n = parse_and(p);
-  while (is_name(peek(p), "or")) {
-    int line = next(p)->line;
-    struct jnode *o = node(p, JE_OR, line);
-    o->a = n;
-    o->b = parse_and(p);
-    n = o;
-  }
-  return n;
+  return parse_word_operator(p, "or", JE_OR, parse_and);
 }
 
 static struct jnode *parse_condexpr(struct parser *p) {
@@ -618,6 +610,17 @@ static struct jstr take_end_tag(struct parser *p) {
 
 static void end_tag_close(struct parser *p) { expect_kind(p, JT_BLOCK_END, "'%}'"); }
 
+/* After a block tag's words: its '%}', the body up to {% `end` %} (`what` names the block in
+ * messages), and that end tag. */
+static struct jnode *parse_block_body(struct parser *p, const char *end, const char *what) {
+  end_tag_close(p);
+  const char *const ends[] = {end};
+  struct jnode *body = parse_body(p, ends, 1, what);
+  take_end_tag(p);
+  end_tag_close(p);
+  return body;
+}
+
 static struct jnode *parse_for(struct parser *p, int line) {
   struct jnode *n = node(p, JN_FOR, line);
   n->a = parse_assign_target(p, false);
@@ -729,11 +732,7 @@ static struct jnode *parse_statement(struct parser *p) {
       n->b = parse_filter_expr(p, hole);
       n->c = hole;
     }
-    end_tag_close(p);
-    static const char *const ends[] = {"endset"};
-    n->d = parse_body(p, ends, 1, "{% set %}");
-    take_end_tag(p);
-    end_tag_close(p);
+    n->d = parse_block_body(p, "endset", "{% set %}");
     return n;
   }
   if (jstr_eq(word, "macro")) {
@@ -765,30 +764,16 @@ static struct jnode *parse_statement(struct parser *p) {
     n->a = parse_expression(p, true);
     if (n->a->kind != JE_CALL)
       jinja_fail(p->j, line, "{%% call %%} needs a call expression");
-    end_tag_close(p);
-    static const char *const ends[] = {"endcall"};
-    n->d = parse_body(p, ends, 1, "{% call %}");
-    take_end_tag(p);
-    end_tag_close(p);
+    n->d = parse_block_body(p, "endcall", "{% call %}");
     return n;
   }
   if (jstr_eq(word, "filter")) {
     struct jnode *n = node(p, JN_FILTER_BLOCK, line);
     struct jnode *hole = node(p, JE_LITERAL, line);
     /* the first filter has no '|' before it */
-    struct jnode *f = node(p, JE_FILTER, line);
-    f->a = hole;
-    f->name = parse_dotted_name(p);
-    check_name_later(p, f);
-    if (is_op(peek(p), OP_LPAREN))
-      parse_call_args(p, f);
-    n->b = parse_filter_expr(p, f);
+    n->b = parse_filter_expr(p, parse_filter_call(p, hole, line));
     n->c = hole;
-    end_tag_close(p);
-    static const char *const ends[] = {"endfilter"};
-    n->d = parse_body(p, ends, 1, "{% filter %}");
-    take_end_tag(p);
-    end_tag_close(p);
+    n->d = parse_block_body(p, "endfilter", "{% filter %}");
     return n;
   }
   if (jstr_eq(word, "break") || jstr_eq(word, "continue")) {
@@ -798,12 +783,7 @@ static struct jnode *parse_statement(struct parser *p) {
     return node(p, jstr_eq(word, "break") ? JN_BREAK : JN_CONTINUE, line);
   }
   if (jstr_eq(word, "generation")) {
-    end_tag_close(p);
-    static const char *const ends[] = {"endgeneration"};
-    struct jnode *n = parse_body(p, ends, 1, "{% generation %}");
-    take_end_tag(p);
-    end_tag_close(p);
-    return n;
+    return parse_block_body(p, "endgeneration", "{% generation %}");
   }
   jinja_fail(p->j, line, "unknown or unsupported tag {%% %.*s %%}", (int)word.n, word.p);
 }

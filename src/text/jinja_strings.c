@@ -7,8 +7,7 @@
 
 #include <string.h>
 
-/* The code point at p[*k] (advancing *k); invalid bytes read as themselves. */
-static uint32_t next_codepoint(struct jstr s, size_t *k) {
+uint32_t jstr_next_codepoint(struct jstr s, size_t *k) {
   const unsigned char *u = (const unsigned char *)s.p + *k;
   size_t left = s.n - *k;
   uint32_t cp = u[0];
@@ -31,7 +30,7 @@ static bool in_set(uint32_t cp, const struct jstr *chars) {
   if (!chars)
     return clattn__is_python_space(cp);
   for (size_t k = 0; k < chars->n;)
-    if (next_codepoint(*chars, &k) == cp)
+    if (jstr_next_codepoint(*chars, &k) == cp)
       return true;
   return false;
 }
@@ -42,7 +41,7 @@ struct jv jinja_str_strip(struct jv v, const struct jstr *chars, enum jstrip whi
   if (which != JSTRIP_RIGHT) {
     while (start < end) {
       size_t k = start;
-      if (!in_set(next_codepoint(s, &k), chars))
+      if (!in_set(jstr_next_codepoint(s, &k), chars))
         break;
       start = k;
     }
@@ -53,7 +52,7 @@ struct jv jinja_str_strip(struct jv v, const struct jstr *chars, enum jstrip whi
       while (b > start && ((unsigned char)s.p[b] & 0xC0) == 0x80)
         b--;
       size_t k = b;
-      if (!in_set(next_codepoint(s, &k), chars))
+      if (!in_set(jstr_next_codepoint(s, &k), chars))
         break;
       end = b;
     }
@@ -63,7 +62,7 @@ struct jv jinja_str_strip(struct jv v, const struct jstr *chars, enum jstrip whi
 
 static bool space_at(struct jstr s, size_t k, size_t *after) {
   *after = k;
-  return clattn__is_python_space(next_codepoint(s, after));
+  return clattn__is_python_space(jstr_next_codepoint(s, after));
 }
 
 struct jv jinja_str_split(struct jinja *j, int line, struct jstr s, const struct jstr *sep, int64_t maxsplit,
@@ -153,7 +152,7 @@ struct jv jinja_str_replace(struct jinja *j, struct jstr s, struct jstr old, str
       if (k == s.n)
         break;
       size_t e = k;
-      next_codepoint(s, &e);
+      jstr_next_codepoint(s, &e);
       jbuf_put(j, &b, s.p + k, e - k);
       k = e;
     }
@@ -266,7 +265,7 @@ struct jv jinja_str_case(struct jinja *j, struct jstr s, enum jcase which) {
   bool previous_cased = false, previous_break = false;
   for (size_t k = 0, index = 0; k < s.n; index++) {
     size_t from = k;
-    uint32_t c = next_codepoint(s, &k);
+    uint32_t c = jstr_next_codepoint(s, &k);
     bool up;
     switch (which) {
     case JCASE_UPPER:

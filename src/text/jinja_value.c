@@ -50,6 +50,13 @@ void *jinja_alloc(struct jinja *j, size_t size) {
   return p;
 }
 
+void *jinja_grow(struct jinja *j, const void *old, size_t n, size_t cap, size_t size) {
+  void *p = jinja_alloc(j, cap * size);
+  if (n)
+    memcpy(p, old, n * size);
+  return p;
+}
+
 void jinja_arena_free(struct jinja *j) {
   while (j->blocks) {
     struct jarena_block *next = j->blocks->next;
@@ -128,10 +135,7 @@ void jv_list_push(struct jinja *j, struct jv list, struct jv item) {
   struct jlist *l = list.u.list;
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 4;
-    struct jv *items = jinja_alloc(j, cap * sizeof *items);
-    if (l->n)
-      memcpy(items, l->items, l->n * sizeof *items);
-    l->items = items;
+    l->items = jinja_grow(j, l->items, l->n, cap, sizeof *l->items);
     l->cap = cap;
   }
   l->items[l->n++] = item;
@@ -154,14 +158,8 @@ void jv_dict_set(struct jinja *j, struct jv dict, struct jstr key, struct jv val
   struct jdict *d = dict.u.dict;
   if (d->n == d->cap) {
     size_t cap = d->cap ? 2 * d->cap : 4;
-    struct jstr *keys = jinja_alloc(j, cap * sizeof *keys);
-    struct jv *values = jinja_alloc(j, cap * sizeof *values);
-    if (d->n) {
-      memcpy(keys, d->keys, d->n * sizeof *keys);
-      memcpy(values, d->values, d->n * sizeof *values);
-    }
-    d->keys = keys;
-    d->values = values;
+    d->keys = jinja_grow(j, d->keys, d->n, cap, sizeof *d->keys);
+    d->values = jinja_grow(j, d->values, d->n, cap, sizeof *d->values);
     d->cap = cap;
   }
   d->keys[d->n] = key;
@@ -398,37 +396,76 @@ void jv_format_float(double f, char out[32]) {
   }
 }
 
-static void write_string_repr(struct jinja *j, struct jbuf *b, struct jstr s) {
-  bool has_single = memchr(s.p, '\'', s.n) != NULL, has_double = memchr(s.p, '"', s.n) != NULL;
-  char quote = has_single && !has_double ? '"' : '\'';
-  jbuf_put(j, b, &quote, 1);
-  for (size_t k = 0; k < s.n; k++) {
-    unsigned char c = (unsigned char)s.p[k];
-    char esc[8];
-    if (c == (unsigned char)quote || c == '\\') {
-      esc[0] = '\\';
-      esc[1] = (char)c;
-      jbuf_put(j, b, esc, 2);
-    } else if (c == '\n') {
-      jbuf_puts(j, b, "\\n");
-    } else if (c == '\r') {
-      jbuf_puts(j, b, "\\r");
-    } else if (c == '\t') {
-      jbuf_puts(j, b, "\\t");
-    } else if (c < 0x20 || c == 0x7f) {
-      snprintf(esc, sizeof esc, "\\x%02x", c);
-      jbuf_puts(j, b, esc);
-    } else {
-      jbuf_put(j, b, (const char *)&c, 1);
+/* The escape of the byte (or, for JQUOTE_JSON_ASCII, the code point) at s.p[*k] inside `quote`,
+ * advancing *k past it; NULL when it is written as it is. */
+static const char *quoted_escape(struct jstr s, size_t *k, char quote, enum jquote style, char out[16]) {
+  bool json = style != JQUOTE_REPR;
+  unsigned char c = (unsigned char)s.p[*k];
+  if (c >= 0x80 && style == JQUOTE_JSON_ASCII) {
+    uint32_t cp = jstr_next_codepoint(s, k);
+    if (cp >= 0x10000)
+      snprintf(out, 16, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF));
+    else
+      snprintf(out, 16, "\\u%04x", cp);
+    return out;
+  }
+  (*k)++;
+  switch (c) {
+  case '\n':
+    return "\\n";
+  case '\r':
+    return "\\r";
+  case '\t':
+    return "\\t";
+  case '\b':
+    if (json)
+      return "\\b";
+    break;
+  case '\f':
+    if (json)
+      return "\\f";
+    break;
+  case '\\':
+    return "\\\\";
+  default:
+    if (c == (unsigned char)quote) {
+      out[0] = '\\';
+      out[1] = quote;
+      out[2] = 0;
+      return out;
     }
   }
+  if (c < 0x20 || (c == 0x7f && style != JQUOTE_JSON)) {
+    snprintf(out, 16, json ? "\\u%04x" : "\\x%02x", c);
+    return out;
+  }
+  return NULL;
+}
+
+void jbuf_put_quoted(struct jinja *j, struct jbuf *b, struct jstr s, enum jquote style) {
+  char quote = '"';
+  if (style == JQUOTE_REPR && !(memchr(s.p, '\'', s.n) != NULL && memchr(s.p, '"', s.n) == NULL))
+    quote = '\'';
+  jbuf_put(j, b, &quote, 1);
+  size_t start = 0; /* the bytes from here to k are written as they are */
+  for (size_t k = 0; k < s.n;) {
+    size_t at = k;
+    char out[16];
+    const char *escape = quoted_escape(s, &k, quote, style, out);
+    if (escape) {
+      jbuf_put(j, b, s.p + start, at - start);
+      jbuf_puts(j, b, escape);
+      start = k;
+    }
+  }
+  jbuf_put(j, b, s.p + start, s.n - start);
   jbuf_put(j, b, &quote, 1);
 }
 
 void jv_write_repr(struct jinja *j, struct jbuf *b, struct jv v) {
   switch (v.kind) {
   case JV_STRING:
-    write_string_repr(j, b, v.u.s);
+    jbuf_put_quoted(j, b, v.u.s, JQUOTE_REPR);
     return;
   case JV_LIST: {
     if (v.u.list->generator)
@@ -444,20 +481,9 @@ void jv_write_repr(struct jinja *j, struct jbuf *b, struct jv v) {
     jbuf_puts(j, b, v.u.list->tuple ? ")" : "]");
     return;
   }
-  case JV_DICT:
-    if (v.u.dict->namespace) {
-      jbuf_puts(j, b, "<Namespace ");
-      for (size_t k = 0; k < v.u.dict->n; k++) {
-        if (k)
-          jbuf_puts(j, b, ", ");
-        jv_write_repr(j, b, jv_key_value(j, v.u.dict->keys[k]));
-        jbuf_puts(j, b, ": ");
-        jv_write_repr(j, b, v.u.dict->values[k]);
-      }
-      jbuf_puts(j, b, ">");
-      return;
-    }
-    jbuf_puts(j, b, "{");
+  case JV_DICT: { /* a namespace as Jinja's Namespace.__repr__: <Namespace {...}> */
+    bool namespace = v.u.dict->namespace;
+    jbuf_puts(j, b, namespace ? "<Namespace {" : "{");
     for (size_t k = 0; k < v.u.dict->n; k++) {
       if (k)
         jbuf_puts(j, b, ", ");
@@ -465,8 +491,9 @@ void jv_write_repr(struct jinja *j, struct jbuf *b, struct jv v) {
       jbuf_puts(j, b, ": ");
       jv_write_repr(j, b, v.u.dict->values[k]);
     }
-    jbuf_puts(j, b, "}");
+    jbuf_puts(j, b, namespace ? "}>" : "}");
     return;
+  }
   case JV_UNDEFINED:
     jbuf_puts(j, b, "Undefined");
     return;
