@@ -4,7 +4,17 @@
  * time of a call, the weight bytes read per second (GB/s: the decode path's figure of merit) and
  * GFLOP/s (2·m·n·k: the prompt path's).
  *
- *   build/bench/qlinear [--reps R] [--m M]... [--path auto|mv|mm]
+ *   build/bench/qlinear [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T]
+ *
+ * --type T (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k): every shape in
+ * type T instead of the file's types (k = 1536 and 576 are whole blocks of every type but the
+ * K-quants'; those shapes take k rounded up to 256).
+ *
+ * --cold: each call reads a different copy of the weight, copies that together exceed 128 MiB,
+ * so that the weight comes from memory as in a model's decode step (a model's weights do not
+ * stay in the caches from one token to the next); without it the weight stays in the caches.
+ * "cpu ms" is the process's CPU time per call (median): on a shared machine it compares kernels
+ * when wall times cannot.
  *
  * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0" changes the kernels' tiles.
  */
@@ -33,10 +43,38 @@ static const shape shapes[] = {
     {"output (tied)", CLATTN_GGML_Q8_0, 49152, 576},
 };
 
+static const struct {
+    const char *name;
+    uint32_t type;
+} type_names[] = {
+    {"f32", CLATTN_GGML_F32},   {"f16", CLATTN_GGML_F16},   {"bf16", CLATTN_GGML_BF16},
+    {"q4_0", CLATTN_GGML_Q4_0}, {"q4_1", CLATTN_GGML_Q4_1}, {"q5_0", CLATTN_GGML_Q5_0},
+    {"q5_1", CLATTN_GGML_Q5_1}, {"q8_0", CLATTN_GGML_Q8_0}, {"q4_k", CLATTN_GGML_Q4_K},
+    {"q5_k", CLATTN_GGML_Q5_K}, {"q6_k", CLATTN_GGML_Q6_K},
+};
+#define TYPE_COUNT (sizeof(type_names) / sizeof(type_names[0]))
+
+static const char *type_name(uint32_t type)
+{
+    for (size_t i = 0; i < TYPE_COUNT; i++)
+        if (type_names[i].type == type)
+            return type_names[i].name;
+    return "?";
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* CPU time of the whole process (every thread of the OpenCL runtime): on a shared machine it
+ * counts only the time this process ran, so it compares kernels when wall times cannot. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
@@ -46,8 +84,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Random blocks whose float16 scales (the first two bytes of each block, and the next two for
- * Q4_1) are finite: 0x2000 | random low bits is a small normal float16. */
+/* Random blocks whose float16 scales (the first two bytes of each block, the next two for
+ * Q4_1/Q5_1/Q4_K/Q5_K; bytes 208-209 of Q6_K) are finite: 0x2000 | random low bits is a small
+ * normal float16. */
 static void random_blocks(unsigned char *b, size_t size, size_t block_bytes, uint64_t seed)
 {
     for (size_t i = 0; i < size; i++) {
@@ -56,14 +95,16 @@ static void random_blocks(unsigned char *b, size_t size, size_t block_bytes, uin
     }
     for (size_t off = 0; off + block_bytes <= size; off += block_bytes) {
         b[off + 1] = (unsigned char)(0x20 | (b[off + 1] & 0x8f));
-        if (block_bytes == 20)
+        if (block_bytes == 20 || block_bytes == 24 || block_bytes == 144 || block_bytes == 176)
             b[off + 3] = (unsigned char)(0x20 | (b[off + 3] & 0x8f));
+        if (block_bytes == 210)
+            b[off + 209] = (unsigned char)(0x20 | (b[off + 209] & 0x8f));
     }
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 20;
+    int reps = 20, cold = 0, force_type = -1;
     size_t ms[16] = {1, 512};
     size_t m_count = 2, m_given = 0;
     clattn_qlinear_path path = CLATTN_QLINEAR_AUTO;
@@ -72,13 +113,25 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--m") == 0 && i + 1 < argc && m_given < 16)
             ms[m_given++] = (size_t)atol(argv[++i]);
+        else if (strcmp(argv[i], "--cold") == 0)
+            cold = 1;
+        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
+            i++;
+            for (size_t t = 0; t < TYPE_COUNT; t++)
+                if (strcmp(argv[i], type_names[t].name) == 0)
+                    force_type = (int)type_names[t].type;
+            if (force_type < 0) {
+                fprintf(stderr, "qlinear: unknown type %s\n", argv[i]);
+                return 2;
+            }
+        }
         else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
             i++;
             path = strcmp(argv[i], "mv") == 0   ? CLATTN_QLINEAR_MV
                    : strcmp(argv[i], "mm") == 0 ? CLATTN_QLINEAR_MM
                                                 : CLATTN_QLINEAR_AUTO;
         } else {
-            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T]\n", argv[0]);
             return 2;
         }
     }
@@ -97,26 +150,41 @@ int main(int argc, char **argv)
         return 1;
     }
     clattn_qlinear_params p = clattn__qlinear_params(prog);
-    printf("# tiles: mv %ux%u, mm %ux%u, mv up to m %u; %d repetitions, medians\n", p.mv_rows,
-           p.mv_cols, p.mm_rows, p.mm_cols, p.mv_max_m, reps);
-    printf("%-14s %-5s %6s %6s %5s %9s %8s %9s %9s %8s %9s\n", "weight", "type", "n", "k", "m",
-           "ms", "GB/s", "GFLOP/s", "best ms", "GB/s", "GFLOP/s");
+    char items[16] = "auto";
+    if (p.mv_items)
+        snprintf(items, sizeof(items), "%u", p.mv_items);
+    printf("# tiles: mv %ux%u (%u columns for types of 6.5 bits or more; work-items %s), mm "
+           "%ux%u, mv up to m %u; %d repetitions, medians%s\n",
+           p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mm_rows, p.mm_cols, p.mv_max_m, reps,
+           cold ? ", weights from memory (--cold)" : "");
+    printf("%-14s %-5s %6s %6s %5s %9s %8s %9s %9s %8s %9s %9s\n", "weight", "type", "n", "k", "m",
+           "ms", "GB/s", "GFLOP/s", "best ms", "GB/s", "GFLOP/s", "cpu ms");
     cl_context cl = clattn_context_cl_context(ctx);
     cl_command_queue q = clattn_context_queue(ctx);
     int status = 0;
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && !status; s++) {
-        const shape *sh = &shapes[s];
+        shape forced = shapes[s];
         size_t be, bb;
+        if (force_type >= 0) {
+            forced.type = (uint32_t)force_type;
+            clattn__qlinear_type_supported(forced.type, &be, &bb);
+            forced.k = (forced.k + be - 1) / be * be;
+        }
+        const shape *sh = &forced;
         clattn__qlinear_type_supported(sh->type, &be, &bb);
         size_t bytes = sh->n * (sh->k / be) * bb;
         unsigned char *raw = malloc(bytes);
         random_blocks(raw, bytes, bb, 42 + s);
-        clattn_qweight w;
-        if (clattn__qweight_upload(ctx, sh->type, sh->n, sh->k, raw, bytes, &w) != CLATTN_OK) {
-            fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
-            return 1;
-        }
+        size_t copies = cold ? ((size_t)128 << 20) / bytes + 1 : 1;
+        clattn_qweight *w = calloc(copies, sizeof(*w));
+        for (size_t c = 0; c < copies; c++)
+            if (clattn__qweight_upload(ctx, sh->type, sh->n, sh->k, raw, bytes, &w[c]) !=
+                CLATTN_OK) {
+                fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
+                return 1;
+            }
         free(raw);
+        size_t next = 0;
         for (size_t mi = 0; mi < m_count; mi++) {
             size_t m = ms[mi];
             cl_int err;
@@ -128,28 +196,35 @@ int main(int argc, char **argv)
             cl_mem y = clCreateBuffer(cl, CL_MEM_READ_WRITE, m * sh->n * sizeof(float), NULL, &err);
             free(xh);
             double *t = malloc((size_t)reps * sizeof(double));
+            double *tc = malloc((size_t)reps * sizeof(double));
             for (int r = -2; r < reps && !status; r++) { /* two warm-up calls */
-                double t0 = now_ms();
-                if (clattn__qlinear_path(ctx, prog, CLATTN_OP_OTHER, path, m, x, 0, sh->k, &w, y,
-                                         0, sh->n) != CLATTN_OK) {
+                double t0 = now_ms(), c0 = cpu_ms();
+                if (clattn__qlinear_path(ctx, prog, CLATTN_OP_OTHER, path, m, x, 0, sh->k,
+                                         &w[next++ % copies], y, 0, sh->n) != CLATTN_OK) {
                     fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
                     status = 1;
                 }
                 clFinish(q);
-                if (r >= 0)
+                if (r >= 0) {
                     t[r] = now_ms() - t0;
+                    tc[r] = cpu_ms() - c0;
+                }
             }
             qsort(t, (size_t)reps, sizeof(double), cmp_double);
+            qsort(tc, (size_t)reps, sizeof(double), cmp_double);
             double med = t[reps / 2], best = t[0], flop = 2.0 * (double)m * sh->n * sh->k;
-            printf("%-14s %-5s %6zu %6zu %5zu %9.3f %8.2f %9.2f %9.3f %8.2f %9.2f\n", sh->what,
-                   sh->type == CLATTN_GGML_Q8_0 ? "q8_0" : "q4_1", sh->n, sh->k, m, med,
+            printf("%-14s %-5s %6zu %6zu %5zu %9.3f %8.2f %9.2f %9.3f %8.2f %9.2f %9.3f\n", sh->what,
+                   type_name(sh->type), sh->n, sh->k, m, med,
                    (double)bytes / med / 1e6, flop / med / 1e6, best, (double)bytes / best / 1e6,
-                   flop / best / 1e6);
+                   flop / best / 1e6, tc[reps / 2]);
             free(t);
+            free(tc);
             clReleaseMemObject(x);
             clReleaseMemObject(y);
         }
-        clattn__qweight_release(&w);
+        for (size_t c = 0; c < copies; c++)
+            clattn__qweight_release(&w[c]);
+        free(w);
     }
     /* The device's own streaming rate under the same conditions: a 64 MiB buffer copy (bytes
      * read per second, as the GB/s above). */

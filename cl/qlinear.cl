@@ -24,11 +24,18 @@
  * each element follows 1–2.
  *
  * Two kernels per type, one template with a tile of R rows × C columns per work-item:
- *   clattn_qlinear_mv_<type>  decode (small m): one work-item per QL_MV_C output columns walks
- *                             every row of x (up to `rows_per_item`, the host's mv_max_m), in
- *                             groups of QL_MV_R and then one by one, so each weight byte is read
- *                             from memory once per call for all rows (later groups hit the
- *                             cache);
+ *   clattn_qlinear_mv_<type>  decode (small m): the output columns are cut into tiles of
+ *                             QL_MV_C_<type> columns, and each work-item takes a contiguous run
+ *                             of ⌈tiles / global size 0⌉ of them (a few work-items per compute
+ *                             unit, not one per tile: its weight rows stream from memory in
+ *                             order). For each tile it walks every row of x (up to
+ *                             `rows_per_item`, the host's mv_max_m), in groups of QL_MV_R and
+ *                             then one by one, so each weight byte is read from memory once per
+ *                             call for all rows (later groups hit the cache). Types of 6.5 bits
+ *                             per weight or more take a tile of fewer columns than the 4- and
+ *                             5-bit types (the host's mv_cols_wide and mv_cols): one row's
+ *                             chunks already carry enough bytes to keep the memory busy, and a
+ *                             single stream is what a CPU's prefetcher follows best;
  *   clattn_qlinear_mm_<type>  prompt processing (large m): one work-item per QL_MM_C output
  *                             columns and `rows_per_item` rows (global size {⌈n/C⌉,
  *                             ⌈m/rows_per_item⌉}), in tiles of QL_MM_R rows: its C weight rows
@@ -38,8 +45,8 @@
  * Rows and columns past the edge (of the matrix, or of a work-item's rows) are computed on
  * clamped indices and not stored.
  *
- * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C, QL_MM_R,
- * QL_MM_C.
+ * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C,
+ * QL_MV_C_<type>, QL_MM_R, QL_MM_C.
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -48,6 +55,42 @@
 #endif
 #ifndef QL_MV_C
 #define QL_MV_C 4
+#endif
+/* The matrix–vector tile's columns per type (QL_MV_C_<type>, set by the host per type; QL_MV_C
+ * where it is not). */
+#define QL_MV_COLS(TYPE) QL_MV_C_##TYPE
+#ifndef QL_MV_C_f32
+#define QL_MV_C_f32 QL_MV_C
+#endif
+#ifndef QL_MV_C_f16
+#define QL_MV_C_f16 QL_MV_C
+#endif
+#ifndef QL_MV_C_bf16
+#define QL_MV_C_bf16 QL_MV_C
+#endif
+#ifndef QL_MV_C_q4_0
+#define QL_MV_C_q4_0 QL_MV_C
+#endif
+#ifndef QL_MV_C_q4_1
+#define QL_MV_C_q4_1 QL_MV_C
+#endif
+#ifndef QL_MV_C_q5_0
+#define QL_MV_C_q5_0 QL_MV_C
+#endif
+#ifndef QL_MV_C_q5_1
+#define QL_MV_C_q5_1 QL_MV_C
+#endif
+#ifndef QL_MV_C_q8_0
+#define QL_MV_C_q8_0 QL_MV_C
+#endif
+#ifndef QL_MV_C_q4_k
+#define QL_MV_C_q4_k QL_MV_C
+#endif
+#ifndef QL_MV_C_q5_k
+#define QL_MV_C_q5_k QL_MV_C
+#endif
+#ifndef QL_MV_C_q6_k
+#define QL_MV_C_q6_k QL_MV_C
 #endif
 #ifndef QL_MM_R
 #define QL_MM_R 4
@@ -67,18 +110,19 @@ inline float ql_combine16(float16 p)
     return t0 + t1;
 }
 
-/* Four float16 bit patterns (the blocks' scales of four weight rows) converted exactly with
- * integer operations (PoCL's vload_half is a scalar software routine; this does not depend on
- * the denormal mode either): normal numbers rebias the exponent, subnormals are
- * mantissa · 2^-24 (exact), infinities and NaNs keep their payload. */
-inline float4 ql_half4(uint4 h)
+/* A float16 bit pattern (a block's scale) converted exactly with integer operations (PoCL's
+ * vload_half is a scalar software routine that relies on denormals; this does not depend on the
+ * denormal mode): normal numbers rebias the exponent, subnormals a · 2^-24 are normalised,
+ * infinities and NaNs keep their payload. Scalar on purpose: a CPU converts the scales on its
+ * integer units while its vector units decode the quants. */
+inline float ql_half(uint h)
 {
-    uint4 sign = (h & 0x8000u) << 16, e = h & 0x7c00u, mant = h & 0x03ffu;
-    float4 sub = convert_float4(mant) * 0x1.0p-24f;
-    uint4 bits = select(((h & 0x7fffu) << 13) + 0x38000000u, 0x7f800000u | (mant << 13),
-                        e == 0x7c00u);
-    bits = select(bits, as_uint4(sub), e == 0u);
-    return as_float4(sign | bits);
+    uint a = h & 0x7fffu;
+    uint bits = (a << 13) + (a >= 0x7c00u ? 0x70000000u : 0x38000000u); /* normal, inf, NaN */
+    uint shift = clz(a) - 21u; /* subnormal a · 2^-24: normalised to bit 10 */
+    uint sub = (((a << shift) & 0x3ffu) << 13) | ((113u - shift) << 23);
+    bits = a < 0x400u ? (a ? sub : 0u) : bits;
+    return as_float(bits | ((h & 0x8000u) << 16));
 }
 
 inline uint ql_u32(const __global uchar *p)
@@ -105,7 +149,7 @@ inline float16 ql_decode_f32(const __global uchar *b, uint c, float2 hd)
     return vload16(0, (const __global float *)b);
 }
 
-/* F16: 16 values converted as ql_half4 does. */
+/* F16: 16 values converted as ql_half does (normal, subnormal, infinite/NaN lanes selected). */
 inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd)
 {
     uint16 h = convert_uint16(vload16(0, (const __global ushort *)b));
@@ -127,7 +171,7 @@ inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Where each type's float16 scales sit in its block: d (QL_D_*) and m or dmin (QL_M_*); -1
- * for none. The tiles read them through ql_half4, four weight rows at a time. */
+ * for none. The tiles read them through ql_half, one weight row at a time. */
 #define QL_D_f32 (-1)
 #define QL_M_f32 (-1)
 #define QL_D_f16 (-1)
@@ -253,25 +297,13 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
 
 #define QL_UNROLL _Pragma("unroll")
 
-/* hd[c] = the scales (d, m) of block blk of weight row c, for c < C, converted four rows at a
- * time. */
+/* hd[c] = the scales (d, m) of block blk of weight row c, for c < C. */
 #define QL_HEADS(TYPE, BYTES, C)                                                                  \
-    QL_UNROLL for (uint c0 = 0; c0 < C; c0 += 4) {                                                \
-        uint4 hdb = (uint4)(0u), hmb = (uint4)(0u);                                               \
-        QL_UNROLL for (uint i = 0; i < 4; ++i) {                                                  \
-            const __global uchar *b = w_rows[min(c0 + i, (uint)(C) - 1)] + (ulong)blk * (BYTES);  \
-            uint dh = QL_D_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_D_##TYPE, 0)) : 0; \
-            uint mh = QL_M_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_M_##TYPE, 0)) : 0; \
-            if (i == 0) { hdb.s0 = dh; hmb.s0 = mh; }                                             \
-            if (i == 1) { hdb.s1 = dh; hmb.s1 = mh; }                                             \
-            if (i == 2) { hdb.s2 = dh; hmb.s2 = mh; }                                             \
-            if (i == 3) { hdb.s3 = dh; hmb.s3 = mh; }                                             \
-        }                                                                                         \
-        float4 hdf = ql_half4(hdb), hmf = ql_half4(hmb);                                          \
-        QL_UNROLL for (uint i = 0; i < 4; ++i)                                                    \
-            if (c0 + i < (uint)(C))                                                               \
-                hd[c0 + i] = (float2)(i == 0 ? hdf.s0 : i == 1 ? hdf.s1 : i == 2 ? hdf.s2 : hdf.s3, \
-                                      i == 0 ? hmf.s0 : i == 1 ? hmf.s1 : i == 2 ? hmf.s2 : hmf.s3); \
+    QL_UNROLL for (uint c = 0; c < C; ++c) {                                                      \
+        const __global uchar *b = w_rows[c] + (ulong)blk * (BYTES);                               \
+        uint dh = QL_D_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_D_##TYPE, 0)) : 0;     \
+        uint mh = QL_M_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_M_##TYPE, 0)) : 0;     \
+        hd[c] = (float2)(ql_half(dh), ql_half(mh));                                               \
     }
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C columns at w_rows[]: the order above. */
@@ -318,15 +350,20 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
     {                                                                                             \
-        const uint j0 = get_global_id(0) * QL_MV_C;                                               \
+        const uint groups = (n + QL_MV_COLS(TYPE) - 1) / QL_MV_COLS(TYPE);                        \
+        const uint per_item = (groups + get_global_size(0) - 1) / get_global_size(0);             \
+        const uint gend = min(groups, (uint)get_global_id(0) * per_item + per_item);              \
         const uint rbegin = get_global_id(1) * rows_per_item;                                     \
         const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS(QL_MV_C)                                                                          \
-        uint r0 = rbegin;                                                                         \
-        for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                               \
-            QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_C)                                            \
-        for (; r0 < rend; ++r0)                                                                   \
-            QL_TILE(TYPE, QK, BYTES, 1, QL_MV_C)                                                  \
+        for (uint g = get_global_id(0) * per_item; g < gend; ++g) {                               \
+            const uint j0 = g * QL_MV_COLS(TYPE);                                                 \
+            QL_ROWS(QL_MV_COLS(TYPE))                                                             \
+            uint r0 = rbegin;                                                                     \
+            for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
+                QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_COLS(TYPE))                               \
+            for (; r0 < rend; ++r0)                                                               \
+                QL_TILE(TYPE, QK, BYTES, 1, QL_MV_COLS(TYPE))                                     \
+        }                                                                                         \
     }                                                                                             \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_##TYPE(       \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \

@@ -9,6 +9,8 @@
  *    paths; and, for F16, Q4_1, Q8_0 and Q6_K (one type per way of decoding), row r's bytes the
  *    same for m = 1, 2, 7, 32, 64, 300, at any position in the batch, with strided inputs and
  *    outputs, and from the matrix–vector and the matrix–matrix path alike;
+ *  - the matrix–vector path under other tilings (column tiles per type, work-items walking
+ *    several tiles) gives the same bytes;
  *  - bad weights are refused with messages naming the numbers.
  *
  * The bound: every output is 16 chains of k/16 fused multiply-adds, then 4 additions (the
@@ -151,8 +153,9 @@ static void read_back(clattn_context *ctx, cl_mem mem, size_t floats, float *out
 
 /* y [m, ldy] = x [m rows from x_row of an [rows, ldx] array] · Wᵀ on `path`; y NaN-filled first
  * so that an element not written shows. */
-static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, size_t m,
-                cl_mem x, size_t x_row, size_t ldx, float *y, size_t ldy)
+static void run_program(fixture *f, clattn_qlinear_program *prog, const clattn_qweight *w,
+                        clattn_qlinear_path path, size_t m, cl_mem x, size_t x_row, size_t ldx,
+                        float *y, size_t ldy)
 {
     float *init = malloc(m * ldy * sizeof(float));
     assert_non_null(init);
@@ -160,12 +163,18 @@ static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, s
         init[i] = NAN;
     cl_mem ym = buffer(f->ctx, m * ldy, init);
     free(init);
-    clattn_status s = clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, path, m, x,
+    clattn_status s = clattn__qlinear_path(f->ctx, prog, CLATTN_OP_OTHER, path, m, x,
                                            x_row * ldx, ldx, w, ym, 0, ldy);
     if (s != CLATTN_OK)
         fail_msg("clattn__qlinear: %s", clattn_last_error(f->ctx));
     read_back(f->ctx, ym, m * ldy, y);
     clReleaseMemObject(ym);
+}
+
+static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, size_t m,
+                cl_mem x, size_t x_row, size_t ldx, float *y, size_t ldy)
+{
+    run_program(f, f->prog, w, path, m, x, x_row, ldx, y, ldy);
 }
 
 static const clattn_qlinear_path paths[] = {CLATTN_QLINEAR_MV, CLATTN_QLINEAR_MM,
@@ -271,6 +280,56 @@ static void batch_invariance(void **state)
     }
 }
 
+/* The matrix–vector path under another tiling (CLATTN_QLINEAR): column tiles that do not
+ * divide n (38 columns: 13 tiles of 3, 19 of 2), several tiles per work-item in uneven runs (6
+ * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), for the 4/5-bit and
+ * the wider types alike (Q4_1 and Q8_0: the kernels differ by type only in the decoder, which
+ * golden_types covers): every row the bytes of the default program's matrix–matrix path. (One
+ * tiling and two types: each program and kernel is compiled anew, minutes on llvmpipe.) */
+static void mv_tilings(void **state)
+{
+    fixture *f = *state;
+    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6"};
+    static const unsigned cols[][3] = {{3, 2, 6}}; /* mvc, mvcw, mvi */
+    const size_t ms[] = {1, 5};
+    for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
+        clattn_qlinear_program *prog = NULL;
+        setenv("CLATTN_QLINEAR", settings[s], 1);
+        clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
+        unsetenv("CLATTN_QLINEAR");
+        if (status != CLATTN_OK)
+            fail_msg("%s: %s", settings[s], clattn_last_error(f->ctx));
+        clattn_qlinear_params p = clattn__qlinear_params(prog);
+        assert_int_equal(p.mv_cols, cols[s][0]);
+        assert_int_equal(p.mv_cols_wide, cols[s][1]);
+        assert_int_equal(p.mv_items, cols[s][2]);
+        for (size_t t = 0; t < TYPE_COUNT; t++) {
+            if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0)
+                continue;
+            golden g;
+            golden_load(f->ctx, type_names[t], &g);
+            cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+            float *y = malloc(g.m * g.n * sizeof(float)), *ref = malloc(g.m * g.n * sizeof(float));
+            assert_true(y && ref);
+            for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+                size_t m = ms[mi];
+                run(f, &g.w, CLATTN_QLINEAR_MM, m, x, 0, g.k, ref, g.n);
+                run_program(f, prog, &g.w, CLATTN_QLINEAR_MV, m, x, 0, g.k, y, g.n);
+                for (size_t i = 0; i < m * g.n; i++)
+                    if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
+                        fail_msg("%s, %s, m %zu: matrix-vector y[%zu, %zu] is %a, not the "
+                                 "matrix-matrix path's %a",
+                                 type_names[t], settings[s], m, i / g.n, i % g.n, y[i], ref[i]);
+            }
+            free(y);
+            free(ref);
+            clReleaseMemObject(x);
+            golden_free(&g);
+        }
+        clattn__qlinear_program_release(prog);
+    }
+}
+
 static void bad_weights(void **state)
 {
     fixture *f = *state;
@@ -304,11 +363,34 @@ static void bad_weights(void **state)
     assert_null(w.blocks);
 }
 
+/* A CLATTN_QLINEAR pair that cannot be read refuses the program, naming the pair. */
+static void tuning_errors(void **state)
+{
+    fixture *f = *state;
+    static const char *const bad[][2] = {
+        {"mvc=0", "\"mvc=0\": mvc is out of its range 1..16"},
+        {"mvr=2,mvcw=17", "\"mvcw=17\": mvcw is out of its range 1..16"},
+        {"tiles=4", "\"tiles=4\": unknown key \"tiles\""},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        clattn_qlinear_program *prog = NULL;
+        setenv("CLATTN_QLINEAR", bad[i][0], 1);
+        clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
+        unsetenv("CLATTN_QLINEAR");
+        assert_int_equal(status, CLATTN_ERROR_INVALID_ARGUMENT);
+        assert_null(prog);
+        if (!strstr(clattn_last_error(f->ctx), bad[i][1]))
+            fail_msg("%s: %s", bad[i][0], clattn_last_error(f->ctx));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_types),
         cmocka_unit_test(batch_invariance),
+        cmocka_unit_test(mv_tilings),
+        cmocka_unit_test(tuning_errors),
         cmocka_unit_test(bad_weights),
     };
     return cmocka_run_group_tests_name("qlinear", tests, setup, teardown);

@@ -3,8 +3,10 @@
 
 #include "base/kernels.h"
 #include "formats/gguf.h"
+#include "runtime/env_tuning.h"
 #include "runtime/launch.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,26 @@ struct clattn_qlinear_program {
     cl_kernel mv[QTYPE_COUNT], mm[QTYPE_COUNT];
     clattn_qlinear_params params;
     size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
+    size_t compute_units;
 };
+
+/* The most chunk-rows one matrix-vector work-item walks when it takes several column tiles
+ * (clattn__qlinear_path). */
+#define MV_ITEM_WORK 4096
+
+/* Types of at least this many bits per weight take the matrix–vector path's wide-type tile
+ * (mv_cols_wide; the others mv_cols). */
+#define WIDE_BITS_PER_WEIGHT_X2 13 /* 6.5 bits: Q6_K, Q8_0, F16, BF16, F32 */
+
+static int qtype_wide(const qtype *t)
+{
+    return t->block_bytes * 16 >= WIDE_BITS_PER_WEIGHT_X2 * t->block_elements;
+}
+
+static unsigned mv_cols_of(const clattn_qlinear_params *p, const qtype *t)
+{
+    return qtype_wide(t) ? p->mv_cols_wide : p->mv_cols;
+}
 
 static const qtype *find_qtype(uint32_t type, size_t *index)
 {
@@ -63,8 +84,12 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
  * reports as a native float width of 16) the matrix–matrix tile is 6 × 4 (24 accumulators;
  * decoding a weight chunk costs about five operations, so more rows than columns share it);
  * with 16 registers 3 × 4. The matrix–vector path reads each weight row once for all rows of x
- * (groups of 4 rows, then single rows) and takes m up to 32. Measured on PoCL's CPU device:
- * bench/qlinear.c.
+ * (groups of 4 rows, then single rows) and takes m up to 32. Its tiles are 4 columns for the 4-
+ * and 5-bit types (each chunk is 8–12 bytes: four rows' independent fma chains keep the memory
+ * busy) and 1 column for types of 6.5 bits or more (13–64 bytes a chunk: one row's chain
+ * suffices, and one weight stream per work-item is what the CPU's prefetcher follows; with 4
+ * columns the Q8_0 output projection took twice the CPU time). Measured on PoCL's CPU device:
+ * bench/qlinear.c (--cold).
  */
 static clattn_qlinear_params derive_params(cl_device_id device)
 {
@@ -73,39 +98,27 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     clattn_qlinear_params p;
     p.mv_rows = 4;
     p.mv_cols = 4;
+    p.mv_cols_wide = 1;
     p.mm_rows = native >= 16 ? 6 : 3;
     p.mm_cols = 4;
     p.mv_max_m = 32;
     p.mm_item_rows = 0;
+    p.mv_items = 0;
     return p;
 }
 
-/* CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0" (unknown keys are ignored). */
-static void env_override(clattn_qlinear_params *p)
+/* CLATTN_QLINEAR="mvr=4,mvc=4,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0" (runtime/env_tuning.h: a
+ * pair it cannot read is an error naming it). */
+static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
-    const char *env = getenv("CLATTN_QLINEAR");
-    if (!env)
-        return;
-    char key[8];
-    unsigned value;
-    int used;
-    while (sscanf(env, " %7[a-z] = %u%n", key, &value, &used) == 2) {
-        if (strcmp(key, "mvr") == 0)
-            p->mv_rows = value;
-        else if (strcmp(key, "mvc") == 0)
-            p->mv_cols = value;
-        else if (strcmp(key, "mmr") == 0)
-            p->mm_rows = value;
-        else if (strcmp(key, "mmc") == 0)
-            p->mm_cols = value;
-        else if (strcmp(key, "mvmax") == 0)
-            p->mv_max_m = value;
-        else if (strcmp(key, "mmi") == 0)
-            p->mm_item_rows = value;
-        env += used;
-        while (*env == ',' || *env == ' ')
-            env++;
-    }
+    const clattn_env_tuning_key keys[] = {
+        {"mvr", &p->mv_rows, 1, 16},          {"mvc", &p->mv_cols, 1, 16},
+        {"mvcw", &p->mv_cols_wide, 1, 16},    {"mvi", &p->mv_items, 0, UINT_MAX},
+        {"mmr", &p->mm_rows, 1, 16},          {"mmc", &p->mm_cols, 1, 16},
+        {"mvmax", &p->mv_max_m, 0, UINT_MAX}, {"mmi", &p->mm_item_rows, 0, UINT_MAX},
+    };
+    return clattn__env_tuning_read("CLATTN_QLINEAR", keys, sizeof(keys) / sizeof(keys[0]), error,
+                                   error_size);
 }
 
 void clattn__qlinear_program_release(clattn_qlinear_program *prog)
@@ -142,21 +155,33 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
                     &cache, NULL);
     cache /= 4;
     prog->x_cache_bytes = cache < 32768 ? 32768 : cache > 262144 ? 262144 : (size_t)cache;
+    cl_uint units = 0;
+    clGetDeviceInfo(clattn_context_device(ctx), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(units), &units,
+                    NULL);
+    prog->compute_units = units ? units : 1;
     prog->params = derive_params(clattn_context_device(ctx));
-    env_override(&prog->params);
+    char env_error[256];
+    if (env_override(&prog->params, env_error, sizeof(env_error)) != CLATTN_OK) {
+        clattn__qlinear_program_release(prog);
+        return clattn__fail_arg(ctx, fn, "%s", env_error);
+    }
     const clattn_qlinear_params *p = &prog->params;
     if (p->mv_rows < 1 || p->mv_rows > 16 || p->mv_cols < 1 || p->mv_cols > 16 ||
-        p->mm_rows < 1 || p->mm_rows > 16 || p->mm_cols < 1 || p->mm_cols > 16) {
+        p->mv_cols_wide < 1 || p->mv_cols_wide > 16 || p->mm_rows < 1 || p->mm_rows > 16 ||
+        p->mm_cols < 1 || p->mm_cols > 16) {
         clattn__qlinear_program_release(prog);
         return clattn__fail_arg(ctx, fn,
-                                "tiles out of range (1..16): mvr=%u mvc=%u mmr=%u mmc=%u "
+                                "tiles out of range (1..16): mvr=%u mvc=%u mvcw=%u mmr=%u mmc=%u "
                                 "(CLATTN_QLINEAR)",
-                                p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols);
+                                p->mv_rows, p->mv_cols, p->mv_cols_wide, p->mm_rows, p->mm_cols);
     }
-    char options[160];
-    snprintf(options, sizeof(options),
-             "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u", p->mv_rows,
-             p->mv_cols, p->mm_rows, p->mm_cols);
+    char options[512];
+    int used = snprintf(options, sizeof(options),
+                        "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u",
+                        p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols);
+    for (size_t i = 0; i < QTYPE_COUNT && used > 0 && (size_t)used < sizeof(options); i++)
+        used += snprintf(options + used, sizeof(options) - (size_t)used, " -DQL_MV_C_%s=%u",
+                         qtypes[i].name, mv_cols_of(p, &qtypes[i]));
     const char *source = (const char *)clattn__qlinear_sources[0].data;
     size_t length = clattn__qlinear_sources[0].size;
     clattn_status status = clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
@@ -251,7 +276,8 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
     CLATTN_ARG(&args, yo);
     CLATTN_ARG(&args, uly);
     const clattn_qlinear_params *p = &prog->params;
-    size_t cols = mv ? p->mv_cols : p->mm_cols, col_items = (w->n + cols - 1) / cols;
+    size_t cols = mv ? mv_cols_of(p, &qtypes[index]) : p->mm_cols;
+    size_t col_items = (w->n + cols - 1) / cols;
     /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
      * x within the cache budget (work-items next to each other share those rows and walk the
      * weight; each work-item reads its weight rows once for all its rows). */
@@ -271,6 +297,21 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
     if (mv)
         rows_per_item = (cl_uint)(m < p->mv_max_m || p->mv_max_m == 0 ? m : p->mv_max_m);
     CLATTN_ARG(&args, rows_per_item);
+    /* The matrix-vector path's work-items along n: each takes a contiguous run of column tiles
+     * (its weight rows stream in order). Eight per compute unit, to balance the load; more where
+     * a run would exceed MV_ITEM_WORK chunk-rows (16 values of one weight row × one row of x),
+     * for the same bound on a work-item's loops as above. */
+    if (mv) {
+        size_t work = (size_t)rows_per_item * (w->k / 16), items = p->mv_items;
+        if (!items) {
+            items = prog->compute_units * 8;
+            size_t by_work = (col_items * work + MV_ITEM_WORK - 1) / MV_ITEM_WORK;
+            if (items < by_work)
+                items = by_work;
+        }
+        if (items < col_items)
+            col_items = items;
+    }
     size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
     size_t local[2] = {1, 1};
     return clattn__launch(ctx, &args, mv ? "qlinear_mv" : "qlinear_mm", 2, global, local, op,

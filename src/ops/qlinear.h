@@ -40,10 +40,14 @@ typedef struct clattn_qweight {
 /* The kernels' tiles (cl/qlinear.cl): rows × columns per work-item of each path. */
 typedef struct clattn_qlinear_params {
     unsigned mv_rows, mv_cols; /* the matrix–vector path (decode) */
+    unsigned mv_cols_wide;     /* its columns for types of 8 bits per weight or more */
     unsigned mm_rows, mm_cols; /* the matrix–matrix path (prompt processing) */
     unsigned mv_max_m;         /* m up to this takes the matrix–vector path */
     unsigned mm_item_rows;     /* rows per matrix–matrix work-item (rounded up to whole tiles);
                                 * 0: as many as a quarter of the device's cache holds */
+    unsigned mv_items;         /* matrix–vector work-items along n, each taking a contiguous
+                                * run of column tiles; 0: eight per compute unit, more where
+                                * a run would be long (qlinear.c) */
 } clattn_qlinear_params;
 
 typedef enum clattn_qlinear_path {
@@ -55,7 +59,9 @@ typedef enum clattn_qlinear_path {
 typedef struct clattn_qlinear_program clattn_qlinear_program;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0"). */
+ * field with CLATTN_QLINEAR="mvr=4,mvc=4,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0"; a pair it
+ * cannot read, an unknown key or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming
+ * the pair). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
