@@ -16,6 +16,10 @@
  * "cpu ms" is the process's CPU time per call (median): on a shared machine it compares kernels
  * when wall times cannot.
  *
+ * "gate|up" is the LLM's stacked gate and up weight (2·1536 rows) on the plain kernels, "+swiglu"
+ * the same weight on the kernels with SwiGLU in the epilogue (clattn__qlinear_swiglu: 1536
+ * outputs, the glu kernel's launch saved; GFLOP/s count both weights' rows).
+ *
  * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0" changes the kernels' tiles.
  */
 #include "ops/qlinear.h"
@@ -33,14 +37,17 @@ typedef struct shape {
     const char *what;
     uint32_t type;
     size_t n, k;
+    int swiglu; /* the fused gate|up kernels: n / 2 outputs */
 } shape;
 
 static const shape shapes[] = {
-    {"q_proj/o_proj", CLATTN_GGML_Q4_1, 576, 576},
-    {"k_proj/v_proj", CLATTN_GGML_Q4_1, 192, 576},
-    {"gate/up", CLATTN_GGML_Q4_1, 1536, 576},
-    {"down", CLATTN_GGML_Q4_1, 576, 1536},
-    {"output (tied)", CLATTN_GGML_Q8_0, 49152, 576},
+    {"q_proj/o_proj", CLATTN_GGML_Q4_1, 576, 576, 0},
+    {"k_proj/v_proj", CLATTN_GGML_Q4_1, 192, 576, 0},
+    {"gate/up", CLATTN_GGML_Q4_1, 1536, 576, 0},
+    {"gate|up", CLATTN_GGML_Q4_1, 3072, 576, 0},
+    {"gate|up+swiglu", CLATTN_GGML_Q4_1, 3072, 576, 1},
+    {"down", CLATTN_GGML_Q4_1, 576, 1536, 0},
+    {"output (tied)", CLATTN_GGML_Q8_0, 49152, 576, 0},
 };
 
 static const struct {
@@ -199,8 +206,13 @@ int main(int argc, char **argv)
             double *tc = malloc((size_t)reps * sizeof(double));
             for (int r = -2; r < reps && !status; r++) { /* two warm-up calls */
                 double t0 = now_ms(), c0 = cpu_ms();
-                if (clattn__qlinear_path(ctx, prog, CLATTN_OP_OTHER, path, m, x, 0, sh->k,
-                                         &w[next++ % copies], y, 0, sh->n) != CLATTN_OK) {
+                const clattn_qweight *wc = &w[next++ % copies];
+                clattn_status st =
+                    sh->swiglu ? clattn__qlinear_swiglu_path(ctx, prog, CLATTN_OP_OTHER, path, m,
+                                                             x, 0, sh->k, wc, y, 0, sh->n / 2)
+                               : clattn__qlinear_path(ctx, prog, CLATTN_OP_OTHER, path, m, x, 0,
+                                                      sh->k, wc, y, 0, sh->n);
+                if (st != CLATTN_OK) {
                     fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
                     status = 1;
                 }

@@ -42,6 +42,14 @@
  *                             stay in the cache while x streams past them, so that a weight
  *                             larger than the caches (the output projection) is read from memory
  *                             once, not once per row tile.
+ * And two per type with SwiGLU in the epilogue, for a gated feed-forward's stacked gate|up
+ * weight [gate rows; up rows] (2n rows):
+ *   clattn_qlinear_swiglu_mv_<type>, clattn_qlinear_swiglu_mm_<type>  the same two paths, whose
+ *                             tile takes half as many output columns (QL_MV_SWIGLU_COLS,
+ *                             QL_MM_SWIGLU_C) and for each column j both gate row j and up row
+ *                             n + j, each summed in the order above, then stores silu(gate)·up
+ *                             with clattn_glu's float expression (ql_swiglu): the bytes of the
+ *                             plain kernel followed by cl/elementwise.cl's clattn_glu.
  * Rows and columns past the edge (of the matrix, or of a work-item's rows) are computed on
  * clamped indices and not stored.
  *
@@ -306,8 +314,9 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
         hd[c] = (float2)(ql_half(dh), ql_half(mh));                                               \
     }
 
-/* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C columns at w_rows[]: the order above. */
-#define QL_TILE(TYPE, QK, BYTES, R, C)                                                            \
+/* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order
+ * above; then STORE(R, C) writes the tile's outputs from acc[R][C]. */
+#define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE)                                                \
     {                                                                                             \
         const __global float *xr[R];                                                              \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
@@ -332,17 +341,54 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
-                if (r0 + r < rend && j0 + c < n)                                                  \
-                    y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);          \
+        STORE(R, C)                                                                               \
     }
+
+/* y[r, j0 + c] = the sum of acc[r][c], for the rows and columns inside the matrix. */
+#define QL_STORE(R, C)                                                                            \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
+            if (r0 + r < rend && j0 + c < n)                                                      \
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);
+
+#define QL_TILE(TYPE, QK, BYTES, R, C) QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE)
+
+/* SwiGLU's product of a gate and an up value: silu(gate) · up, the float expression of
+ * cl/elementwise.cl's clattn_glu with CLATTN_ACT_SILU (activate's x / (1 + exp(−x)), times the
+ * up value), so that the fused kernels below give its bytes. */
+inline float ql_swiglu(float gate, float up)
+{
+    return (gate / (1.0f + exp(-gate))) * up;
+}
+
+/* The fused tile's store: acc[r][c] is gate column j0 + c, acc[r][C/2 + c] its up column;
+ * y[r, j0 + c] = silu(gate) · up, each summed in the order above. */
+#define QL_STORE_SWIGLU(R, C)                                                                     \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < (C) / 2; ++c)                                              \
+            if (r0 + r < rend && j0 + c < n)                                                      \
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] =                                       \
+                    ql_swiglu(ql_combine16(acc[r][c]), ql_combine16(acc[r][(C) / 2 + c]));
 
 /* The C weight rows of this work-item (clamped to n − 1). */
 #define QL_ROWS(C)                                                                                \
     const __global uchar *w_rows[C];                                                              \
     for (uint c = 0; c < C; ++c)                                                                  \
         w_rows[c] = w + (ulong)min(j0 + c, n - 1) * row_bytes;
+
+/* The fused kernels' 2·C weight rows: gate rows j0 .. j0 + C − 1, then the up rows n + j0 ..
+ * (the weight stacks [gate rows; up rows], n each; clamped to n − 1 as above). */
+#define QL_ROWS_SWIGLU(C)                                                                         \
+    const __global uchar *w_rows[2 * (C)];                                                        \
+    for (uint c = 0; c < C; ++c) {                                                                \
+        w_rows[c] = w + (ulong)min(j0 + c, n - 1) * row_bytes;                                    \
+        w_rows[(C) + c] = w + ((ulong)n + min(j0 + c, n - 1)) * row_bytes;                        \
+    }
+
+/* The fused kernels' output columns per tile: half the plain kernels' weight rows (rounded up),
+ * so that a tile streams about as many weight rows as the plain one. */
+#define QL_MV_SWIGLU_COLS(TYPE) ((QL_MV_COLS(TYPE) + 1) / 2)
+#define QL_MM_SWIGLU_C ((QL_MM_C + 1) / 2)
 
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(       \
@@ -378,14 +424,57 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
             QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C)                                            \
     }
 
-QL_KERNELS(f32, 16, 64)
-QL_KERNELS(f16, 16, 32)
-QL_KERNELS(bf16, 16, 32)
-QL_KERNELS(q4_0, 32, 18)
-QL_KERNELS(q4_1, 32, 20)
-QL_KERNELS(q5_0, 32, 22)
-QL_KERNELS(q5_1, 32, 24)
-QL_KERNELS(q8_0, 32, 34)
-QL_KERNELS(q4_k, 256, 144)
-QL_KERNELS(q5_k, 256, 176)
-QL_KERNELS(q6_k, 256, 210)
+/* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
+ * rows; up rows], and y[r, j] = silu(gate[r, j]) · up[r, j] for j < n, each of gate and up summed
+ * in the order above; the same paths, tiles of half as many output columns (each two weight
+ * rows). Row r's bytes are those of the plain kernel into [r, 2n] followed by clattn_glu. */
+#define QL_SWIGLU_KERNELS(TYPE, QK, BYTES)                                                        \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mv_##TYPE(\
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item)                                                                       \
+    {                                                                                             \
+        const uint groups = (n + QL_MV_SWIGLU_COLS(TYPE) - 1) / QL_MV_SWIGLU_COLS(TYPE);          \
+        const uint per_item = (groups + get_global_size(0) - 1) / get_global_size(0);             \
+        const uint gend = min(groups, (uint)get_global_id(0) * per_item + per_item);              \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        for (uint g = get_global_id(0) * per_item; g < gend; ++g) {                               \
+            const uint j0 = g * QL_MV_SWIGLU_COLS(TYPE);                                          \
+            QL_ROWS_SWIGLU(QL_MV_SWIGLU_COLS(TYPE))                                               \
+            uint r0 = rbegin;                                                                     \
+            for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
+                QL_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, 2 * QL_MV_SWIGLU_COLS(TYPE),               \
+                             QL_STORE_SWIGLU)                                                     \
+            for (; r0 < rend; ++r0)                                                               \
+                QL_TILE_THEN(TYPE, QK, BYTES, 1, 2 * QL_MV_SWIGLU_COLS(TYPE), QL_STORE_SWIGLU)    \
+        }                                                                                         \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mm_##TYPE(\
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item)                                                                       \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * QL_MM_SWIGLU_C;                                        \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS_SWIGLU(QL_MM_SWIGLU_C)                                                            \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
+            QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_R, 2 * QL_MM_SWIGLU_C, QL_STORE_SWIGLU)           \
+    }
+
+#define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \
+    QL_KERNELS(TYPE, QK, BYTES)                                                                   \
+    QL_SWIGLU_KERNELS(TYPE, QK, BYTES)
+
+QL_ALL_KERNELS(f32, 16, 64)
+QL_ALL_KERNELS(f16, 16, 32)
+QL_ALL_KERNELS(bf16, 16, 32)
+QL_ALL_KERNELS(q4_0, 32, 18)
+QL_ALL_KERNELS(q4_1, 32, 20)
+QL_ALL_KERNELS(q5_0, 32, 22)
+QL_ALL_KERNELS(q5_1, 32, 24)
+QL_ALL_KERNELS(q8_0, 32, 34)
+QL_ALL_KERNELS(q4_k, 256, 144)
+QL_ALL_KERNELS(q5_k, 256, 176)
+QL_ALL_KERNELS(q6_k, 256, 210)

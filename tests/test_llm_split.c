@@ -1,21 +1,25 @@
 /*
  * Weights larger than the device's largest allocation (llm_model.h, "Limits of the device"), with
- * the limit lowered by CLATTN_MAX_ALLOC_BYTES (src/runtime/device.c, a testing knob) on two small
+ * the limit lowered by CLATTN_MAX_ALLOC_BYTES (src/runtime/device.c, a testing knob) on small
  * random one-layer llama GGUF files this test writes (a vocabulary of 1000 rows over a width of
- * 32, so that the output projection is the one weight over the lowered limit; a third file of
- * 3000 rows for the logits' refusal):
+ * 32, so that the output projection is the one weight over the lowered limit; a file of width 64
+ * whose every linear weight is over it; a file of 3000 rows for the logits' refusal):
  *   - the split's numbers: the fewest parts, each within the limit, as even as whole rows allow;
+ *     a chain's rows (ops/linear.h) are its parts' only when every part has the same width;
  *   - under a limit of 12000 bytes, the output projection split over 3 buffers (tied Q8_0 token
  *     embedding) or 2 (a separate Q4_1 output.weight beside an F16 embedding) and the logits
- *     computed 3 rows at a time: teacher-forced logits, a batch's last rows and a decode step
- *     are the bytes of the unsplit run (memcmp); the token embedding's rows, gathered from the
- *     file on both sides of the parts' boundaries, are the file's values (dequantised here);
- *   - what is refused, named with the numbers: a stacked layer weight over the limit, one row of
- *     logits over it, one row of a weight over it, and a malformed CLATTN_MAX_ALLOC_BYTES; a
- *     value above the device's limit changes nothing.
- * It is small enough for the oclgrind leg (with CLATTN_TEST_SMALL, the tied model only): the
- * whole LLM path there (embedding, the block stack, the quantised kernels, the split output
- * projection).
+ *     computed 3 rows at a time; under 8500 bytes, every weight of the width-64 file split —
+ *     q|k|v stacked as float32 (an F16 v beside Q8_0 q and k), an F32 attention output, Q8_0
+ *     gate|up (a part across gate's and up's boundary), Q8_0 down, the tied output —, each part
+ *     within the limit: teacher-forced logits, a batch's last rows and a decode step are the
+ *     bytes of the unsplit run (memcmp); the token embedding's rows, gathered from the file on
+ *     both sides of the parts' boundaries, are the file's values (dequantised here);
+ *   - what is refused, named with the numbers: one row of logits over the limit, one row of a
+ *     weight (alone or stacked) over it, and a malformed CLATTN_MAX_ALLOC_BYTES; a value above
+ *     the device's limit changes nothing.
+ * It is small enough for the oclgrind leg (with CLATTN_TEST_SMALL, the width-64 file's case
+ * only): the whole LLM path there (embedding, the block stack, the quantised kernels, every
+ * weight split).
  */
 #include "common/test_util.h"
 
@@ -34,6 +38,12 @@
 #define HEADS 4    /* head width 8 (the rotary table: 256 positions × 4 pairs) */
 #define KV_HEADS 1 /* k and v: 8 rows each */
 #define NO_OUTPUT 0xffffffffu
+/* The layers' file: every linear weight over LAYERS_CAP bytes but for its rows. */
+#define LAYERS_D 64        /* head width 8 again: the rotary table stays 8192 bytes */
+#define LAYERS_FF 128
+#define LAYERS_HEADS 8
+#define LAYERS_KV_HEADS 2
+#define LAYERS_CAP 8500
 
 /* ---- a small GGUF file, written as llama.cpp writes one ---- */
 
@@ -131,31 +141,46 @@ static size_t row_bytes_of(uint32_t type, size_t k)
     }
 }
 
-/* A one-layer llama file: token_embd.weight in embd_type, the layer's linear weights in
- * layer_type, output.weight in out_type (NO_OUTPUT: tied), norms F32. Returns its bytes. */
-static bytes model_file(uint32_t embd_type, uint32_t layer_type, uint32_t out_type, size_t vocab,
-                        uint64_t seed)
+/* A one-layer llama file's shape and its tensors' types. */
+typedef struct file_spec {
+    size_t d, ff, heads, kv_heads; /* embedding_length, feed_forward_length, head counts */
+    size_t vocab;
+    uint32_t embd; /* token_embd.weight */
+    uint32_t q, k, v, o, gate, up, down; /* the layer's linear weights */
+    uint32_t out;  /* output.weight; NO_OUTPUT: tied */
+} file_spec;
+
+/* The spec of model_file's files: width D, every layer weight in layer_type. */
+static file_spec spec_of(uint32_t embd_type, uint32_t layer_type, uint32_t out_type, size_t vocab)
 {
-    const size_t kv = KV_HEADS * (D / HEADS);
+    return (file_spec){D,          FF,         HEADS,      KV_HEADS,   vocab,      embd_type,
+                       layer_type, layer_type, layer_type, layer_type, layer_type, layer_type,
+                       layer_type, out_type};
+}
+
+/* A one-layer llama file of spec s, norms F32. Returns its bytes. */
+static bytes spec_file(const file_spec *s, uint64_t seed)
+{
+    const size_t d = s->d, kv = s->kv_heads * (d / s->heads);
     struct {
         const char *name;
         size_t k, rows; /* rows 0: a vector of k */
         uint32_t type;
     } t[] = {
-        {"token_embd.weight", D, vocab, embd_type},
-        {"output_norm.weight", D, 0, CLATTN_GGML_F32},
-        {"blk.0.attn_norm.weight", D, 0, CLATTN_GGML_F32},
-        {"blk.0.attn_q.weight", D, D, layer_type},
-        {"blk.0.attn_k.weight", D, kv, layer_type},
-        {"blk.0.attn_v.weight", D, kv, layer_type},
-        {"blk.0.attn_output.weight", D, D, layer_type},
-        {"blk.0.ffn_norm.weight", D, 0, CLATTN_GGML_F32},
-        {"blk.0.ffn_gate.weight", D, FF, layer_type},
-        {"blk.0.ffn_up.weight", D, FF, layer_type},
-        {"blk.0.ffn_down.weight", FF, D, layer_type},
-        {"output.weight", D, vocab, out_type},
+        {"token_embd.weight", d, s->vocab, s->embd},
+        {"output_norm.weight", d, 0, CLATTN_GGML_F32},
+        {"blk.0.attn_norm.weight", d, 0, CLATTN_GGML_F32},
+        {"blk.0.attn_q.weight", d, d, s->q},
+        {"blk.0.attn_k.weight", d, kv, s->k},
+        {"blk.0.attn_v.weight", d, kv, s->v},
+        {"blk.0.attn_output.weight", d, d, s->o},
+        {"blk.0.ffn_norm.weight", d, 0, CLATTN_GGML_F32},
+        {"blk.0.ffn_gate.weight", d, s->ff, s->gate},
+        {"blk.0.ffn_up.weight", d, s->ff, s->up},
+        {"blk.0.ffn_down.weight", s->ff, d, s->down},
+        {"output.weight", d, s->vocab, s->out},
     };
-    size_t count = sizeof(t) / sizeof(t[0]) - (out_type == NO_OUTPUT);
+    size_t count = sizeof(t) / sizeof(t[0]) - (s->out == NO_OUTPUT);
     bytes b = {0};
     put(&b, "GGUF", 4);
     put_u(&b, 3, 4);
@@ -165,14 +190,14 @@ static bytes model_file(uint32_t embd_type, uint32_t layer_type, uint32_t out_ty
     put_u(&b, CLATTN_GGUF_STRING, 4);
     put_str(&b, "llama");
     put_kv_u32(&b, "llama.context_length", 64);
-    put_kv_u32(&b, "llama.embedding_length", D);
+    put_kv_u32(&b, "llama.embedding_length", (uint32_t)d);
     put_kv_u32(&b, "llama.block_count", 1);
-    put_kv_u32(&b, "llama.feed_forward_length", FF);
-    put_kv_u32(&b, "llama.attention.head_count", HEADS);
-    put_kv_u32(&b, "llama.attention.head_count_kv", KV_HEADS);
+    put_kv_u32(&b, "llama.feed_forward_length", (uint32_t)s->ff);
+    put_kv_u32(&b, "llama.attention.head_count", (uint32_t)s->heads);
+    put_kv_u32(&b, "llama.attention.head_count_kv", (uint32_t)s->kv_heads);
     put_kv_f32(&b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     put_kv_f32(&b, "llama.rope.freq_base", 10000.0f);
-    put_kv_u32(&b, "llama.vocab_size", (uint32_t)vocab);
+    put_kv_u32(&b, "llama.vocab_size", (uint32_t)s->vocab);
     uint64_t offset = 0;
     for (size_t i = 0; i < count; i++) {
         put_str(&b, t[i].name);
@@ -196,7 +221,24 @@ static bytes model_file(uint32_t embd_type, uint32_t layer_type, uint32_t out_ty
     return b;
 }
 
-static char dir[512], tied_path[600], separate_path[600], wide_path[600];
+/* A one-layer llama file of width D: token_embd.weight in embd_type, the layer's linear weights
+ * in layer_type, output.weight in out_type (NO_OUTPUT: tied), norms F32. Returns its bytes. */
+static bytes model_file(uint32_t embd_type, uint32_t layer_type, uint32_t out_type, size_t vocab,
+                        uint64_t seed)
+{
+    file_spec s = spec_of(embd_type, layer_type, out_type, vocab);
+    return spec_file(&s, seed);
+}
+
+/* The layers' file: the tied Q8_0 embedding, q and k Q8_0 beside an F16 v (q|k|v stacked as
+ * float32: 96 rows of 256 bytes), the attention's output F32 (64 rows of 256 bytes), gate|up
+ * Q8_0 (256 rows of 68 bytes), down Q8_0 (64 rows of 136 bytes). */
+static const file_spec layers_spec = {
+    LAYERS_D,        LAYERS_FF,       LAYERS_HEADS,    LAYERS_KV_HEADS, VOCAB,
+    CLATTN_GGML_Q8_0, CLATTN_GGML_Q8_0, CLATTN_GGML_Q8_0, CLATTN_GGML_F16, CLATTN_GGML_F32,
+    CLATTN_GGML_Q8_0, CLATTN_GGML_Q8_0, CLATTN_GGML_Q8_0, NO_OUTPUT};
+
+static char dir[512], tied_path[600], separate_path[600], wide_path[600], layers_path[600];
 
 static void write_file(const char *path, const bytes *b)
 {
@@ -211,14 +253,17 @@ static int files_setup(void **state)
     snprintf(tied_path, sizeof(tied_path), "%s/tied_q8_0.gguf", dir);
     snprintf(separate_path, sizeof(separate_path), "%s/separate_q4_1.gguf", dir);
     snprintf(wide_path, sizeof(wide_path), "%s/wide_q4_1.gguf", dir);
+    snprintf(layers_path, sizeof(layers_path), "%s/layers_q8_0_f32.gguf", dir);
     bytes tied = model_file(CLATTN_GGML_Q8_0, CLATTN_GGML_Q8_0, NO_OUTPUT, VOCAB, 1);
     bytes separate =
         model_file(CLATTN_GGML_F16, CLATTN_GGML_Q4_1, CLATTN_GGML_Q4_1, VOCAB, 2);
     bytes wide = model_file(CLATTN_GGML_F16, CLATTN_GGML_Q4_1, CLATTN_GGML_Q4_1, WIDE_VOCAB, 3);
     write_file(tied_path, &tied);
     write_file(separate_path, &separate);
+    bytes layers = spec_file(&layers_spec, 4);
     write_file(wide_path, &wide);
-    free(tied.data), free(separate.data), free(wide.data);
+    write_file(layers_path, &layers);
+    free(tied.data), free(separate.data), free(wide.data), free(layers.data);
     return 0;
 }
 
@@ -297,25 +342,49 @@ static const int32_t next_ids[SEQS] = {333, 999, 665, 500};
 typedef struct outputs {
     float teacher[6 * VOCAB], last[SEQS * VOCAB], step[SEQS * VOCAB];
     size_t parts, logits_rows;
+    size_t weights;           /* buffers of quantised weights: every chain's parts */
+    size_t largest;           /* bytes of the largest of them */
+    size_t lin1_parts, lin2_parts; /* of the feed-forward's gate|up and down chains */
 } outputs;
+
+static size_t chain_parts(const clattn_gemm_quant *q)
+{
+    size_t parts = 0;
+    for (; q; q = q->next)
+        parts++;
+    return parts;
+}
 
 /* Asserts that `call` succeeded, printing the library's message when it did not. */
 #define ok(call) assert_status_msg(NULL, (call), CLATTN_OK, NULL)
 
-static void run(clattn_context *ctx, const char *path, outputs *o)
+/* The model at path run on the prompt, then on the batch's first `seqs` sequences (3 tokens,
+ * then 1 each). */
+static void run(clattn_context *ctx, const char *path, size_t seqs, outputs *o)
 {
     clattn_llm_model *m = load(ctx, path);
     assert_int_equal(m->cfg.vocab, VOCAB);
     ok(clattn__llm_logits(m, "test", prompt, 6, o->teacher));
     clattn_kv_state *kv = NULL;
     size_t slots[SEQS];
-    ok(clattn__llm_state_create(m, "test", SEQS, 8, false, &kv));
-    for (int s = 0; s < SEQS; s++)
+    ok(clattn__llm_state_create(m, "test", seqs, 8, false, &kv));
+    for (size_t s = 0; s < seqs; s++)
         ok(clattn__kv_state_acquire(kv, "test", &slots[s]));
-    ok(clattn__llm_step(m, "test", kv, slots, SEQS, 3, &batch[0][0], false, o->last));
-    ok(clattn__llm_step(m, "test", kv, slots, SEQS, 1, next_ids, false, o->step));
+    ok(clattn__llm_step(m, "test", kv, slots, seqs, 3, &batch[0][0], false, o->last));
+    ok(clattn__llm_step(m, "test", kv, slots, seqs, 1, next_ids, false, o->step));
     o->parts = m->output_split.count;
     o->logits_rows = m->logits_rows;
+    o->weights = m->quant.count;
+    o->largest = 0;
+    for (size_t i = 0; i < m->quant.count; i++) {
+        const clattn_qweight *w = &m->quant.weights[i]->w;
+        if (w->n * w->row_bytes > o->largest)
+            o->largest = w->n * w->row_bytes;
+    }
+    const clattn_ffn *ffn = &m->stack.weights.layers[0].ffn;
+    o->lin1_parts = chain_parts(ffn->lin1.quant);
+    o->lin2_parts = chain_parts(ffn->lin2.quant);
+    assert_int_equal(chain_parts(m->output_split.first), m->output_split.count);
     clattn__kv_state_destroy(&kv);
     clattn__llm_model_free(&m);
 }
@@ -329,34 +398,84 @@ static void same_bytes(const float *a, const float *b, size_t rows, const char *
                      what, r, test_max_abs_diff(a + r * VOCAB, b + r * VOCAB, VOCAB));
 }
 
-static void check_split(clattn_context *whole, const char *path, size_t parts)
+/* What a split run should hold under its lowered limit. */
+typedef struct split_case {
+    const char *path;
+    uint64_t cap;
+    size_t parts;       /* of the output projection */
+    size_t logits_rows; /* rows of logits per chunk */
+    size_t weights;     /* buffers of quantised weights (unsplit: 4 of the layer, 1 output) */
+    size_t lin1_parts, lin2_parts;
+    size_t seqs; /* sequences of the batch run */
+} split_case;
+
+static void check_split(clattn_context *whole, const split_case *c)
 {
     outputs *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
     assert_non_null(a), assert_non_null(b);
-    run(whole, path, a);
+    run(whole, c->path, c->seqs, a);
     assert_int_equal(a->parts, 1);
+    assert_int_equal(a->weights, 5);
+    assert_int_equal(a->lin1_parts, 1), assert_int_equal(a->lin2_parts, 1);
     assert_true(a->logits_rows >= 6);
-    /* 12000 bytes: 3 parts of 1000 34-byte Q8_0 rows, 2 of 20-byte Q4_1 rows; 3 rows of
-     * logits (4000 bytes each). The rotary table (256 positions × 4 pairs, 8192 bytes) and the
-     * layers' weights (gate|up: 128 rows, 4352 bytes) fit. */
-    clattn_context *capped = context_capped(12000);
-    run(capped, path, b);
+    clattn_context *capped = context_capped(c->cap);
+    run(capped, c->path, c->seqs, b);
     clattn_context_destroy(&capped);
-    assert_int_equal(b->parts, parts);
-    assert_int_equal(b->logits_rows, 3);
+    assert_int_equal(b->parts, c->parts);
+    assert_int_equal(b->logits_rows, c->logits_rows);
+    assert_int_equal(b->weights, c->weights);
+    assert_int_equal(b->lin1_parts, c->lin1_parts);
+    assert_int_equal(b->lin2_parts, c->lin2_parts);
+    assert_true(b->largest <= c->cap);
     same_bytes(a->teacher, b->teacher, 6, "teacher-forced prompt");
-    same_bytes(a->last, b->last, SEQS, "a batch's last rows");
-    same_bytes(a->step, b->step, SEQS, "a decode step");
+    same_bytes(a->last, b->last, c->seqs, "a batch's last rows");
+    same_bytes(a->step, b->step, c->seqs, "a decode step");
     free(a), free(b);
 }
 
+/* 12000 bytes: 3 parts of 1000 34-byte Q8_0 rows, 2 of 20-byte Q4_1 rows; 3 rows of logits
+ * (4000 bytes each). The rotary table (256 positions × 4 pairs, 8192 bytes) and the layers'
+ * weights (gate|up: 128 rows, 4352 bytes) fit. */
 static void split_output_gives_the_unsplit_bytes(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
-    check_split(ctx, tied_path, 3);
-    /* Under oclgrind one model: each attention launch there costs about a second. */
-    if (!test_small_mode())
-        check_split(ctx, separate_path, 2);
+    /* Under oclgrind the layers' case only (below), which splits the tied output too: each
+     * attention launch there costs about a second. */
+    if (test_small_mode())
+        return;
+    check_split(ctx, &(split_case){tied_path, 12000, 3, 3, 4 + 3, 1, 1, SEQS});
+    check_split(ctx, &(split_case){separate_path, 12000, 2, 3, 4 + 2, 1, 1, SEQS});
+}
+
+/* 8500 bytes: every linear weight of the layers' file is split — q|k|v (float32, its parts
+ * of different types) in 3 parts of 32 rows, the attention's output in 2, gate|up in 3 (85, 85
+ * and 86 rows: the middle part holds gate's last rows and up's first), down in 2, the tied
+ * output projection in 8 —, and the logits run 2 rows at a time. A batch of 2 sequences: the
+ * feed-forward's scratch for 3 tokens each (6 rows of 256 floats) fits the limit (its row
+ * blocks are not fitted to the limit). SwiGLU fused into a gate|up layer of one buffer
+ * (nn/ffn_swiglu.h) is compared here with a split gate|up layer, which runs unfused. */
+static void split_layers_give_the_unsplit_bytes(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    check_split(ctx, &(split_case){layers_path, LAYERS_CAP, 8, 2, 3 + 2 + 3 + 2 + 8, 3, 2, 2});
+}
+
+/* The rows of a chain are its parts' when every part has the same width (mha.c's check). */
+static void chain_rows_are_the_parts_rows(void **state)
+{
+    (void)state;
+    clattn_gemm_quant parts[3] = {{.w = {.n = 5, .k = 64}},
+                                  {.w = {.n = 7, .k = 64}},
+                                  {.w = {.n = 1, .k = 64}}};
+    parts[0].next = &parts[1], parts[1].next = &parts[2];
+    assert_int_equal(clattn__gemm_quant_rows(&parts[0], 64), 13);
+    assert_int_equal(clattn__gemm_quant_rows(&parts[1], 64), 8);
+    assert_int_equal(clattn__gemm_quant_rows(&parts[2], 64), 1);
+    assert_int_equal(clattn__gemm_quant_rows(NULL, 64), 0);
+    parts[2].w.k = 32; /* a part of another width */
+    assert_int_equal(clattn__gemm_quant_rows(&parts[0], 64), 0);
+    parts[2].w.k = 64, parts[0].w.k = 32;
+    assert_int_equal(clattn__gemm_quant_rows(&parts[0], 64), 0);
 }
 
 /* The half float h as a float (normal numbers and zeros: what the files hold). */
@@ -420,15 +539,14 @@ static void gathered_rows_are_the_file_values(void **state)
 static void over_the_limit_is_refused_with_numbers(void **state)
 {
     (void)state;
-    /* A stacked layer weight: gate|up is 128 rows of 34 bytes. */
+    /* A stacked layer weight under a limit its rows fit: gate|up, 128 rows of 34 bytes, in 2
+     * parts of 64 rows under 4000 bytes (the model loads; it runs in
+     * split_layers_give_the_unsplit_bytes). */
     clattn_context *ctx = context_capped(4000);
-    clattn_llm_model *m = NULL;
-    assert_status_msg(NULL, clattn__llm_model_load(ctx, "test", tied_path, &m),
-                      CLATTN_ERROR_TOO_LARGE,
-                      "blk.0.ffn_gate.weight | blk.0.ffn_up.weight: 128 rows of 34 bytes, "
-                      "stacked, are more than the device's largest allocation "
-                      "(CL_DEVICE_MAX_MEM_ALLOC_SIZE) of 4000 bytes");
-    assert_null(m);
+    clattn_llm_model *m = load(ctx, tied_path);
+    assert_int_equal(chain_parts(m->stack.weights.layers[0].ffn.lin1.quant), 2);
+    assert_int_equal(m->stack.weights.layers[0].ffn.lin1.quant->w.n, 64);
+    clattn__llm_model_free(&m);
     clattn_context_destroy(&ctx);
 
     /* One row of logits (3000 floats, 12000 bytes) over 10000: the wide model loads (6 parts of
@@ -451,20 +569,32 @@ static void over_the_limit_is_refused_with_numbers(void **state)
     free(logits);
     clattn__llm_model_free(&m);
 
-    /* One row of a weight over the limit (not reached through a model, whose stacked q|k|v
-     * holds more rows of the same width): the token embedding's 34-byte rows over 30 bytes. */
+    /* One row of a weight over the limit (called here: a model would stop at its first
+     * weight): 34-byte Q8_0 rows over 30 bytes. */
     clattn_gguf *g = NULL;
     assert_int_equal(clattn__gguf_open("test", tied_path, &g), CLATTN_OK);
     clattn_context_destroy(&ctx);
     ctx = context_capped(30);
     clattn_llm_quant q = {ctx, "test", g, NULL, NULL, 0, 0};
+    /* A stacked layer weight whose row is over the limit, named with its parts. */
+    const char *const stacked[2] = {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight"};
+    const size_t stacked_rows[2] = {FF, FF};
+    clattn_gemm_quant unset = {0};
+    const clattn_gemm_quant *chain = &unset; /* set to NULL on the failure */
+    assert_status_msg(NULL, clattn__llm_quant_weight(&q, stacked, stacked_rows, 2, D, &chain),
+                      CLATTN_ERROR_TOO_LARGE,
+                      "blk.0.ffn_gate.weight | blk.0.ffn_up.weight: one row of 34 bytes is more "
+                      "than the device's largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of 30 "
+                      "bytes");
+    assert_null(chain);
+    assert_int_equal(q.count, 0);
     clattn_llm_split split = {NULL, 5};
     assert_status_msg(NULL, clattn__llm_quant_split(&q, "token_embd.weight", VOCAB, D, &split),
                       CLATTN_ERROR_TOO_LARGE,
                       "token_embd.weight: one row of 34 bytes is more than the device's largest "
                       "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of 30 bytes");
     assert_int_equal(split.count, 0);
-    assert_null(split.parts);
+    assert_null(split.first);
     assert_int_equal(q.count, 0);
     clattn__llm_quant_release(&q);
     clattn__gguf_close(&g);
@@ -518,7 +648,9 @@ int main(void)
     unsetenv(ENV_CAP);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(split_parts_are_the_fewest_within_the_limit),
+        cmocka_unit_test(chain_rows_are_the_parts_rows),
         cmocka_unit_test(split_output_gives_the_unsplit_bytes),
+        cmocka_unit_test(split_layers_give_the_unsplit_bytes),
         cmocka_unit_test(gathered_rows_are_the_file_values),
         cmocka_unit_test(over_the_limit_is_refused_with_numbers),
         cmocka_unit_test(malformed_limit_is_refused),

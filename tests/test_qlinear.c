@@ -11,6 +11,9 @@
  *    outputs, and from the matrix–vector and the matrix–matrix path alike;
  *  - the matrix–vector path under other tilings (column tiles per type, work-items walking
  *    several tiles) gives the same bytes;
+ *  - the gate|up layer with SwiGLU fused into its epilogue (clattn__qlinear_swiglu): every
+ *    type's rows, for m = 1, 5, 40 on both paths, the bytes of the plain kernel followed by the
+ *    unfused glu kernel (clattn__glu with CLATTN_ACT_SILU);
  *  - bad weights are refused with messages naming the numbers.
  *
  * The bound: every output is 16 chains of k/16 fused multiply-adds, then 4 additions (the
@@ -25,10 +28,12 @@
 #include "common/test_util.h"
 
 #include "formats/gguf.h"
+#include "ops/elementwise.h"
 #include "ops/qlinear.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +335,76 @@ static void mv_tilings(void **state)
     }
 }
 
+/* CLATTN_TEST_QUICK=1: a slow device (CI's rusticl leg, where each new kernel takes seconds to
+ * compile). */
+static bool quick_mode(void)
+{
+    const char *v = getenv("CLATTN_TEST_QUICK");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* The fused gate|up layer: the golden weight's 38 rows as [gate 19; up 19] (19 columns: tiles of
+ * 2 do not divide them), y = silu(gate)·up by clattn__qlinear_swiglu, every row the bytes of
+ * the unfused layers (clattn__qlinear into [m, 38] on the matrix–matrix path for the largest m,
+ * then clattn__glu), for every m and path. Every type; on slow devices (CLATTN_TEST_QUICK) one
+ * type per way of decoding, and under oclgrind Q4_1 alone with m up to 5 (the fused kernels
+ * differ from the plain ones in their weight rows and store only, which every type shares). */
+static void swiglu_fused(void **state)
+{
+    fixture *f = *state;
+    const size_t ms[] = {1, 5, 40};
+    const size_t big = test_small_mode() ? 5 : 40;
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        bool q4_1 = strcmp(type_names[t], "q4_1") == 0;
+        if ((test_small_mode() && !q4_1) ||
+            (quick_mode() && !q4_1 && strcmp(type_names[t], "q8_0") != 0 &&
+             strcmp(type_names[t], "q6_k") != 0))
+            continue;
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        assert_true(g.n % 2 == 0 && g.m >= big);
+        const size_t n = g.n / 2, ldy = n + 3;
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+        float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
+        assert_true(ref && y);
+        /* The unfused reference: the plain kernel, then the glu kernel in place. */
+        cl_mem h = buffer(f->ctx, big * g.n, NULL);
+        if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0,
+                                 g.k, &g.w, h, 0, g.n) != CLATTN_OK ||
+            clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
+            fail_msg("%s: the unfused layers: %s", type_names[t], clattn_last_error(f->ctx));
+        read_back(f->ctx, h, big * g.n, ref);
+        clReleaseMemObject(h);
+        for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+            size_t m = ms[mi];
+            if (m > big)
+                continue;
+            for (size_t p = 0; p < 2; p++) { /* mv and mm */
+                for (size_t i = 0; i < m * ldy; i++)
+                    y[i] = NAN;
+                cl_mem ym = buffer(f->ctx, m * ldy, y);
+                if (clattn__qlinear_swiglu_path(f->ctx, f->prog, CLATTN_OP_OTHER, paths[p], m, x,
+                                                0, g.k, &g.w, ym, 0, ldy) != CLATTN_OK)
+                    fail_msg("%s: clattn__qlinear_swiglu: %s", type_names[t],
+                             clattn_last_error(f->ctx));
+                read_back(f->ctx, ym, m * ldy, y);
+                clReleaseMemObject(ym);
+                for (size_t r = 0; r < m; r++)
+                    for (size_t j = 0; j < n; j++)
+                        if (memcmp(&y[r * ldy + j], &ref[r * g.n + j], sizeof(float)) != 0)
+                            fail_msg("%s, m %zu, %s path: fused y[%zu, %zu] is %a, not the "
+                                     "unfused layers' %a",
+                                     type_names[t], m, path_names[p], r, j, y[r * ldy + j],
+                                     ref[r * g.n + j]);
+            }
+        }
+        free(ref);
+        free(y);
+        clReleaseMemObject(x);
+        golden_free(&g);
+    }
+}
+
 static void bad_weights(void **state)
 {
     fixture *f = *state;
@@ -357,6 +432,14 @@ static void bad_weights(void **state)
                            CLATTN_ERROR_INVALID_ARGUMENT, "ldx 16 (k 32)");
     assert_int_equal(clattn__qlinear(f->ctx, f->prog, CLATTN_OP_OTHER, 0, x, 0, 32, &w, y, 0, 2),
                      CLATTN_OK);
+    assert_status_msg(f->ctx, clattn__qlinear_swiglu(f->ctx, f->prog, CLATTN_OP_OTHER, 1, x, 0,
+                                                     32, &w, y, 0, 0),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "ldy 0 (n 1)");
+    clattn_qweight odd = w;
+    odd.n = 1;
+    assert_status_msg(f->ctx, clattn__qlinear_swiglu(f->ctx, f->prog, CLATTN_OP_OTHER, 1, x, 0,
+                                                     32, &odd, y, 0, 1),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "even number of rows, not 1");
     clReleaseMemObject(x);
     clReleaseMemObject(y);
     clattn__qweight_release(&w);
@@ -390,6 +473,7 @@ int main(void)
         cmocka_unit_test(golden_types),
         cmocka_unit_test(batch_invariance),
         cmocka_unit_test(mv_tilings),
+        cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(tuning_errors),
         cmocka_unit_test(bad_weights),
     };

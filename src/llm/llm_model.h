@@ -88,25 +88,29 @@ typedef struct clattn_llm_quant {
 /* The stack's clattn_quant_provider (layer_weights.h) over a clattn_llm_quant: the GGUF tensors
  * of names[0 .. count) (stack names, mapped as the lookups map them), each rows[i] × k,
  * stacked into one weight in their type (q|k|v, gate|up), or in float32 when their types
- * differ (exact: the dequantised values). */
+ * differ (exact: the dequantised values); split into a chain of parts when larger than the
+ * device's largest allocation (below). */
 clattn_status clattn__llm_quant_weight(void *quant, const char *const *names, const size_t *rows,
                                        size_t count, size_t k, const clattn_gemm_quant **out);
 void clattn__llm_quant_release(clattn_llm_quant *quant);
 
 /* Limits of the device: no buffer may be larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE (often a
  * quarter of a GPU's memory; 128 MiB under oclgrind), and a large vocabulary's output projection
- * can be (150k × 4096 values). Such a weight is split by rows over several buffers, each run as
- * its own quantised linear layer writing its columns of the output: column j of the logits is
- * the sum of row j of the weight with the hidden state in the kernels' one order, whichever
- * buffer holds that row, so the logits are the same bytes split or not. The stack's layers run
- * one weight per linear layer (ops/linear.h), so a stacked q|k|v or gate|up weight, or another
- * layer weight, over the limit is refused naming its tensors and the numbers. */
+ * can be (150k × 4096 values), as can a large model's stacked gate|up weight. Such a weight is
+ * split by rows over several buffers, a chain of parts (ops/linear.h's clattn_gemm_quant.next),
+ * each run as its own quantised linear layer writing its columns of the output: column j is the
+ * sum of row j of the weight with the input in the kernels' one order, whichever buffer holds
+ * that row, so the outputs (and the logits) are the same bytes split or not. This holds for the
+ * output projection (clattn__llm_quant_split) and for every layer weight the stack asks for
+ * (clattn__llm_quant_weight: q|k|v, the attention's output, gate|up, down). Only a weight whose
+ * single row is over the limit is refused, naming its tensors and the numbers. */
 
-/* The weight's rows in order: parts[p] holds the next parts[p]->w.n rows. The parts themselves
- * are kept in the clattn_llm_quant's list (released with it); `parts` is the split's own. */
+/* The output projection's chain of parts: first holds the first first->w.n rows, its next the
+ * rows after them, and so on. The parts are kept in the clattn_llm_quant's list (released with
+ * it). */
 typedef struct clattn_llm_split {
-    const clattn_gemm_quant **parts;
-    size_t count; /* 0: not kept quantised (the float path) */
+    const clattn_gemm_quant *first;
+    size_t count; /* parts in the chain; 0: not kept quantised (the float path) */
 } clattn_llm_split;
 
 /* How many buffers `rows` rows of row_bytes bytes need when none may exceed cap bytes: the
@@ -127,7 +131,7 @@ clattn_status clattn__llm_quant_split(clattn_llm_quant *quant, const char *name,
 clattn_status clattn__llm_split_linear(clattn_context *ctx, const clattn_llm_split *split,
                                        size_t m, cl_mem x, size_t x_offset, size_t ldx, cl_mem y,
                                        size_t y_offset, size_t ldy);
-/* Frees split->parts (not the parts) and zeroes *split. */
+/* Zeroes *split (its parts are the clattn_llm_quant's). */
 void clattn__llm_split_release(clattn_llm_split *split);
 
 /* Rows ids[0 .. n) (each checked by the caller) of the embedding table t, read from the file

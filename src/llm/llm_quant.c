@@ -1,6 +1,6 @@
-/* A GGUF file's linear weights kept in their stored types on the device, the output projection
- * split by rows over buffers within the device's largest allocation, and the token embedding's
- * rows read from the file as they are needed (llm_model.h). */
+/* A GGUF file's linear weights kept in their stored types on the device, each split by rows
+ * over buffers within the device's largest allocation where it is larger, and the token
+ * embedding's rows read from the file as they are needed (llm_model.h). */
 #include "llm_model.h"
 #include "base/sizes.h"
 #include "formats/ggml_dequant.h"
@@ -104,7 +104,7 @@ static bool resolve(clattn_llm_quant *q, const char *const *names, const size_t 
 /* Rows [first, first + rows) of the request's stacked weight (k values each) uploaded as one
  * weight kept in the model's list: *out. */
 static clattn_status upload_rows(clattn_llm_quant *q, const request *r, size_t first, size_t rows,
-                                 size_t k, const clattn_gemm_quant **out)
+                                 size_t k, clattn_gemm_quant **out)
 {
     size_t total = rows * r->row_bytes; /* within the device's largest allocation */
     unsigned char *data = malloc(total ? total : 1);
@@ -170,6 +170,43 @@ size_t clattn__llm_split_first(size_t rows, size_t parts, size_t p)
     return (size_t)((uint64_t)rows * p / parts);
 }
 
+/* The request's rows over as many buffers as the device's largest allocation needs, chained in
+ * order (ops/linear.h's clattn_gemm_quant.next): *first the first part, *parts their number. One
+ * row larger than the allocation is refused naming the tensors and the numbers. */
+static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t k,
+                                  const clattn_gemm_quant **first, size_t *parts)
+{
+    uint64_t cap = max_alloc(q);
+    size_t count = clattn__llm_split_parts(r->total_rows, r->row_bytes, cap);
+    if (count == 0) {
+        char list[MAX_PARTS * 160] = "";
+        for (size_t i = 0, used = 0; i < r->count && used < sizeof(list); i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? " | " : "",
+                                     r->t[i]->name.data);
+        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_TOO_LARGE,
+                               "%s: one row of %zu bytes is more than the device's largest "
+                               "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
+                               list, r->row_bytes, (unsigned long long)cap);
+    }
+    clattn_gemm_quant *last = NULL;
+    for (size_t p = 0; p < count; p++) {
+        size_t lo = clattn__llm_split_first(r->total_rows, count, p);
+        size_t hi = clattn__llm_split_first(r->total_rows, count, p + 1);
+        clattn_gemm_quant *w = NULL;
+        /* On a failure the parts uploaded are in the model's list, released with it. */
+        clattn_status status = upload_rows(q, r, lo, hi - lo, k, &w);
+        if (status != CLATTN_OK)
+            return status;
+        if (last)
+            last->next = w;
+        else
+            *first = w;
+        last = w;
+    }
+    *parts = count;
+    return CLATTN_OK;
+}
+
 clattn_status clattn__llm_quant_weight(void *user, const char *const *names, const size_t *rows,
                                        size_t count, size_t k, const clattn_gemm_quant **out)
 {
@@ -178,22 +215,12 @@ clattn_status clattn__llm_quant_weight(void *user, const char *const *names, con
     request r;
     if (!resolve(q, names, rows, count, k, &r))
         return CLATTN_OK;
-    uint64_t cap = max_alloc(q);
-    size_t total;
-    if (!clattn__mul_size(r.total_rows, r.row_bytes, &total) || total > cap) {
-        /* The stack's layers run one weight per linear layer (ops/linear.h): not split yet. */
-        char list[4 * 160] = "";
-        for (size_t i = 0, used = 0; i < r.count && used < sizeof(list); i++)
-            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? " | " : "",
-                                     r.t[i]->name.data);
-        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_TOO_LARGE,
-                               "%s: %zu rows of %zu bytes%s are more than the device's largest "
-                               "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes; only the "
-                               "output projection is split over several buffers yet",
-                               list, r.total_rows, r.row_bytes, r.count > 1 ? ", stacked," : "",
-                               (unsigned long long)cap);
-    }
-    return upload_rows(q, &r, 0, r.total_rows, k, out);
+    const clattn_gemm_quant *first = NULL;
+    size_t parts = 0;
+    clattn_status status = upload_chain(q, &r, k, &first, &parts);
+    if (status == CLATTN_OK)
+        *out = first;
+    return status;
 }
 
 clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, size_t rows,
@@ -203,52 +230,28 @@ clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, siz
     request r;
     if (!resolve(q, &name, &rows, 1, k, &r))
         return CLATTN_OK;
-    uint64_t cap = max_alloc(q);
-    size_t parts = clattn__llm_split_parts(rows, r.row_bytes, cap);
-    if (parts == 0)
-        return clattn__fail_in(q->function, q->g->path, CLATTN_ERROR_TOO_LARGE,
-                               "%s: one row of %zu bytes is more than the device's largest "
-                               "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
-                               r.t[0]->name.data, r.row_bytes, (unsigned long long)cap);
-    const clattn_gemm_quant **list = calloc(parts, sizeof(*list));
-    if (!list)
-        return clattn__fail(q->ctx, CLATTN_ERROR_OUT_OF_HOST_MEMORY,
-                            "%s: out of host memory for %zu parts of %s", q->function, parts,
-                            r.t[0]->name.data);
-    clattn_status status = CLATTN_OK;
-    for (size_t p = 0; p < parts && status == CLATTN_OK; p++) {
-        size_t first = clattn__llm_split_first(rows, parts, p);
-        status = upload_rows(q, &r, first, clattn__llm_split_first(rows, parts, p + 1) - first, k,
-                             &list[p]);
-    }
-    if (status != CLATTN_OK) {
-        free(list); /* the parts uploaded are in the model's list, released with it */
-        return status;
-    }
-    *out = (clattn_llm_split){list, parts};
-    return CLATTN_OK;
+    const clattn_gemm_quant *first = NULL;
+    size_t parts = 0;
+    clattn_status status = upload_chain(q, &r, k, &first, &parts);
+    if (status == CLATTN_OK)
+        *out = (clattn_llm_split){first, parts};
+    return status;
 }
 
 clattn_status clattn__llm_split_linear(clattn_context *ctx, const clattn_llm_split *s, size_t m,
                                        cl_mem x, size_t x_offset, size_t ldx, cl_mem y,
                                        size_t y_offset, size_t ldy)
 {
-    size_t first = 0;
-    for (size_t p = 0; p < s->count; p++) {
-        const clattn_gemm_quant *part = s->parts[p];
-        clattn_status status = clattn__qlinear(ctx, part->prog, CLATTN_OP_OTHER, m, x, x_offset,
-                                               ldx, &part->w, y, y_offset + first, ldy);
-        if (status != CLATTN_OK)
-            return status;
-        first += part->w.n;
-    }
-    return CLATTN_OK;
+    size_t k = s->first->w.k;
+    clattn_gemm_weight w = {NULL, 0, clattn__gemm_quant_rows(s->first, k), k, k, NULL, NULL,
+                            s->first};
+    return clattn__linear(ctx, CLATTN_OP_OTHER, m, x, x_offset, ldx, &w, NULL, 0,
+                          CLATTN_ACT_NONE, y, y_offset, ldy);
 }
 
 void clattn__llm_split_release(clattn_llm_split *s)
 {
-    free(s->parts);
-    s->parts = NULL;
+    s->first = NULL; /* the parts are in the model's list, released with it */
     s->count = 0;
 }
 

@@ -1,5 +1,6 @@
 /* One layer stack: weights by PyTorch name and the runner (block_stack.h). */
 #include "block_stack.h"
+#include "ffn_swiglu.h"
 #include "runtime/buffers.h"
 #include "ops/elementwise.h"
 #include "ops/relative_bias.h"
@@ -375,8 +376,8 @@ static clattn_status attend_cross(pass *p, size_t i, cl_mem input, cl_mem *out_b
 static clattn_status feed_forward(pass *p, clattn_block_layer *l, cl_mem input)
 {
     const clattn_block_spec *c = &p->s->spec;
-    return clattn__ffn_forward(p->s->ctx, &l->ffn, p->tokens, c->d_model, c->d_ff, c->activation,
-                               input, p->hidden, p->sub);
+    return clattn__ffn_forward_swiglu(p->s->ctx, &l->ffn, p->tokens, c->d_model, c->d_ff,
+                                      c->activation, input, p->hidden, p->sub);
 }
 
 /* dst = norm(src), row by row. */

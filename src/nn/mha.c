@@ -304,10 +304,12 @@ clattn_status clattn__mha_load_quantised(clattn_mha *mha, const clattn_gemm_quan
     size_t E = c->embed_dim, vw = mha->v_width;
     CLATTN_CHECK_ARG(ctx, fn_load, in && out && c->out_proj && c->kdim == E && c->vdim == E,
                      "quantised weights need self-attention with an output projection");
-    CLATTN_CHECK_ARG(ctx, fn_load, in->w.n == mha->in_width && in->w.k == E && out->w.n == E &&
-                                       out->w.k == vw,
+    /* Each weight may be a chain of row blocks (ops/linear.h): its rows are the parts'. */
+    size_t in_rows = clattn__gemm_quant_rows(in, E), out_rows = clattn__gemm_quant_rows(out, vw);
+    CLATTN_CHECK_ARG(ctx, fn_load, in_rows == mha->in_width && out_rows == E,
                      "quantised weights [%zu, %zu] and [%zu, %zu] where [%zu, %zu] and [%zu, %zu] "
-                     "are needed", in->w.n, in->w.k, out->w.n, out->w.k, mha->in_width, E, E, vw);
+                     "are needed (0 rows: a part of another width)", in_rows, in->w.k, out_rows,
+                     out->w.k, mha->in_width, E, E, vw);
     CLATTN_CHECK_ARG(ctx, fn_load, !in_bias == !c->in_proj_bias && !out_bias == !c->out_proj_bias,
                      "the biases do not match the configuration");
     mha_buffers b = {0};

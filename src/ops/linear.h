@@ -9,11 +9,21 @@
 /* A weight kept in its ggml type on the device with the program that runs it: a
  * clattn_gemm_weight whose `quant` points here (and whose mem is NULL) runs through
  * clattn__qlinear, its bias and activation then in an element-wise epilogue. Owned by whoever
- * loaded it, and it outlives the clattn_gemm_weights that point to it. */
+ * loaded it, and it outlives the clattn_gemm_weights that point to it.
+ *
+ * A weight larger than the device's largest allocation is a chain of row blocks: `w` holds the
+ * first w.n rows, `next` the rows after them (NULL: none), every part with the same k. Each
+ * part writes its own columns of y (clattn__qlinear sums every output column on its own, in one
+ * order), so the output is the same bytes as the unsplit weight's. */
 typedef struct clattn_gemm_quant {
     clattn_qweight w;
     clattn_qlinear_program *prog;
+    const struct clattn_gemm_quant *next;
 } clattn_gemm_quant;
+
+/* The rows of the whole chain that starts at q (the sum of its parts' w.n) when every part's
+ * rows hold k values; 0 when one does not. */
+size_t clattn__gemm_quant_rows(const clattn_gemm_quant *q, size_t k);
 
 /* y[m, w->n] = act(x[m, w->k]·Wᵀ + bias[bias_offset ..]) (bias may be NULL, act CLATTN_ACT_*),
  * rows of x and y with leading dimensions ldx and ldy; offsets in floats. The GEMM fuses what

@@ -7,6 +7,7 @@
 #include "runtime/launch.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ static const qtype qtypes[] = {
 struct clattn_qlinear_program {
     cl_program program;
     cl_kernel mv[QTYPE_COUNT], mm[QTYPE_COUNT];
+    cl_kernel swiglu_mv[QTYPE_COUNT], swiglu_mm[QTYPE_COUNT]; /* SwiGLU in the epilogue */
     clattn_qlinear_params params;
     size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
     size_t compute_units;
@@ -130,6 +132,10 @@ void clattn__qlinear_program_release(clattn_qlinear_program *prog)
             clReleaseKernel(prog->mv[i]);
         if (prog->mm[i])
             clReleaseKernel(prog->mm[i]);
+        if (prog->swiglu_mv[i])
+            clReleaseKernel(prog->swiglu_mv[i]);
+        if (prog->swiglu_mm[i])
+            clReleaseKernel(prog->swiglu_mm[i]);
     }
     if (prog->program)
         clReleaseProgram(prog->program);
@@ -186,16 +192,17 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     size_t length = clattn__qlinear_sources[0].size;
     clattn_status status = clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
     for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++) {
-        char name[48];
-        cl_int err;
-        snprintf(name, sizeof(name), "clattn_qlinear_mv_%s", qtypes[i].name);
-        prog->mv[i] = clCreateKernel(prog->program, name, &err);
-        if (err == CL_SUCCESS) {
-            snprintf(name, sizeof(name), "clattn_qlinear_mm_%s", qtypes[i].name);
-            prog->mm[i] = clCreateKernel(prog->program, name, &err);
+        static const char *const kinds[4] = {"mv", "mm", "swiglu_mv", "swiglu_mm"};
+        cl_kernel *kernels[4] = {&prog->mv[i], &prog->mm[i], &prog->swiglu_mv[i],
+                                 &prog->swiglu_mm[i]};
+        for (size_t kind = 0; status == CLATTN_OK && kind < 4; kind++) {
+            char name[48];
+            cl_int err;
+            snprintf(name, sizeof(name), "clattn_qlinear_%s_%s", kinds[kind], qtypes[i].name);
+            *kernels[kind] = clCreateKernel(prog->program, name, &err);
+            if (err != CL_SUCCESS)
+                status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
         }
-        if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
     }
     if (status != CLATTN_OK) {
         clattn__qlinear_program_release(prog);
@@ -240,19 +247,23 @@ void clattn__qweight_release(clattn_qweight *w)
     memset(w, 0, sizeof(*w));
 }
 
-clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *prog,
-                                   clattn_op op, clattn_qlinear_path path, size_t m, cl_mem x,
-                                   size_t x_offset, size_t ldx, const clattn_qweight *w, cl_mem y,
-                                   size_t y_offset, size_t ldy)
+/* Both kernels' launch: y [m, n] from the weight's rows (swiglu: n = w->n / 2 columns, each
+ * from gate row j and up row n + j). */
+static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_program *prog,
+                            clattn_op op, bool swiglu, clattn_qlinear_path path, size_t m,
+                            cl_mem x, size_t x_offset, size_t ldx, const clattn_qweight *w,
+                            cl_mem y, size_t y_offset, size_t ldy)
 {
-    static const char fn[] = "clattn__qlinear";
     CLATTN_CHECK_ARG(ctx, fn, prog && w && w->blocks, "the program or the weight is missing");
     size_t index;
     CLATTN_CHECK_ARG(ctx, fn, find_qtype(w->type, &index), "ggml type %u has no kernels",
                      (unsigned)w->type);
-    CLATTN_CHECK_ARG(ctx, fn, ldx >= w->k && ldy >= w->n,
+    CLATTN_CHECK_ARG(ctx, fn, !swiglu || w->n % 2 == 0,
+                     "a gate|up weight needs an even number of rows, not %zu", w->n);
+    size_t n = swiglu ? w->n / 2 : w->n;
+    CLATTN_CHECK_ARG(ctx, fn, ldx >= w->k && ldy >= n,
                      "strides ldx %zu (k %zu) and ldy %zu (n %zu) are too small", ldx, w->k, ldy,
-                     w->n);
+                     n);
     CLATTN_CHECK_ARG(ctx, fn, m <= UINT32_MAX && ldx <= UINT32_MAX && ldy <= UINT32_MAX,
                      "m %zu or a stride is too large", m);
     if (m == 0)
@@ -260,10 +271,12 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
     if (path == CLATTN_QLINEAR_AUTO)
         path = m <= prog->params.mv_max_m ? CLATTN_QLINEAR_MV : CLATTN_QLINEAR_MM;
     int mv = path == CLATTN_QLINEAR_MV;
-    cl_uint um = (cl_uint)m, un = (cl_uint)w->n, uk = (cl_uint)w->k;
+    cl_uint um = (cl_uint)m, un = (cl_uint)n, uk = (cl_uint)w->k;
     cl_uint ulx = (cl_uint)ldx, uly = (cl_uint)ldy;
     cl_ulong xo = x_offset, yo = y_offset, rb = w->row_bytes;
-    clattn_kernel_args args = {mv ? prog->mv[index] : prog->mm[index], 0, CL_SUCCESS};
+    cl_kernel kernel = swiglu ? (mv ? prog->swiglu_mv[index] : prog->swiglu_mm[index])
+                              : (mv ? prog->mv[index] : prog->mm[index]);
+    clattn_kernel_args args = {kernel, 0, CL_SUCCESS};
     CLATTN_ARG(&args, um);
     CLATTN_ARG(&args, un);
     CLATTN_ARG(&args, uk);
@@ -277,7 +290,9 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
     CLATTN_ARG(&args, uly);
     const clattn_qlinear_params *p = &prog->params;
     size_t cols = mv ? mv_cols_of(p, &qtypes[index]) : p->mm_cols;
-    size_t col_items = (w->n + cols - 1) / cols;
+    if (swiglu) /* cl/qlinear.cl's QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
+        cols = (cols + 1) / 2;
+    size_t col_items = (n + cols - 1) / cols;
     /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
      * x within the cache budget (work-items next to each other share those rows and walk the
      * weight; each work-item reads its weight rows once for all its rows). */
@@ -314,8 +329,37 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
     }
     size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
     size_t local[2] = {1, 1};
-    return clattn__launch(ctx, &args, mv ? "qlinear_mv" : "qlinear_mm", 2, global, local, op,
-                          (uint64_t)m * w->n * w->k);
+    const char *name = swiglu ? (mv ? "qlinear_swiglu_mv" : "qlinear_swiglu_mm")
+                              : (mv ? "qlinear_mv" : "qlinear_mm");
+    return clattn__launch(ctx, &args, name, 2, global, local, op, (uint64_t)m * w->n * w->k);
+}
+
+clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *prog,
+                                   clattn_op op, clattn_qlinear_path path, size_t m, cl_mem x,
+                                   size_t x_offset, size_t ldx, const clattn_qweight *w, cl_mem y,
+                                   size_t y_offset, size_t ldy)
+{
+    return launch(ctx, "clattn__qlinear", prog, op, false, path, m, x, x_offset, ldx, w, y,
+                  y_offset, ldy);
+}
+
+clattn_status clattn__qlinear_swiglu_path(clattn_context *ctx, clattn_qlinear_program *prog,
+                                          clattn_op op, clattn_qlinear_path path, size_t m,
+                                          cl_mem x, size_t x_offset, size_t ldx,
+                                          const clattn_qweight *w, cl_mem y, size_t y_offset,
+                                          size_t ldy)
+{
+    return launch(ctx, "clattn__qlinear_swiglu", prog, op, true, path, m, x, x_offset, ldx, w, y,
+                  y_offset, ldy);
+}
+
+clattn_status clattn__qlinear_swiglu(clattn_context *ctx, clattn_qlinear_program *prog,
+                                     clattn_op op, size_t m, cl_mem x, size_t x_offset, size_t ldx,
+                                     const clattn_qweight *w, cl_mem y, size_t y_offset,
+                                     size_t ldy)
+{
+    return clattn__qlinear_swiglu_path(ctx, prog, op, CLATTN_QLINEAR_AUTO, m, x, x_offset, ldx,
+                                       w, y, y_offset, ldy);
 }
 
 clattn_status clattn__qlinear(clattn_context *ctx, clattn_qlinear_program *prog, clattn_op op,

@@ -89,4 +89,21 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
                                    size_t x_offset, size_t ldx, const clattn_qweight *w, cl_mem y,
                                    size_t y_offset, size_t ldy);
 
+/* A gated feed-forward's first layer with SwiGLU fused into its epilogue: w stacks [gate rows;
+ * up rows], n = w->n / 2 of each (w->n even), and y[y_offset + r·ldy + j] = silu(g)·u for r < m,
+ * j < n, where g and u are what clattn__qlinear computes for columns j and n + j. The bytes are
+ * those of clattn__qlinear into [m, 2n] followed by ops/elementwise.h's clattn__glu with
+ * CLATTN_ACT_SILU (same reduction order, same float expression), for any m and either path;
+ * one launch instead of two, and the [m, 2n] intermediate is never written. */
+clattn_status clattn__qlinear_swiglu(clattn_context *ctx, clattn_qlinear_program *prog,
+                                     clattn_op op, size_t m, cl_mem x, size_t x_offset, size_t ldx,
+                                     const clattn_qweight *w, cl_mem y, size_t y_offset,
+                                     size_t ldy);
+/* The same on a given path (tests and benchmarks). */
+clattn_status clattn__qlinear_swiglu_path(clattn_context *ctx, clattn_qlinear_program *prog,
+                                          clattn_op op, clattn_qlinear_path path, size_t m,
+                                          cl_mem x, size_t x_offset, size_t ldx,
+                                          const clattn_qweight *w, cl_mem y, size_t y_offset,
+                                          size_t ldy);
+
 #endif /* CLATTN_QLINEAR_H */

@@ -4,6 +4,69 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* On PoCL's CPU device a buffer's memory is the process's memory, allocated with malloc: a
+ * buffer released is kept by the heap (after a large block was freed, glibc serves large blocks
+ * from the heap and keeps its free space resident), and a freed buffer's space is not always
+ * reused by the next one (a second key/value cache of the same size took new pages: +27 MiB).
+ * Buffers of at least this many bytes therefore get pages of their own (mmap, used in place
+ * through CL_MEM_USE_HOST_PTR), returned to the system when the buffer is released, so resident
+ * memory follows the buffers alive. Pages are mapped as they are first written, as the heap's
+ * are. Other implementations keep their own copy of a host pointer's memory (Mesa's rusticl on
+ * llvmpipe did: the pages would be paid twice), and a GPU's buffers are not the process's. */
+#define OWN_PAGES_MIN_BYTES ((size_t)256 << 10)
+
+typedef struct own_pages {
+    void *base;
+    size_t bytes;
+} own_pages;
+
+/* Called by the implementation once the buffer is gone (its memory no longer used). */
+static void CL_CALLBACK release_own_pages(cl_mem mem, void *user)
+{
+    (void)mem;
+    own_pages *pages = user;
+    munmap(pages->base, pages->bytes);
+    free(pages);
+}
+
+/* PoCL's CPU device (its platform's name says PoCL). */
+static bool pocl_cpu_device(const clattn_context *ctx)
+{
+    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
+           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
+}
+
+/* A buffer of `bytes` on pages of its own, or NULL when the device or the system says no (the
+ * caller then allocates as usual). */
+static cl_mem create_on_own_pages(clattn_context *ctx, size_t bytes)
+{
+    if (!pocl_cpu_device(ctx) || bytes < OWN_PAGES_MIN_BYTES)
+        return NULL;
+    own_pages *pages = malloc(sizeof(*pages));
+    if (!pages)
+        return NULL;
+    pages->bytes = bytes;
+    pages->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages->base == MAP_FAILED) {
+        free(pages);
+        return NULL;
+    }
+    cl_int err;
+    cl_mem mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes,
+                                pages->base, &err);
+    if (err == CL_SUCCESS &&
+        clSetMemObjectDestructorCallback(mem, release_own_pages, pages) == CL_SUCCESS)
+        return mem;
+    if (err == CL_SUCCESS)
+        clReleaseMemObject(mem); /* never used by any command: its pages are free at once */
+    munmap(pages->base, bytes);
+    free(pages);
+    return NULL;
+}
 
 clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
                                     const char *what)
@@ -13,6 +76,11 @@ clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *b
                             "%s needs %zu bytes, more than the device's maximum allocation of "
                             "%llu bytes",
                             what, bytes, (unsigned long long)ctx->info.max_alloc_bytes);
+    cl_mem own = create_on_own_pages(ctx, bytes);
+    if (own) {
+        *buffer = own;
+        return CLATTN_OK;
+    }
     cl_int err;
     cl_mem mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
     if (err != CL_SUCCESS)

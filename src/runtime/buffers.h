@@ -17,7 +17,8 @@ static inline void clattn__release_mem(cl_mem *mem)
 }
 
 /* Allocates a device buffer of `bytes` (at most the device's maximum allocation); `what` names it
- * in the error message. */
+ * in the error message. On PoCL's CPU device a buffer of 256 KiB or more has pages of its own,
+ * given back to the system when it is released (buffers.c). */
 clattn_status clattn__buffer_create(clattn_context *ctx, size_t bytes, cl_mem *buffer,
                                     const char *what);
 /* A new buffer holding `count` floats copied from the host (blocking). */
