@@ -31,11 +31,10 @@
  *                             order). For each tile it walks every row of x (up to
  *                             `rows_per_item`, the host's mv_max_m), in groups of QL_MV_R and
  *                             then one by one, so each weight byte is read from memory once per
- *                             call for all rows (later groups hit the cache). Types of 6.5 bits
- *                             per weight or more take a tile of fewer columns than the 4- and
- *                             5-bit types (the host's mv_cols_wide and mv_cols): one row's
- *                             chunks already carry enough bytes to keep the memory busy, and a
- *                             single stream is what a CPU's prefetcher follows best;
+ *                             call for all rows (later groups hit the cache). The tile's
+ *                             columns per type (the host's mv_cols, and mv_cols_wide for types
+ *                             of 6.5 bits per weight or more) are one by default: a work-item
+ *                             then reads its weight rows as one stream in memory order;
  *   clattn_qlinear_mm_<type>  prompt processing (large m): one work-item per QL_MM_C output
  *                             columns and `rows_per_item` rows (global size {⌈n/C⌉,
  *                             ⌈m/rows_per_item⌉}), in tiles of QL_MM_R rows: its C weight rows
@@ -62,7 +61,7 @@
 #define QL_MV_R 1
 #endif
 #ifndef QL_MV_C
-#define QL_MV_C 4
+#define QL_MV_C 1
 #endif
 /* The matrix–vector tile's columns per type (QL_MV_C_<type>, set by the host per type; QL_MV_C
  * where it is not). */
@@ -118,21 +117,6 @@ inline float ql_combine16(float16 p)
     return t0 + t1;
 }
 
-/* A float16 bit pattern (a block's scale) converted exactly with integer operations (PoCL's
- * vload_half is a scalar software routine that relies on denormals; this does not depend on the
- * denormal mode): normal numbers rebias the exponent, subnormals a · 2^-24 are normalised,
- * infinities and NaNs keep their payload. Scalar on purpose: a CPU converts the scales on its
- * integer units while its vector units decode the quants. */
-inline float ql_half(uint h)
-{
-    uint a = h & 0x7fffu;
-    uint bits = (a << 13) + (a >= 0x7c00u ? 0x70000000u : 0x38000000u); /* normal, inf, NaN */
-    uint shift = clz(a) - 21u; /* subnormal a · 2^-24: normalised to bit 10 */
-    uint sub = (((a << shift) & 0x3ffu) << 13) | ((113u - shift) << 23);
-    bits = a < 0x400u ? (a ? sub : 0u) : bits;
-    return as_float(bits | ((h & 0x8000u) << 16));
-}
-
 inline uint ql_u32(const __global uchar *p)
 {
     return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
@@ -157,7 +141,8 @@ inline float16 ql_decode_f32(const __global uchar *b, uint c, float2 hd)
     return vload16(0, (const __global float *)b);
 }
 
-/* F16: 16 values converted as ql_half does (normal, subnormal, infinite/NaN lanes selected). */
+/* F16: 16 values converted exactly (normal, subnormal, infinite/NaN lanes selected; a subnormal
+ * mant · 2^-24 is a normal float32, so the product is exact in any denormal mode). */
 inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd)
 {
     uint16 h = convert_uint16(vload16(0, (const __global ushort *)b));
@@ -179,7 +164,7 @@ inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Where each type's float16 scales sit in its block: d (QL_D_*) and m or dmin (QL_M_*); -1
- * for none. The tiles read them through ql_half, one weight row at a time. */
+ * for none. The tiles convert them with ql_half8, four at a time (QL_HEADS). */
 #define QL_D_f32 (-1)
 #define QL_M_f32 (-1)
 #define QL_D_f16 (-1)
@@ -305,13 +290,49 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
 
 #define QL_UNROLL _Pragma("unroll")
 
-/* hd[c] = the scales (d, m) of block blk of weight row c, for c < C. */
+/* Eight float16 bit patterns (blocks' scales) converted exactly as ql_decode_f16 converts its
+ * values, with integer operations and selects (PoCL's vload_half is a scalar software routine):
+ * the tiles convert the scales (d, m) of four weight rows or blocks at a time. */
+inline float8 ql_half8(uint8 h)
+{
+    uint8 sign = (h & (uint8)0x8000u) << (uint8)16u, e = h & (uint8)0x7c00u;
+    uint8 mant = h & (uint8)0x03ffu;
+    float8 sub = convert_float8(mant) * (float8)0x1.0p-24f;
+    uint8 bits = select(((h & (uint8)0x7fffu) << (uint8)13u) + (uint8)0x38000000u,
+                        (uint8)0x7f800000u | (mant << (uint8)13u), (int8)(e == (uint8)0x7c00u));
+    bits = select(bits, as_uint8(sub), (int8)(e == (uint8)0u));
+    return as_float8(sign | bits);
+}
+
+/* Blocks whose scales a tile converts together: four weight rows' (d, m) fill a ql_half8, so a
+ * tile of fewer rows takes the scales of 4 / C consecutive blocks at a time. */
+#define QL_HEAD_BLOCKS(C) ((C) >= 4 ? 1u : 4u / (C))
+
+/* The float16 bits of scale DM (D or M: 0 where the type has none) of head i of the tile's
+ * current group: weight row i / HB_, block blk0 + i % HB_ (i clamped to the last head, the
+ * block to the last of the row). */
+#define QL_HEAD_BITS(TYPE, BYTES, i, DM)                                                          \
+    (QL_##DM##_##TYPE >= 0                                                                        \
+         ? (uint)*(const __global ushort *)(w_rows[min((uint)(i), NH_ - 1u) / HB_] +              \
+                                            (ulong)min(blk0 + min((uint)(i), NH_ - 1u) % HB_,     \
+                                                       blocks - 1u) * (BYTES) +                   \
+                                            max(QL_##DM##_##TYPE, 0))                             \
+         : 0u)
+
+/* hd[c · HB + b] = the scales (d, m) of block blk0 + b of weight row c, for c < C, b < HB
+ * (QL_HEAD_BLOCKS(C)): four heads per ql_half8. */
 #define QL_HEADS(TYPE, BYTES, C)                                                                  \
-    QL_UNROLL for (uint c = 0; c < C; ++c) {                                                      \
-        const __global uchar *b = w_rows[c] + (ulong)blk * (BYTES);                               \
-        uint dh = QL_D_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_D_##TYPE, 0)) : 0;     \
-        uint mh = QL_M_##TYPE >= 0 ? *(const __global ushort *)(b + max(QL_M_##TYPE, 0)) : 0;     \
-        hd[c] = (float2)(ql_half(dh), ql_half(mh));                                               \
+    QL_UNROLL for (uint i0 = 0; i0 < (C) * QL_HEAD_BLOCKS(C); i0 += 4) {                          \
+        const uint HB_ = QL_HEAD_BLOCKS(C), NH_ = (C) * QL_HEAD_BLOCKS(C);                        \
+        float8 f = ql_half8((uint8)(                                                              \
+            QL_HEAD_BITS(TYPE, BYTES, i0, D), QL_HEAD_BITS(TYPE, BYTES, i0, M),                   \
+            QL_HEAD_BITS(TYPE, BYTES, i0 + 1, D), QL_HEAD_BITS(TYPE, BYTES, i0 + 1, M),           \
+            QL_HEAD_BITS(TYPE, BYTES, i0 + 2, D), QL_HEAD_BITS(TYPE, BYTES, i0 + 2, M),           \
+            QL_HEAD_BITS(TYPE, BYTES, i0 + 3, D), QL_HEAD_BITS(TYPE, BYTES, i0 + 3, M)));         \
+        hd[min(i0, NH_ - 1u)] = f.s01;                                                            \
+        hd[min(i0 + 1u, NH_ - 1u)] = i0 + 1u < NH_ ? f.s23 : hd[min(i0 + 1u, NH_ - 1u)];          \
+        hd[min(i0 + 2u, NH_ - 1u)] = i0 + 2u < NH_ ? f.s45 : hd[min(i0 + 2u, NH_ - 1u)];          \
+        hd[min(i0 + 3u, NH_ - 1u)] = i0 + 3u < NH_ ? f.s67 : hd[min(i0 + 3u, NH_ - 1u)];          \
     }
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order
@@ -326,18 +347,24 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
             QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
                 acc[r][c] = (float16)0.0f;                                                        \
         const uint blocks = k / (QK);                                                             \
-        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
-            float2 hd[C];                                                                         \
+        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                          \
+            float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                   \
             QL_HEADS(TYPE, BYTES, C)                                                              \
-            _Pragma("unroll 2") for (uint ch = 0; ch < (QK) / 16; ++ch) {                         \
-                float16 wv[C];                                                                    \
-                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    wv[c] = ql_decode_##TYPE(w_rows[c] + (ulong)blk * (BYTES), ch, hd[c]);        \
-                const uint l = blk * (QK) + 16 * ch;                                              \
-                QL_UNROLL for (uint r = 0; r < R; ++r) {                                          \
-                    float16 xv = vload16(0, xr[r] + l);                                           \
+            QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                           \
+                const uint blk = blk0 + hb;                                                       \
+                if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
+                    break;                                                                        \
+                _Pragma("unroll 2") for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
+                    float16 wv[C];                                                                \
                     QL_UNROLL for (uint c = 0; c < C; ++c)                                        \
-                        acc[r][c] = fma(xv, wv[c], acc[r][c]);                                    \
+                        wv[c] = ql_decode_##TYPE(w_rows[c] + (ulong)blk * (BYTES), ch,            \
+                                                 hd[c * QL_HEAD_BLOCKS(C) + hb]);                 \
+                    const uint l = blk * (QK) + 16 * ch;                                          \
+                    QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
+                        float16 xv = vload16(0, xr[r] + l);                                       \
+                        QL_UNROLL for (uint c = 0; c < C; ++c)                                    \
+                            acc[r][c] = fma(xv, wv[c], acc[r][c]);                                \
+                    }                                                                             \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \

@@ -86,12 +86,15 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
  * reports as a native float width of 16) the matrix–matrix tile is 6 × 4 (24 accumulators;
  * decoding a weight chunk costs about five operations, so more rows than columns share it);
  * with 16 registers 3 × 4. The matrix–vector path reads each weight row once for all rows of x
- * (groups of 4 rows, then single rows) and takes m up to 32. Its tiles are 4 columns for the 4-
- * and 5-bit types (each chunk is 8–12 bytes: four rows' independent fma chains keep the memory
- * busy) and 1 column for types of 6.5 bits or more (13–64 bytes a chunk: one row's chain
- * suffices, and one weight stream per work-item is what the CPU's prefetcher follows; with 4
- * columns the Q8_0 output projection took twice the CPU time). Measured on PoCL's CPU device:
- * bench/qlinear.c (--cold).
+ * (groups of 4 rows, then single rows) and takes m up to 32. Its tiles are one column (one
+ * weight row) for every type: a work-item then reads its run of weight rows as one stream in
+ * memory order, which is what a CPU's prefetcher follows (a decode step's rows are short —
+ * 360 bytes for a Q4_1 row of 576 — too short for four interleaved streams to train it), and
+ * the kernel converts the float16 scales of four consecutive blocks in one vector operation.
+ * Measured on PoCL's CPU device (bench/qlinear.c --cold, and SmolLM2's decode steps): Q4_1 rows
+ * of 576 took 0.06 ms per 576 rows in tiles of one column against 0.10 ms in tiles of four, the
+ * model's decode step about 13 % less time; the Q8_0 output projection twice the CPU time in
+ * tiles of four. (mv_cols_wide, for types of 6.5 bits per weight or more, stays a separate knob.)
  */
 static clattn_qlinear_params derive_params(cl_device_id device)
 {
@@ -99,7 +102,7 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native), &native, NULL);
     clattn_qlinear_params p;
     p.mv_rows = 4;
-    p.mv_cols = 4;
+    p.mv_cols = 1;
     p.mv_cols_wide = 1;
     p.mm_rows = native >= 16 ? 6 : 3;
     p.mm_cols = 4;
@@ -109,7 +112,7 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     return p;
 }
 
-/* CLATTN_QLINEAR="mvr=4,mvc=4,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0" (runtime/env_tuning.h: a
+/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0" (runtime/env_tuning.h: a
  * pair it cannot read is an error naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {

@@ -59,7 +59,7 @@ typedef enum clattn_qlinear_path {
 typedef struct clattn_qlinear_program clattn_qlinear_program;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=4,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0"; a pair it
+ * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0"; a pair it
  * cannot read, an unknown key or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming
  * the pair). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
