@@ -185,24 +185,40 @@ static void more_weight_types_match_transformers(void **state)
 }
 
 /* A file whose stacked weights have parts of different types (tools/gen_llm_mixed.py: Q4_1
- * attn_q, attn_k, ffn_gate beside float32 attn_v and ffn_up holding the same values) stacks
- * those as float32 and gives tiny_llama_q4_1's logits within the same bound. */
-static void mixed_types_stack_as_float32(void **state)
+ * attn_q, attn_k, ffn_gate beside float32 attn_v and ffn_up holding the same values) keeps each
+ * type's run as a chain part of its own type (q|k in Q4_1 linked to v in float32; gate in Q4_1
+ * linked to up in float32: the unfused SwiGLU path) and gives tiny_llama_q4_1's logits within
+ * the same bound. */
+static void mixed_types_run_as_chained_parts(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
     char path[512];
     golden_path(path, sizeof(path), "tiny_llama_mixed", ".gguf");
     clattn_llm_model *m = load(ctx, path);
-    size_t L = m->cfg.spec.num_layers;
-    assert_int_equal(m->quant.count, 4 * L + 1);
-    /* Per layer q|k|v, out, gate|up, down; then the output projection (tied: Q4_1). */
+    size_t L = m->cfg.spec.num_layers, d = m->cfg.spec.d_model, ff = m->cfg.spec.d_ff;
+    size_t q = m->cfg.spec.nhead * m->cfg.spec.head_dim_qk;
+    size_t kv = m->cfg.spec.kv_heads * m->cfg.spec.head_dim_qk;
+    /* Per layer: q|k, v (linked to it), out, gate, up (linked to it), down; then the output
+     * projection (tied: Q4_1). */
+    assert_int_equal(m->quant.count, 6 * L + 1);
     for (size_t i = 0; i < L; i++) {
-        assert_int_equal(m->quant.weights[4 * i]->w.type, CLATTN_GGML_F32);
-        assert_int_equal(m->quant.weights[4 * i + 1]->w.type, CLATTN_GGML_Q4_1);
-        assert_int_equal(m->quant.weights[4 * i + 2]->w.type, CLATTN_GGML_F32);
-        assert_int_equal(m->quant.weights[4 * i + 3]->w.type, CLATTN_GGML_Q4_1);
+        clattn_gemm_quant *const *w = m->quant.weights + 6 * i;
+        const struct {
+            clattn_ggml_type type;
+            size_t rows;
+            const clattn_gemm_quant *next;
+        } want[6] = {{CLATTN_GGML_Q4_1, q + kv, w[1]}, {CLATTN_GGML_F32, kv, NULL},
+                     {CLATTN_GGML_Q4_1, d, NULL},         {CLATTN_GGML_Q4_1, ff, w[4]},
+                     {CLATTN_GGML_F32, ff, NULL},      {CLATTN_GGML_Q4_1, d, NULL}};
+        for (size_t j = 0; j < 6; j++) {
+            if (w[j]->w.type != want[j].type || w[j]->w.n != want[j].rows ||
+                w[j]->next != want[j].next)
+                fail_msg("layer %zu, weight %zu: type %d, %zu rows, next %p; want %d, %zu, %p", i,
+                         j, (int)w[j]->w.type, w[j]->w.n, (const void *)w[j]->next,
+                         (int)want[j].type, want[j].rows, (const void *)want[j].next);
+        }
     }
-    assert_int_equal(m->quant.weights[4 * L]->w.type, CLATTN_GGML_Q4_1);
+    assert_int_equal(m->quant.weights[6 * L]->w.type, CLATTN_GGML_Q4_1);
     double worst = 0.0;
     for (int k = 0; k < 2; k++) {
         double w = check_sequence(ctx, m, "tiny_llama_q4_1", k);
@@ -729,7 +745,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tiny_models_match_transformers),
         cmocka_unit_test(more_weight_types_match_transformers),
-        cmocka_unit_test(mixed_types_stack_as_float32),
+        cmocka_unit_test(mixed_types_run_as_chained_parts),
         cmocka_unit_test(hf_folders_match_transformers),
         cmocka_unit_test(refusals_name_what_is_refused),
         cmocka_unit_test(one_set_of_bytes_per_token),

@@ -62,6 +62,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    if (!f) /* setup failed before it set the state */
+        return 0;
     clattn__qlinear_program_release(f->prog);
     clattn_context_destroy(&f->ctx);
     free(f);

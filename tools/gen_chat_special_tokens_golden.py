@@ -33,6 +33,8 @@ import gguf
 import tokenizers
 import transformers
 
+from gen_chat_fixture import bytes_to_unicode  # GPT-2's byte-to-character map (tools/)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CHAT = os.path.join(ROOT, 'tests', 'data', 'llm_chat', 'tiny_chat.gguf')
 
@@ -52,19 +54,6 @@ MESSAGES = [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 
 SPECIALS = ['<|endoftext|>', '<s>', '</s>', '<unk>', '<pad>', '<sep>', '<cls>', '<mask>']
 IDS = {'bos_token': 1, 'eos_token': 2, 'unk_token': 3, 'sep_token': 5, 'cls_token': 6,
        'mask_token': 7}
-
-
-def bytes_to_unicode():
-    bs = list(range(ord('!'), ord('~') + 1)) + list(range(0xA1, 0xAC + 1)) + \
-        list(range(0xAE, 0xFF + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
 
 
 def write_vocab_gguf(path):

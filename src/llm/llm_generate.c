@@ -146,6 +146,19 @@ static clattn_status run_loop(const char *fn, clattn_llm_generator *gen, clattn_
     return s;
 }
 
+/* The options in force (the caller's, or the defaults) and the model's facts: the start of
+ * both generate calls. */
+static clattn_status generation_setup(const clattn_llm *llm,
+                                      const clattn_llm_generate_options *options,
+                                      clattn_llm_generate_options *o, clattn_llm_info *info)
+{
+    if (options)
+        *o = *options;
+    else
+        clattn_llm_generate_options_default(o);
+    return clattn_llm_get_info(llm, info);
+}
+
 clattn_status clattn_llm_generate(clattn_llm *llm, const clattn_llm_text *text,
                                   clattn_llm_cache *cache, size_t seq, const int32_t *prompt,
                                   size_t n, const clattn_llm_generate_options *options,
@@ -158,12 +171,8 @@ clattn_status clattn_llm_generate(clattn_llm *llm, const clattn_llm_text *text,
     CLATTN_CHECK_ARG(NULL, fn, llm && text, "llm or text is NULL");
     CLATTN_CHECK_ARG(NULL, fn, prompt && n > 0, "the prompt is empty");
     clattn_llm_generate_options o;
-    if (options)
-        o = *options;
-    else
-        clattn_llm_generate_options_default(&o);
     clattn_llm_info info;
-    clattn_status s = clattn_llm_get_info(llm, &info);
+    clattn_status s = generation_setup(llm, options, &o, &info);
     if (s != CLATTN_OK)
         return s;
     size_t held = 0;
@@ -311,12 +320,8 @@ clattn_status clattn_llm_generate_batch(clattn_llm *llm, const clattn_llm_text *
     for (size_t b = 0; b < count; b++)
         CLATTN_CHECK_ARG(NULL, fn, prompts[b] && lengths[b] > 0, "prompt %zu is empty", b);
     clattn_llm_generate_options o;
-    if (options)
-        o = *options;
-    else
-        clattn_llm_generate_options_default(&o);
     clattn_llm_info info;
-    clattn_status s = clattn_llm_get_info(llm, &info);
+    clattn_status s = generation_setup(llm, options, &o, &info);
     if (s != CLATTN_OK)
         return s;
     size_t capacity = 1, V = info.vocab_size;

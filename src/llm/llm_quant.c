@@ -86,8 +86,8 @@ static bool resolve(clattn_llm_quant *q, const char *const *names, const size_t 
         same = same && r->t[i]->type == r->t[0]->type;
     }
     r->count = count;
-    /* Parts of different types (a Q4_K_M file's Q6_K attn_v beside Q4_K q and k) are stacked
-     * as float32, which the kernels run too. */
+    /* Parts of different types are stacked as float32, which the kernels run too, unless
+     * clattn__llm_quant_weight keeps each type's run as its own chain. */
     r->type = same ? r->t[0]->type : CLATTN_GGML_F32;
     size_t block_elements, block_bytes;
     if (!clattn__qlinear_type_supported(r->type, &block_elements, &block_bytes) ||
@@ -174,7 +174,8 @@ size_t clattn__llm_split_first(size_t rows, size_t parts, size_t p)
  * order (ops/linear.h's clattn_gemm_quant.next): *first the first part, *parts their number. One
  * row larger than the allocation is refused naming the tensors and the numbers. */
 static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t k,
-                                  const clattn_gemm_quant **first, size_t *parts)
+                                  const clattn_gemm_quant **first, clattn_gemm_quant **tail,
+                                  size_t *parts)
 {
     uint64_t cap = max_alloc(q);
     size_t count = clattn__llm_split_parts(r->total_rows, r->row_bytes, cap);
@@ -203,6 +204,8 @@ static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t 
             *first = w;
         last = w;
     }
+    if (tail)
+        *tail = last;
     *parts = count;
     return CLATTN_OK;
 }
@@ -212,15 +215,51 @@ clattn_status clattn__llm_quant_weight(void *user, const char *const *names, con
 {
     clattn_llm_quant *q = user;
     *out = NULL;
-    request r;
-    if (!resolve(q, names, rows, count, k, &r))
+    request all;
+    if (!resolve(q, names, rows, count, k, &all))
         return CLATTN_OK;
+    /* Parts of different types (a Q4_K_M file's Q6_K attn_v beside Q4_K q and k): each run of
+     * consecutive tensors of one type is a chain of its own, and the chains are linked in
+     * order, each part writing its own columns (as a split weight's parts do). All runs are
+     * resolved before any is uploaded: one the kernels cannot run leaves the whole request to
+     * resolve's float32 stack. */
+    bool mixed = false;
+    for (size_t i = 1; i < all.count; i++)
+        mixed = mixed || all.t[i]->type != all.t[0]->type;
+    request runs[MAX_PARTS];
+    size_t n_runs = 0;
+    for (size_t i = 0, j; mixed && i < all.count; i = j) {
+        for (j = i + 1; j < all.count && all.t[j]->type == all.t[i]->type; j++)
+            ;
+        if (!resolve(q, names + i, rows + i, j - i, k, &runs[n_runs]) ||
+            runs[n_runs].type != all.t[i]->type) {
+            n_runs = 0; /* a run the kernels cannot run in its own type */
+            break;
+        }
+        n_runs++;
+    }
+    if (n_runs < 2) {
+        runs[0] = all;
+        n_runs = 1;
+    }
     const clattn_gemm_quant *first = NULL;
-    size_t parts = 0;
-    clattn_status status = upload_chain(q, &r, k, &first, &parts);
-    if (status == CLATTN_OK)
-        *out = first;
-    return status;
+    clattn_gemm_quant *last = NULL;
+    for (size_t i = 0; i < n_runs; i++) {
+        const clattn_gemm_quant *head = NULL;
+        clattn_gemm_quant *tail = NULL;
+        size_t parts = 0;
+        /* On a failure the parts uploaded are in the model's list, released with it. */
+        clattn_status status = upload_chain(q, &runs[i], k, &head, &tail, &parts);
+        if (status != CLATTN_OK)
+            return status;
+        if (last)
+            last->next = head;
+        else
+            first = head;
+        last = tail;
+    }
+    *out = first;
+    return CLATTN_OK;
 }
 
 clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, size_t rows,
@@ -232,7 +271,7 @@ clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, siz
         return CLATTN_OK;
     const clattn_gemm_quant *first = NULL;
     size_t parts = 0;
-    clattn_status status = upload_chain(q, &r, k, &first, &parts);
+    clattn_status status = upload_chain(q, &r, k, &first, NULL, &parts);
     if (status == CLATTN_OK)
         *out = (clattn_llm_split){first, parts};
     return status;
