@@ -94,10 +94,8 @@ TRANSFORMERS_ON = {"smollm2-q4_1", "qwen3-q8_0"}
 # keys "pp_tps"/"tg_tps" are read too). The prompt's tokens may be any (llama-bench uses random
 # ones); decode must not stop at an end token. The pp run is {n_prompt}=512 {n_gen}=0; the tg run
 # {n_prompt}=1 {n_gen}=128, its rate over the 128 decode steps (as llama-bench's tg128, from an
-# empty context); the peak-RSS run {n_prompt}=512 {n_gen}=128. For example, once the runner
-# exists:
-#   CLATTN_CMD = ("POCL_MAX_PTHREAD_COUNT={threads} build/bench/llm_bench --model {model} "
-#                 "--prompt-tokens {n_prompt} --gen-tokens {n_gen} --repeat {repeat}")
+# empty context); the peak-RSS run {n_prompt}=512 {n_gen}=128. The command is run as
+# `sh -c "exec COMMAND"`, so an environment variable goes through `env` (below).
 CLATTN_CMD = ("env POCL_MAX_PTHREAD_COUNT={threads} build/bench/llm_bench --model {model} "
               "--prompt-tokens {n_prompt} --gen-tokens {n_gen} --repeat {repeat}")
 # ---------------------------------------------------------------------------------------------
