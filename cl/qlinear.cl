@@ -289,6 +289,12 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 
 #define QL_UNROLL _Pragma("unroll")
+/* A tile's chunks of a block: all unrolled in the one-row tiles of the matrix–vector kernels
+ * (a single sequence's decode step: a K-quant block's 16 chunks then find their sub-block
+ * scales and bit positions at constant offsets, half the time of a Q4_K row), two at a time in
+ * the larger tiles (unrolled whole, their bodies made the program's compilation half as long
+ * again). */
+#define QL_UNROLL_2 _Pragma("unroll 2")
 
 /* Eight float16 bit patterns (blocks' scales) converted exactly as ql_decode_f16 converts its
  * values, with integer operations and selects (PoCL's vload_half is a scalar software routine):
@@ -337,7 +343,7 @@ inline float8 ql_half8(uint8 h)
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order
  * above; then STORE(R, C) writes the tile's outputs from acc[R][C]. */
-#define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE)                                                \
+#define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, CHUNKS_UNROLL)                                 \
     {                                                                                             \
         const __global float *xr[R];                                                              \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
@@ -354,7 +360,7 @@ inline float8 ql_half8(uint8 h)
                 const uint blk = blk0 + hb;                                                       \
                 if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
                     break;                                                                        \
-                _Pragma("unroll 2") for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
+                CHUNKS_UNROLL for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
                     float16 wv[C];                                                                \
                     QL_UNROLL for (uint c = 0; c < C; ++c)                                        \
                         wv[c] = ql_decode_##TYPE(w_rows[c] + (ulong)blk * (BYTES), ch,            \
@@ -378,7 +384,8 @@ inline float8 ql_half8(uint8 h)
             if (r0 + r < rend && j0 + c < n)                                                      \
                 y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);
 
-#define QL_TILE(TYPE, QK, BYTES, R, C) QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE)
+#define QL_TILE(TYPE, QK, BYTES, R, C, CHUNKS_UNROLL)                                          \
+    QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, CHUNKS_UNROLL)
 
 /* SwiGLU's product of a gate and an up value: silu(gate) · up, the float expression of
  * cl/elementwise.cl's clattn_glu with CLATTN_ACT_SILU (activate's x / (1 + exp(−x)), times the
@@ -433,9 +440,9 @@ inline float ql_swiglu(float gate, float up)
             QL_ROWS(QL_MV_COLS(TYPE))                                                             \
             uint r0 = rbegin;                                                                     \
             for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
-                QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_COLS(TYPE))                               \
+                QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_COLS(TYPE), QL_UNROLL_2)                  \
             for (; r0 < rend; ++r0)                                                               \
-                QL_TILE(TYPE, QK, BYTES, 1, QL_MV_COLS(TYPE))                                     \
+                QL_TILE(TYPE, QK, BYTES, 1, QL_MV_COLS(TYPE), QL_UNROLL)                          \
         }                                                                                         \
     }                                                                                             \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_##TYPE(       \
@@ -448,7 +455,7 @@ inline float ql_swiglu(float gate, float up)
         const uint rend = min(m, rbegin + rows_per_item);                                         \
         QL_ROWS(QL_MM_C)                                                                          \
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
-            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C)                                            \
+            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C, QL_UNROLL_2)                               \
     }
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
@@ -472,9 +479,10 @@ inline float ql_swiglu(float gate, float up)
             uint r0 = rbegin;                                                                     \
             for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
                 QL_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, 2 * QL_MV_SWIGLU_COLS(TYPE),               \
-                             QL_STORE_SWIGLU)                                                     \
+                             QL_STORE_SWIGLU, QL_UNROLL_2)                                        \
             for (; r0 < rend; ++r0)                                                               \
-                QL_TILE_THEN(TYPE, QK, BYTES, 1, 2 * QL_MV_SWIGLU_COLS(TYPE), QL_STORE_SWIGLU)    \
+                QL_TILE_THEN(TYPE, QK, BYTES, 1, 2 * QL_MV_SWIGLU_COLS(TYPE), QL_STORE_SWIGLU,    \
+                             QL_UNROLL)                                                           \
         }                                                                                         \
     }                                                                                             \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mm_##TYPE(\
@@ -487,7 +495,8 @@ inline float ql_swiglu(float gate, float up)
         const uint rend = min(m, rbegin + rows_per_item);                                         \
         QL_ROWS_SWIGLU(QL_MM_SWIGLU_C)                                                            \
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
-            QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_R, 2 * QL_MM_SWIGLU_C, QL_STORE_SWIGLU)           \
+            QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_R, 2 * QL_MM_SWIGLU_C, QL_STORE_SWIGLU,           \
+                         QL_UNROLL_2)                                                             \
     }
 
 #define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \
