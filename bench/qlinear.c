@@ -5,6 +5,10 @@
  * GFLOP/s (2·m·n·k: the prompt path's).
  *
  *   build/bench/qlinear [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T]
+ *                       [--model smollm2|qwen3]
+ *
+ * --model qwen3: Qwen3-0.6B's shapes in its Q4_K_M file's types instead of SmolLM2-135M's Q4_1
+ * file's.
  *
  * --type T (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k): every shape in
  * type T instead of the file's types (k = 1536 and 576 are whole blocks of every type but the
@@ -40,7 +44,7 @@ typedef struct shape {
     int swiglu; /* the fused gate|up kernels: n / 2 outputs */
 } shape;
 
-static const shape shapes[] = {
+static const shape smollm2_shapes[] = {
     {"q_proj/o_proj", CLATTN_GGML_Q4_1, 576, 576, 0},
     {"k_proj/v_proj", CLATTN_GGML_Q4_1, 192, 576, 0},
     {"gate/up", CLATTN_GGML_Q4_1, 1536, 576, 0},
@@ -48,6 +52,19 @@ static const shape shapes[] = {
     {"gate|up+swiglu", CLATTN_GGML_Q4_1, 3072, 576, 1},
     {"down", CLATTN_GGML_Q4_1, 576, 1536, 0},
     {"output (tied)", CLATTN_GGML_Q8_0, 49152, 576, 0},
+};
+
+/* Qwen3-0.6B's shapes in the types of its Q4_K_M file (llama-quantize keeps ffn_down and
+ * attn_v in Q6_K in half the layers, Q4_K in the others; the tied output in Q6_K). */
+static const shape qwen3_shapes[] = {
+    {"q|k", CLATTN_GGML_Q4_K, 3072, 1024, 0},
+    {"q|k|v", CLATTN_GGML_Q4_K, 4096, 1024, 0},
+    {"v", CLATTN_GGML_Q6_K, 1024, 1024, 0},
+    {"o_proj", CLATTN_GGML_Q4_K, 1024, 2048, 0},
+    {"gate|up+swiglu", CLATTN_GGML_Q4_K, 6144, 1024, 1},
+    {"down", CLATTN_GGML_Q4_K, 1024, 3072, 0},
+    {"down", CLATTN_GGML_Q6_K, 1024, 3072, 0},
+    {"output (tied)", CLATTN_GGML_Q6_K, 151936, 1024, 0},
 };
 
 static const struct {
@@ -111,7 +128,7 @@ static void random_blocks(unsigned char *b, size_t size, size_t block_bytes, uin
 
 int main(int argc, char **argv)
 {
-    int reps = 20, cold = 0, force_type = -1;
+    int reps = 20, cold = 0, force_type = -1, qwen3 = 0;
     size_t ms[16] = {1, 512};
     size_t m_count = 2, m_given = 0;
     clattn_qlinear_path path = CLATTN_QLINEAR_AUTO;
@@ -132,13 +149,17 @@ int main(int argc, char **argv)
                 return 2;
             }
         }
-        else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "smollm2") == 0 || strcmp(argv[i + 1], "qwen3") == 0)) {
+            qwen3 = strcmp(argv[++i], "qwen3") == 0;
+        } else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
             i++;
             path = strcmp(argv[i], "mv") == 0   ? CLATTN_QLINEAR_MV
                    : strcmp(argv[i], "mm") == 0 ? CLATTN_QLINEAR_MM
                                                 : CLATTN_QLINEAR_AUTO;
         } else {
-            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T] [--model smollm2|qwen3]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -169,7 +190,10 @@ int main(int argc, char **argv)
     cl_context cl = clattn_context_cl_context(ctx);
     cl_command_queue q = clattn_context_queue(ctx);
     int status = 0;
-    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]) && !status; s++) {
+    const shape *shapes = qwen3 ? qwen3_shapes : smollm2_shapes;
+    size_t shape_count = qwen3 ? sizeof(qwen3_shapes) / sizeof(qwen3_shapes[0])
+                               : sizeof(smollm2_shapes) / sizeof(smollm2_shapes[0]);
+    for (size_t s = 0; s < shape_count && !status; s++) {
         shape forced = shapes[s];
         size_t be, bb;
         if (force_type >= 0) {

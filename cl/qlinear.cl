@@ -131,19 +131,20 @@ inline uint16 ql_bits16(uint bits, uint shift)
 
 /* ---- Decoders: chunk `c` (16 values) of the block at `b`. ---------------------------------- */
 
-/* Each type: ql_decode_<type>(b, c, hd), chunk c of the block at b, given the block's float16
- * scales hd = (d, m or dmin), which the tiles read once per block (QL_HEADS; zero where the
- * type has none). */
+/* Each type: ql_decode_<type>(b, c, hd, sc), chunk c of the block at b, given the block's
+ * float16 scales hd = (d, m or dmin), which the tiles read once per block (QL_HEADS; zero where
+ * the type has none), and for the K-quants the chunk's sub-block scale sc (below; zero for the
+ * other types). */
 
 /* F32: a "block" of 16 values. */
-inline float16 ql_decode_f32(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_f32(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     return vload16(0, (const __global float *)b);
 }
 
 /* F16: 16 values converted exactly (normal, subnormal, infinite/NaN lanes selected; a subnormal
  * mant · 2^-24 is a normal float32, so the product is exact in any denormal mode). */
-inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint16 h = convert_uint16(vload16(0, (const __global ushort *)b));
     uint16 sign = (h & (uint16)0x8000u) << (uint16)16u, e = h & (uint16)0x7c00u;
@@ -157,7 +158,7 @@ inline float16 ql_decode_f16(const __global uchar *b, uint c, float2 hd)
 }
 
 /* BF16: the upper 16 bits of a float32. */
-inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     ushort16 h = vload16(0, (const __global ushort *)b);
     return as_float16(convert_uint16(h) << (uint16)16u);
@@ -189,7 +190,7 @@ inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd)
 #define QL_M_q6_k (-1)
 
 /* Q4_0 (18 bytes): d, qs[16]; value i: d · ((low nibble of qs[i] | high nibble of qs[i − 16]) − 8). */
-inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uchar16 qs = vload16(0, b + 2);
     uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
@@ -197,7 +198,7 @@ inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Q4_1 (20 bytes): d, m, qs[16]; value: fma(d, q, m). */
-inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uchar16 qs = vload16(0, b + 4);
     uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
@@ -205,7 +206,7 @@ inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Q5_0 (22 bytes): d, qh (32 bits), qs[16]; value i: d · ((nibble | bit i of qh << 4) − 16). */
-inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint qh = ql_u32(b + 2);
     uchar16 qs = vload16(0, b + 6);
@@ -215,7 +216,7 @@ inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Q5_1 (24 bytes): d, m, qh, qs[16]; value: fma(d, q, m). */
-inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint qh = ql_u32(b + 4);
     uchar16 qs = vload16(0, b + 8);
@@ -225,76 +226,164 @@ inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd)
 }
 
 /* Q8_0 (34 bytes): d, qs[32] (int8); value: q · d. */
-inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     char16 q = vload16(0, (const __global char *)(b + 2 + 16 * c));
     return convert_float16(q) * (float16)hd.x;
 }
 
-/* The 6-bit scale and min of sub-block s (0..7) of a Q4_K/Q5_K block's 12 scale bytes. */
-inline void ql_scale_min_k4(const __global uchar *sc, uint s, float *scale, float *min)
+/* The K-quants' sub-block scales: sc = (the factor the chunk's values are multiplied by, the
+ * term added (Q4_K/Q5_K) or zero (Q6_K)), the same values computed in one of two ways:
+ *   ql_chunk_scale_<type>(b, c, hd)   chunk c's alone, from the block's bytes (scalar operations):
+ *                                     Q4_K/Q5_K d · scale[s], −(dmin · min[s]) for the chunk's
+ *                                     sub-block s = c / 2, the 6-bit scales and mins packed in the
+ *                                     12 bytes q[] after d and dmin: for s < 4 scale q[s] & 63
+ *                                     and min q[s + 4] & 63, for s ≥ 4 scale (q[s + 4] & 15) |
+ *                                     (q[s − 4] >> 6) << 4 and min (q[s + 4] >> 4) |
+ *                                     (q[s] >> 6) << 4 (ggml's get_scale_min_k4); Q6_K
+ *                                     d · scales[c] (int8);
+ *   ql_subscale_<type>(sb, c)         Q6_K only (QL_BLOCK_SCALES_<type> 1): element c of
+ *                                     sb[16] = ql_subscales_<type>(b, hd), all of a block's at
+ *                                     once with vector operations, in the tiles that unroll a
+ *                                     block's chunks whole (c is then a constant: 12-15 % less
+ *                                     CPU time per Q6_K row; no gain for Q4_K, whose chunk scales
+ *                                     the compiler already shares between a sub-block's chunks,
+ *                                     and a loss in the two-row SwiGLU tile).
+ * The other types have none (zero). */
+inline float2 ql_chunk_scale_none(const __global uchar *b, uint c, float2 hd)
 {
+    return (float2)0.0f;
+}
+
+inline void ql_subscales_none(const __global uchar *b, float2 hd, float *sb)
+{
+}
+
+inline float2 ql_subscale_none(const float *sb, uint c)
+{
+    return (float2)0.0f;
+}
+
+#define QL_BLOCK_SCALES_f32 0
+#define QL_BLOCK_SCALES_f16 0
+#define QL_BLOCK_SCALES_bf16 0
+#define QL_BLOCK_SCALES_q4_0 0
+#define QL_BLOCK_SCALES_q4_1 0
+#define QL_BLOCK_SCALES_q5_0 0
+#define QL_BLOCK_SCALES_q5_1 0
+#define QL_BLOCK_SCALES_q8_0 0
+#define QL_BLOCK_SCALES_q4_k 0
+#define QL_BLOCK_SCALES_q5_k 0
+#define QL_BLOCK_SCALES_q6_k 1
+
+#define ql_chunk_scale_f32 ql_chunk_scale_none
+#define ql_chunk_scale_f16 ql_chunk_scale_none
+#define ql_chunk_scale_bf16 ql_chunk_scale_none
+#define ql_chunk_scale_q4_0 ql_chunk_scale_none
+#define ql_chunk_scale_q4_1 ql_chunk_scale_none
+#define ql_chunk_scale_q5_0 ql_chunk_scale_none
+#define ql_chunk_scale_q5_1 ql_chunk_scale_none
+#define ql_chunk_scale_q8_0 ql_chunk_scale_none
+#define ql_chunk_scale_q5_k ql_chunk_scale_q4_k
+#define ql_subscales_f32 ql_subscales_none
+#define ql_subscales_f16 ql_subscales_none
+#define ql_subscales_bf16 ql_subscales_none
+#define ql_subscales_q4_0 ql_subscales_none
+#define ql_subscales_q4_1 ql_subscales_none
+#define ql_subscales_q5_0 ql_subscales_none
+#define ql_subscales_q5_1 ql_subscales_none
+#define ql_subscales_q8_0 ql_subscales_none
+#define ql_subscales_q4_k ql_subscales_none
+#define ql_subscales_q5_k ql_subscales_none
+#define ql_subscale_f32 ql_subscale_none
+#define ql_subscale_f16 ql_subscale_none
+#define ql_subscale_bf16 ql_subscale_none
+#define ql_subscale_q4_0 ql_subscale_none
+#define ql_subscale_q4_1 ql_subscale_none
+#define ql_subscale_q5_0 ql_subscale_none
+#define ql_subscale_q5_1 ql_subscale_none
+#define ql_subscale_q8_0 ql_subscale_none
+#define ql_subscale_q4_k ql_subscale_none
+#define ql_subscale_q5_k ql_subscale_none
+
+inline float2 ql_chunk_scale_q4_k(const __global uchar *b, uint c, float2 hd)
+{
+    const __global uchar *q = b + 4;
+    uint s = c >> 1;
+    float scale, min;
     if (s < 4) {
-        *scale = (float)(sc[s] & 63);
-        *min = (float)(sc[s + 4] & 63);
+        scale = (float)(q[s] & 63);
+        min = (float)(q[s + 4] & 63);
     } else {
-        *scale = (float)((sc[s + 4] & 0x0F) | ((sc[s - 4] >> 6) << 4));
-        *min = (float)((sc[s + 4] >> 4) | ((sc[s] >> 6) << 4));
+        scale = (float)((q[s + 4] & 0x0F) | ((q[s - 4] >> 6) << 4));
+        min = (float)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
     }
+    return (float2)(hd.x * scale, -(hd.y * min));
+}
+
+inline float2 ql_chunk_scale_q6_k(const __global uchar *b, uint c, float2 hd)
+{
+    return (float2)(hd.x * (float)((const __global char *)b)[192 + c], 0.0f);
+}
+
+inline void ql_subscales_q6_k(const __global uchar *b, float2 hd, float *sb)
+{
+    vstore16((float16)hd.x * convert_float16(vload16(0, (const __global char *)(b + 192))), 0, sb);
+}
+
+inline float2 ql_subscale_q6_k(const float *sb, uint c)
+{
+    return (float2)(sb[c], 0.0f);
 }
 
 /* Q4_K (144 bytes, 256 values): d, dmin, scales[12], qs[128]; sub-block s of 32 values reads
  * qs[32·(s/2) ..] (low nibbles for even s, high for odd); value: fma(d·sc, q, −(dmin·min)). */
-inline float16 ql_decode_q4_k(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q4_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint s = c >> 1;
-    float sc, mn;
-    ql_scale_min_k4(b + 4, s, &sc, &mn);
-    float dl = hd.x * sc, ml = hd.y * mn;
     uchar16 qs = vload16(0, b + 16 + 32 * (s >> 1) + 16 * (c & 1));
     uchar16 q = (s & 1) ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
-    return fma((float16)dl, convert_float16(q), (float16)(-ml));
+    return fma((float16)sc.x, convert_float16(q), (float16)sc.y);
 }
 
 /* Q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]; as Q4_K with bit s of qh[i] as the
  * fifth bit of value i of sub-block s. */
-inline float16 ql_decode_q5_k(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q5_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint s = c >> 1;
-    float sc, mn;
-    ql_scale_min_k4(b + 4, s, &sc, &mn);
-    float dl = hd.x * sc, ml = hd.y * mn;
     uchar16 qh = vload16(0, b + 16 + 16 * (c & 1));
     uchar16 qs = vload16(0, b + 48 + 32 * (s >> 1) + 16 * (c & 1));
     uchar16 q = (s & 1) ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
     q |= ((qh >> (uchar16)s) & (uchar16)1) << (uchar16)4;
-    return fma((float16)dl, convert_float16(q), (float16)(-ml));
+    return fma((float16)sc.x, convert_float16(q), (float16)sc.y);
 }
 
 /* Q6_K (210 bytes): ql[128], qh[64], scales[16] (int8), d; value e (h = e/128, r = e%128):
  * ((nibble r/64 of ql[64h + r%64]) | (bits 2·(r/32) of qh[32h + r%32]) << 4) − 32, times
  * d · scales[e/16]. */
-inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd)
+inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint e = 16 * c, h = e >> 7, r = e & 127;
-    float dl = hd.x * (float)((const __global char *)b)[192 + c];
     uchar16 ql = vload16(0, b + 64 * h + (r & 63));
     uchar16 qh = vload16(0, b + 128 + 32 * h + (r & 31));
     uchar16 lo = (r & 64) ? (ql >> (uchar16)4) : (ql & (uchar16)0x0F);
     uchar16 hi = (qh >> (uchar16)(2 * (r >> 5))) & (uchar16)3;
     int16 q = convert_int16(lo | (hi << (uchar16)4)) - (int16)32;
-    return (float16)dl * convert_float16(q);
+    return (float16)sc.x * convert_float16(q);
 }
 
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 
 #define QL_UNROLL _Pragma("unroll")
-/* A tile's chunks of a block: all unrolled in the one-row tiles of the matrix–vector kernels
- * (a single sequence's decode step: a K-quant block's 16 chunks then find their sub-block
- * scales and bit positions at constant offsets, half the time of a Q4_K row), two at a time in
- * the larger tiles (unrolled whole, their bodies made the program's compilation half as long
- * again). */
-#define QL_UNROLL_2 _Pragma("unroll 2")
+/* A tile's chunks of a block (WHOLE, a tile's parameter): 1 unrolls them whole, in the one-row
+ * tiles of the matrix–vector kernels (a single sequence's decode step: a K-quant block's 16
+ * chunks then find their sub-block scales in lanes at constant offsets, computed once per block
+ * with vector operations, and their bit positions at constant offsets, half the time of a Q4_K
+ * row); 0 two at a time, in the larger tiles (unrolled whole, their bodies made the program's
+ * compilation half as long again), each chunk computing its own sub-block scale. */
+#define QL_CHUNKS_UNROLL(WHOLE) QL_CHUNKS_UNROLL_##WHOLE
+#define QL_CHUNKS_UNROLL_1 _Pragma("unroll")
+#define QL_CHUNKS_UNROLL_0 _Pragma("unroll 2")
 
 /* Eight float16 bit patterns (blocks' scales) converted exactly as ql_decode_f16 converts its
  * values, with integer operations and selects (PoCL's vload_half is a scalar software routine):
@@ -343,28 +432,38 @@ inline float8 ql_half8(uint8 h)
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order
  * above; then STORE(R, C) writes the tile's outputs from acc[R][C]. */
-#define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, CHUNKS_UNROLL)                                 \
+#define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, WHOLE)                                         \
     {                                                                                             \
         const __global float *xr[R];                                                              \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                                \
+            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                               \
         float16 acc[R][C];                                                                        \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
             QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
                 acc[r][c] = (float16)0.0f;                                                        \
         const uint blocks = k / (QK);                                                             \
-        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                          \
+        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                           \
             float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                   \
             QL_HEADS(TYPE, BYTES, C)                                                              \
             QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                           \
                 const uint blk = blk0 + hb;                                                       \
                 if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
                     break;                                                                        \
-                CHUNKS_UNROLL for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
+                float sb[C][16];                                                                  \
+                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
+                    if ((WHOLE) && QL_BLOCK_SCALES_##TYPE)                                        \
+                        ql_subscales_##TYPE(w_rows[c] + (ulong)blk * (BYTES),                     \
+                                            hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);               \
+                QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                 \
                     float16 wv[C];                                                                \
-                    QL_UNROLL for (uint c = 0; c < C; ++c)                                        \
-                        wv[c] = ql_decode_##TYPE(w_rows[c] + (ulong)blk * (BYTES), ch,            \
-                                                 hd[c * QL_HEAD_BLOCKS(C) + hb]);                 \
+                    QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
+                        const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
+                        const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
+                        wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                     \
+                                                 (WHOLE) && QL_BLOCK_SCALES_##TYPE                \
+                                                     ? ql_subscale_##TYPE(sb[c], ch)              \
+                                                     : ql_chunk_scale_##TYPE(b_, ch, hd_));       \
+                    }                                                                             \
                     const uint l = blk * (QK) + 16 * ch;                                          \
                     QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
                         float16 xv = vload16(0, xr[r] + l);                                       \
@@ -384,8 +483,8 @@ inline float8 ql_half8(uint8 h)
             if (r0 + r < rend && j0 + c < n)                                                      \
                 y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);
 
-#define QL_TILE(TYPE, QK, BYTES, R, C, CHUNKS_UNROLL)                                          \
-    QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, CHUNKS_UNROLL)
+#define QL_TILE(TYPE, QK, BYTES, R, C, WHOLE)                                                     \
+    QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, WHOLE)
 
 /* SwiGLU's product of a gate and an up value: silu(gate) · up, the float expression of
  * cl/elementwise.cl's clattn_glu with CLATTN_ACT_SILU (activate's x / (1 + exp(−x)), times the
@@ -425,7 +524,7 @@ inline float ql_swiglu(float gate, float up)
 #define QL_MM_SWIGLU_C ((QL_MM_C + 1) / 2)
 
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(       \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(        \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
@@ -440,12 +539,12 @@ inline float ql_swiglu(float gate, float up)
             QL_ROWS(QL_MV_COLS(TYPE))                                                             \
             uint r0 = rbegin;                                                                     \
             for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
-                QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_COLS(TYPE), QL_UNROLL_2)                  \
+                QL_TILE(TYPE, QK, BYTES, QL_MV_R, QL_MV_COLS(TYPE), 0)                            \
             for (; r0 < rend; ++r0)                                                               \
-                QL_TILE(TYPE, QK, BYTES, 1, QL_MV_COLS(TYPE), QL_UNROLL)                          \
+                QL_TILE(TYPE, QK, BYTES, 1, QL_MV_COLS(TYPE), 1)                                  \
         }                                                                                         \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_##TYPE(       \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_##TYPE(        \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
@@ -455,7 +554,7 @@ inline float ql_swiglu(float gate, float up)
         const uint rend = min(m, rbegin + rows_per_item);                                         \
         QL_ROWS(QL_MM_C)                                                                          \
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
-            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C, QL_UNROLL_2)                               \
+            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C, 0)                                         \
     }
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
@@ -463,7 +562,7 @@ inline float ql_swiglu(float gate, float up)
  * in the order above; the same paths, tiles of half as many output columns (each two weight
  * rows). Row r's bytes are those of the plain kernel into [r, 2n] followed by clattn_glu. */
 #define QL_SWIGLU_KERNELS(TYPE, QK, BYTES)                                                        \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mv_##TYPE(\
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mv_##TYPE( \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
@@ -479,13 +578,13 @@ inline float ql_swiglu(float gate, float up)
             uint r0 = rbegin;                                                                     \
             for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                           \
                 QL_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, 2 * QL_MV_SWIGLU_COLS(TYPE),               \
-                             QL_STORE_SWIGLU, QL_UNROLL_2)                                        \
+                             QL_STORE_SWIGLU, 0)                                                  \
             for (; r0 < rend; ++r0)                                                               \
                 QL_TILE_THEN(TYPE, QK, BYTES, 1, 2 * QL_MV_SWIGLU_COLS(TYPE), QL_STORE_SWIGLU,    \
-                             QL_UNROLL)                                                           \
+                             1)                                                                   \
         }                                                                                         \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mm_##TYPE(\
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mm_##TYPE( \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
@@ -496,7 +595,7 @@ inline float ql_swiglu(float gate, float up)
         QL_ROWS_SWIGLU(QL_MM_SWIGLU_C)                                                            \
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
             QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_R, 2 * QL_MM_SWIGLU_C, QL_STORE_SWIGLU,           \
-                         QL_UNROLL_2)                                                             \
+                         0)                                                                       \
     }
 
 #define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \
