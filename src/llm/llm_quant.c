@@ -171,10 +171,11 @@ size_t clattn__llm_split_first(size_t rows, size_t parts, size_t p)
 }
 
 /* The request's rows over as many buffers as the device's largest allocation needs, chained in
- * order (ops/linear.h's clattn_gemm_quant.next): *first the first part, *parts their number. One
- * row larger than the allocation is refused naming the tensors and the numbers. */
+ * order (ops/linear.h's clattn_gemm_quant.next) and appended to the chain *first .. *last (both
+ * NULL for a new chain; both updated); *parts their number. One row larger than the allocation
+ * is refused naming the tensors and the numbers. */
 static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t k,
-                                  const clattn_gemm_quant **first, clattn_gemm_quant **tail,
+                                  const clattn_gemm_quant **first, clattn_gemm_quant **last,
                                   size_t *parts)
 {
     uint64_t cap = max_alloc(q);
@@ -189,7 +190,6 @@ static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t 
                                "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %llu bytes",
                                list, r->row_bytes, (unsigned long long)cap);
     }
-    clattn_gemm_quant *last = NULL;
     for (size_t p = 0; p < count; p++) {
         size_t lo = clattn__llm_split_first(r->total_rows, count, p);
         size_t hi = clattn__llm_split_first(r->total_rows, count, p + 1);
@@ -198,14 +198,12 @@ static clattn_status upload_chain(clattn_llm_quant *q, const request *r, size_t 
         clattn_status status = upload_rows(q, r, lo, hi - lo, k, &w);
         if (status != CLATTN_OK)
             return status;
-        if (last)
-            last->next = w;
+        if (*last)
+            (*last)->next = w;
         else
             *first = w;
-        last = w;
+        *last = w;
     }
-    if (tail)
-        *tail = last;
     *parts = count;
     return CLATTN_OK;
 }
@@ -245,18 +243,11 @@ clattn_status clattn__llm_quant_weight(void *user, const char *const *names, con
     const clattn_gemm_quant *first = NULL;
     clattn_gemm_quant *last = NULL;
     for (size_t i = 0; i < n_runs; i++) {
-        const clattn_gemm_quant *head = NULL;
-        clattn_gemm_quant *tail = NULL;
         size_t parts = 0;
         /* On a failure the parts uploaded are in the model's list, released with it. */
-        clattn_status status = upload_chain(q, &runs[i], k, &head, &tail, &parts);
+        clattn_status status = upload_chain(q, &runs[i], k, &first, &last, &parts);
         if (status != CLATTN_OK)
             return status;
-        if (last)
-            last->next = head;
-        else
-            first = head;
-        last = tail;
     }
     *out = first;
     return CLATTN_OK;
@@ -270,8 +261,9 @@ clattn_status clattn__llm_quant_split(clattn_llm_quant *q, const char *name, siz
     if (!resolve(q, &name, &rows, 1, k, &r))
         return CLATTN_OK;
     const clattn_gemm_quant *first = NULL;
+    clattn_gemm_quant *last = NULL;
     size_t parts = 0;
-    clattn_status status = upload_chain(q, &r, k, &first, NULL, &parts);
+    clattn_status status = upload_chain(q, &r, k, &first, &last, &parts);
     if (status == CLATTN_OK)
         *out = (clattn_llm_split){first, parts};
     return status;
