@@ -242,13 +242,18 @@ inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2
  *                                     (q[s − 4] >> 6) << 4 and min (q[s + 4] >> 4) |
  *                                     (q[s] >> 6) << 4 (ggml's get_scale_min_k4); Q6_K
  *                                     d · scales[c] (int8);
- *   ql_subscale_<type>(sb, c)         Q6_K only (QL_BLOCK_SCALES_<type> 1): element c of
- *                                     sb[16] = ql_subscales_<type>(b, hd), all of a block's at
- *                                     once with vector operations, in the tiles that unroll a
- *                                     block's chunks whole (c is then a constant: 12-15 % less
- *                                     CPU time per Q6_K row; no gain for Q4_K, whose chunk scales
- *                                     the compiler already shares between a sub-block's chunks,
- *                                     and a loss in the two-row SwiGLU tile).
+ *   ql_subscale_<type>(sb, c)         element c of sb[16] = ql_subscales_<type>(b, hd), all of a
+ *                                     block's at once with vector operations (Q4_K/Q5_K: scales
+ *                                     in 0-7, the negated min terms in 8-15), in the tiles
+ *                                     QL_BLOCK_SCALES_<type> names: bit 0 the tiles whose chunk
+ *                                     loop is not unrolled whole (the matrix–matrix tiles, the
+ *                                     matrix–vector tiles of several rows of x; Q4_K 14-26 %
+ *                                     less CPU per 512-row call, Q6_K 5-7 %), bit 1 those that
+ *                                     unroll it (the one-row decode tiles, where c is a
+ *                                     constant: Q6_K 12-19 % less CPU per call; none for Q4_K,
+ *                                     whose unrolled chunk scales the compiler already shares
+ *                                     between a sub-block's chunks, and a loss in the SwiGLU
+ *                                     tile's two rows).
  * The other types have none (zero). */
 inline float2 ql_chunk_scale_none(const __global uchar *b, uint c, float2 hd)
 {
@@ -272,9 +277,9 @@ inline float2 ql_subscale_none(const float *sb, uint c)
 #define QL_BLOCK_SCALES_q5_0 0
 #define QL_BLOCK_SCALES_q5_1 0
 #define QL_BLOCK_SCALES_q8_0 0
-#define QL_BLOCK_SCALES_q4_k 0
-#define QL_BLOCK_SCALES_q5_k 0
-#define QL_BLOCK_SCALES_q6_k 1
+#define QL_BLOCK_SCALES_q4_k 1
+#define QL_BLOCK_SCALES_q5_k 1
+#define QL_BLOCK_SCALES_q6_k 3
 
 #define ql_chunk_scale_f32 ql_chunk_scale_none
 #define ql_chunk_scale_f16 ql_chunk_scale_none
@@ -293,8 +298,6 @@ inline float2 ql_subscale_none(const float *sb, uint c)
 #define ql_subscales_q5_0 ql_subscales_none
 #define ql_subscales_q5_1 ql_subscales_none
 #define ql_subscales_q8_0 ql_subscales_none
-#define ql_subscales_q4_k ql_subscales_none
-#define ql_subscales_q5_k ql_subscales_none
 #define ql_subscale_f32 ql_subscale_none
 #define ql_subscale_f16 ql_subscale_none
 #define ql_subscale_bf16 ql_subscale_none
@@ -303,8 +306,6 @@ inline float2 ql_subscale_none(const float *sb, uint c)
 #define ql_subscale_q5_0 ql_subscale_none
 #define ql_subscale_q5_1 ql_subscale_none
 #define ql_subscale_q8_0 ql_subscale_none
-#define ql_subscale_q4_k ql_subscale_none
-#define ql_subscale_q5_k ql_subscale_none
 
 inline float2 ql_chunk_scale_q4_k(const __global uchar *b, uint c, float2 hd)
 {
@@ -320,6 +321,28 @@ inline float2 ql_chunk_scale_q4_k(const __global uchar *b, uint c, float2 hd)
     }
     return (float2)(hd.x * scale, -(hd.y * min));
 }
+
+inline void ql_subscales_q4_k(const __global uchar *b, float2 hd, float *sb)
+{
+    uint lo = ql_u32(b + 4), mid = ql_u32(b + 8), hi = ql_u32(b + 12);
+    uint scale_lo = lo & 0x3F3F3F3Fu, scale_hi = (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u);
+    uint min_lo = mid & 0x3F3F3F3Fu, min_hi = ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u);
+    const uint8 byte = (uint8)(0, 8, 16, 24, 0, 8, 16, 24);
+    uint8 scale = ((uint8)(scale_lo, scale_lo, scale_lo, scale_lo, scale_hi, scale_hi, scale_hi,
+                           scale_hi) >> byte) & (uint8)0xFFu;
+    uint8 min = ((uint8)(min_lo, min_lo, min_lo, min_lo, min_hi, min_hi, min_hi, min_hi) >> byte) &
+                (uint8)0xFFu;
+    vstore8((float8)hd.x * convert_float8(scale), 0, sb);
+    vstore8(-((float8)hd.y * convert_float8(min)), 1, sb);
+}
+
+inline float2 ql_subscale_q4_k(const float *sb, uint c)
+{
+    return (float2)(sb[c >> 1], sb[8 + (c >> 1)]);
+}
+
+#define ql_subscales_q5_k ql_subscales_q4_k
+#define ql_subscale_q5_k ql_subscale_q4_k
 
 inline float2 ql_chunk_scale_q6_k(const __global uchar *b, uint c, float2 hd)
 {
@@ -377,10 +400,9 @@ inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd, float2
 #define QL_UNROLL _Pragma("unroll")
 /* A tile's chunks of a block (WHOLE, a tile's parameter): 1 unrolls them whole, in the one-row
  * tiles of the matrix–vector kernels (a single sequence's decode step: a K-quant block's 16
- * chunks then find their sub-block scales in lanes at constant offsets, computed once per block
- * with vector operations, and their bit positions at constant offsets, half the time of a Q4_K
- * row); 0 two at a time, in the larger tiles (unrolled whole, their bodies made the program's
- * compilation half as long again), each chunk computing its own sub-block scale. */
+ * chunks then find their sub-block scales and bit positions at constant offsets, half the time
+ * of a Q4_K row); 0 two at a time, in the larger tiles (unrolled whole, their bodies made the
+ * program's compilation half as long again). */
 #define QL_CHUNKS_UNROLL(WHOLE) QL_CHUNKS_UNROLL_##WHOLE
 #define QL_CHUNKS_UNROLL_1 _Pragma("unroll")
 #define QL_CHUNKS_UNROLL_0 _Pragma("unroll 2")
@@ -457,7 +479,7 @@ inline float8 ql_half8(uint8 h)
                     break;                                                                        \
                 float sb[C][16];                                                                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    if ((WHOLE) && QL_BLOCK_SCALES_##TYPE)                                        \
+                    if (QL_BLOCK_SCALES_##TYPE & ((WHOLE) ? 2 : 1))                    \
                         ql_subscales_##TYPE(w_rows[c] + (ulong)blk * (BYTES),                     \
                                             hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);               \
                 QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                 \
@@ -466,7 +488,7 @@ inline float8 ql_half8(uint8 h)
                         const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
                         const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
                         wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                     \
-                                                 (WHOLE) && QL_BLOCK_SCALES_##TYPE                \
+                                                 (QL_BLOCK_SCALES_##TYPE & ((WHOLE) ? 2 : 1))    \
                                                      ? ql_subscale_##TYPE(sb[c], ch)              \
                                                      : ql_chunk_scale_##TYPE(b_, ch, hd_));       \
                     }                                                                             \
