@@ -233,28 +233,47 @@ inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2
 }
 
 /* The K-quants' sub-block scales: sc = (the factor the chunk's values are multiplied by, the
- * term added (Q4_K/Q5_K) or zero (Q6_K)), the same values computed in one of two ways:
- *   ql_chunk_scale_<type>(b, c, hd)   chunk c's alone, from the block's bytes (scalar operations):
- *                                     Q4_K/Q5_K d · scale[s], −(dmin · min[s]) for the chunk's
- *                                     sub-block s = c / 2, the 6-bit scales and mins packed in the
- *                                     12 bytes q[] after d and dmin: for s < 4 scale q[s] & 63
- *                                     and min q[s + 4] & 63, for s ≥ 4 scale (q[s + 4] & 15) |
- *                                     (q[s − 4] >> 6) << 4 and min (q[s + 4] >> 4) |
- *                                     (q[s] >> 6) << 4 (ggml's get_scale_min_k4); Q6_K
- *                                     d · scales[c] (int8);
- *   ql_subscale_<type>(sb, c)         element c of sb[16] = ql_subscales_<type>(b, hd), all of a
- *                                     block's at once with vector operations (Q4_K/Q5_K: scales
- *                                     in 0-7, the negated min terms in 8-15), in the tiles
- *                                     QL_BLOCK_SCALES_<type> names: bit 0 the tiles whose chunk
- *                                     loop is not unrolled whole (the matrix–matrix tiles, the
- *                                     matrix–vector tiles of several rows of x; Q4_K 14-26 %
- *                                     less CPU per 512-row call, Q6_K 5-7 %), bit 1 those that
- *                                     unroll it (the one-row decode tiles, where c is a
- *                                     constant: Q6_K 12-19 % less CPU per call; none for Q4_K,
- *                                     whose unrolled chunk scales the compiler already shares
- *                                     between a sub-block's chunks, and a loss in the SwiGLU
- *                                     tile's two rows).
- * The other types have none (zero). */
+ * term added (Q4_K/Q5_K) or zero (Q6_K)), the same values computed in one of two ways, per
+ * family of types (QL_SCALES_<type>: none, k4 for Q4_K/Q5_K, k6 for Q6_K):
+ *   ql_chunk_scale_<family>(b, c, hd)  chunk c's alone, from the block's bytes (scalar
+ *                                      operations): k4 d · scale[s], −(dmin · min[s]) for the
+ *                                      chunk's sub-block s = c / 2, the 6-bit scales and mins
+ *                                      packed in the 12 bytes q[] after d and dmin: for s < 4
+ *                                      scale q[s] & 63 and min q[s + 4] & 63, for s ≥ 4 scale
+ *                                      (q[s + 4] & 15) | (q[s − 4] >> 6) << 4 and min
+ *                                      (q[s + 4] >> 4) | (q[s] >> 6) << 4 (ggml's
+ *                                      get_scale_min_k4);
+ *   ql_subscale_<family>(sb, c)        element c of sb[16] = ql_subscales_<family>(b, hd), all of
+ *                                      a block's at once with vector operations (k4: scales in
+ *                                      0-7, the negated min terms in 8-15; k6: d · scales[c],
+ *                                      int8).
+ * QL_BLOCK_SCALES_<family> says in which tiles the second way is taken: bit 0 the tiles whose
+ * chunk loop is not unrolled whole (the matrix–matrix tiles, the matrix–vector tiles of several
+ * rows of x; Q4_K 14-26 % less CPU per 512-row call, Q6_K 5-7 %), bit 1 those that unroll it
+ * (the one-row decode tiles, where c is a constant: Q6_K 12-19 % less CPU per call; none for
+ * Q4_K, whose unrolled chunk scales the compiler already shares between a sub-block's chunks,
+ * and a loss in the SwiGLU tile's two rows). Q6_K takes it in every tile, so it has no chunk
+ * scale of its own. */
+#define QL_SCALES_f32 none
+#define QL_SCALES_f16 none
+#define QL_SCALES_bf16 none
+#define QL_SCALES_q4_0 none
+#define QL_SCALES_q4_1 none
+#define QL_SCALES_q5_0 none
+#define QL_SCALES_q5_1 none
+#define QL_SCALES_q8_0 none
+#define QL_SCALES_q4_k k4
+#define QL_SCALES_q5_k k4
+#define QL_SCALES_q6_k k6
+#define QL_BLOCK_SCALES_none 0
+#define QL_BLOCK_SCALES_k4 1
+#define QL_BLOCK_SCALES_k6 3
+
+/* PREFIX followed by TYPE's family, expanded (QL_SCALES_<type> is itself a macro). */
+#define QL_SCALES_NAME(PREFIX, TYPE) QL_PASTE(PREFIX, QL_SCALES_##TYPE)
+#define QL_PASTE(A, B) QL_PASTE_(A, B)
+#define QL_PASTE_(A, B) A##B
+
 inline float2 ql_chunk_scale_none(const __global uchar *b, uint c, float2 hd)
 {
     return (float2)0.0f;
@@ -269,45 +288,7 @@ inline float2 ql_subscale_none(const float *sb, uint c)
     return (float2)0.0f;
 }
 
-#define QL_BLOCK_SCALES_f32 0
-#define QL_BLOCK_SCALES_f16 0
-#define QL_BLOCK_SCALES_bf16 0
-#define QL_BLOCK_SCALES_q4_0 0
-#define QL_BLOCK_SCALES_q4_1 0
-#define QL_BLOCK_SCALES_q5_0 0
-#define QL_BLOCK_SCALES_q5_1 0
-#define QL_BLOCK_SCALES_q8_0 0
-#define QL_BLOCK_SCALES_q4_k 1
-#define QL_BLOCK_SCALES_q5_k 1
-#define QL_BLOCK_SCALES_q6_k 3
-
-#define ql_chunk_scale_f32 ql_chunk_scale_none
-#define ql_chunk_scale_f16 ql_chunk_scale_none
-#define ql_chunk_scale_bf16 ql_chunk_scale_none
-#define ql_chunk_scale_q4_0 ql_chunk_scale_none
-#define ql_chunk_scale_q4_1 ql_chunk_scale_none
-#define ql_chunk_scale_q5_0 ql_chunk_scale_none
-#define ql_chunk_scale_q5_1 ql_chunk_scale_none
-#define ql_chunk_scale_q8_0 ql_chunk_scale_none
-#define ql_chunk_scale_q5_k ql_chunk_scale_q4_k
-#define ql_subscales_f32 ql_subscales_none
-#define ql_subscales_f16 ql_subscales_none
-#define ql_subscales_bf16 ql_subscales_none
-#define ql_subscales_q4_0 ql_subscales_none
-#define ql_subscales_q4_1 ql_subscales_none
-#define ql_subscales_q5_0 ql_subscales_none
-#define ql_subscales_q5_1 ql_subscales_none
-#define ql_subscales_q8_0 ql_subscales_none
-#define ql_subscale_f32 ql_subscale_none
-#define ql_subscale_f16 ql_subscale_none
-#define ql_subscale_bf16 ql_subscale_none
-#define ql_subscale_q4_0 ql_subscale_none
-#define ql_subscale_q4_1 ql_subscale_none
-#define ql_subscale_q5_0 ql_subscale_none
-#define ql_subscale_q5_1 ql_subscale_none
-#define ql_subscale_q8_0 ql_subscale_none
-
-inline float2 ql_chunk_scale_q4_k(const __global uchar *b, uint c, float2 hd)
+inline float2 ql_chunk_scale_k4(const __global uchar *b, uint c, float2 hd)
 {
     const __global uchar *q = b + 4;
     uint s = c >> 1;
@@ -322,7 +303,7 @@ inline float2 ql_chunk_scale_q4_k(const __global uchar *b, uint c, float2 hd)
     return (float2)(hd.x * scale, -(hd.y * min));
 }
 
-inline void ql_subscales_q4_k(const __global uchar *b, float2 hd, float *sb)
+inline void ql_subscales_k4(const __global uchar *b, float2 hd, float *sb)
 {
     uint lo = ql_u32(b + 4), mid = ql_u32(b + 8), hi = ql_u32(b + 12);
     uint scale_lo = lo & 0x3F3F3F3Fu, scale_hi = (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u);
@@ -336,25 +317,19 @@ inline void ql_subscales_q4_k(const __global uchar *b, float2 hd, float *sb)
     vstore8(-((float8)hd.y * convert_float8(min)), 1, sb);
 }
 
-inline float2 ql_subscale_q4_k(const float *sb, uint c)
+inline float2 ql_subscale_k4(const float *sb, uint c)
 {
     return (float2)(sb[c >> 1], sb[8 + (c >> 1)]);
 }
 
-#define ql_subscales_q5_k ql_subscales_q4_k
-#define ql_subscale_q5_k ql_subscale_q4_k
+#define ql_chunk_scale_k6 ql_chunk_scale_none /* never taken: QL_BLOCK_SCALES_k6 is 3 */
 
-inline float2 ql_chunk_scale_q6_k(const __global uchar *b, uint c, float2 hd)
-{
-    return (float2)(hd.x * (float)((const __global char *)b)[192 + c], 0.0f);
-}
-
-inline void ql_subscales_q6_k(const __global uchar *b, float2 hd, float *sb)
+inline void ql_subscales_k6(const __global uchar *b, float2 hd, float *sb)
 {
     vstore16((float16)hd.x * convert_float16(vload16(0, (const __global char *)(b + 192))), 0, sb);
 }
 
-inline float2 ql_subscale_q6_k(const float *sb, uint c)
+inline float2 ql_subscale_k6(const float *sb, uint c)
 {
     return (float2)(sb[c], 0.0f);
 }
@@ -477,20 +452,23 @@ inline float8 ql_half8(uint8 h)
                 const uint blk = blk0 + hb;                                                       \
                 if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
                     break;                                                                        \
+                const bool block_scales_ =                                                        \
+                    QL_SCALES_NAME(QL_BLOCK_SCALES_, TYPE) & ((WHOLE) ? 2 : 1);                   \
                 float sb[C][16];                                                                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    if (QL_BLOCK_SCALES_##TYPE & ((WHOLE) ? 2 : 1))                    \
-                        ql_subscales_##TYPE(w_rows[c] + (ulong)blk * (BYTES),                     \
-                                            hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);               \
+                    if (block_scales_)                                                            \
+                        QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),     \
+                                                            hd[c * QL_HEAD_BLOCKS(C) + hb],       \
+                                                            sb[c]);                               \
                 QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                 \
                     float16 wv[C];                                                                \
                     QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
                         const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
                         const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
-                        wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                     \
-                                                 (QL_BLOCK_SCALES_##TYPE & ((WHOLE) ? 2 : 1))    \
-                                                     ? ql_subscale_##TYPE(sb[c], ch)              \
-                                                     : ql_chunk_scale_##TYPE(b_, ch, hd_));       \
+                        wv[c] = ql_decode_##TYPE(                                                 \
+                            b_, ch, hd_,                                                          \
+                            block_scales_ ? QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch)         \
+                                          : QL_SCALES_NAME(ql_chunk_scale_, TYPE)(b_, ch, hd_));  \
                     }                                                                             \
                     const uint l = blk * (QK) + 16 * ch;                                          \
                     QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
