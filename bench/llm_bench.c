@@ -82,6 +82,7 @@ int main(int argc, char **argv)
 {
     const char *model = NULL;
     long n_prompt = 512, n_gen = 0, repeat = 1;
+    clattn_precision precision = CLATTN_PRECISION_FP32;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--model") == 0)
             model = argv[++i];
@@ -91,9 +92,13 @@ int main(int argc, char **argv)
             n_gen = strtol(argv[++i], NULL, 10);
         else if (i + 1 < argc && strcmp(argv[i], "--repeat") == 0)
             repeat = strtol(argv[++i], NULL, 10);
+        else if (i + 1 < argc && strcmp(argv[i], "--precision") == 0 &&
+                 (strcmp(argv[i + 1], "fp32") == 0 || strcmp(argv[i + 1], "int8") == 0))
+            precision = strcmp(argv[++i], "int8") == 0 ? CLATTN_PRECISION_INT8
+                                                       : CLATTN_PRECISION_FP32;
         else {
             fprintf(stderr, "usage: llm_bench --model FILE.gguf [--prompt-tokens N] "
-                            "[--gen-tokens G] [--repeat R]\n");
+                            "[--gen-tokens G] [--repeat R] [--precision fp32|int8]\n");
             return 2;
         }
     }
@@ -108,6 +113,7 @@ int main(int argc, char **argv)
     clattn_llm *llm = NULL;
     clattn_llm_info info;
     if (clattn_llm_load(ctx, model, &llm) != CLATTN_OK ||
+        clattn_llm_set_precision(llm, precision) != CLATTN_OK ||
         clattn_llm_get_info(llm, &info) != CLATTN_OK) {
         int rc = fail(ctx, model);
         clattn_context_destroy(&ctx);

@@ -128,7 +128,7 @@ static void random_blocks(unsigned char *b, size_t size, size_t block_bytes, uin
 
 int main(int argc, char **argv)
 {
-    int reps = 20, cold = 0, force_type = -1, qwen3 = 0;
+    int reps = 20, cold = 0, force_type = -1, qwen3 = 0, int8 = 0;
     size_t ms[16] = {1, 512};
     size_t m_count = 2, m_given = 0;
     clattn_qlinear_path path = CLATTN_QLINEAR_AUTO;
@@ -139,6 +139,8 @@ int main(int argc, char **argv)
             ms[m_given++] = (size_t)atol(argv[++i]);
         else if (strcmp(argv[i], "--cold") == 0)
             cold = 1;
+        else if (strcmp(argv[i], "--int8") == 0)
+            int8 = 1;
         else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) {
             i++;
             for (size_t t = 0; t < TYPE_COUNT; t++)
@@ -158,7 +160,7 @@ int main(int argc, char **argv)
                    : strcmp(argv[i], "mm") == 0 ? CLATTN_QLINEAR_MM
                                                 : CLATTN_QLINEAR_AUTO;
         } else {
-            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T] [--model smollm2|qwen3]\n",
+            fprintf(stderr, "usage: %s [--reps R] [--m M]... [--path auto|mv|mm] [--cold] [--type T] [--model smollm2|qwen3] [--int8]\n",
                     argv[0]);
             return 2;
         }
@@ -177,14 +179,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
         return 1;
     }
+    if (int8 && clattn__qlinear_set_activations(ctx, prog, CLATTN_QLINEAR_INT8) != CLATTN_OK) {
+        fprintf(stderr, "qlinear: %s\n", clattn_last_error(ctx));
+        return 1;
+    }
     clattn_qlinear_params p = clattn__qlinear_params(prog);
     char items[16] = "auto";
     if (p.mv_items)
         snprintf(items, sizeof(items), "%u", p.mv_items);
     printf("# tiles: mv %ux%u (%u columns for types of 6.5 bits or more; work-items %s), mm "
-           "%ux%u, mv up to m %u; %d repetitions, medians%s\n",
+           "%ux%u, mv up to m %u; %d repetitions, medians%s%s\n",
            p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mm_rows, p.mm_cols, p.mv_max_m, reps,
-           cold ? ", weights from memory (--cold)" : "");
+           cold ? ", weights from memory (--cold)" : "",
+           int8 ? "; 8-bit activations (--int8: the times include quantising x)" : "");
     printf("%-14s %-5s %6s %6s %5s %9s %8s %9s %9s %8s %9s %9s\n", "weight", "type", "n", "k", "m",
            "ms", "GB/s", "GFLOP/s", "best ms", "GB/s", "GFLOP/s", "cpu ms");
     cl_context cl = clattn_context_cl_context(ctx);

@@ -608,6 +608,8 @@ inline float ql_swiglu(float gate, float up)
     QL_KERNELS(TYPE, QK, BYTES)                                                                   \
     QL_SWIGLU_KERNELS(TYPE, QK, BYTES)
 
+/* QL_HELPERS_ONLY: the helpers alone, for the program of cl/qlinear_int8.cl. */
+#ifndef QL_HELPERS_ONLY
 QL_ALL_KERNELS(f32, 16, 64)
 QL_ALL_KERNELS(f16, 16, 32)
 QL_ALL_KERNELS(bf16, 16, 32)
@@ -619,3 +621,4 @@ QL_ALL_KERNELS(q8_0, 32, 34)
 QL_ALL_KERNELS(q4_k, 256, 144)
 QL_ALL_KERNELS(q5_k, 256, 176)
 QL_ALL_KERNELS(q6_k, 256, 210)
+#endif

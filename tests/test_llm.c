@@ -444,6 +444,82 @@ static void one_set_of_bytes_per_token(void **state)
     }
 }
 
+/* ---- 8-bit activations (clattn_llm_set_precision) ---- */
+
+/* Int8 activations: one set of bytes per token still (the invariance check above, on a 32-value
+ * block type, Q8_0 and the K-quants); the logits not float32's bytes but within INT8_REL of
+ * their largest magnitude (1.4-2.6 % measured on these models); and the public
+ * call's errors. */
+#define INT8_REL 0.05
+static void int8_activations(void **state)
+{
+    clattn_context *ctx = ((test_fixture *)*state)->ctx;
+    static const char *const stems[] = {"tiny_llama_q4_1", "tiny_qwen3_q8_0", "tiny_qwen2_kquants"};
+    const invariance_plan *plan = quick_mode() ? &quick_plan : &full_plan;
+    for (size_t i = 0; i < sizeof(stems) / sizeof(stems[0]); i++) {
+        char path[512];
+        golden_path(path, sizeof(path), stems[i], ".gguf");
+        clattn_llm_model *m = load(ctx, path);
+        size_t V = m->cfg.vocab, n = 40;
+        test_rng rng = {7};
+        int32_t ids[40];
+        for (size_t t = 0; t < n; t++)
+            ids[t] = (int32_t)(test_rng_next(&rng) % V);
+        float *f32 = malloc(n * V * sizeof(float)), *i8 = malloc(n * V * sizeof(float));
+        assert_true(f32 && i8);
+        assert_int_equal(clattn__llm_logits(m, "test", ids, n, f32), CLATTN_OK);
+        assert_int_equal(clattn__qlinear_set_activations(ctx, m->quant.prog, CLATTN_QLINEAR_INT8),
+                         CLATTN_OK);
+        assert_int_equal(clattn__llm_logits(m, "test", ids, n, i8), CLATTN_OK);
+        double peak = 0.0;
+        for (size_t j = 0; j < n * V; j++)
+            peak = fabs(f32[j]) > peak ? fabs(f32[j]) : peak;
+        double diff = test_max_abs_diff(i8, f32, n * V);
+        print_message("%-20s int8 activations: max |logit - float32's| = %.3g (%.2f %% of the "
+                      "largest)\n",
+                      stems[i], diff, 100.0 * diff / peak);
+        if (!(diff > 0.0 && diff <= INT8_REL * peak))
+            fail_msg("%s: int8 logits are %g from float32's (largest %g): not within (0, %g]",
+                     stems[i], diff, peak, INT8_REL * peak);
+        check_invariance(m, plan);
+        free(f32), free(i8);
+        clattn__llm_model_free(&m);
+    }
+
+    /* The public call. */
+    char path[512];
+    golden_path(path, sizeof(path), "tiny_llama_q4_1", ".gguf");
+    clattn_llm *llm = NULL;
+    assert_int_equal(clattn_llm_load(ctx, path, &llm), CLATTN_OK);
+    assert_status_msg(ctx, clattn_llm_set_precision(llm, CLATTN_PRECISION_BF16),
+                      CLATTN_ERROR_UNSUPPORTED, "fp32 or int8, not bf16");
+    assert_status_msg(ctx, clattn_llm_set_precision(llm, (clattn_precision)9),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "precision 9");
+    assert_status_msg(NULL, clattn_llm_set_precision(NULL, CLATTN_PRECISION_INT8),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "llm is NULL");
+    int32_t id = 3;
+    float *a = malloc(64 * sizeof(float) * 1024), *b = malloc(64 * sizeof(float) * 1024);
+    clattn_llm_info info;
+    assert_int_equal(clattn_llm_get_info(llm, &info), CLATTN_OK);
+    assert_true(a && b && info.vocab_size <= 64 * 1024);
+    assert_int_equal(clattn_llm_logits(llm, &id, 1, a), CLATTN_OK);
+    assert_int_equal(clattn_llm_set_precision(llm, CLATTN_PRECISION_INT8), CLATTN_OK);
+    assert_int_equal(clattn_llm_logits(llm, &id, 1, b), CLATTN_OK);
+    assert_true(memcmp(a, b, info.vocab_size * sizeof(float)) != 0);
+    assert_int_equal(clattn_llm_set_precision(llm, CLATTN_PRECISION_FP32), CLATTN_OK);
+    assert_int_equal(clattn_llm_logits(llm, &id, 1, b), CLATTN_OK);
+    assert_memory_equal(a, b, info.vocab_size * sizeof(float));
+    clattn_llm_destroy(&llm);
+    /* A folder's float32 weights: int8 is refused by name, fp32 accepted. */
+    golden_path(path, sizeof(path), "hf_llama_f32", "");
+    assert_int_equal(clattn_llm_load(ctx, path, &llm), CLATTN_OK);
+    assert_status_msg(ctx, clattn_llm_set_precision(llm, CLATTN_PRECISION_INT8),
+                      CLATTN_ERROR_UNSUPPORTED, "this model's are float");
+    assert_int_equal(clattn_llm_set_precision(llm, CLATTN_PRECISION_FP32), CLATTN_OK);
+    clattn_llm_destroy(&llm);
+    free(a), free(b);
+}
+
 /* ---- the public API (clattn/llm.h) ---- */
 
 /* Prompts in chunks and decode steps through the public calls: the bytes of the teacher-forced
@@ -749,6 +825,7 @@ int main(void)
         cmocka_unit_test(hf_folders_match_transformers),
         cmocka_unit_test(refusals_name_what_is_refused),
         cmocka_unit_test(one_set_of_bytes_per_token),
+        cmocka_unit_test(int8_activations),
         cmocka_unit_test(public_api_prompts_and_decode_steps),
         cmocka_unit_test(real_smollm2_matches_transformers),
     };

@@ -65,6 +65,24 @@ CLATTN_API clattn_status clattn_llm_load(clattn_context *ctx, const char *path, 
 /* Releases the model (destroy its caches first); accepts NULL and clears the pointer. */
 CLATTN_API void clattn_llm_destroy(clattn_llm **llm);
 
+/* The number format of the activations that enter the model's linear layers whose weights are
+ * in a block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K: the projections, the
+ * feed-forward, a quantised output projection), for the calls that follow:
+ *   CLATTN_PRECISION_FP32 (the default): float32, the logits transformers gives on the same
+ *     weights (above);
+ *   CLATTN_PRECISION_INT8: each token's activations quantised to int8 in blocks of the weight's
+ *     block (32 values, or 256 for the K-quants; scale = the block's largest magnitude / 127,
+ *     rounded to nearest), integer dot products, then one float32 scaling per block: what
+ *     llama.cpp's CPU backend does, and faster on CPUs (docs/llm.md has the figures). Results
+ *     stay batch-invariant (one set of bytes per token, as above). Logits move by about 0.1
+ *     on SmolLM2-135M-Instruct Q4_1 against float32 (docs/llm.md: measured on 8 prompts);
+ *     weights in F32, F16 or BF16 keep float32 activations.
+ * The first switch to int8 builds its kernels (a second or so on a CPU). Keys and values a cache
+ * already holds stay as they were computed. Errors: CLATTN_ERROR_UNSUPPORTED for
+ * CLATTN_PRECISION_BF16, and for int8 on a model without block-type weights (a Hugging Face
+ * folder); CLATTN_ERROR_INVALID_ARGUMENT for a value that is no clattn_precision. */
+CLATTN_API clattn_status clattn_llm_set_precision(clattn_llm *llm, clattn_precision precision);
+
 /* What the file says. */
 typedef struct clattn_llm_info {
     const char *architecture; /* "llama", "qwen2" or "qwen3"; valid while the model lives */

@@ -397,6 +397,7 @@ _declare("clattn_cross_encoder_score", c_status, c_void_p, POINTER(c_char_p), p_
 _declare("clattn_llm_load", c_status, c_void_p, c_char_p, POINTER(c_void_p))
 _declare("clattn_llm_destroy", None, POINTER(c_void_p))
 _declare("clattn_llm_get_info", c_status, c_void_p, POINTER(LlmInfo))
+_declare("clattn_llm_set_precision", c_status, c_void_p, c_enum)
 _declare("clattn_llm_logits", c_status, c_void_p, POINTER(c_int32), c_size_t, p_float)
 
 # llm_text.h

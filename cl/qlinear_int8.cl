@@ -1,0 +1,410 @@
+/*
+ * Linear layers on quantised weights with 8-bit activations (src/ops/qlinear.c, when the
+ * program's activations are CLATTN_QLINEAR_INT8; this file follows cl/qlinear.cl in the same
+ * program and uses its helpers): the weight's integer values times the activations' integer
+ * values, summed exactly in integers, then scaled in float32 once per block, as llama.cpp's
+ * CPU backend does. For Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (F32, F16 and BF16
+ * weights keep float32 activations).
+ *
+ * ACTIVATIONS (clattn_qlinear_quantize). Row r of x, in blocks of QB values (QB: the weight
+ * type's block, 32, or 256 for the K-quants; llama.cpp's Q8_0 and Q8_K), becomes int8 values
+ * xq, one float scale dx per block and the sums xs of xq over each 16 values:
+ *   amax = max |x_i| over the block, dx = amax / 127, id = dx ≠ 0 ? 1 / dx : 0,
+ *   xq_i = round(x_i · id) (half away from zero).
+ *
+ * WEIGHTS. Every type writes value i of a block as D·S_i·u_i + O·T_i, with u_i the stored
+ * integer (unsigned; Q8_0's signed), S_i and T_i integers per 16 values, D and O the block's
+ * floats:
+ *   Q4_0  u: 4 bits, S 1, T −8, O = D = d            Q4_1  u: 4 bits, S 1, T 1, D d, O m
+ *   Q5_0  u: 5 bits, S 1, T −16, O = D = d           Q5_1  u: 5 bits, S 1, T 1, D d, O m
+ *   Q8_0  u: int8, S 1, T 0, D d, O 0
+ *   Q4_K, Q5_K  u: 4 or 5 bits, S the sub-block's 6-bit scale, T −(its 6-bit min), D d, O dmin
+ *   Q6_K  u: 6 bits, S the 16 values' int8 scale, T −32·S, D = O = d
+ *
+ * ONE ORDER (batch invariance, and the tests' reference, tests/ref/qlinear_int8_ref.c). For
+ * output element (r, j), acc[0..7] and off start at +0.0f; for each block in order:
+ *   A[l] = Σ S_i·u_i·xq_i over the values i of lane l (lane l of each 32 values: values 4l ..
+ *          4l + 3), and B = Σ T_i·xs_h over the block's 16-value groups h (T of the group):
+ *          exact integers;
+ *   acc[l] = fma((float)A[l], D·dx, acc[l]),  off = fma(O·dx, (float)B, off);
+ * then y = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+ * + off, i.e. q[i] = acc[i] + acc[i + 4], s[i] = q[i] + q[i + 2], y = (s[0] + s[1]) + off.
+ * Integer sums are exact whatever the instructions, so every kernel and device that follows
+ * this gives the same bytes: with x86's AVX2 (PoCL: vpmaddubsw, vpmaddwd; no product or pair
+ * sum can saturate their 16 bits: |u·xq| ≤ 128·127) or the portable integer code.
+ *
+ * Kernels per type: clattn_qlinear_i8_mv_<type>, _mm_, _swiglu_mv_, _swiglu_mm_, the float
+ * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>; QI_MM_R × QI_MM_C for the matrix–matrix
+ * path), on the quantised rows (xq [m, k], dx [m, k / QB], xs [m, k / 16]).
+ */
+
+#ifndef QI_MM_R
+#define QI_MM_R 4
+#endif
+#ifndef QI_MM_C
+#define QI_MM_C 2
+#endif
+
+/* ---- Activations. -------------------------------------------------------------------------- */
+
+/* One work-item per (block, row): global size {k / qb, m}. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_quantize(
+    uint m, uint k, uint qb, const __global float *x, ulong x_off, uint ldx, __global char *xq,
+    __global float *xd, __global short *xs)
+{
+    const uint blk = get_global_id(0), r = get_global_id(1);
+    if (blk >= k / qb || r >= m)
+        return;
+    const __global float *xr = x + x_off + (ulong)r * ldx + (ulong)blk * qb;
+    float amax = 0.0f;
+    for (uint i = 0; i < qb; ++i)
+        amax = fmax(amax, fabs(xr[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    __global char *q = xq + (ulong)r * k + (ulong)blk * qb;
+    for (uint h = 0; h < qb / 16; ++h) {
+        int sum = 0;
+        for (uint i = 0; i < 16; ++i) {
+            const char v = convert_char_sat(round(xr[16 * h + i] * id));
+            q[16 * h + i] = v;
+            sum += v;
+        }
+        xs[(ulong)r * (k / 16) + (ulong)blk * (qb / 16) + h] = (short)sum;
+    }
+    xd[(ulong)r * (k / qb) + blk] = d;
+}
+
+/* ---- The integer dot products of 32 values: lane l = Σ over values 4l .. 4l + 3. ----------- */
+
+#if defined(__AVX2__)
+typedef char qi_bytes32 __attribute__((vector_size(32)));
+typedef short qi_shorts16 __attribute__((vector_size(32)));
+#define QI_CAT32(A, B)                                                                            \
+    __builtin_shufflevector(A, B, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,   \
+                            18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+#define QI_CAT16(A, B)                                                                            \
+    __builtin_shufflevector(A, B, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#endif
+
+/* Unsigned values u (ulo: values 0-15, uhi: 16-31), signed xq, the pair sums of values 2i, 2i + 1
+ * times s[i] (slo: i < 8, shi: i ≥ 8), added in lanes of two pairs. */
+inline int8 qi_dot32(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, short8 slo, short8 shi)
+{
+#if defined(__AVX2__)
+    qi_shorts16 p = __builtin_ia32_pmaddubsw256((qi_bytes32)QI_CAT32(ulo, uhi),
+                                                (qi_bytes32)QI_CAT32(xlo, xhi));
+    return as_int8(__builtin_ia32_pmaddwd256(p, (qi_shorts16)QI_CAT16(slo, shi)));
+#else
+    int16 a = convert_int16(ulo) * convert_int16(xlo), b = convert_int16(uhi) * convert_int16(xhi);
+    int8 s = convert_int8(slo), t = convert_int8(shi);
+    return (int8)((a.s0 + a.s1) * s.s0 + (a.s2 + a.s3) * s.s1,
+                  (a.s4 + a.s5) * s.s2 + (a.s6 + a.s7) * s.s3,
+                  (a.s8 + a.s9) * s.s4 + (a.sa + a.sb) * s.s5,
+                  (a.sc + a.sd) * s.s6 + (a.se + a.sf) * s.s7,
+                  (b.s0 + b.s1) * t.s0 + (b.s2 + b.s3) * t.s1,
+                  (b.s4 + b.s5) * t.s2 + (b.s6 + b.s7) * t.s3,
+                  (b.s8 + b.s9) * t.s4 + (b.sa + b.sb) * t.s5,
+                  (b.sc + b.sd) * t.s6 + (b.se + b.sf) * t.s7);
+#endif
+}
+
+/* The same for signed values (Q8_0; the bytes of ulo, uhi are int8) with every s 1: x86 takes
+ * |u| times xq with u's sign (|u| ≤ 128, |xq| ≤ 127: no pair sum saturates). */
+inline int8 qi_dot32_signed(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, short8 slo,
+                            short8 shi)
+{
+#if defined(__AVX2__)
+    qi_bytes32 w = (qi_bytes32)QI_CAT32(ulo, uhi), x = (qi_bytes32)QI_CAT32(xlo, xhi);
+    qi_shorts16 p = __builtin_ia32_pmaddubsw256(__builtin_ia32_psignb256(w, w),
+                                                __builtin_ia32_psignb256(x, w));
+    qi_shorts16 one = (qi_shorts16)QI_CAT16((short8)1, (short8)1);
+    return as_int8(__builtin_ia32_pmaddwd256(p, one));
+#else
+    int16 a = convert_int16(as_char16(ulo)) * convert_int16(xlo);
+    int16 b = convert_int16(as_char16(uhi)) * convert_int16(xhi);
+    return (int8)(a.s0 + a.s1 + a.s2 + a.s3, a.s4 + a.s5 + a.s6 + a.s7,
+                  a.s8 + a.s9 + a.sa + a.sb, a.sc + a.sd + a.se + a.sf,
+                  b.s0 + b.s1 + b.s2 + b.s3, b.s4 + b.s5 + b.s6 + b.s7,
+                  b.s8 + b.s9 + b.sa + b.sb, b.sc + b.sd + b.se + b.sf);
+#endif
+}
+
+#define QI_DOT_q4_0 qi_dot32
+#define QI_DOT_q4_1 qi_dot32
+#define QI_DOT_q5_0 qi_dot32
+#define QI_DOT_q5_1 qi_dot32
+#define QI_DOT_q8_0 qi_dot32_signed
+#define QI_DOT_q4_k qi_dot32
+#define QI_DOT_q5_k qi_dot32
+#define QI_DOT_q6_k qi_dot32
+
+/* ---- Per type: the block's (D, O), its S and T per 16 values, the values of 32-value group g. */
+
+/* (D, O) from the float16 bits at byte offsets od and oo of the block (oo < 0: O = D; O 0 where
+ * none: oo = -2). */
+inline float2 qi_head(const __global uchar *b, int od, int oo)
+{
+    uint hd = *(const __global ushort *)(b + od);
+    uint ho = oo >= 0 ? (uint)*(const __global ushort *)(b + oo) : 0u;
+    float2 f = ql_half8((uint8)(hd, ho, 0u, 0u, 0u, 0u, 0u, 0u)).s01;
+    return oo == -1 ? f.xx : f;
+}
+
+inline float2 qi_head_q4_0(const __global uchar *b) { return qi_head(b, 0, -1); }
+inline float2 qi_head_q4_1(const __global uchar *b) { return qi_head(b, 0, 2); }
+inline float2 qi_head_q5_0(const __global uchar *b) { return qi_head(b, 0, -1); }
+inline float2 qi_head_q5_1(const __global uchar *b) { return qi_head(b, 0, 2); }
+inline float2 qi_head_q8_0(const __global uchar *b) { return qi_head(b, 0, -2); }
+inline float2 qi_head_q4_k(const __global uchar *b) { return qi_head(b, 0, 2); }
+inline float2 qi_head_q5_k(const __global uchar *b) { return qi_head(b, 0, 2); }
+inline float2 qi_head_q6_k(const __global uchar *b) { return qi_head(b, 208, -1); }
+
+/* s[h], t[h]: S and T of the block's 16-value group h. */
+inline void qi_scales_32(int t0, int *s, int *t)
+{
+    s[0] = s[1] = 1;
+    t[0] = t[1] = t0;
+}
+inline void qi_scales_q4_0(const __global uchar *b, int *s, int *t) { qi_scales_32(-8, s, t); }
+inline void qi_scales_q4_1(const __global uchar *b, int *s, int *t) { qi_scales_32(1, s, t); }
+inline void qi_scales_q5_0(const __global uchar *b, int *s, int *t) { qi_scales_32(-16, s, t); }
+inline void qi_scales_q5_1(const __global uchar *b, int *s, int *t) { qi_scales_32(1, s, t); }
+inline void qi_scales_q8_0(const __global uchar *b, int *s, int *t) { qi_scales_32(0, s, t); }
+
+/* Q4_K and Q5_K: the 6-bit scales and mins of the 8 sub-blocks (ggml's get_scale_min_k4, on
+ * words as ql_subscales_k4). */
+inline void qi_scales_k4(const __global uchar *b, int *s, int *t)
+{
+    uint lo = ql_u32(b + 4), mid = ql_u32(b + 8), hi = ql_u32(b + 12);
+    uint sc[2] = {lo & 0x3F3F3F3Fu, (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u)};
+    uint mn[2] = {mid & 0x3F3F3F3Fu, ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u)};
+    QL_UNROLL for (uint g = 0; g < 8; ++g) {
+        s[2 * g] = s[2 * g + 1] = (int)((sc[g >> 2] >> (8 * (g & 3))) & 0xFFu);
+        t[2 * g] = t[2 * g + 1] = -(int)((mn[g >> 2] >> (8 * (g & 3))) & 0xFFu);
+    }
+}
+inline void qi_scales_q4_k(const __global uchar *b, int *s, int *t) { qi_scales_k4(b, s, t); }
+inline void qi_scales_q5_k(const __global uchar *b, int *s, int *t) { qi_scales_k4(b, s, t); }
+
+inline void qi_scales_q6_k(const __global uchar *b, int *s, int *t)
+{
+    const __global char *sc = (const __global char *)(b + 192);
+    QL_UNROLL for (uint h = 0; h < 16; ++h) {
+        s[h] = sc[h];
+        t[h] = -32 * sc[h];
+    }
+}
+
+inline void qi_nibbles(uchar16 lo, uchar16 hi, uint high, uchar16 *ulo, uchar16 *uhi)
+{
+    *ulo = high ? lo >> (uchar16)4 : lo & (uchar16)0x0F;
+    *uhi = high ? hi >> (uchar16)4 : hi & (uchar16)0x0F;
+}
+
+inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    uchar16 qs = vload16(0, b + 2);
+    *ulo = qs & (uchar16)0x0F;
+    *uhi = qs >> (uchar16)4;
+}
+inline void qi_values_q4_1(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    uchar16 qs = vload16(0, b + 4);
+    *ulo = qs & (uchar16)0x0F;
+    *uhi = qs >> (uchar16)4;
+}
+inline void qi_values_q5(const __global uchar *qhp, const __global uchar *qsp, uchar16 *ulo,
+                         uchar16 *uhi)
+{
+    uint qh = ql_u32(qhp);
+    uchar16 qs = vload16(0, qsp);
+    *ulo = (qs & (uchar16)0x0F) | (convert_uchar16(ql_bits16(qh, 0)) << (uchar16)4);
+    *uhi = (qs >> (uchar16)4) | (convert_uchar16(ql_bits16(qh, 16)) << (uchar16)4);
+}
+inline void qi_values_q5_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    qi_values_q5(b + 2, b + 6, ulo, uhi);
+}
+inline void qi_values_q5_1(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    qi_values_q5(b + 4, b + 8, ulo, uhi);
+}
+inline void qi_values_q8_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    *ulo = vload16(0, b + 2);
+    *uhi = vload16(1, b + 2);
+}
+/* Q4_K: sub-block g reads qs[32·(g/2) ..] (low nibbles for even g, high for odd). */
+inline void qi_values_q4_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    const __global uchar *q = b + 16 + 32 * (g >> 1);
+    qi_nibbles(vload16(0, q), vload16(1, q), g & 1, ulo, uhi);
+}
+/* Q5_K: as Q4_K, with bit g of qh[i] as the fifth bit of value i. */
+inline void qi_values_q5_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    const __global uchar *q = b + 48 + 32 * (g >> 1);
+    qi_nibbles(vload16(0, q), vload16(1, q), g & 1, ulo, uhi);
+    *ulo |= ((vload16(0, b + 16) >> (uchar16)g) & (uchar16)1) << (uchar16)4;
+    *uhi |= ((vload16(1, b + 16) >> (uchar16)g) & (uchar16)1) << (uchar16)4;
+}
+/* Q6_K: values 32g .. 32g + 31 (cl/qlinear.cl's ql_decode_q6_k without the − 32). */
+inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
+{
+    const uint h = g >> 2, r = 32 * (g & 3);
+    const __global uchar *ql = b + 64 * h + (r & 63), *qh = b + 128 + 32 * h;
+    qi_nibbles(vload16(0, ql), vload16(1, ql), r & 64, ulo, uhi);
+    const uchar16 shift = (uchar16)(2 * (g & 3));
+    *ulo |= ((vload16(0, qh) >> shift) & (uchar16)3) << (uchar16)4;
+    *uhi |= ((vload16(1, qh) >> shift) & (uchar16)3) << (uchar16)4;
+}
+
+/* ---- The kernels. ---------------------------------------------------------------------------- */
+
+/* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order above;
+ * then STORE(R, C) writes the tile's outputs from acc[R][C] and off[R][C]. */
+#define QI_TILE_THEN(TYPE, QK, BYTES, R, C, STORE)                                                \
+    {                                                                                             \
+        const __global char *xq_r[R];                                                             \
+        const __global float *xd_r[R];                                                            \
+        const __global short *xs_r[R];                                                            \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const ulong row_ = min(r0 + r, rend - 1);                                             \
+            xq_r[r] = xq + row_ * k;                                                              \
+            xd_r[r] = xd + row_ * (k / (QK));                                                     \
+            xs_r[r] = xs + row_ * (k / 16);                                                       \
+        }                                                                                         \
+        float8 acc[R][C];                                                                         \
+        float off[R][C];                                                                          \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
+                acc[r][c] = (float8)0.0f;                                                         \
+                off[r][c] = 0.0f;                                                                 \
+            }                                                                                     \
+        const uint blocks = k / (QK);                                                             \
+        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
+            float2 head[C];                                                                       \
+            int s[C][(QK) / 16], t[C][(QK) / 16];                                                 \
+            int8 dot[R][C];                                                                       \
+            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
+                const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
+                head[c] = qi_head_##TYPE(b_);                                                     \
+                qi_scales_##TYPE(b_, s[c], t[c]);                                                 \
+                QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
+                    dot[r][c] = (int8)0;                                                          \
+            }                                                                                     \
+            QL_UNROLL for (uint g = 0; g < (QK) / 32; ++g) {                                      \
+                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
+                    uchar16 ulo, uhi;                                                             \
+                    qi_values_##TYPE(w_rows[c] + (ulong)blk * (BYTES), g, &ulo, &uhi);            \
+                    const short8 slo = (short8)(short)s[c][2 * g];                                \
+                    const short8 shi = (short8)(short)s[c][2 * g + 1];                            \
+                    QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
+                        const __global char *xg_ = xq_r[r] + (ulong)blk * (QK) + 32 * g;          \
+                        dot[r][c] += QI_DOT_##TYPE(ulo, uhi, vload16(0, xg_), vload16(1, xg_),    \
+                                                   slo, shi);                                     \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                const float dx = xd_r[r][blk];                                                    \
+                const __global short *xsb_ = xs_r[r] + (ulong)blk * ((QK) / 16);                  \
+                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
+                    int bsum = 0;                                                                 \
+                    QL_UNROLL for (uint h = 0; h < (QK) / 16; ++h)                                \
+                        bsum += t[c][h] * xsb_[h];                                                \
+                    acc[r][c] = fma(convert_float8(dot[r][c]), (float8)(head[c].x * dx),          \
+                                    acc[r][c]);                                                   \
+                    off[r][c] = fma(head[c].y * dx, (float)bsum, off[r][c]);                      \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        STORE(R, C)                                                                               \
+    }
+
+/* The order's last step, component by component. */
+inline float qi_combine8(float8 a, float off)
+{
+    float q0 = a.s0 + a.s4, q1 = a.s1 + a.s5, q2 = a.s2 + a.s6, q3 = a.s3 + a.s7;
+    float s0 = q0 + q2, s1 = q1 + q3;
+    return (s0 + s1) + off;
+}
+
+#define QI_STORE(R, C)                                                                            \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
+            if (r0 + r < rend && j0 + c < n)                                                      \
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = qi_combine8(acc[r][c], off[r][c]);
+
+#define QI_STORE_SWIGLU(R, C)                                                                     \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < (C) / 2; ++c)                                              \
+            if (r0 + r < rend && j0 + c < n)                                                      \
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] =                                       \
+                    ql_swiglu(qi_combine8(acc[r][c], off[r][c]),                                  \
+                              qi_combine8(acc[r][(C) / 2 + c], off[r][(C) / 2 + c]));
+
+#define QI_MM_SWIGLU_C ((QI_MM_C + 1) / 2)
+
+#define QI_ARGS                                                                                   \
+    uint m, uint n, uint k, const __global char *xq, const __global float *xd,                    \
+        const __global short *xs, const __global uchar *w, ulong row_bytes, __global float *y,    \
+        ulong y_off, uint ldy, uint rows_per_item
+
+/* The matrix–vector kernels walk their run of column tiles as cl/qlinear.cl's do. */
+#define QI_MV_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
+    const uint groups = (n + (COLS) - 1) / (COLS);                                                \
+    const uint per_item = (groups + get_global_size(0) - 1) / get_global_size(0);                 \
+    const uint gend = min(groups, (uint)get_global_id(0) * per_item + per_item);                  \
+    const uint rbegin = get_global_id(1) * rows_per_item;                                         \
+    const uint rend = min(m, rbegin + rows_per_item);                                             \
+    for (uint g0 = get_global_id(0) * per_item; g0 < gend; ++g0) {                                \
+        const uint j0 = g0 * (COLS);                                                              \
+        ROWS(COLS)                                                                                \
+        uint r0 = rbegin;                                                                         \
+        for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                               \
+            QI_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, TILE_C, STORE)                                 \
+        for (; r0 < rend; ++r0)                                                                   \
+            QI_TILE_THEN(TYPE, QK, BYTES, 1, TILE_C, STORE)                                       \
+    }
+
+#define QI_MM_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
+    const uint j0 = get_global_id(0) * (COLS);                                                    \
+    const uint rbegin = get_global_id(1) * rows_per_item;                                         \
+    const uint rend = min(m, rbegin + rows_per_item);                                             \
+    ROWS(COLS)                                                                                    \
+    for (uint r0 = rbegin; r0 < rend; r0 += QI_MM_R)                                              \
+        QI_TILE_THEN(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE)
+
+#define QI_KERNELS(TYPE, QK, BYTES)                                                               \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mv_##TYPE(     \
+        QI_ARGS)                                                                                  \
+    {                                                                                             \
+        QI_MV_BODY(TYPE, QK, BYTES, QL_MV_COLS(TYPE), QL_ROWS, QL_MV_COLS(TYPE), QI_STORE)        \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mm_##TYPE(     \
+        QI_ARGS)                                                                                  \
+    {                                                                                             \
+        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_C, QL_ROWS, QI_MM_C, QI_STORE)                          \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
+        clattn_qlinear_i8_swiglu_mv_##TYPE(QI_ARGS)                                               \
+    {                                                                                             \
+        QI_MV_BODY(TYPE, QK, BYTES, QL_MV_SWIGLU_COLS(TYPE), QL_ROWS_SWIGLU,                      \
+                   2 * QL_MV_SWIGLU_COLS(TYPE), QI_STORE_SWIGLU)                                  \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
+        clattn_qlinear_i8_swiglu_mm_##TYPE(QI_ARGS)                                               \
+    {                                                                                             \
+        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, 2 * QI_MM_SWIGLU_C,           \
+                   QI_STORE_SWIGLU)                                                               \
+    }
+
+QI_KERNELS(q4_0, 32, 18)
+QI_KERNELS(q4_1, 32, 20)
+QI_KERNELS(q5_0, 32, 22)
+QI_KERNELS(q5_1, 32, 24)
+QI_KERNELS(q8_0, 32, 34)
+QI_KERNELS(q4_k, 256, 144)
+QI_KERNELS(q5_k, 256, 176)
+QI_KERNELS(q6_k, 256, 210)

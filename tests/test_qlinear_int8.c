@@ -1,0 +1,324 @@
+/*
+ * Linear layers with 8-bit activations (src/ops/qlinear.h's CLATTN_QLINEAR_INT8,
+ * cl/qlinear_int8.cl) on the weights of tests/golden/qlinear (every block type):
+ *
+ *  - the kernels' bytes are the plain-C reference's (tests/ref/ref_qlinear_int8.c: the blocks
+ *    read from ggml's layouts, llama.cpp's activation rule, the promised order), for m = 1, 3,
+ *    70 on the matrix–vector, matrix–matrix and automatic paths — so every row is also the same
+ *    bytes whatever the batch; and strided, offset rows of x give the bytes of the rows alone;
+ *  - the results are the product the golden holds (float64, gguf-py's dequantisation) within
+ *    what rounding the activations to 8 bits can move it (Σ |w| · dx / 2) plus float32's
+ *    roundings;
+ *  - SwiGLU fused into the epilogue gives the unfused layers' bytes (plain kernel, then
+ *    clattn__glu);
+ *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
+ *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again.
+ */
+#include "common/test_util.h"
+#include "ref/ref_qlinear_int8.h"
+
+#include "ops/elementwise.h"
+#include "ops/qlinear.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const type_names[] = {"q4_0", "q4_1", "q5_0", "q5_1",
+                                         "q8_0", "q4_k", "q5_k", "q6_k"};
+#define TYPE_COUNT (sizeof(type_names) / sizeof(type_names[0]))
+
+typedef struct fixture {
+    clattn_context *ctx;
+    clattn_qlinear_program *prog;
+} fixture;
+
+static int setup(void **state)
+{
+    test_require_device();
+    fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    f->ctx = test_context_create(NULL);
+    assert_non_null(f->ctx);
+    assert_int_equal(clattn__qlinear_program_create(f->ctx, &f->prog), CLATTN_OK);
+    assert_int_equal(clattn__qlinear_activations(f->prog), CLATTN_QLINEAR_FLOAT);
+    assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, CLATTN_QLINEAR_INT8),
+                     CLATTN_OK);
+    assert_int_equal(clattn__qlinear_activations(f->prog), CLATTN_QLINEAR_INT8);
+    assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, (clattn_qlinear_activations)7),
+                     CLATTN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(clattn__qlinear_activations(f->prog), CLATTN_QLINEAR_INT8);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    if (!f)
+        return 0;
+    clattn__qlinear_program_release(f->prog);
+    clattn_context_destroy(&f->ctx);
+    free(f);
+    return 0;
+}
+
+typedef struct golden {
+    clattn_qweight w;
+    uint32_t type;
+    size_t n, k, m;
+    unsigned char *bytes;
+    clattn_npy_array *x, *y, *yabs;
+} golden;
+
+static clattn_npy_array *read_npy(const char *type, const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/qlinear/%s/%s", GOLDEN_DIR, type, file);
+    clattn_npy_array *a = NULL;
+    if (clattn_npy_read_f32(&a, path) != CLATTN_OK)
+        fail_msg("%s: %s", path, clattn_last_error(NULL));
+    return a;
+}
+
+static void golden_load(clattn_context *ctx, const char *type, golden *g)
+{
+    memset(g, 0, sizeof(*g));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, type);
+    json_error_t error;
+    json_t *meta = json_load_file(path, 0, &error);
+    if (!meta)
+        fail_msg("%s: %s", path, error.text);
+    g->n = (size_t)json_integer_value(json_object_get(meta, "n"));
+    g->k = (size_t)json_integer_value(json_object_get(meta, "k"));
+    g->m = (size_t)json_integer_value(json_object_get(meta, "m"));
+    g->type = (uint32_t)json_integer_value(json_object_get(meta, "ggml_type"));
+    json_decref(meta);
+    clattn_npy_array *w = read_npy(type, "w.npy");
+    g->bytes = malloc(w->numel);
+    assert_non_null(g->bytes);
+    for (size_t i = 0; i < w->numel; i++)
+        g->bytes[i] = (unsigned char)w->f32[i];
+    assert_int_equal(clattn__qweight_upload(ctx, g->type, g->n, g->k, g->bytes, w->numel, &g->w),
+                     CLATTN_OK);
+    clattn_npy_array_destroy(&w);
+    g->x = read_npy(type, "x.npy");
+    g->y = read_npy(type, "y.npy");
+    g->yabs = read_npy(type, "yabs.npy");
+    assert_int_equal(g->x->numel, g->m * g->k);
+    assert_int_equal(g->y->numel, g->m * g->n);
+}
+
+static void golden_free(golden *g)
+{
+    clattn__qweight_release(&g->w);
+    free(g->bytes);
+    clattn_npy_array_destroy(&g->x);
+    clattn_npy_array_destroy(&g->y);
+    clattn_npy_array_destroy(&g->yabs);
+}
+
+static cl_mem buffer(clattn_context *ctx, size_t floats, const float *init)
+{
+    cl_int err;
+    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
+                                CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
+                                floats * sizeof(float), (void *)init, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    return mem;
+}
+
+static void read_back(clattn_context *ctx, cl_mem mem, size_t floats, float *out)
+{
+    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(ctx), mem, CL_TRUE, 0,
+                                         floats * sizeof(float), out, 0, NULL, NULL),
+                     CL_SUCCESS);
+}
+
+/* y [m, ldy] (NaN-filled first) from rows x_row .. of x [., ldx] on `path`. */
+static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, bool swiglu,
+                size_t m, cl_mem x, size_t x_row, size_t ldx, float *y, size_t ldy)
+{
+    for (size_t i = 0; i < m * ldy; i++)
+        y[i] = NAN;
+    cl_mem ym = buffer(f->ctx, m * ldy, y);
+    clattn_status s =
+        swiglu ? clattn__qlinear_swiglu_path(f->ctx, f->prog, CLATTN_OP_OTHER, path, m, x,
+                                             x_row * ldx, ldx, w, ym, 0, ldy)
+               : clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, path, m, x,
+                                      x_row * ldx, ldx, w, ym, 0, ldy);
+    if (s != CLATTN_OK)
+        fail_msg("clattn__qlinear: %s", clattn_last_error(f->ctx));
+    read_back(f->ctx, ym, m * ldy, y);
+    clReleaseMemObject(ym);
+}
+
+static const clattn_qlinear_path paths[] = {CLATTN_QLINEAR_MV, CLATTN_QLINEAR_MM,
+                                            CLATTN_QLINEAR_AUTO};
+static const char *const path_names[] = {"mv", "mm", "auto"};
+
+static void compare(const char *type, const char *what, size_t m, const float *y, size_t ldy,
+                    const float *ref, size_t ldr, size_t n)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t j = 0; j < n; j++)
+            if (memcmp(&y[r * ldy + j], &ref[r * ldr + j], sizeof(float)) != 0)
+                fail_msg("%s, %s: y[%zu, %zu] is %a (%.9g), the reference's %a (%.9g)", type,
+                         what, r, j, y[r * ldy + j], y[r * ldy + j], ref[r * ldr + j],
+                         ref[r * ldr + j]);
+}
+
+/* Every type: the reference's bytes on every path and m; within the rounding bound of the
+ * float64 golden. */
+static void reference_bytes(void **state)
+{
+    fixture *f = *state;
+    const size_t ms[] = {70, 1, 3};
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        float *ref = malloc(g.m * g.n * sizeof(float)), *y = malloc(g.m * g.n * sizeof(float));
+        assert_true(ref && y);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x->f32, g.m, g.k, ref, g.n);
+        for (size_t i = 0; i < g.m * g.n; i++) {
+            size_t r = i / g.n, j = i % g.n;
+            double bound = ref_qi_rounding_bound(g.type, g.bytes, g.k, j, g.x->f32 + r * g.k) +
+                           1e-5 * g.yabs->f32[i] + 1e-6;
+            double err = fabs((double)ref[i] - (double)g.y->f32[i]);
+            if (!(err <= bound))
+                fail_msg("%s: the reference's y[%zu, %zu] = %.9g is %.3g from the golden %.9g, "
+                         "beyond the activations' rounding bound %.3g",
+                         type_names[t], r, j, ref[i], err, g.y->f32[i], bound);
+        }
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
+            if (test_small_mode() && ms[mi] > 3)
+                continue;
+            for (size_t p = 0; p < 3; p++) {
+                char what[64];
+                snprintf(what, sizeof(what), "m %zu, %s path", ms[mi], path_names[p]);
+                run(f, &g.w, paths[p], false, ms[mi], x, 0, g.k, y, g.n);
+                compare(type_names[t], what, ms[mi], y, g.n, ref, g.n, g.n);
+            }
+        }
+        clReleaseMemObject(x);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+}
+
+/* Rows taken from the middle of a strided x, into a strided y: the rows' own bytes. */
+static void strided_rows(void **state)
+{
+    fixture *f = *state;
+    static const char *const types[] = {"q4_1", "q8_0", "q6_k"};
+    const size_t big = test_small_mode() ? 9 : 40, m = test_small_mode() ? 5 : 33;
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        golden g;
+        golden_load(f->ctx, types[t], &g);
+        const size_t ldx = g.k + 16, ldy = g.n + 3, first = 2;
+        float *xs = malloc(big * ldx * sizeof(float)), *ref = malloc(m * g.n * sizeof(float));
+        float *y = malloc(m * ldy * sizeof(float));
+        assert_true(xs && ref && y);
+        test_fill_uniform(xs, big * ldx, 11 + t, -3.0f, 3.0f);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, xs + first * ldx, m, ldx, ref, g.n);
+        cl_mem x = buffer(f->ctx, big * ldx, xs);
+        for (size_t p = 0; p < 2; p++) {
+            run(f, &g.w, paths[p], false, m, x, first, ldx, y, ldy);
+            compare(types[t], path_names[p], m, y, ldy, ref, g.n, g.n);
+        }
+        clReleaseMemObject(x);
+        free(xs);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+}
+
+/* The fused gate|up layer: the unfused layers' bytes (19 gate, 19 up rows). */
+static void swiglu_fused(void **state)
+{
+    fixture *f = *state;
+    const size_t big = test_small_mode() ? 5 : 40;
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        if (test_small_mode() && strcmp(type_names[t], "q4_k") != 0)
+            continue;
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        const size_t n = g.n / 2, ldy = n + 3;
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
+        assert_true(ref && y);
+        cl_mem h = buffer(f->ctx, big * g.n, NULL);
+        if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0,
+                                 g.k, &g.w, h, 0, g.n) != CLATTN_OK ||
+            clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
+            fail_msg("%s: the unfused layers: %s", type_names[t], clattn_last_error(f->ctx));
+        read_back(f->ctx, h, big * g.n, ref);
+        clReleaseMemObject(h);
+        const size_t ms[] = {1, 5, 40};
+        for (size_t mi = 0; mi < 3; mi++) {
+            if (ms[mi] > big)
+                continue;
+            for (size_t p = 0; p < 2; p++) {
+                char what[64];
+                snprintf(what, sizeof(what), "fused, m %zu, %s path", ms[mi], path_names[p]);
+                run(f, &g.w, paths[p], true, ms[mi], x, 0, g.k, y, ldy);
+                compare(type_names[t], what, ms[mi], y, ldy, ref, g.n, n);
+            }
+        }
+        clReleaseMemObject(x);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+}
+
+/* F16 keeps float32 activations (the float program's bytes); Q4_1 switched back to float gives
+ * the float kernels' bytes, which are not the 8-bit ones. */
+static void float_types_and_switching(void **state)
+{
+    fixture *f = *state;
+    static const char *const types[] = {"f16", "q4_1"};
+    for (size_t t = 0; t < 2; t++) {
+        golden g;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, types[t]);
+        golden_load(f->ctx, types[t], &g);
+        const size_t m = 3;
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        float *a = malloc(m * g.n * sizeof(float)), *b = malloc(m * g.n * sizeof(float));
+        assert_true(a && b);
+        run(f, &g.w, CLATTN_QLINEAR_MV, false, m, x, 0, g.k, a, g.n);
+        assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, CLATTN_QLINEAR_FLOAT),
+                         CLATTN_OK);
+        run(f, &g.w, CLATTN_QLINEAR_MV, false, m, x, 0, g.k, b, g.n);
+        assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, CLATTN_QLINEAR_INT8),
+                         CLATTN_OK);
+        bool same = memcmp(a, b, m * g.n * sizeof(float)) == 0;
+        if (t == 0 && !same)
+            fail_msg("f16 with 8-bit activations set: not the float kernels' bytes");
+        if (t == 1 && same)
+            fail_msg("q4_1: the float and the 8-bit kernels gave the same bytes");
+        clReleaseMemObject(x);
+        free(a);
+        free(b);
+        golden_free(&g);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reference_bytes),
+        cmocka_unit_test(strided_rows),
+        cmocka_unit_test(swiglu_fused),
+        cmocka_unit_test(float_types_and_switching),
+    };
+    return cmocka_run_group_tests_name("qlinear_int8", tests, setup, teardown);
+}
