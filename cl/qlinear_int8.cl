@@ -129,6 +129,16 @@ inline int8 qi_dot32_signed(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, sh
 #endif
 }
 
+/* Whether the two 16-value halves of a 32-value group can have different S (Q6_K only). */
+#define QI_HALF_SCALES_q4_0 0
+#define QI_HALF_SCALES_q4_1 0
+#define QI_HALF_SCALES_q5_0 0
+#define QI_HALF_SCALES_q5_1 0
+#define QI_HALF_SCALES_q8_0 0
+#define QI_HALF_SCALES_q4_k 0
+#define QI_HALF_SCALES_q5_k 0
+#define QI_HALF_SCALES_q6_k 1
+
 #define QI_DOT_q4_0 qi_dot32
 #define QI_DOT_q4_1 qi_dot32
 #define QI_DOT_q5_0 qi_dot32
@@ -172,33 +182,54 @@ inline void qi_scales_q5_1(const __global uchar *b, int *s, int *t) { qi_scales_
 inline void qi_scales_q8_0(const __global uchar *b, int *s, int *t) { qi_scales_32(0, s, t); }
 
 /* Q4_K and Q5_K: the 6-bit scales and mins of the 8 sub-blocks (ggml's get_scale_min_k4, on
- * words as ql_subscales_k4). */
+ * words as ql_subscales_k4), each for both of its 16-value groups. */
 inline void qi_scales_k4(const __global uchar *b, int *s, int *t)
 {
     uint lo = ql_u32(b + 4), mid = ql_u32(b + 8), hi = ql_u32(b + 12);
-    uint sc[2] = {lo & 0x3F3F3F3Fu, (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u)};
-    uint mn[2] = {mid & 0x3F3F3F3Fu, ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u)};
-    QL_UNROLL for (uint g = 0; g < 8; ++g) {
-        s[2 * g] = s[2 * g + 1] = (int)((sc[g >> 2] >> (8 * (g & 3))) & 0xFFu);
-        t[2 * g] = t[2 * g + 1] = -(int)((mn[g >> 2] >> (8 * (g & 3))) & 0xFFu);
-    }
+    uint scale_lo = lo & 0x3F3F3F3Fu, scale_hi = (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u);
+    uint min_lo = mid & 0x3F3F3F3Fu, min_hi = ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u);
+    const uint16 byte = (uint16)(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24);
+    const uint16 upper = (uint16)(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    uint16 sc = select((uint16)scale_lo, (uint16)scale_hi, upper == (uint16)1u);
+    uint16 mn = select((uint16)min_lo, (uint16)min_hi, upper == (uint16)1u);
+    vstore16(as_int16((sc >> byte) & (uint16)0xFFu), 0, s);
+    vstore16(-as_int16((mn >> byte) & (uint16)0xFFu), 0, t);
 }
 inline void qi_scales_q4_k(const __global uchar *b, int *s, int *t) { qi_scales_k4(b, s, t); }
 inline void qi_scales_q5_k(const __global uchar *b, int *s, int *t) { qi_scales_k4(b, s, t); }
 
 inline void qi_scales_q6_k(const __global uchar *b, int *s, int *t)
 {
-    const __global char *sc = (const __global char *)(b + 192);
-    QL_UNROLL for (uint h = 0; h < 16; ++h) {
-        s[h] = sc[h];
-        t[h] = -32 * sc[h];
-    }
+    int16 sc = convert_int16(vload16(0, (const __global char *)(b + 192)));
+    vstore16(sc, 0, s);
+    vstore16(sc * (int16)(-32), 0, t);
+}
+
+/* (nibbles of q: the low ones, or the high where `high`) | ((h >> shift) & mask) << 4, for 32
+ * bytes q (qlo, qhi) and h (hlo, hhi): values 0-15 and 16-31 (mask 0: the nibbles alone). On x86
+ * as one 32-byte vector (the halves re-join in qi_dot32 without a shuffle). */
+inline void qi_unpack(uchar16 qlo, uchar16 qhi, uint high, uchar16 hlo, uchar16 hhi, uint shift,
+                      uint mask, uchar16 *ulo, uchar16 *uhi)
+{
+#if defined(__AVX2__)
+    typedef uchar qi_ubytes32 __attribute__((ext_vector_type(32)));
+    qi_ubytes32 q = QI_CAT32(qlo, qhi), h = QI_CAT32(hlo, hhi);
+    qi_ubytes32 low4 = QI_CAT32((uchar16)15, (uchar16)15);
+    qi_ubytes32 v = (high ? q >> (qi_ubytes32)4 : q) & low4;
+    v |= ((h >> (qi_ubytes32)(uchar)shift) & (qi_ubytes32)(uchar)mask) << (qi_ubytes32)4;
+    *ulo = v.lo;
+    *uhi = v.hi;
+#else
+    *ulo = (high ? qlo >> (uchar16)4 : qlo & (uchar16)0x0F) |
+           (((hlo >> (uchar16)shift) & (uchar16)mask) << (uchar16)4);
+    *uhi = (high ? qhi >> (uchar16)4 : qhi & (uchar16)0x0F) |
+           (((hhi >> (uchar16)shift) & (uchar16)mask) << (uchar16)4);
+#endif
 }
 
 inline void qi_nibbles(uchar16 lo, uchar16 hi, uint high, uchar16 *ulo, uchar16 *uhi)
 {
-    *ulo = high ? lo >> (uchar16)4 : lo & (uchar16)0x0F;
-    *uhi = high ? hi >> (uchar16)4 : hi & (uchar16)0x0F;
+    qi_unpack(lo, hi, high, lo, hi, 0, 0, ulo, uhi);
 }
 
 inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
@@ -207,6 +238,7 @@ inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar1
     *ulo = qs & (uchar16)0x0F;
     *uhi = qs >> (uchar16)4;
 }
+
 inline void qi_values_q4_1(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     uchar16 qs = vload16(0, b + 4);
@@ -244,19 +276,26 @@ inline void qi_values_q4_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
 inline void qi_values_q5_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     const __global uchar *q = b + 48 + 32 * (g >> 1);
-    qi_nibbles(vload16(0, q), vload16(1, q), g & 1, ulo, uhi);
-    *ulo |= ((vload16(0, b + 16) >> (uchar16)g) & (uchar16)1) << (uchar16)4;
-    *uhi |= ((vload16(1, b + 16) >> (uchar16)g) & (uchar16)1) << (uchar16)4;
+    qi_unpack(vload16(0, q), vload16(1, q), g & 1, vload16(0, b + 16), vload16(1, b + 16), g, 1,
+              ulo, uhi);
 }
 /* Q6_K: values 32g .. 32g + 31 (cl/qlinear.cl's ql_decode_q6_k without the − 32). */
 inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     const uint h = g >> 2, r = 32 * (g & 3);
     const __global uchar *ql = b + 64 * h + (r & 63), *qh = b + 128 + 32 * h;
-    qi_nibbles(vload16(0, ql), vload16(1, ql), r & 64, ulo, uhi);
-    const uchar16 shift = (uchar16)(2 * (g & 3));
-    *ulo |= ((vload16(0, qh) >> shift) & (uchar16)3) << (uchar16)4;
-    *uhi |= ((vload16(1, qh) >> shift) & (uchar16)3) << (uchar16)4;
+    qi_unpack(vload16(0, ql), vload16(1, ql), r & 64, vload16(0, qh), vload16(1, qh),
+              2 * (g & 3), 3, ulo, uhi);
+}
+
+/* B: Σ_h t[h]·xs[h] over the block's QK / 16 groups (the 16 of a K-quant block as vectors). */
+inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
+{
+    if (qk == 32)
+        return t[0] * xs[0] + t[1] * xs[1];
+    int16 p = vload16(0, t) * convert_int16(vload16(0, xs));
+    return ((p.s0 + p.s1) + (p.s2 + p.s3)) + ((p.s4 + p.s5) + (p.s6 + p.s7)) +
+           ((p.s8 + p.s9) + (p.sa + p.sb)) + ((p.sc + p.sd) + (p.se + p.sf));
 }
 
 /* ---- The kernels. ---------------------------------------------------------------------------- */
@@ -298,7 +337,8 @@ inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
                     uchar16 ulo, uhi;                                                             \
                     qi_values_##TYPE(w_rows[c] + (ulong)blk * (BYTES), g, &ulo, &uhi);            \
                     const short8 slo = (short8)(short)s[c][2 * g];                                \
-                    const short8 shi = (short8)(short)s[c][2 * g + 1];                            \
+                    const short8 shi =                                                            \
+                        QI_HALF_SCALES_##TYPE ? (short8)(short)s[c][2 * g + 1] : slo;             \
                     QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
                         const __global char *xg_ = xq_r[r] + (ulong)blk * (QK) + 32 * g;          \
                         dot[r][c] += QI_DOT_##TYPE(ulo, uhi, vload16(0, xg_), vload16(1, xg_),    \
@@ -310,9 +350,7 @@ inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
                 const float dx = xd_r[r][blk];                                                    \
                 const __global short *xsb_ = xs_r[r] + (ulong)blk * ((QK) / 16);                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
-                    int bsum = 0;                                                                 \
-                    QL_UNROLL for (uint h = 0; h < (QK) / 16; ++h)                                \
-                        bsum += t[c][h] * xsb_[h];                                                \
+                    const int bsum = qi_offset_sum(QK, t[c], xsb_);                               \
                     acc[r][c] = fma(convert_float8(dot[r][c]), (float8)(head[c].x * dx),          \
                                     acc[r][c]);                                                   \
                     off[r][c] = fma(head[c].y * dx, (float)bsum, off[r][c]);                      \

@@ -456,6 +456,8 @@ static void tuning_errors(void **state)
         {"mvc=0", "\"mvc=0\": mvc is out of its range 1..16"},
         {"mvr=2,mvcw=17", "\"mvcw=17\": mvcw is out of its range 1..16"},
         {"tiles=4", "\"tiles=4\": unknown key \"tiles\""},
+        {"mm8c=0", "\"mm8c=0\": mm8c is out of its range 1..16"},
+        {"mm8r=17", "\"mm8r=17\": mm8r is out of its range 1..16"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         clattn_qlinear_program *prog = NULL;

@@ -11,6 +11,7 @@
  *    roundings;
  *  - SwiGLU fused into the epilogue gives the unfused layers' bytes (plain kernel, then
  *    clattn__glu);
+ *  - another tiling (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr) gives the reference's bytes;
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
  *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again.
  */
@@ -279,6 +280,43 @@ static void swiglu_fused(void **state)
     }
 }
 
+/* Another tiling (CLATTN_QLINEAR: matrix–matrix tiles of 3 × 3, which divide neither the 38
+ * columns nor the rows; matrix–vector tiles of 2 columns, 3 rows): the reference's bytes. */
+static void other_tiling(void **state)
+{
+    fixture *f = *state;
+    setenv("CLATTN_QLINEAR", "mm8r=3,mm8c=3,mvc=2,mvcw=2,mvr=3", 1);
+    clattn_qlinear_program *prog = NULL;
+    clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
+    unsetenv("CLATTN_QLINEAR");
+    assert_int_equal(status, CLATTN_OK);
+    assert_int_equal(clattn__qlinear_set_activations(f->ctx, prog, CLATTN_QLINEAR_INT8),
+                     CLATTN_OK);
+    assert_int_equal(clattn__qlinear_params(prog).mm8_rows, 3);
+    clattn_qlinear_program *saved = f->prog;
+    f->prog = prog;
+    static const char *const types[] = {"q4_1", "q6_k"};
+    for (size_t t = 0; t < 2; t++) {
+        golden g;
+        golden_load(f->ctx, types[t], &g);
+        const size_t m = test_small_mode() ? 4 : 11;
+        float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
+        assert_true(ref && y);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x->f32, m, g.k, ref, g.n);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        for (size_t p = 0; p < 2; p++) {
+            run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
+            compare(types[t], path_names[p], m, y, g.n, ref, g.n, g.n);
+        }
+        clReleaseMemObject(x);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+    f->prog = saved;
+    clattn__qlinear_program_release(prog);
+}
+
 /* F16 keeps float32 activations (the float program's bytes); Q4_1 switched back to float gives
  * the float kernels' bytes, which are not the 8-bit ones. */
 static void float_types_and_switching(void **state)
@@ -318,6 +356,7 @@ int main(void)
         cmocka_unit_test(reference_bytes),
         cmocka_unit_test(strided_rows),
         cmocka_unit_test(swiglu_fused),
+        cmocka_unit_test(other_tiling),
         cmocka_unit_test(float_types_and_switching),
     };
     return cmocka_run_group_tests_name("qlinear_int8", tests, setup, teardown);

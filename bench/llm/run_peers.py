@@ -5,7 +5,7 @@ bandwidth ceiling of the OpenCL device.
 
 usage: ~/.cache/clattn/golden-venv/bin/python bench/llm/run_peers.py
            [--models DIR] [--llama-bin DIR] [--out bench/results] [--threads 2] [--repeat 5]
-           [--rounds 3] [--engines llama.cpp,transformers,clattn] [--only NAME,...]
+           [--rounds 3] [--engines llama.cpp,transformers,clattn,clattn-int8] [--only NAME,...]
            [--clattn-cmd TEMPLATE] [--bandwidth-gbs X | --clpeak-platform P --clpeak-device D]
            [--quick]
 
@@ -33,6 +33,8 @@ The engines:
                 whatever the file's type): SmolLM2 from Q4_1, the Qwen3-shaped model from Q8_0.
   clattn        libclattn through --clattn-cmd (see CLATTN SLOT below). Skipped, saying so,
                 until a command is given.
+  clattn-int8   the same command with " --precision int8" appended (bench/llm_bench's 8-bit
+                activations, clattn_llm_set_precision).
 
 The ceiling: decode is bandwidth-bound, so tg tokens/s <= B / (bytes read per token), with B the
 OpenCL device's global memory bandwidth (clpeak's "float8" figure on the PoCL device, run once
@@ -535,7 +537,7 @@ def main():
         return merge_reports(a.merge, a.out)
     engines = [e for e in a.engines.split(",") if e]
     for e in engines:
-        if e not in ("llama.cpp", "transformers", "clattn"):
+        if e not in ("llama.cpp", "transformers", "clattn", "clattn-int8"):
             print(f"run_peers: unknown engine {e}", file=sys.stderr)
             return 2
     models = []
@@ -590,8 +592,9 @@ def main():
             else:
                 if not clattn_cmd:
                     r = {"error": "no command for libclattn yet (--clattn-cmd, CLATTN SLOT)"}
-                else:
-                    r = run_clattn(clattn_cmd, m["path"], a.threads, a.repeat)
+                else:  # clattn-int8: the same command with 8-bit activations
+                    r = run_clattn(clattn_cmd + (" --precision int8" if e == "clattn-int8"
+                                                 else ""), m["path"], a.threads, a.repeat)
             if "error" in r:
                 log(r["error"].splitlines()[0][:300])
             else:

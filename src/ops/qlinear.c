@@ -35,12 +35,6 @@ static const qtype qtypes[] = {
 enum { KIND_MV, KIND_MM, KIND_SWIGLU_MV, KIND_SWIGLU_MM, KIND_COUNT };
 static const char *const kind_names[KIND_COUNT] = {"mv", "mm", "swiglu_mv", "swiglu_mm"};
 
-/* The 8-bit activations' matrix–matrix tile (cl/qlinear_int8.cl's QI_MM_R × QI_MM_C): each
- * (row, column) pair keeps two 8-lane accumulators (integer and float), so a smaller tile than
- * the float one fits the registers. */
-#define I8_MM_ROWS 4
-#define I8_MM_COLS 2
-
 struct clattn_qlinear_program {
     cl_program program;    /* cl/qlinear.cl */
     cl_program i8_program; /* cl/qlinear.cl's helpers and cl/qlinear_int8.cl: built when the
@@ -139,10 +133,16 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     p.mv_max_m = 32;
     p.mm_item_rows = 0;
     p.mv_items = 0;
+    /* The 8-bit activations' matrix–matrix tile (cl/qlinear_int8.cl's QI_MM_R × QI_MM_C): each
+     * (row, column) pair keeps two 8-lane accumulators (integer and float). 8 × 2 with 32 vector
+     * registers (bench/qlinear --model qwen3 --m 512 --int8: the fastest of 4×2, 2×4, 6×2, 4×4,
+     * 8×1, 8×2, 8×3, 12×2, 16×1 and 3×3 on most shapes), 4 × 2 with 16. */
+    p.mm8_rows = native >= 16 ? 8 : 4;
+    p.mm8_cols = 2;
     return p;
 }
 
-/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0" (runtime/env_tuning.h: a
+/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=4,mm8c=2" (runtime/env_tuning.h: a
  * pair it cannot read is an error naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
@@ -151,6 +151,7 @@ static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t 
         {"mvcw", &p->mv_cols_wide, 1, 16},    {"mvi", &p->mv_items, 0, UINT_MAX},
         {"mmr", &p->mm_rows, 1, 16},          {"mmc", &p->mm_cols, 1, 16},
         {"mvmax", &p->mv_max_m, 0, UINT_MAX}, {"mmi", &p->mm_item_rows, 0, UINT_MAX},
+        {"mm8r", &p->mm8_rows, 1, 16},        {"mm8c", &p->mm8_cols, 1, 16},
     };
     return clattn__env_tuning_read("CLATTN_QLINEAR", keys, sizeof(keys) / sizeof(keys[0]), error,
                                    error_size);
@@ -236,7 +237,7 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     int used = snprintf(options, sizeof(options),
                         "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u "
                         "-DQI_MM_R=%u -DQI_MM_C=%u",
-                        p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols, I8_MM_ROWS, I8_MM_COLS);
+                        p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols, p->mm8_rows, p->mm8_cols);
     for (size_t i = 0; i < QTYPE_COUNT && used > 0 && (size_t)used < sizeof(options); i++)
         used += snprintf(options + used, sizeof(options) - (size_t)used, " -DQL_MV_C_%s=%u",
                          qtypes[i].name, mv_cols_of(p, &qtypes[i]));
@@ -454,8 +455,8 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     CLATTN_ARG(&args, yo);
     CLATTN_ARG(&args, uly);
     const clattn_qlinear_params *p = &prog->params;
-    size_t mm_rows = i8 ? I8_MM_ROWS : p->mm_rows;
-    size_t cols = mv ? mv_cols_of(p, t) : i8 ? I8_MM_COLS : p->mm_cols;
+    size_t mm_rows = i8 ? p->mm8_rows : p->mm_rows;
+    size_t cols = mv ? mv_cols_of(p, t) : i8 ? p->mm8_cols : p->mm_cols;
     if (swiglu) /* the kernels' QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
         cols = (cols + 1) / 2;
     size_t col_items = (n + cols - 1) / cols;

@@ -50,6 +50,7 @@ typedef struct clattn_qlinear_params {
     unsigned mv_items;         /* matrix–vector work-items along n, each taking a contiguous
                                 * run of column tiles; 0: eight per compute unit, more where
                                 * a run would be long (qlinear.c) */
+    unsigned mm8_rows, mm8_cols; /* the matrix–matrix tile with 8-bit activations */
 } clattn_qlinear_params;
 
 typedef enum clattn_qlinear_path {
@@ -68,7 +69,7 @@ typedef enum clattn_qlinear_activations {
 } clattn_qlinear_activations;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0"; a pair it
+ * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=4,mm8c=2"; a pair it
  * cannot read, an unknown key or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming
  * the pair). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
