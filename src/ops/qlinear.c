@@ -351,37 +351,47 @@ clattn_qlinear_activations clattn__qlinear_activations(const clattn_qlinear_prog
     return prog->activations;
 }
 
+/* The program's scratch for quantised rows, grown to hold `values` int8 values (a float scale
+ * per 32 values at most, a short sum per 16). */
+static clattn_status ensure_scratch(clattn_context *ctx, const char *fn,
+                                    clattn_qlinear_program *prog, size_t values)
+{
+    if (values <= prog->act_values)
+        return CLATTN_OK;
+    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
+    for (size_t i = 0; i < 3; i++)
+        if (act[i])
+            clReleaseMemObject(act[i]);
+    prog->act_q = prog->act_d = prog->act_s = NULL;
+    prog->act_values = 0;
+    size_t bytes[3] = {values, (values / 32 + 1) * sizeof(float),
+                       (values / 16 + 1) * sizeof(cl_short)};
+    cl_mem *out[3] = {&prog->act_q, &prog->act_d, &prog->act_s};
+    for (size_t i = 0; i < 3; i++) {
+        cl_int err;
+        *out[i] = clCreateBuffer(clattn_context_cl_context(ctx), CL_MEM_READ_WRITE, bytes[i], NULL,
+                                 &err);
+        if (err != CL_SUCCESS)
+            return clattn__fail_cl(ctx, err,
+                                   "%s: clCreateBuffer(%zu bytes) for 8-bit activations failed",
+                                   fn, bytes[i]);
+    }
+    prog->act_values = values;
+    return CLATTN_OK;
+}
+
 /* The quantised rows of x [m, k] for a type of `block` values a block (cl/qlinear_int8.cl's
- * clattn_qlinear_quantize) into the program's scratch, grown to fit. */
+ * clattn_qlinear_quantize) into the program's scratch. */
 static clattn_status quantize_rows(clattn_context *ctx, const char *fn,
                                    clattn_qlinear_program *prog, clattn_op op, size_t m, size_t k,
                                    size_t block, cl_mem x, size_t x_offset, size_t ldx)
 {
     size_t values;
-    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(m, k, &values) && values <= SIZE_MAX / 4,
-                     "[m %zu, k %zu] is too large", m, k);
-    if (values > prog->act_values) {
-        cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
-        for (size_t i = 0; i < 3; i++)
-            if (act[i])
-                clReleaseMemObject(act[i]);
-        prog->act_q = prog->act_d = prog->act_s = NULL;
-        prog->act_values = 0;
-        /* int8 values; a float scale per 32 values at most; a short sum per 16 values */
-        size_t bytes[3] = {values, values / 32 * sizeof(float), values / 16 * sizeof(cl_short)};
-        cl_mem *out[3] = {&prog->act_q, &prog->act_d, &prog->act_s};
-        for (size_t i = 0; i < 3; i++) {
-            cl_int err;
-            *out[i] = clCreateBuffer(clattn_context_cl_context(ctx), CL_MEM_READ_WRITE,
-                                     bytes[i], NULL, &err);
-            if (err != CL_SUCCESS)
-                return clattn__fail_cl(ctx, err,
-                                       "%s: clCreateBuffer(%zu bytes) for 8-bit activations "
-                                       "failed",
-                                       fn, bytes[i]);
-        }
-        prog->act_values = values;
-    }
+    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(m, k, &values), "[m %zu, k %zu] is too large", m,
+                     k);
+    clattn_status status = ensure_scratch(ctx, fn, prog, values);
+    if (status != CLATTN_OK)
+        return status;
     cl_uint um = (cl_uint)m, uk = (cl_uint)k, ub = (cl_uint)block, ulx = (cl_uint)ldx;
     cl_ulong xo = x_offset;
     clattn_kernel_args args = {prog->quantize, 0, CL_SUCCESS};
@@ -425,6 +435,48 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     int mv = path == CLATTN_QLINEAR_MV;
     const qtype *t = &qtypes[index];
     bool i8 = prog->activations == CLATTN_QLINEAR_INT8 && qtype_int8(t);
+    const clattn_qlinear_params *p = &prog->params;
+    size_t mm_rows = i8 ? p->mm8_rows : p->mm_rows;
+    size_t cols = mv ? mv_cols_of(p, t) : i8 ? p->mm8_cols : p->mm_cols;
+    if (swiglu) /* the kernels' QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
+        cols = (cols + 1) / 2;
+    size_t col_items = (n + cols - 1) / cols;
+    /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
+     * x within the cache budget (work-items next to each other share those rows and walk the
+     * weight; each work-item reads its weight rows once for all its rows). */
+    size_t tiles = (m + mm_rows - 1) / mm_rows;
+    size_t x_row_bytes = i8 ? w->k : w->k * sizeof(float);
+    size_t budget_tiles = p->mm_item_rows ? (p->mm_item_rows + mm_rows - 1) / mm_rows
+                                          : prog->x_cache_bytes / (x_row_bytes * mm_rows);
+    if (budget_tiles < 1)
+        budget_tiles = 1;
+    size_t row_items = (tiles + budget_tiles - 1) / budget_tiles;
+    cl_uint rows_per_item = (cl_uint)((tiles + row_items - 1) / row_items * mm_rows);
+    /* The matrix-vector path: all rows in one work-item, up to mv_max_m of them (an m beyond
+     * it, asked for explicitly, in items of mv_max_m rows). A work-item's loops must stay
+     * bounded: Mesa's llvmpipe gave wrong rows from about the 250th on when one work-item
+     * walked 300 rows of a Q4_K weight (it caps the loop iterations of an invocation: 65535,
+     * gallivm's loop limiter, is the likely cause). */
+    if (mv)
+        rows_per_item = (cl_uint)(m < p->mv_max_m || p->mv_max_m == 0 ? m : p->mv_max_m);
+    /* The matrix-vector path's work-items along n: each takes a contiguous run of column tiles
+     * (its weight rows stream in order). Eight per compute unit, to balance the load; more where
+     * a run would exceed MV_ITEM_WORK chunk-rows (16 values of one weight row × one row of x),
+     * for the same bound on a work-item's loops as above. */
+    if (mv) {
+        size_t work = (size_t)rows_per_item * (w->k / 16), items = p->mv_items;
+        if (!items) {
+            items = prog->compute_units * 8;
+            size_t by_work = (col_items * work + MV_ITEM_WORK - 1) / MV_ITEM_WORK;
+            if (items < by_work)
+                items = by_work;
+        }
+        if (items < col_items)
+            col_items = items;
+    }
+    size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
+    size_t local[2] = {1, 1};
+    /* 8-bit activations: x's rows quantised first (one launch), then the i8 kernel on them. */
     if (i8) {
         clattn_status status =
             quantize_rows(ctx, fn, prog, op, m, w->k, t->block_elements, x, x_offset, ldx);
@@ -454,48 +506,7 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     CLATTN_ARG(&args, y);
     CLATTN_ARG(&args, yo);
     CLATTN_ARG(&args, uly);
-    const clattn_qlinear_params *p = &prog->params;
-    size_t mm_rows = i8 ? p->mm8_rows : p->mm_rows;
-    size_t cols = mv ? mv_cols_of(p, t) : i8 ? p->mm8_cols : p->mm_cols;
-    if (swiglu) /* the kernels' QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_C: two weight rows a column */
-        cols = (cols + 1) / 2;
-    size_t col_items = (n + cols - 1) / cols;
-    /* The matrix-matrix path: each work-item takes whole row tiles, as many as keep its rows of
-     * x within the cache budget (work-items next to each other share those rows and walk the
-     * weight; each work-item reads its weight rows once for all its rows). */
-    size_t tiles = (m + mm_rows - 1) / mm_rows;
-    size_t x_row_bytes = i8 ? w->k : w->k * sizeof(float);
-    size_t budget_tiles = p->mm_item_rows ? (p->mm_item_rows + mm_rows - 1) / mm_rows
-                                          : prog->x_cache_bytes / (x_row_bytes * mm_rows);
-    if (budget_tiles < 1)
-        budget_tiles = 1;
-    size_t row_items = (tiles + budget_tiles - 1) / budget_tiles;
-    cl_uint rows_per_item = (cl_uint)((tiles + row_items - 1) / row_items * mm_rows);
-    /* The matrix-vector path: all rows in one work-item, up to mv_max_m of them (an m beyond
-     * it, asked for explicitly, in items of mv_max_m rows). A work-item's loops must stay
-     * bounded: Mesa's llvmpipe gave wrong rows from about the 250th on when one work-item
-     * walked 300 rows of a Q4_K weight (it caps the loop iterations of an invocation: 65535,
-     * gallivm's loop limiter, is the likely cause). */
-    if (mv)
-        rows_per_item = (cl_uint)(m < p->mv_max_m || p->mv_max_m == 0 ? m : p->mv_max_m);
     CLATTN_ARG(&args, rows_per_item);
-    /* The matrix-vector path's work-items along n: each takes a contiguous run of column tiles
-     * (its weight rows stream in order). Eight per compute unit, to balance the load; more where
-     * a run would exceed MV_ITEM_WORK chunk-rows (16 values of one weight row × one row of x),
-     * for the same bound on a work-item's loops as above. */
-    if (mv) {
-        size_t work = (size_t)rows_per_item * (w->k / 16), items = p->mv_items;
-        if (!items) {
-            items = prog->compute_units * 8;
-            size_t by_work = (col_items * work + MV_ITEM_WORK - 1) / MV_ITEM_WORK;
-            if (items < by_work)
-                items = by_work;
-        }
-        if (items < col_items)
-            col_items = items;
-    }
-    size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
-    size_t local[2] = {1, 1};
     static const char *const names[2][KIND_COUNT] = {
         {"qlinear_mv", "qlinear_mm", "qlinear_swiglu_mv", "qlinear_swiglu_mm"},
         {"qlinear_i8_mv", "qlinear_i8_mm", "qlinear_i8_swiglu_mv", "qlinear_i8_swiglu_mm"}};
