@@ -211,7 +211,8 @@ inline void qi_scales_k4(const __global uchar *b, int *s, int *t)
 {
     uint lo = ql_u32(b + 4), mid = ql_u32(b + 8), hi = ql_u32(b + 12);
     uint scale_lo = lo & 0x3F3F3F3Fu, scale_hi = (hi & 0x0F0F0F0Fu) | ((lo >> 2) & 0x30303030u);
-    uint min_lo = mid & 0x3F3F3F3Fu, min_hi = ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u);
+    uint min_lo = mid & 0x3F3F3F3Fu;
+    uint min_hi = ((hi >> 4) & 0x0F0F0F0Fu) | ((mid >> 2) & 0x30303030u);
     const uint16 byte = (uint16)(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24);
     const uint16 upper = (uint16)(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     uint16 sc = select((uint16)scale_lo, (uint16)scale_hi, upper == (uint16)1u);

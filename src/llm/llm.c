@@ -69,7 +69,8 @@ clattn_status clattn_llm_set_precision(clattn_llm *llm, clattn_precision precisi
                             fn);
     }
     return clattn__qlinear_set_activations(
-        ctx, prog, precision == CLATTN_PRECISION_INT8 ? CLATTN_QLINEAR_INT8 : CLATTN_QLINEAR_FLOAT);
+        ctx, prog,
+        precision == CLATTN_PRECISION_INT8 ? CLATTN_QLINEAR_INT8 : CLATTN_QLINEAR_FLOAT);
 }
 
 const clattn_gguf *clattn__llm_gguf(const clattn_llm *llm) { return llm->model->g; }

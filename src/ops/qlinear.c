@@ -142,8 +142,8 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     return p;
 }
 
-/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=4,mm8c=2" (runtime/env_tuning.h: a
- * pair it cannot read is an error naming it). */
+/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2"
+ * (runtime/env_tuning.h: a pair it cannot read is an error naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
     const clattn_env_tuning_key keys[] = {
@@ -244,7 +244,8 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     snprintf(prog->options, sizeof(prog->options), "%s", options);
     const char *source = (const char *)clattn__qlinear_sources[0].data;
     size_t length = clattn__qlinear_sources[0].size;
-    clattn_status status = clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
+    clattn_status status =
+        clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
     for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
         for (size_t kind = 0; status == CLATTN_OK && kind < KIND_COUNT; kind++)
             status = create_kernel(ctx, fn, prog->program, "", kind, &qtypes[i],
@@ -314,8 +315,8 @@ static clattn_status build_i8(clattn_context *ctx, clattn_qlinear_program *prog)
         cl_int err;
         quantize = clCreateKernel(program, "clattn_qlinear_quantize", &err);
         if (err != CL_SUCCESS)
-            status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(clattn_qlinear_quantize) failed",
-                                     fn);
+            status = clattn__fail_cl(ctx, err,
+                                     "%s: clCreateKernel(clattn_qlinear_quantize) failed", fn);
     }
     if (status != CLATTN_OK) {
         for (size_t i = 0; i < QTYPE_COUNT; i++)

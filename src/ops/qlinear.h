@@ -69,9 +69,9 @@ typedef enum clattn_qlinear_activations {
 } clattn_qlinear_activations;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=4,mm8c=2"; a pair it
- * cannot read, an unknown key or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming
- * the pair). */
+ * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2";
+ * a pair it cannot read, an unknown key or a value out of range is
+ * CLATTN_ERROR_INVALID_ARGUMENT naming the pair). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
