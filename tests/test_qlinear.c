@@ -25,6 +25,7 @@
  * is within 2u·|w| + 3u·|a·q| of gguf-py's, which adds 2u · yabs + 3u · ydq (the golden's
  * |x|·|a·q|ᵀ).
  */
+#include "common/qlinear_golden.h"
 #include "common/test_util.h"
 
 #include "formats/gguf.h"
@@ -70,93 +71,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One golden case: the weight uploaded, x, y and the bound's |x|·|w|. */
-typedef struct golden {
-    clattn_qweight w;
-    size_t n, k, m;
-    float *x;          /* [m, k] */
-    float *y, *yabs;   /* [m, n] */
-    float *ydq;        /* [m, n], or NULL for the types decoded without fma */
-    clattn_npy_array *arrays[4];
-} golden;
-
-static clattn_npy_array *read_npy(const char *type, const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/qlinear/%s/%s", GOLDEN_DIR, type, file);
-    clattn_npy_array *a = NULL;
-    if (clattn_npy_read_f32(&a, path) != CLATTN_OK)
-        fail_msg("%s: %s", path, clattn_last_error(NULL));
-    return a;
-}
-
-static void golden_load(clattn_context *ctx, const char *type, golden *g)
-{
-    memset(g, 0, sizeof(*g));
-    char path[512];
-    snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, type);
-    json_error_t error;
-    json_t *meta = json_load_file(path, 0, &error);
-    if (!meta)
-        fail_msg("%s: %s", path, error.text);
-    g->n = (size_t)json_integer_value(json_object_get(meta, "n"));
-    g->k = (size_t)json_integer_value(json_object_get(meta, "k"));
-    g->m = (size_t)json_integer_value(json_object_get(meta, "m"));
-    uint32_t ggml_type = (uint32_t)json_integer_value(json_object_get(meta, "ggml_type"));
-    json_decref(meta);
-
-    clattn_npy_array *w = read_npy(type, "w.npy");
-    assert_int_equal(w->ndim, 2);
-    assert_int_equal(w->shape[0], g->n);
-    unsigned char *bytes = malloc(w->numel);
-    assert_non_null(bytes);
-    for (size_t i = 0; i < w->numel; i++)
-        bytes[i] = (unsigned char)w->f32[i];
-    assert_int_equal(clattn__qweight_upload(ctx, ggml_type, g->n, g->k, bytes, w->numel, &g->w),
-                     CLATTN_OK);
-    free(bytes);
-    clattn_npy_array_destroy(&w);
-    g->arrays[0] = read_npy(type, "x.npy");
-    g->arrays[1] = read_npy(type, "y.npy");
-    g->arrays[2] = read_npy(type, "yabs.npy");
-    assert_int_equal(g->arrays[0]->numel, g->m * g->k);
-    assert_int_equal(g->arrays[1]->numel, g->m * g->n);
-    snprintf(path, sizeof(path), "%s/qlinear/%s/ydq.npy", GOLDEN_DIR, type);
-    FILE *probe = fopen(path, "rb");
-    if (probe) {
-        fclose(probe);
-        g->arrays[3] = read_npy(type, "ydq.npy");
-        assert_int_equal(g->arrays[3]->numel, g->m * g->n);
-        g->ydq = g->arrays[3]->f32;
-    }
-    g->x = g->arrays[0]->f32;
-    g->y = g->arrays[1]->f32;
-    g->yabs = g->arrays[2]->f32;
-}
-
-static void golden_free(golden *g)
-{
-    clattn__qweight_release(&g->w);
-    for (int i = 0; i < 4; i++)
-        clattn_npy_array_destroy(&g->arrays[i]);
-}
-
-static cl_mem buffer(clattn_context *ctx, size_t floats, const float *init)
-{
-    cl_int err;
-    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
-                                CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
-                                floats * sizeof(float), (void *)init, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    return mem;
-}
-
-static void read_back(clattn_context *ctx, cl_mem mem, size_t floats, float *out)
-{
-    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(ctx), mem, CL_TRUE, 0,
-                                         floats * sizeof(float), out, 0, NULL, NULL),
-                     CL_SUCCESS);
-}
+typedef qlinear_golden golden;
+#define golden_load qlinear_golden_load
+#define golden_free qlinear_golden_free
+#define buffer qlinear_test_buffer
+#define read_back qlinear_test_read
 
 /* y [m, ldy] = x [m rows from x_row of an [rows, ldx] array] · Wᵀ on `path`; y NaN-filled first
  * so that an element not written shows. */

@@ -15,6 +15,7 @@
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
  *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again.
  */
+#include "common/qlinear_golden.h"
 #include "common/test_util.h"
 #include "ref/ref_qlinear_int8.h"
 
@@ -67,78 +68,11 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct golden {
-    clattn_qweight w;
-    uint32_t type;
-    size_t n, k, m;
-    unsigned char *bytes;
-    clattn_npy_array *x, *y, *yabs;
-} golden;
-
-static clattn_npy_array *read_npy(const char *type, const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/qlinear/%s/%s", GOLDEN_DIR, type, file);
-    clattn_npy_array *a = NULL;
-    if (clattn_npy_read_f32(&a, path) != CLATTN_OK)
-        fail_msg("%s: %s", path, clattn_last_error(NULL));
-    return a;
-}
-
-static void golden_load(clattn_context *ctx, const char *type, golden *g)
-{
-    memset(g, 0, sizeof(*g));
-    char path[512];
-    snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, type);
-    json_error_t error;
-    json_t *meta = json_load_file(path, 0, &error);
-    if (!meta)
-        fail_msg("%s: %s", path, error.text);
-    g->n = (size_t)json_integer_value(json_object_get(meta, "n"));
-    g->k = (size_t)json_integer_value(json_object_get(meta, "k"));
-    g->m = (size_t)json_integer_value(json_object_get(meta, "m"));
-    g->type = (uint32_t)json_integer_value(json_object_get(meta, "ggml_type"));
-    json_decref(meta);
-    clattn_npy_array *w = read_npy(type, "w.npy");
-    g->bytes = malloc(w->numel);
-    assert_non_null(g->bytes);
-    for (size_t i = 0; i < w->numel; i++)
-        g->bytes[i] = (unsigned char)w->f32[i];
-    assert_int_equal(clattn__qweight_upload(ctx, g->type, g->n, g->k, g->bytes, w->numel, &g->w),
-                     CLATTN_OK);
-    clattn_npy_array_destroy(&w);
-    g->x = read_npy(type, "x.npy");
-    g->y = read_npy(type, "y.npy");
-    g->yabs = read_npy(type, "yabs.npy");
-    assert_int_equal(g->x->numel, g->m * g->k);
-    assert_int_equal(g->y->numel, g->m * g->n);
-}
-
-static void golden_free(golden *g)
-{
-    clattn__qweight_release(&g->w);
-    free(g->bytes);
-    clattn_npy_array_destroy(&g->x);
-    clattn_npy_array_destroy(&g->y);
-    clattn_npy_array_destroy(&g->yabs);
-}
-
-static cl_mem buffer(clattn_context *ctx, size_t floats, const float *init)
-{
-    cl_int err;
-    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
-                                CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0),
-                                floats * sizeof(float), (void *)init, &err);
-    assert_int_equal(err, CL_SUCCESS);
-    return mem;
-}
-
-static void read_back(clattn_context *ctx, cl_mem mem, size_t floats, float *out)
-{
-    assert_int_equal(clEnqueueReadBuffer(clattn_context_queue(ctx), mem, CL_TRUE, 0,
-                                         floats * sizeof(float), out, 0, NULL, NULL),
-                     CL_SUCCESS);
-}
+typedef qlinear_golden golden;
+#define golden_load qlinear_golden_load
+#define golden_free qlinear_golden_free
+#define buffer qlinear_test_buffer
+#define read_back qlinear_test_read
 
 /* y [m, ldy] (NaN-filled first) from rows x_row .. of x [., ldx] on `path`. */
 static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, bool swiglu,
@@ -184,18 +118,18 @@ static void reference_bytes(void **state)
         golden_load(f->ctx, type_names[t], &g);
         float *ref = malloc(g.m * g.n * sizeof(float)), *y = malloc(g.m * g.n * sizeof(float));
         assert_true(ref && y);
-        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x->f32, g.m, g.k, ref, g.n);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, g.m, g.k, ref, g.n);
         for (size_t i = 0; i < g.m * g.n; i++) {
             size_t r = i / g.n, j = i % g.n;
-            double bound = ref_qi_rounding_bound(g.type, g.bytes, g.k, j, g.x->f32 + r * g.k) +
-                           1e-5 * g.yabs->f32[i] + 1e-6;
-            double err = fabs((double)ref[i] - (double)g.y->f32[i]);
+            double bound = ref_qi_rounding_bound(g.type, g.bytes, g.k, j, g.x + r * g.k) +
+                           1e-5 * g.yabs[i] + 1e-6;
+            double err = fabs((double)ref[i] - (double)g.y[i]);
             if (!(err <= bound))
                 fail_msg("%s: the reference's y[%zu, %zu] = %.9g is %.3g from the golden %.9g, "
                          "beyond the activations' rounding bound %.3g",
-                         type_names[t], r, j, ref[i], err, g.y->f32[i], bound);
+                         type_names[t], r, j, ref[i], err, g.y[i], bound);
         }
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
         for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
             if (test_small_mode() && ms[mi] > 3)
                 continue;
@@ -252,7 +186,7 @@ static void swiglu_fused(void **state)
         golden g;
         golden_load(f->ctx, type_names[t], &g);
         const size_t n = g.n / 2, ldy = n + 3;
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
         float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
         assert_true(ref && y);
         cl_mem h = buffer(f->ctx, big * g.n, NULL);
@@ -302,8 +236,8 @@ static void other_tiling(void **state)
         const size_t m = test_small_mode() ? 4 : 11;
         float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
         assert_true(ref && y);
-        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x->f32, m, g.k, ref, g.n);
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, m, g.k, ref, g.n);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
         for (size_t p = 0; p < 2; p++) {
             run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
             compare(types[t], path_names[p], m, y, g.n, ref, g.n, g.n);
@@ -329,7 +263,7 @@ static void float_types_and_switching(void **state)
         snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, types[t]);
         golden_load(f->ctx, types[t], &g);
         const size_t m = 3;
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x->f32);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
         float *a = malloc(m * g.n * sizeof(float)), *b = malloc(m * g.n * sizeof(float));
         assert_true(a && b);
         run(f, &g.w, CLATTN_QLINEAR_MV, false, m, x, 0, g.k, a, g.n);

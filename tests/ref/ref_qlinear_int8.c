@@ -163,20 +163,47 @@ void ref_qi_quantize(const float *x, size_t k, size_t qb, int8_t *q, float *d, i
     }
 }
 
+/* A row's quantised activations and one block's values: the working memory of both entries. */
+typedef struct work {
+    size_t qb, bb; /* the type's block: values, bytes */
+    int8_t *q;
+    float *d;
+    int16_t *s;
+    block_values *v;
+} work;
+
+static void work_init(work *w, uint32_t type, size_t k)
+{
+    if (!ref_qi_type(type, &w->qb, &w->bb))
+        abort();
+    w->q = malloc(k);
+    w->d = malloc(k / w->qb * sizeof(float));
+    w->s = malloc(k / 16 * sizeof(int16_t));
+    w->v = malloc(sizeof(*w->v));
+    if (!w->q || !w->d || !w->s || !w->v)
+        abort();
+}
+
+static void work_free(work *w)
+{
+    free(w->q);
+    free(w->d);
+    free(w->s);
+    free(w->v);
+}
+
 void ref_qi_linear(uint32_t type, const unsigned char *bytes, size_t n, size_t k, const float *x,
                    size_t m, size_t ldx, float *y, size_t ldy)
 {
-    size_t qb = 0, bb = 0;
-    if (!ref_qi_type(type, &qb, &bb))
-        abort();
-    int8_t *q = malloc(k);
-    float *d = malloc(k / qb * sizeof(float));
-    int16_t *s = malloc(k / 16 * sizeof(int16_t));
-    block_values *v = malloc(sizeof(*v));
-    if (!q || !d || !s || !v)
-        abort();
+    work w;
+    work_init(&w, type, k);
+    const size_t qb = w.qb, bb = w.bb;
+    const int8_t *q = w.q;
+    const float *d = w.d;
+    const int16_t *s = w.s;
+    block_values *v = w.v;
     for (size_t r = 0; r < m; r++) {
-        ref_qi_quantize(x + r * ldx, k, qb, q, d, s);
+        ref_qi_quantize(x + r * ldx, k, qb, w.q, w.d, w.s);
         for (size_t j = 0; j < n; j++) {
             float acc[8] = {0}, off = 0.0f;
             for (size_t b = 0; b < k / qb; b++) {
@@ -197,36 +224,24 @@ void ref_qi_linear(uint32_t type, const unsigned char *bytes, size_t n, size_t k
             y[r * ldy + j] = (s0 + s1) + off;
         }
     }
-    free(q);
-    free(d);
-    free(s);
-    free(v);
+    work_free(&w);
 }
 
 double ref_qi_rounding_bound(uint32_t type, const unsigned char *bytes, size_t k, size_t j,
                              const float *x_row)
 {
-    size_t qb = 0, bb = 0;
-    if (!ref_qi_type(type, &qb, &bb))
-        abort();
-    int8_t *q = malloc(k);
-    float *d = malloc(k / qb * sizeof(float));
-    int16_t *s = malloc(k / 16 * sizeof(int16_t));
-    block_values *v = malloc(sizeof(*v));
-    if (!q || !d || !s || !v)
-        abort();
-    ref_qi_quantize(x_row, k, qb, q, d, s);
+    work w;
+    work_init(&w, type, k);
+    ref_qi_quantize(x_row, k, w.qb, w.q, w.d, w.s);
     double bound = 0.0;
-    for (size_t b = 0; b < k / qb; b++) {
-        read_block(type, bytes + (j * (k / qb) + b) * bb, v);
-        for (size_t i = 0; i < qb; i++) {
-            double w = (double)v->d * v->s[i / 16] * v->u[i] + (double)v->o * v->t[i / 16];
-            bound += fabs(w) * d[b] / 2.0;
+    for (size_t b = 0; b < k / w.qb; b++) {
+        const block_values *v = w.v;
+        read_block(type, bytes + (j * (k / w.qb) + b) * w.bb, w.v);
+        for (size_t i = 0; i < w.qb; i++) {
+            double value = (double)v->d * v->s[i / 16] * v->u[i] + (double)v->o * v->t[i / 16];
+            bound += fabs(value) * w.d[b] / 2.0;
         }
     }
-    free(q);
-    free(d);
-    free(s);
-    free(v);
+    work_free(&w);
     return bound;
 }
