@@ -259,8 +259,6 @@ static void float_types_and_switching(void **state)
     static const char *const types[] = {"f16", "q4_1"};
     for (size_t t = 0; t < 2; t++) {
         golden g;
-        char path[512];
-        snprintf(path, sizeof(path), "%s/qlinear/%s/meta.json", GOLDEN_DIR, types[t]);
         golden_load(f->ctx, types[t], &g);
         const size_t m = 3;
         cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
