@@ -107,6 +107,44 @@ bool clattn__onednn_available(void)
     return !load_error[0];
 }
 
+/* Whether oneDNN runs a float32 matmul with its brgemm implementation ("brg:…": AVX-512 and
+ * newer instruction sets), asked once of a primitive for 512 × 1024 × 1024 on a CPU engine of
+ * its own. */
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static bool f32_brgemm;
+
+static void probe(void)
+{
+    dnnl_engine_t engine = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_desc_t src, weights, dst;
+    dnnl_matmul_desc_t desc;
+    const char *impl = NULL;
+    if (D(dnnl_engine_create)(&engine, dnnl_cpu, 0) == dnnl_success &&
+        D(dnnl_memory_desc_init_by_tag)(&src, 2, (dnnl_dims_t){512, 1024}, dnnl_f32, dnnl_ab) ==
+            dnnl_success &&
+        D(dnnl_memory_desc_init_by_tag)(&weights, 2, (dnnl_dims_t){1024, 1024}, dnnl_f32,
+                                        dnnl_format_tag_any) == dnnl_success &&
+        D(dnnl_memory_desc_init_by_tag)(&dst, 2, (dnnl_dims_t){512, 1024}, dnnl_f32, dnnl_ab) ==
+            dnnl_success &&
+        D(dnnl_matmul_desc_init)(&desc, &src, &weights, NULL, &dst) == dnnl_success &&
+        D(dnnl_primitive_desc_create)(&pd, &desc, NULL, engine, NULL) == dnnl_success &&
+        D(dnnl_primitive_desc_query)(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success)
+        f32_brgemm = impl && strncmp(impl, "brg", 3) == 0;
+    if (pd)
+        D(dnnl_primitive_desc_destroy)(pd);
+    if (engine)
+        D(dnnl_engine_destroy)(engine);
+}
+
+bool clattn__onednn_f32_row_invariant(void)
+{
+    if (!clattn__onednn_available())
+        return false;
+    pthread_once(&probe_once, probe);
+    return f32_brgemm;
+}
+
 /* Primitives kept per context, by shape: a model's GEMMs come in a handful of (n, k) pairs, times
  * the row counts its batches have. The least recently used one makes room (oneDNN's own
  * primitive cache then often still has its compiled kernel). */

@@ -41,6 +41,21 @@ static inline bool clattn__onednn_available(void)
 }
 #endif
 
+/* Whether oneDNN's float32 matmul gives a row the same bytes whatever the number of rows
+ * (batch invariance, clattn/context.h): where it runs as brgemm (AVX-512 and newer: its blocks
+ * follow the instruction set, n and k, never m). On AVX2 it runs its jit sgemm ("gemm:jit"),
+ * whose rows changed with the row count: a tiny LLM's 3-token prompt and its 7-token forward
+ * gave the shared rows different logits on a Zen 3 EPYC (tests/test_llm.c, the Hugging Face
+ * folders). False where oneDNN is unavailable. Thread-safe; the first call asks oneDNN. */
+#ifdef CLATTN_HAVE_ONEDNN
+bool clattn__onednn_f32_row_invariant(void);
+#else
+static inline bool clattn__onednn_f32_row_invariant(void)
+{
+    return false;
+}
+#endif
+
 /* The per-context state (engine, stream, primitives by shape): made on first use, released by
  * clattn__onednn_destroy at context destruction. */
 typedef struct clattn_onednn clattn_onednn;

@@ -188,11 +188,14 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
     }
     while (t->fused_wg > max_wg)
         t->fused_wg /= 2;
-    /* CPU devices in builds with oneDNN: its GEMMs on the buffers' host memory (gemm_onednn.h).
-     * Else, on PoCL's CPU devices, the library's GEMM (CLBlast's kernels reach a fifth of the peak
-     * there; docs/pocl-cpu-performance.md); not on Mesa's llvmpipe, which runs work-items as
-     * SIMD lanes: there a work-item's register tile is the wrong shape. */
-    t->gemm_kernel = max_gemm_kernel(info) == 2 ? 2 : pocl_cpu;
+    /* CPU devices in builds with oneDNN, where its float32 matmul keeps a row's bytes whatever
+     * the row count (brgemm: AVX-512 and newer): its GEMMs on the buffers' host memory
+     * (gemm_onednn.h). Else, on PoCL's CPU devices, the library's GEMM (row-invariant; CLBlast's
+     * kernels reach a fifth of the peak there; docs/pocl-cpu-performance.md); not on Mesa's
+     * llvmpipe, which runs work-items as SIMD lanes: there a work-item's register tile is the
+     * wrong shape. */
+    t->gemm_kernel =
+        max_gemm_kernel(info) == 2 && clattn__onednn_f32_row_invariant() ? 2 : pocl_cpu;
     /* The micro-tiled attention variant on PoCL's CPU devices (on llvmpipe it was 2.8x slower
      * than the plain kernel: one work-item's 8 x 16 register tile is the wrong shape for SIMD
      * lanes). */
