@@ -537,6 +537,102 @@ __kernel void clattn_fused_attention_tiled_rows(CLATTN_VIEW_PARAMS(q), CLATTN_VI
 {
     clattn_tiled_attention(CLATTN_TILED_ARGS CLATTN_TILED_MOD_ARGS, 1);
 }
+
+#if DK % 16 == 0 && DV % 16 == 0 && !defined(CLATTN_FUSED_MODS)
+/* The 16 lanes' sum in clattn_tiled_attention's order for its tile sums (pairs 8 apart, then 4,
+ * 2 and 1 apart), component by component (oclgrind 21.10 misreads .lo/.hi of 16-wide vectors). */
+inline float clattn_lane_sum16(float16 p)
+{
+    float q0 = p.s0 + p.s8, q1 = p.s1 + p.s9, q2 = p.s2 + p.sa, q3 = p.s3 + p.sb;
+    float q4 = p.s4 + p.sc, q5 = p.s5 + p.sd, q6 = p.s6 + p.se, q7 = p.s7 + p.sf;
+    float r0 = q0 + q4, r1 = q1 + q5, r2 = q2 + q6, r3 = q3 + q7;
+    return (r0 + r2) + (r1 + r3);
+}
+
+inline float clattn_lane_max16(float16 s)
+{
+    float8 a = fmax(s.s01234567, s.s89abcdef);
+    float4 b = fmax(a.s0123, a.s4567);
+    return fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3));
+}
+
+/* One query per work-item against keys read where they are (a decode step against its cache):
+ * clattn_tiled_attention's arithmetic for one of its lanes, with the vectors' 16 lanes holding
+ * 16 keys (scores and weights: each key's score the same chain of fma over c, the keys' row
+ * components transposed in registers 16 × 16 at a time) or 16 value columns (the weighted sums)
+ * instead of 16 queries. Each query's every operation is the tiled kernels' for it, in the same
+ * order and at the same vector width (exp and the division on float16 vectors), so its output
+ * is the same bytes as theirs, for a sixteenth of the work. Without masks or score modifiers
+ * (causal or not); the host checks. NDRange (nq, pairs), any local size. */
+__kernel void clattn_fused_attention_query(CLATTN_VIEW_PARAMS(q), CLATTN_VIEW_PARAMS(kt),
+                                           CLATTN_VIEW_PARAMS(v), CLATTN_OUT_VIEW_PARAMS(o),
+                                           uint heads, uint kv_group, uint pairs, uint nq,
+                                           uint nk, float scale, CLATTN_MASK_PARAMS)
+{
+    uint i = get_global_id(0), bh = get_global_id(1);
+    if (i >= nq || bh >= pairs)
+        return;
+    CLATTN_SPLIT_PAIR(bh, heads, b, h);
+    __global const float *kb = CLATTN_VIEW_ROW(kt, b, h / kv_group, 0);
+    __global const float *vb = CLATTN_VIEW_ROW(v, b, h / kv_group, 0); /* GQA: its kv head */
+    __global const float *qi = CLATTN_VIEW_ROW(q, b, h, i);
+    float qv[DK]; /* the query, pre-scaled */
+    for (int c0 = 0; c0 < DK; c0 += 16)
+        vstore16(vload16(0, qi + c0) * scale, 0, qv + c0);
+    float16 acc[DV / 16]; /* Σ exp(s - m) · v, columns 16c .. 16c + 15 */
+    for (int c = 0; c < DV / 16; c++)
+        acc[c] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    uint end = causal ? min(nk, i + 1 + causal_shift) : nk;
+    for (uint j0 = 0; j0 < end; j0 += TT) {
+        __global const float *krow[TT];
+#pragma unroll
+        for (int t = 0; t < TT; t++)
+            krow[t] = kb + (ulong)min(j0 + t, nk - 1) * kt_sn; /* past nk: row nk - 1, masked */
+        float16 s = 0.0f;
+        for (int c0 = 0; c0 < DK; c0 += 16) {
+            float16 x[16];
+#pragma unroll
+            for (int t = 0; t < TT; t++)
+                x[t] = vload16(0, krow[t] + c0);
+            clattn_transpose16(x); /* x[c]: component c0 + c of the 16 keys */
+#pragma unroll
+            for (int c = 0; c < 16; c++)
+                s = fma((float16)(qv[c0 + c]), x[c], s);
+        }
+        if (j0 + TT > end) { /* keys past the end or after the query's causal limit */
+            float sp[TT];
+            vstore16(s, 0, sp);
+            for (int t = 0; t < TT; t++)
+                if (j0 + t >= end)
+                    sp[t] = -INFINITY;
+            s = vload16(0, sp);
+        }
+        float m_new = fmax(m, clattn_lane_max16(s));
+        /* exp on a float16 vector, as the tiled kernels take it (lane 0 used) */
+        float correction = m_new > m ? exp((float16)(m - m_new)).s0 : 1.0f;
+        float base = m_new == -INFINITY ? 0.0f : m_new;
+        m = m_new;
+        float p[TT];
+        vstore16(exp(s - (float16)(base)), 0, p);
+        l = l * correction;
+        l = l + clattn_lane_sum16(vload16(0, p));
+        for (int c = 0; c < DV / 16; c++) {
+            float16 a = acc[c] * correction;
+#pragma unroll
+            for (int t = 0; t < TT; t++)
+                a = fma((float16)(p[t]), vload16(0, vb + (ulong)min(j0 + t, nk - 1) * v_sn +
+                                                        16 * c),
+                        a);
+            acc[c] = a;
+        }
+    }
+    float inv = l > 0.0f ? ((float16)(1.0f) / (float16)(l)).s0 : 0.0f;
+    __global float *out = CLATTN_VIEW_ROW(o, b, h, i);
+    for (int c = 0; c < DV / 16; c++)
+        vstore16(acc[c] * inv, 0, out + 16 * c);
+}
+#endif
 #endif /* !CLATTN_FUSED_LOCAL && !CLATTN_FUSED_KV_HALF */
 
 /* Merges the splits' partial states of query i of pair bh: with M the largest of their maxima,

@@ -157,6 +157,16 @@ static clattn_status tiled(clattn_context *ctx, const clattn_fused_program *prog
                            const clattn_attention_problem *given)
 {
     if (given->seq_q <= CLATTN_TILED_QUERIES) {
+        /* Without masks or modifiers, one query per work-item with the same bytes per row
+         * (clattn_fused_attention_query: its vectors' lanes hold keys or value columns rather
+         * than the block's 16 queries, of which a decode step fills one). */
+        bool masked = given->attn_mask.kind || given->key_padding_mask.kind;
+        if (prog->query && !masked && !given->mods.flags) {
+            clattn_kernel_args args = {prog->query, 0, CL_SUCCESS};
+            common_args(&args, given);
+            size_t global[2] = {given->seq_q, given->batch * given->heads}, local[2] = {1, 1};
+            return count_and_launch(ctx, given, &args, 2, global, local);
+        }
         clattn_kernel_args args = {prog->tiled_rows, 0, CL_SUCCESS};
         common_args(&args, given);
         if (given->mods.flags)

@@ -34,8 +34,8 @@ static size_t local_block(const clattn_context *ctx, size_t dk, size_t dv)
 
 static void program_release(clattn_fused_program *p)
 {
-    cl_kernel kernels[5] = {p->kernel, p->unstaged, p->combine, p->tiled, p->tiled_rows};
-    for (int i = 0; i < 5; i++)
+    cl_kernel kernels[6] = {p->kernel, p->unstaged, p->combine, p->tiled, p->tiled_rows, p->query};
+    for (int i = 0; i < 6; i++)
         if (kernels[i])
             clReleaseKernel(kernels[i]);
     if (p->program)
@@ -87,10 +87,17 @@ static clattn_status build(clattn_context *ctx, size_t dk, size_t dv, bool kv_ha
     if (status != CLATTN_OK)
         return status;
     const char *name = p.local ? "clattn_fused_attention_local" : "clattn_fused_attention";
-    const char *names[5] = {name, "clattn_fused_attention", "clattn_split_combine",
-                            "clattn_fused_attention_tiled", "clattn_fused_attention_tiled_rows"};
-    cl_kernel *kernels[5] = {&p.kernel, &p.unstaged, &p.combine, &p.tiled, &p.tiled_rows};
-    int count = p.local || kv_half ? 3 : 5; /* the tiled variants: unstaged float programs */
+    const char *names[6] = {name,
+                            "clattn_fused_attention",
+                            "clattn_split_combine",
+                            "clattn_fused_attention_tiled",
+                            "clattn_fused_attention_tiled_rows",
+                            "clattn_fused_attention_query"};
+    cl_kernel *kernels[6] = {&p.kernel,        &p.unstaged, &p.combine, &p.tiled,
+                             &p.tiled_rows,    &p.query};
+    /* the tiled variants: unstaged float programs; the one-query kernel where its 16-wide
+     * transposes and value columns fit the head widths, without modifiers */
+    int count = p.local || kv_half ? 3 : dk % 16 == 0 && dv % 16 == 0 && !mods ? 6 : 5;
     for (int i = 0; i < count; i++) {
         cl_int err = CL_SUCCESS;
         *kernels[i] = clCreateKernel(p.program, names[i], &err);

@@ -23,6 +23,8 @@ typedef struct clattn_fused_program {
     cl_kernel combine;  /* clattn_split_combine: the second pass */
     cl_kernel tiled;    /* clattn_fused_attention_tiled (unstaged float programs), else NULL */
     cl_kernel tiled_rows; /* clattn_fused_attention_tiled_rows (with `tiled`), else NULL */
+    cl_kernel query; /* clattn_fused_attention_query (with `tiled`, d_k and d_v multiples of 16,
+                      * no modifiers), else NULL */
     bool local;         /* `kernel` stages keys and values through __local memory */
     size_t qpw, tk, wg; /* queries per work-item, keys per block, work-group size */
     size_t unstaged_tk; /* keys per block of `unstaged` (1, 2, 4, 8 or 16) */
