@@ -313,14 +313,24 @@ inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
               2 * (g & 3), 3, ulo, uhi);
 }
 
-/* B: Σ_h t[h]·xs[h] over the block's QK / 16 groups (the 16 of a K-quant block as vectors). */
+/* B: Σ_h t[h]·xs[h] over the block's QK / 16 groups (the 16 of a K-quant block as vectors; an
+ * exact integer in any order: on x86 one vpmaddwd of the 16-bit values, |t| ≤ 32·128, |xs| ≤
+ * 16·127, then the eight 32-bit lanes halved three times). */
 inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
 {
     if (qk == 32)
         return t[0] * xs[0] + t[1] * xs[1];
+#if defined(__AVX2__)
+    short16 ts = convert_short16(vload16(0, t)), xv = vload16(0, xs);
+    int8 p = as_int8(__builtin_ia32_pmaddwd256((qi_shorts16)ts, (qi_shorts16)xv));
+    int4 q = p.lo + p.hi;
+    int2 r = q.lo + q.hi;
+    return r.x + r.y;
+#else
     int16 p = vload16(0, t) * convert_int16(vload16(0, xs));
     return ((p.s0 + p.s1) + (p.s2 + p.s3)) + ((p.s4 + p.s5) + (p.s6 + p.s7)) +
            ((p.s8 + p.s9) + (p.sa + p.sb)) + ((p.sc + p.sd) + (p.se + p.sf));
+#endif
 }
 
 /* ---- The kernels. ---------------------------------------------------------------------------- */
