@@ -153,6 +153,20 @@ inline int8 qi_dot32_signed(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, sh
 #endif
 }
 
+/* 16 weight bytes at p (any alignment). On x86 one unaligned load: through vload16, LLVM
+ * assembled the SwiGLU kernels' Q4_1 nibbles from eight 16-bit inserts. */
+#if defined(__AVX2__)
+typedef uchar qi_unaligned16 __attribute__((ext_vector_type(16), aligned(1)));
+#endif
+inline uchar16 qi_load16(const __global uchar *p)
+{
+#if defined(__AVX2__)
+    return *(const __global qi_unaligned16 *)p;
+#else
+    return vload16(0, p);
+#endif
+}
+
 /* Whether the two 16-value halves of a 32-value group can have different S (Q6_K only). */
 #define QI_HALF_SCALES_q4_0 0
 #define QI_HALF_SCALES_q4_1 0
@@ -259,14 +273,14 @@ inline void qi_nibbles(uchar16 lo, uchar16 hi, uint high, uchar16 *ulo, uchar16 
 
 inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    uchar16 qs = vload16(0, b + 2);
+    uchar16 qs = qi_load16(b + 2);
     *ulo = qs & (uchar16)0x0F;
     *uhi = qs >> (uchar16)4;
 }
 
 inline void qi_values_q4_1(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    uchar16 qs = vload16(0, b + 4);
+    uchar16 qs = qi_load16(b + 4);
     *ulo = qs & (uchar16)0x0F;
     *uhi = qs >> (uchar16)4;
 }
@@ -274,7 +288,7 @@ inline void qi_values_q5(const __global uchar *qhp, const __global uchar *qsp, u
                          uchar16 *uhi)
 {
     uint qh = ql_u32(qhp);
-    uchar16 qs = vload16(0, qsp);
+    uchar16 qs = qi_load16(qsp);
     *ulo = (qs & (uchar16)0x0F) | (convert_uchar16(ql_bits16(qh, 0)) << (uchar16)4);
     *uhi = (qs >> (uchar16)4) | (convert_uchar16(ql_bits16(qh, 16)) << (uchar16)4);
 }
@@ -288,20 +302,20 @@ inline void qi_values_q5_1(const __global uchar *b, uint g, uchar16 *ulo, uchar1
 }
 inline void qi_values_q8_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    *ulo = vload16(0, b + 2);
-    *uhi = vload16(1, b + 2);
+    *ulo = qi_load16(b + 2);
+    *uhi = qi_load16(b + 18);
 }
 /* Q4_K: sub-block g reads qs[32·(g/2) ..] (low nibbles for even g, high for odd). */
 inline void qi_values_q4_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     const __global uchar *q = b + 16 + 32 * (g >> 1);
-    qi_nibbles(vload16(0, q), vload16(1, q), g & 1, ulo, uhi);
+    qi_nibbles(qi_load16(q), qi_load16(q + 16), g & 1, ulo, uhi);
 }
 /* Q5_K: as Q4_K, with bit g of qh[i] as the fifth bit of value i. */
 inline void qi_values_q5_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     const __global uchar *q = b + 48 + 32 * (g >> 1);
-    qi_unpack(vload16(0, q), vload16(1, q), g & 1, vload16(0, b + 16), vload16(1, b + 16), g, 1,
+    qi_unpack(qi_load16(q), qi_load16(q + 16), g & 1, qi_load16(b + 16), qi_load16(b + 32), g, 1,
               ulo, uhi);
 }
 /* Q6_K: values 32g .. 32g + 31 (cl/qlinear.cl's ql_decode_q6_k without the − 32). */
@@ -309,7 +323,7 @@ inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
 {
     const uint h = g >> 2, r = 32 * (g & 3);
     const __global uchar *ql = b + 64 * h + (r & 63), *qh = b + 128 + 32 * h;
-    qi_unpack(vload16(0, ql), vload16(1, ql), r & 64, vload16(0, qh), vload16(1, qh),
+    qi_unpack(qi_load16(ql), qi_load16(ql + 16), r & 64, qi_load16(qh), qi_load16(qh + 16),
               2 * (g & 3), 3, ulo, uhi);
 }
 
