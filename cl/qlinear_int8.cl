@@ -47,44 +47,6 @@
 
 /* ---- Activations. -------------------------------------------------------------------------- */
 
-/* The largest of 16 magnitudes (as integers: non-negative floats order as their bits) and the
- * sum of 16 lanes, component by component (oclgrind 21.10 misreads .lo/.hi of 16-wide
- * vectors). */
-inline float qi_max16(int16 v)
-{
-    int a = max(max(max(v.s0, v.s1), max(v.s2, v.s3)), max(max(v.s4, v.s5), max(v.s6, v.s7)));
-    int b = max(max(max(v.s8, v.s9), max(v.sa, v.sb)), max(max(v.sc, v.sd), max(v.se, v.sf)));
-    return as_float(max(a, b));
-}
-
-inline int qi_sum16(int16 v)
-{
-    return (((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7))) +
-           (((v.s8 + v.s9) + (v.sa + v.sb)) + ((v.sc + v.sd) + (v.se + v.sf)));
-}
-
-/* Block blk of the row at xr (qb values) into q, d, s (the row's own arrays; q 16-byte
- * aligned), 16 values at a time. round(v) as trunc(v + copysign(0.5 − 2^-25, v)): the same for
- * every |v| < 2^23 (here |v| ≤ 127), without a library call. */
-inline void qi_quantize_block(const __global float *xr, uint blk, uint qb, __global char *q,
-                              __global float *d, __global short *s)
-{
-    xr += (ulong)blk * qb;
-    int16 peak = (int16)0;
-    for (uint h = 0; h < qb / 16; ++h)
-        peak = max(peak, as_int16(fabs(vload16(h, xr))));
-    const float scale = qi_max16(peak) / 127.0f;
-    const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
-    q += (ulong)blk * qb;
-    for (uint h = 0; h < qb / 16; ++h) {
-        const float16 v = vload16(h, xr) * (float16)id;
-        const int16 r = convert_int16(v + copysign((float16)0x1.fffffep-2f, v));
-        *(__global char16 *)(q + 16 * h) = convert_char16(r);
-        s[(ulong)blk * (qb / 16) + h] = (short)qi_sum16(r);
-    }
-    d[blk] = scale;
-}
-
 /* The prompt path's quantisation: one work-item per (block, row), global size {k / qb, m}; row
  * r into xq + r·k, xd + r·(k / qb), xs + r·(k / 16). */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_quantize(

@@ -23,22 +23,15 @@ void clattn_rmsnorm(__global const float *x, ulong x_off, __global float *y, ulo
         yr[c] = xr[c] * rstd * weight[c];
 }
 
-/* The residual add with the RMSNorm after it, one launch (pre-norm layers):
- *
- *   x[r, c] += res[r, c] + res_bias[c];   y = RMSNorm(x)
- *
- * res_bias may be NULL; y must not overlap x or res. The same bytes as clattn_add then
- * clattn_rmsnorm: the same sum per element, then the same reduction over the same values.
- * NDRange: (rows · CLATTN_REDUCE_WG), local (CLATTN_REDUCE_WG). */
-__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
-void clattn_add_rmsnorm(__global float *x, ulong x_off, __global const float *res, ulong res_off,
-                        __global const float *res_bias, __global float *y, ulong y_off,
-                        uint rows, uint width, __global const float *weight, float eps)
+/* Row `row` of the residual add with the RMSNorm after it (clattn_add_rmsnorm's body; the
+ * work-group's `partial` for the reduction). */
+inline void clattn_add_rmsnorm_row(__global float *x, ulong x_off, __global const float *res,
+                                   ulong res_off, __global const float *res_bias,
+                                   __global float *y, ulong y_off, uint row, uint width,
+                                   __global const float *weight, float eps,
+                                   __local float *partial)
 {
-    __local float partial[CLATTN_REDUCE_WG];
-    uint row = get_group_id(0), t = get_local_id(0);
-    if (row >= rows)
-        return; /* uniform across the work-group */
+    uint t = get_local_id(0);
     __global float *xr = x + x_off + (ulong)row * width;
     __global const float *rr = res + res_off + (ulong)row * width;
     __global float *yr = y + y_off + (ulong)row * width;
@@ -53,4 +46,49 @@ void clattn_add_rmsnorm(__global float *x, ulong x_off, __global const float *re
     float rstd = 1.0f / sqrt(clattn_group_sum(squares, partial) / (float)width + eps);
     for (uint c = t; c < width; c += CLATTN_REDUCE_WG)
         yr[c] = xr[c] * rstd * weight[c];
+}
+
+/* The residual add with the RMSNorm after it, one launch (pre-norm layers):
+ *
+ *   x[r, c] += res[r, c] + res_bias[c];   y = RMSNorm(x)
+ *
+ * res_bias may be NULL; y must not overlap x or res. The same bytes as clattn_add then
+ * clattn_rmsnorm: the same sum per element, then the same reduction over the same values.
+ * NDRange: (rows · CLATTN_REDUCE_WG), local (CLATTN_REDUCE_WG). */
+__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
+void clattn_add_rmsnorm(__global float *x, ulong x_off, __global const float *res, ulong res_off,
+                        __global const float *res_bias, __global float *y, ulong y_off,
+                        uint rows, uint width, __global const float *weight, float eps)
+{
+    __local float partial[CLATTN_REDUCE_WG];
+    uint row = get_group_id(0);
+    if (row >= rows)
+        return; /* uniform across the work-group */
+    clattn_add_rmsnorm_row(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight, eps,
+                           partial);
+}
+
+/* clattn_add_rmsnorm, then y's rows quantised for a quantised linear layer with 8-bit
+ * activations, block by block as clattn_qlinear_quantize quantises them (cl/act_quant.cl): qb
+ * values a block (width a multiple of qb, qb of 16), row r into xq + r·width, xd + r·(width /
+ * qb), xs + r·(width / 16). y is written as well. One launch instead of two (a decode step's
+ * norms before q|k|v and gate|up). NDRange as clattn_add_rmsnorm's. */
+__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
+void clattn_add_rmsnorm_quantize(__global float *x, ulong x_off, __global const float *res,
+                                 ulong res_off, __global const float *res_bias,
+                                 __global float *y, ulong y_off, uint rows, uint width,
+                                 __global const float *weight, float eps, uint qb,
+                                 __global char *xq, __global float *xd, __global short *xs)
+{
+    __local float partial[CLATTN_REDUCE_WG];
+    uint row = get_group_id(0);
+    if (row >= rows)
+        return; /* uniform across the work-group */
+    clattn_add_rmsnorm_row(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight, eps,
+                           partial);
+    barrier(CLK_GLOBAL_MEM_FENCE); /* the row's every y, for the blocks below */
+    __global const float *yr = y + y_off + (ulong)row * width;
+    for (uint blk = get_local_id(0); blk < width / qb; blk += CLATTN_REDUCE_WG)
+        qi_quantize_block(yr, blk, qb, xq + (ulong)row * width, xd + (ulong)row * (width / qb),
+                          xs + (ulong)row * (width / 16));
 }

@@ -13,7 +13,11 @@
  *    clattn__glu);
  *  - another tiling (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr) gives the reference's bytes;
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
- *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again.
+ *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again;
+ *  - a pre-norm layer's norm that quantises its rows for the layer after it
+ *    (clattn__add_rmsnorm_quantize, clattn__qlinear_prequantize) gives the bytes of the norm and
+ *    then the layer quantising by itself, and the layer reads those rows until they are
+ *    forgotten or overwritten.
  */
 #include "common/qlinear_golden.h"
 #include "common/test_util.h"
@@ -282,6 +286,102 @@ static void float_types_and_switching(void **state)
     }
 }
 
+static void write_floats(clattn_context *ctx, cl_mem mem, const float *from, size_t floats)
+{
+    assert_int_equal(clEnqueueWriteBuffer(clattn_context_queue(ctx), mem, CL_TRUE, 0,
+                                          floats * sizeof(float), from, 0, NULL, NULL),
+                     CL_SUCCESS);
+}
+
+/* A pre-norm layer's norm that quantises its rows for the projection after it
+ * (clattn__add_rmsnorm_quantize into the rows clattn__qlinear_prequantize gives): the norm's
+ * bytes and the layer's bytes are those of the norm, then the layer quantising its input
+ * itself, and the layer does read the quantised rows (the float rows, overwritten with NaN
+ * afterwards, are not read); once forgotten, or after another call's quantisation overwrote
+ * them, the layer quantises its input again. Float activations get no rows to fill. */
+static void norm_quantises_for_the_reader(void **state)
+{
+    fixture *f = *state;
+    static const char *const types[] = {"q4_1", "q4_k"};
+    const float eps = 1e-5f;
+    for (size_t t = 0; t < 2; t++) {
+        golden g;
+        golden_load(f->ctx, types[t], &g);
+        size_t block = 0, m = g.m < 3 ? g.m : 3, k = g.k, mk = m * k;
+        assert_true(clattn__qlinear_type_supported(g.type, &block, NULL));
+        float *x0 = malloc(mk * sizeof(float)), *res = malloc(mk * sizeof(float)),
+              *nw = malloc(k * sizeof(float)), *y1 = malloc(mk * sizeof(float)),
+              *y2 = malloc(mk * sizeof(float)), *nan = malloc(mk * sizeof(float)),
+              *a = malloc(m * g.n * sizeof(float)), *b = malloc(m * g.n * sizeof(float));
+        assert_true(x0 && res && nw && y1 && y2 && nan && a && b);
+        test_fill_uniform(x0, mk, 11 + t, -2, 2);
+        test_fill_uniform(res, mk, 12 + t, -1, 1);
+        test_fill_uniform(nw, k, 13 + t, 0.5, 1.5);
+        for (size_t i = 0; i < mk; i++)
+            nan[i] = NAN;
+        cl_mem xa = buffer(f->ctx, mk, x0), xb = buffer(f->ctx, mk, x0);
+        cl_mem rm = buffer(f->ctx, mk, res), wm = buffer(f->ctx, k, nw);
+        cl_mem ya = buffer(f->ctx, mk, nan), yb = buffer(f->ctx, mk, nan);
+        /* the norm, then the layer quantising its input itself */
+        assert_int_equal(clattn__add_rmsnorm(f->ctx, xa, 0, rm, 0, NULL, ya, 0, m, k, wm, eps),
+                         CLATTN_OK);
+        run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, ya, 0, k, a, g.n);
+        /* the norm quantising for it */
+        clattn_qlinear_rows rows;
+        assert_int_equal(clattn__qlinear_prequantize(f->ctx, f->prog, g.type, m, k, yb, 0, k,
+                                                     &rows),
+                         CLATTN_OK);
+        assert_true(rows.q && rows.d && rows.s);
+        assert_int_equal(rows.block, block);
+        assert_int_equal(clattn__add_rmsnorm_quantize(f->ctx, xb, 0, rm, 0, NULL, yb, 0, m, k,
+                                                      wm, eps, rows.block, rows.q, rows.d,
+                                                      rows.s),
+                         CLATTN_OK);
+        read_back(f->ctx, ya, mk, y1);
+        read_back(f->ctx, yb, mk, y2);
+        assert_memory_equal(y1, y2, mk * sizeof(float));
+        read_back(f->ctx, xa, mk, y1);
+        read_back(f->ctx, xb, mk, y2);
+        assert_memory_equal(y1, y2, mk * sizeof(float)); /* the residual sums */
+        /* the float rows gone: the layer reads the quantised ones, on both paths */
+        write_floats(f->ctx, yb, nan, mk);
+        for (size_t p = 0; p < 2; p++) {
+            run(f, &g.w, paths[p], false, m, yb, 0, k, b, g.n);
+            compare(types[t], "norm-quantised rows", m, b, g.n, a, g.n, g.n);
+        }
+        /* forgotten: the layer quantises its (NaN) input again */
+        clattn__qlinear_prequantized_forget(f->prog);
+        run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, yb, 0, k, b, g.n);
+        assert_true(isnan(b[0]));
+        /* overwritten by another call's quantisation: likewise */
+        assert_int_equal(clattn__qlinear_prequantize(f->ctx, f->prog, g.type, m, k, yb, 0, k,
+                                                     &rows),
+                         CLATTN_OK);
+        assert_int_equal(clattn__add_rmsnorm_quantize(f->ctx, xb, 0, rm, 0, NULL, yb, 0, m, k,
+                                                      wm, eps, rows.block, rows.q, rows.d,
+                                                      rows.s),
+                         CLATTN_OK);
+        write_floats(f->ctx, yb, nan, mk);
+        run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, xa, 0, k, b, g.n);
+        run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, yb, 0, k, b, g.n);
+        assert_true(isnan(b[0]));
+        /* float activations: no rows to fill */
+        assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, CLATTN_QLINEAR_FLOAT),
+                         CLATTN_OK);
+        assert_int_equal(clattn__qlinear_prequantize(f->ctx, f->prog, g.type, m, k, yb, 0, k,
+                                                     &rows),
+                         CLATTN_OK);
+        assert_null(rows.q);
+        assert_int_equal(clattn__qlinear_set_activations(f->ctx, f->prog, CLATTN_QLINEAR_INT8),
+                         CLATTN_OK);
+        cl_mem mems[6] = {xa, xb, rm, wm, ya, yb};
+        for (size_t i = 0; i < 6; i++)
+            clReleaseMemObject(mems[i]);
+        free(x0), free(res), free(nw), free(y1), free(y2), free(nan), free(a), free(b);
+        golden_free(&g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +390,7 @@ int main(void)
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(other_tiling),
         cmocka_unit_test(float_types_and_switching),
+        cmocka_unit_test(norm_quantises_for_the_reader),
     };
     return cmocka_run_group_tests_name("qlinear_int8", tests, setup, teardown);
 }

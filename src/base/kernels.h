@@ -36,6 +36,7 @@
     X(LAYERNORM_ROWS_ADD_BIAS_STORE, "clattn_layernorm_rows_add_bias_store") \
     X(RMSNORM, "clattn_rmsnorm")                 \
     X(ADD_RMSNORM, "clattn_add_rmsnorm")         \
+    X(ADD_RMSNORM_QUANTIZE, "clattn_add_rmsnorm_quantize") \
     X(EMBED, "clattn_embed")                     \
     X(EMBED_LAYERNORM_ROWS, "clattn_embed_layernorm_rows") \
     X(ADD_POSITIONAL, "clattn_add_positional")   \

@@ -3,6 +3,7 @@
 #include "ffn_swiglu.h"
 #include "runtime/buffers.h"
 #include "ops/elementwise.h"
+#include "ops/linear.h"
 #include "ops/relative_bias.h"
 
 #include <stdio.h>
@@ -392,15 +393,48 @@ static clattn_status norm_rows(pass *p, const clattn_norm *n, cl_mem src, cl_mem
                              c->d_model, n->weight, n->bias, c->norm_eps);
 }
 
+/* The program of `reader`, the weight that reads a norm's rows next, where it is kept quantised
+ * (else NULL). */
+static clattn_qlinear_program *reader_program(const clattn_gemm_weight *reader)
+{
+    return reader && reader->quant ? reader->quant->prog : NULL;
+}
+
+/* dst = RMSNorm(x + (p->sub + bias)) into another buffer than x; where `reader` (may be NULL)
+ * reads dst next through 8-bit activations, the same launch quantises dst's rows for it
+ * (ops/qlinear.h's clattn__qlinear_prequantize; the caller forgets them once it has run). */
+static clattn_status add_rmsnorm_for(pass *p, const clattn_norm *n, cl_mem bias, cl_mem dst,
+                                     size_t dst_offset, const clattn_gemm_weight *reader)
+{
+    const clattn_block_spec *c = &p->s->spec;
+    clattn_context *ctx = p->s->ctx;
+    clattn_qlinear_rows rows = {NULL, NULL, NULL, 0};
+    clattn_qlinear_program *prog = reader_program(reader);
+    clattn_status status = CLATTN_OK;
+    if (prog)
+        status = clattn__qlinear_prequantize(ctx, prog, reader->quant->w.type, p->tokens,
+                                             c->d_model, dst, dst_offset, c->d_model, &rows);
+    if (status == CLATTN_OK && rows.q)
+        status = clattn__add_rmsnorm_quantize(ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset,
+                                              p->tokens, c->d_model, n->weight, c->norm_eps,
+                                              rows.block, rows.q, rows.d, rows.s);
+    else if (status == CLATTN_OK)
+        status = clattn__add_rmsnorm(ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset, p->tokens,
+                                     c->d_model, n->weight, c->norm_eps);
+    if (status != CLATTN_OK)
+        clattn__qlinear_prequantized_forget(prog);
+    return status;
+}
+
 /* dst = norm(x + (p->sub + bias)), row by row: LayerNorm with the add fused; RMSNorm too, into
- * another buffer than x (x keeps the sum, which post-norm overwrites or no longer reads). */
+ * another buffer than x (x keeps the sum, which post-norm overwrites or no longer reads), its
+ * rows quantised for `reader` where it takes 8-bit activations (add_rmsnorm_for). */
 static clattn_status add_norm_into(pass *p, const clattn_norm *n, cl_mem bias, cl_mem dst,
-                                   size_t dst_offset)
+                                   size_t dst_offset, const clattn_gemm_weight *reader)
 {
     const clattn_block_spec *c = &p->s->spec;
     if (c->norm == CLATTN_NORM_RMS && dst != p->x)
-        return clattn__add_rmsnorm(p->s->ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset,
-                                   p->tokens, c->d_model, n->weight, c->norm_eps);
+        return add_rmsnorm_for(p, n, bias, dst, dst_offset, reader);
     if (c->norm == CLATTN_NORM_RMS) {
         clattn_status status = clattn__add(p->s->ctx, p->x, 0, p->sub, 0, bias, p->tokens,
                                            c->d_model);
@@ -418,24 +452,24 @@ static clattn_status layer_post_norm(pass *p, size_t i, cl_mem dst, size_t dst_o
     cl_mem out_bias;
     clattn_status status;
     if ((status = attend_self(p, i, p->x, &out_bias)) ||
-        (status = add_norm_into(p, &l->norm_self, out_bias, p->x, 0)))
+        (status = add_norm_into(p, &l->norm_self, out_bias, p->x, 0, NULL)))
         return status;
     if (l->cross_attn && ((status = attend_cross(p, i, p->x, &out_bias)) ||
-                          (status = add_norm_into(p, &l->norm_cross, out_bias, p->x, 0))))
+                          (status = add_norm_into(p, &l->norm_cross, out_bias, p->x, 0, NULL))))
         return status;
     if ((status = feed_forward(p, l, p->x)))
         return status;
-    return add_norm_into(p, &l->norm_ffn, l->ffn.b2, dst, dst_offset);
+    return add_norm_into(p, &l->norm_ffn, l->ffn.b2, dst, dst_offset, NULL);
 }
 
 /* x += p->sub + bias; then dst = norm(x). LayerNorm: one launch (clattn__add_layernorm: the
- * bytes of the add and the norm apart). */
+ * bytes of the add and the norm apart). RMSNorm: add_norm_into, for `reader` (may be NULL). */
 static clattn_status add_then_norm(pass *p, cl_mem bias, const clattn_norm *n, cl_mem dst,
-                                   size_t dst_offset)
+                                   size_t dst_offset, const clattn_gemm_weight *reader)
 {
     const clattn_block_spec *c = &p->s->spec;
     if (c->norm == CLATTN_NORM_RMS)
-        return add_norm_into(p, n, bias, dst, dst_offset);
+        return add_norm_into(p, n, bias, dst, dst_offset, reader);
     return clattn__add_layernorm(p->s->ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset, p->tokens,
                                  c->d_model, n->weight, n->bias, c->norm_eps);
 }
@@ -446,6 +480,7 @@ typedef struct norm_after {
     const clattn_norm *norm;
     cl_mem dst;
     size_t dst_offset;
+    const clattn_gemm_weight *reader; /* the weight that reads dst next (NULL: none known) */
 } norm_after;
 
 /* Pre-norm: x = x + SA(N1(x)); (x = x + CA(N2(x)));  x = x + FF(N3(x)). Every residual add is one
@@ -459,18 +494,24 @@ static clattn_status layer_pre_norm(pass *p, size_t i, norm_after after)
     bool norm1 = l->norm_self.weight != NULL;
     cl_mem out_bias;
     clattn_status status;
-    if ((status = attend_self(p, i, norm1 ? p->normed : p->x, &out_bias)))
+    /* The rows a norm quantised for the projection that reads them are forgotten once it has
+     * run: the buffer is written again after. */
+    status = attend_self(p, i, norm1 ? p->normed : p->x, &out_bias);
+    clattn__qlinear_prequantized_forget(reader_program(clattn__mha_in_weight(l->self_attn)));
+    if (status)
         return status;
     if (l->cross_attn &&
-        ((status = add_then_norm(p, out_bias, &l->norm_cross, p->normed, 0)) ||
+        ((status = add_then_norm(p, out_bias, &l->norm_cross, p->normed, 0, NULL)) ||
          (status = attend_cross(p, i, p->normed, &out_bias))))
         return status;
-    if ((status = add_then_norm(p, out_bias, &l->norm_ffn, p->normed, 0)) ||
-        (status = feed_forward(p, l, p->normed)))
+    if ((status = add_then_norm(p, out_bias, &l->norm_ffn, p->normed, 0, &l->ffn.lin1)) == 0)
+        status = feed_forward(p, l, p->normed);
+    clattn__qlinear_prequantized_forget(reader_program(&l->ffn.lin1));
+    if (status)
         return status;
     if (!after.norm)
         return clattn__add(p->s->ctx, p->x, 0, p->sub, 0, l->ffn.b2, p->tokens, c->d_model);
-    return add_then_norm(p, l->ffn.b2, after.norm, after.dst, after.dst_offset);
+    return add_then_norm(p, l->ffn.b2, after.norm, after.dst, after.dst_offset, after.reader);
 }
 
 /* Runs the pre-norm layers on p->x; the final norm, when the stack has one, writes into the
@@ -485,11 +526,13 @@ static clattn_status run_pre_norm(pass *p, bool *done)
     if (first->weight)
         status = norm_rows(p, first, p->x, p->normed, 0);
     for (size_t i = 0; i < L && status == CLATTN_OK; i++) {
-        norm_after after = {NULL, p->normed, 0};
-        if (i + 1 < L && s->weights.layers[i + 1].norm_self.weight)
+        norm_after after = {NULL, p->normed, 0, NULL};
+        if (i + 1 < L && s->weights.layers[i + 1].norm_self.weight) {
             after.norm = &s->weights.layers[i + 1].norm_self;
-        else if (i + 1 == L && c->final_norm)
-            after = (norm_after){&s->weights.final_norm, p->run->out, p->run->out_offset};
+            after.reader = clattn__mha_in_weight(s->weights.layers[i + 1].self_attn);
+        } else if (i + 1 == L && c->final_norm) {
+            after = (norm_after){&s->weights.final_norm, p->run->out, p->run->out_offset, NULL};
+        }
         status = layer_pre_norm(p, i, after);
     }
     *done = c->final_norm;

@@ -46,6 +46,11 @@ static void gemm_weights_release(clattn_mha *mha)
     clattn__gemm_weight_release(&mha->out_w);
 }
 
+const clattn_gemm_weight *clattn__mha_in_weight(const clattn_mha *mha)
+{
+    return &mha->in_all;
+}
+
 static const char fn_forward[] = "clattn_mha_forward";
 static const char fn_load[] = "clattn_mha_load_weights";
 

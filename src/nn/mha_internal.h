@@ -8,6 +8,7 @@
 
 #include "ops/attention_problem.h"
 #include "ops/rotary.h"
+#include "runtime/gemm.h"
 
 /* One call of the layer. Sequences are contiguous [B, N, width] blocks from their offsets (in
  * floats). Masks are already checked and mapped (attention_views.c). */
@@ -102,5 +103,9 @@ clattn_status clattn__mha_project_kv(clattn_mha *mha, cl_mem x, size_t x_offset,
  * them per sequence); masks from io. */
 clattn_status clattn__mha_run_projected(clattn_mha *mha, const clattn_mha_io *io, cl_mem k,
                                         cl_mem v);
+
+/* The weight of the self-attention's one q|k|v projection [h·d_k + 2·h_kv·d_k, E]: the first
+ * to read the layer's input (nn/block_stack.c: a norm that quantises its rows for it). */
+const clattn_gemm_weight *clattn__mha_in_weight(const clattn_mha *mha);
 
 #endif /* CLATTN_MHA_INTERNAL_H */

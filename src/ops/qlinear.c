@@ -47,6 +47,10 @@ struct clattn_qlinear_program {
     /* The quantised rows of x for the 8-bit kernels: room for `act_values` values. */
     cl_mem act_q, act_d, act_s;
     size_t act_values;
+    /* The rows the scratch holds quantised by another kernel (clattn__qlinear_prequantize):
+     * calls on exactly them skip their quantisation. pre_x NULL: none. */
+    cl_mem pre_x;
+    size_t pre_offset, pre_ldx, pre_m, pre_k, pre_block;
     clattn_qlinear_params params;
     size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
     size_t compute_units;
@@ -293,17 +297,21 @@ void clattn__qweight_release(clattn_qweight *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* The 8-bit program: cl/qlinear.cl's helpers (QL_HELPERS_ONLY), then cl/qlinear_int8.cl. */
+/* The 8-bit program: cl/qlinear.cl's helpers (QL_HELPERS_ONLY), cl/act_quant.cl, then
+ * cl/qlinear_int8.cl. */
 static clattn_status build_i8(clattn_context *ctx, clattn_qlinear_program *prog)
 {
     static const char fn[] = "clattn__qlinear_set_activations";
     char options[600];
     snprintf(options, sizeof(options), "%s -DQL_HELPERS_ONLY", prog->options);
-    const char *sources[2] = {(const char *)clattn__qlinear_sources[0].data,
-                              (const char *)clattn__qlinear_sources[1].data};
-    size_t lengths[2] = {clattn__qlinear_sources[0].size, clattn__qlinear_sources[1].size};
+    const char *sources[3];
+    size_t lengths[3];
+    for (size_t i = 0; i < 3; i++) {
+        sources[i] = (const char *)clattn__qlinear_sources[i].data;
+        lengths[i] = clattn__qlinear_sources[i].size;
+    }
     cl_program program;
-    clattn_status status = clattn__program_build(ctx, sources, lengths, 2, options, &program);
+    clattn_status status = clattn__program_build(ctx, sources, lengths, 3, options, &program);
     if (status != CLATTN_OK)
         return status;
     cl_kernel kernels[QTYPE_COUNT][KIND_COUNT] = {{NULL}}, quantize = NULL;
@@ -344,6 +352,7 @@ clattn_status clattn__qlinear_set_activations(clattn_context *ctx, clattn_qlinea
             return status;
     }
     prog->activations = activations;
+    prog->pre_x = NULL;
     return CLATTN_OK;
 }
 
@@ -390,6 +399,7 @@ static clattn_status quantize_rows(clattn_context *ctx, const char *fn,
     size_t values;
     CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(m, k, &values), "[m %zu, k %zu] is too large", m,
                      k);
+    prog->pre_x = NULL; /* the scratch is overwritten */
     clattn_status status = ensure_scratch(ctx, fn, prog, values);
     if (status != CLATTN_OK)
         return status;
@@ -477,8 +487,12 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     }
     size_t global[2] = {col_items, (m + rows_per_item - 1) / rows_per_item};
     size_t local[2] = {1, 1};
-    /* 8-bit activations: x's rows quantised first (one launch), then the i8 kernel on them. */
-    if (i8) {
+    /* 8-bit activations: x's rows quantised first (one launch; none where a producer kernel
+     * quantised exactly these rows already), then the i8 kernel on them. */
+    bool prequantized = prog->pre_x == x && prog->pre_offset == x_offset &&
+                        prog->pre_ldx == ldx && prog->pre_m == m && prog->pre_k == w->k &&
+                        prog->pre_block == t->block_elements;
+    if (i8 && !prequantized) {
         clattn_status status =
             quantize_rows(ctx, fn, prog, op, m, w->k, t->block_elements, x, x_offset, ldx);
         if (status != CLATTN_OK)
@@ -513,6 +527,38 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
         {"qlinear_i8_mv", "qlinear_i8_mm", "qlinear_i8_swiglu_mv", "qlinear_i8_swiglu_mm"}};
     const char *name = names[i8][kind];
     return clattn__launch(ctx, &args, name, 2, global, local, op, (uint64_t)m * w->n * w->k);
+}
+
+clattn_status clattn__qlinear_prequantize(clattn_context *ctx, clattn_qlinear_program *prog,
+                                         uint32_t type, size_t m, size_t k, cl_mem x,
+                                         size_t x_offset, size_t ldx, clattn_qlinear_rows *rows)
+{
+    static const char fn[] = "clattn__qlinear_prequantize";
+    memset(rows, 0, sizeof(*rows));
+    prog->pre_x = NULL;
+    const qtype *t = find_qtype(type, NULL);
+    if (prog->activations != CLATTN_QLINEAR_INT8 || !t || !qtype_int8(t) || m == 0)
+        return CLATTN_OK;
+    size_t values;
+    CLATTN_CHECK_ARG(ctx, fn, x && k % t->block_elements == 0 && clattn__mul_size(m, k, &values),
+                     "rows [m %zu, k %zu] for blocks of %zu", m, k, t->block_elements);
+    clattn_status status = ensure_scratch(ctx, fn, prog, values);
+    if (status != CLATTN_OK)
+        return status;
+    *rows = (clattn_qlinear_rows){prog->act_q, prog->act_d, prog->act_s, t->block_elements};
+    prog->pre_x = x;
+    prog->pre_offset = x_offset;
+    prog->pre_ldx = ldx;
+    prog->pre_m = m;
+    prog->pre_k = k;
+    prog->pre_block = t->block_elements;
+    return CLATTN_OK;
+}
+
+void clattn__qlinear_prequantized_forget(clattn_qlinear_program *prog)
+{
+    if (prog)
+        prog->pre_x = NULL;
 }
 
 clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *prog,

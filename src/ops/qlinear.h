@@ -126,4 +126,26 @@ clattn_status clattn__qlinear_swiglu_path(clattn_context *ctx, clattn_qlinear_pr
                                           const clattn_qweight *w, cl_mem y, size_t y_offset,
                                           size_t ldy);
 
+/* 8-bit rows made by another kernel. With 8-bit activations every call first quantises x's
+ * rows (one launch); a kernel that writes those rows itself can quantise them as it writes them
+ * (ops/elementwise.h's clattn__add_rmsnorm_quantize: a pre-norm layer's norm before q|k|v and
+ * before gate|up), one launch fewer per call. Its caller asks where with
+ * clattn__qlinear_prequantize, giving the type of the weight that reads the rows first and the
+ * rows themselves (x, x_offset, ldx: m rows of k values); then enqueues the kernel that fills
+ * *rows; then the calls on exactly those rows, whose weight's blocks have rows->block values,
+ * use them as they are (a chain's parts of another block size quantise as usual). They stand
+ * for the rows until the next call that quantises (it overwrites them), the next
+ * clattn__qlinear_prequantize or clattn__qlinear_prequantized_forget, which the caller calls
+ * once the rows' readers are done (x may be written again after that). */
+typedef struct clattn_qlinear_rows {
+    cl_mem q, d, s; /* xq [m, k] int8, xd [m, k / block] float, xs [m, k / 16] short: NULL when
+                     * the weight reads float rows (its type, or float activations) */
+    size_t block;   /* values per block: 32, or 256 for the K-quants */
+} clattn_qlinear_rows;
+
+clattn_status clattn__qlinear_prequantize(clattn_context *ctx, clattn_qlinear_program *prog,
+                                         uint32_t type, size_t m, size_t k, cl_mem x,
+                                         size_t x_offset, size_t ldx, clattn_qlinear_rows *rows);
+void clattn__qlinear_prequantized_forget(clattn_qlinear_program *prog);
+
 #endif /* CLATTN_QLINEAR_H */
