@@ -5,22 +5,51 @@
  * x, y: [rows, width] contiguous from their offsets; y may be x (each work-item writes only the
  * columns it alone reads, after the reduction's barrier). One work-group of CLATTN_REDUCE_WG
  * work-items per row. NDRange: (rows · CLATTN_REDUCE_WG), local (CLATTN_REDUCE_WG). */
-__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
-void clattn_rmsnorm(__global const float *x, ulong x_off, __global float *y, ulong y_off,
-                    uint rows, uint width, __global const float *weight, float eps)
+/* One row's RMSNorm: yr = xr · rstd · weight over `width` values (yr may be xr), by the
+ * work-group (its `partial` for the reduction). */
+inline void clattn_rmsnorm_row(__global const float *xr, __global float *yr, uint width,
+                               __global const float *weight, float eps, __local float *partial)
 {
-    __local float partial[CLATTN_REDUCE_WG];
-    uint row = get_group_id(0), t = get_local_id(0);
-    if (row >= rows)
-        return; /* uniform across the work-group */
-    __global const float *xr = x + x_off + (ulong)row * width;
-    __global float *yr = y + y_off + (ulong)row * width;
+    uint t = get_local_id(0);
     float squares = 0.0f;
     for (uint c = t; c < width; c += CLATTN_REDUCE_WG)
         squares += xr[c] * xr[c];
     float rstd = 1.0f / sqrt(clattn_group_sum(squares, partial) / (float)width + eps);
     for (uint c = t; c < width; c += CLATTN_REDUCE_WG)
         yr[c] = xr[c] * rstd * weight[c];
+}
+
+__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
+void clattn_rmsnorm(__global const float *x, ulong x_off, __global float *y, ulong y_off,
+                    uint rows, uint width, __global const float *weight, float eps)
+{
+    __local float partial[CLATTN_REDUCE_WG];
+    uint row = get_group_id(0);
+    if (row >= rows)
+        return; /* uniform across the work-group */
+    clattn_rmsnorm_row(x + x_off + (ulong)row * width, y + y_off + (ulong)row * width, width,
+                       weight, eps, partial);
+}
+
+/* The per-head RMSNorm of the queries and keys (Qwen3's q_norm and k_norm), in place on packed
+ * projections: row r of x (from x_off, `pitch` floats apart) holds q_heads query heads of d
+ * values, then kv_heads key heads of d values; head j is normed with q_weight (j < q_heads)
+ * or k_weight. Each head the bytes clattn_rmsnorm gives it as a row of its own. One launch for
+ * both norms of every row. NDRange: (rows · (q_heads + kv_heads) · CLATTN_REDUCE_WG), local
+ * (CLATTN_REDUCE_WG). */
+__kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
+void clattn_rmsnorm_qk_heads(__global float *x, ulong x_off, uint pitch, uint rows,
+                             uint q_heads, uint kv_heads, uint d,
+                             __global const float *q_weight, __global const float *k_weight,
+                             float eps)
+{
+    __local float partial[CLATTN_REDUCE_WG];
+    uint group = get_group_id(0), heads = q_heads + kv_heads;
+    if (group >= rows * heads)
+        return; /* uniform across the work-group */
+    uint row = group / heads, head = group % heads;
+    __global float *xr = x + x_off + (ulong)row * pitch + (ulong)head * d;
+    clattn_rmsnorm_row(xr, xr, d, head < q_heads ? q_weight : k_weight, eps, partial);
 }
 
 /* Row `row` of the residual add with the RMSNorm after it (clattn_add_rmsnorm's body; the

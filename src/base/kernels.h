@@ -35,6 +35,7 @@
     X(LAYERNORM_ROWS_ADD_STORE, "clattn_layernorm_rows_add_store") \
     X(LAYERNORM_ROWS_ADD_BIAS_STORE, "clattn_layernorm_rows_add_bias_store") \
     X(RMSNORM, "clattn_rmsnorm")                 \
+    X(RMSNORM_QK_HEADS, "clattn_rmsnorm_qk_heads") \
     X(ADD_RMSNORM, "clattn_add_rmsnorm")         \
     X(ADD_RMSNORM_QUANTIZE, "clattn_add_rmsnorm_quantize") \
     X(EMBED, "clattn_embed")                     \

@@ -457,48 +457,16 @@ static clattn_status check_forward(clattn_mha *mha, const clattn_tensor *query,
     return CLATTN_OK;
 }
 
-/* RMSNorm over each head's d_k of `heads` heads in rows [rows, pitch] of buf from column
- * `column`, in place. The norm kernel reads contiguous rows, so the heads are copied out to the
- * CLATTN_SLOT_HEADS scratch (free until the attention writes the head outputs), normed there as
- * [rows·heads, d_k] rows and copied back. */
-static clattn_status norm_heads(clattn_mha *mha, cl_mem buf, size_t column, size_t pitch,
-                                size_t rows, size_t heads, cl_mem weight, float eps)
-{
-    clattn_context *ctx = mha->ctx;
-    const size_t f = sizeof(float), dk = mha->cfg.head_dim_qk, width = heads * dk;
-    cl_mem scratch;
-    clattn_status status = clattn__workspace_slot(ctx, CLATTN_SLOT_HEADS, rows * width * f,
-                                                  &scratch);
-    if (status != CLATTN_OK)
-        return status;
-    clattn_rect_copy out = {.src_origin = {column * f, 0, 0},
-                            .region = {width * f, rows, 1},
-                            .src_row_pitch = pitch * f,
-                            .dst_row_pitch = width * f};
-    clattn_rect_copy back = {.dst_origin = {column * f, 0, 0},
-                             .region = {width * f, rows, 1},
-                             .src_row_pitch = width * f,
-                             .dst_row_pitch = pitch * f};
-    if ((status = clattn__copy_rect(ctx, buf, scratch, &out, "copying heads to their norm")) ||
-        (status = clattn__rmsnorm(ctx, scratch, 0, scratch, 0, rows * heads, dk, weight, eps)))
-        return status;
-    return clattn__copy_rect(ctx, scratch, buf, &back, "copying normed heads back");
-}
-
 /* io's per-head q/k RMSNorm (when io->q_norm) of the packed projections proj [rows, P]: the
- * queries at column 0, the keys at column h·d_k. */
+ * queries at column 0, the keys right after them at column h·d_k; one launch, in place. */
 static clattn_status norm_qk(clattn_mha *mha, const clattn_mha_io *io, cl_mem proj, size_t rows)
 {
     if (!io->q_norm)
         return CLATTN_OK;
     const clattn_mha_config *c = &mha->cfg;
-    size_t P = mha->in_width;
-    clattn_status status = norm_heads(mha, proj, 0, P, rows, c->num_heads, io->q_norm,
-                                      io->qk_norm_eps);
-    if (status != CLATTN_OK)
-        return status;
-    return norm_heads(mha, proj, mha->qk_width, P, rows, c->num_kv_heads, io->k_norm,
-                      io->qk_norm_eps);
+    return clattn__rmsnorm_qk_heads(mha->ctx, proj, 0, mha->in_width, rows, c->num_heads,
+                                    c->num_kv_heads, c->head_dim_qk, io->q_norm, io->k_norm,
+                                    io->qk_norm_eps);
 }
 
 /* Q, K, V projections into the workspace; fills the head views. */

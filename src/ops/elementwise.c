@@ -120,6 +120,29 @@ clattn_status clattn__rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl
     return clattn__launch(ctx, &args, "rmsnorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
 
+clattn_status clattn__rmsnorm_qk_heads(clattn_context *ctx, cl_mem x, size_t x_offset,
+                                       size_t pitch, size_t rows, size_t q_heads,
+                                       size_t kv_heads, size_t d, cl_mem q_weight,
+                                       cl_mem k_weight, float eps)
+{
+    cl_ulong x_off = x_offset;
+    cl_uint p = (cl_uint)pitch, r = (cl_uint)rows, hq = (cl_uint)q_heads, hk = (cl_uint)kv_heads;
+    cl_uint w = (cl_uint)d;
+    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_RMSNORM_QK_HEADS);
+    CLATTN_ARG(&args, x);
+    CLATTN_ARG(&args, x_off);
+    CLATTN_ARG(&args, p);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, hq);
+    CLATTN_ARG(&args, hk);
+    CLATTN_ARG(&args, w);
+    CLATTN_ARG(&args, q_weight);
+    CLATTN_ARG(&args, k_weight);
+    CLATTN_ARG(&args, eps);
+    size_t wg = clattn__reduce_wg(ctx), global = rows * (q_heads + kv_heads) * wg;
+    return clattn__launch(ctx, &args, "rmsnorm_qk_heads", 1, &global, &wg, CLATTN_OP_OTHER, 0);
+}
+
 clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
                                   size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
                                   size_t rows, size_t width, cl_mem weight, float eps)

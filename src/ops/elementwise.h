@@ -41,6 +41,15 @@ clattn_status clattn__rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl
                               size_t y_offset, size_t rows, size_t width, cl_mem weight,
                               float eps);
 
+/* Qwen3's per-head q and k RMSNorm in place on packed projections: row r < rows of x (from
+ * x_offset, `pitch` floats apart) holds q_heads query heads of d values, then kv_heads key heads
+ * of d values; query heads are normed with q_weight [d], key heads with k_weight [d]. Each head
+ * gets the bytes clattn__rmsnorm gives it as a row of its own; one launch. */
+clattn_status clattn__rmsnorm_qk_heads(clattn_context *ctx, cl_mem x, size_t x_offset,
+                                       size_t pitch, size_t rows, size_t q_heads,
+                                       size_t kv_heads, size_t d, cl_mem q_weight,
+                                       cl_mem k_weight, float eps);
+
 /* x = x + (res + res_bias);  y = RMSNorm(x), row by row on [rows, width] contiguous blocks, in
  * one launch; res_bias may be NULL; y must not overlap x or res. The same bytes as clattn__add
  * then clattn__rmsnorm. */
