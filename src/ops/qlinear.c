@@ -161,6 +161,18 @@ static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t 
                                    error_size);
 }
 
+/* The 8-bit rows' scratch released (none held after; the rows it held are forgotten). */
+static void release_scratch(clattn_qlinear_program *prog)
+{
+    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
+    for (size_t i = 0; i < 3; i++)
+        if (act[i])
+            clReleaseMemObject(act[i]);
+    prog->act_q = prog->act_d = prog->act_s = NULL;
+    prog->act_values = 0;
+    prog->pre_x = NULL;
+}
+
 void clattn__qlinear_program_release(clattn_qlinear_program *prog)
 {
     if (!prog)
@@ -174,10 +186,7 @@ void clattn__qlinear_program_release(clattn_qlinear_program *prog)
         }
     if (prog->quantize)
         clReleaseKernel(prog->quantize);
-    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
-    for (size_t i = 0; i < 3; i++)
-        if (act[i])
-            clReleaseMemObject(act[i]);
+    release_scratch(prog);
     if (prog->program)
         clReleaseProgram(prog->program);
     if (prog->i8_program)
@@ -368,12 +377,7 @@ static clattn_status ensure_scratch(clattn_context *ctx, const char *fn,
 {
     if (values <= prog->act_values)
         return CLATTN_OK;
-    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
-    for (size_t i = 0; i < 3; i++)
-        if (act[i])
-            clReleaseMemObject(act[i]);
-    prog->act_q = prog->act_d = prog->act_s = NULL;
-    prog->act_values = 0;
+    release_scratch(prog);
     size_t bytes[3] = {values, (values / 32 + 1) * sizeof(float),
                        (values / 16 + 1) * sizeof(cl_short)};
     cl_mem *out[3] = {&prog->act_q, &prog->act_d, &prog->act_s};
