@@ -143,13 +143,16 @@ clattn_status clattn__rmsnorm_qk_heads(clattn_context *ctx, cl_mem x, size_t x_o
     return clattn__launch(ctx, &args, "rmsnorm_qk_heads", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
 
-clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
-                                  size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
-                                  size_t rows, size_t width, cl_mem weight, float eps)
+/* The arguments clattn_add_rmsnorm and clattn_add_rmsnorm_quantize share, in their order. */
+static clattn_kernel_args add_rmsnorm_args(clattn_context *ctx, clattn_kernel_id kernel,
+                                           cl_mem x, size_t x_offset, cl_mem res,
+                                           size_t res_offset, cl_mem res_bias, cl_mem y,
+                                           size_t y_offset, size_t rows, size_t width,
+                                           cl_mem weight, float eps)
 {
     cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
     cl_uint r = (cl_uint)rows, w = (cl_uint)width;
-    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ADD_RMSNORM);
+    clattn_kernel_args args = clattn__kernel_args(ctx, kernel);
     CLATTN_ARG(&args, x);
     CLATTN_ARG(&args, x_off);
     CLATTN_ARG(&args, res);
@@ -161,6 +164,16 @@ clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset
     CLATTN_ARG(&args, w);
     CLATTN_ARG(&args, weight);
     CLATTN_ARG(&args, eps);
+    return args;
+}
+
+clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset, cl_mem res,
+                                  size_t res_offset, cl_mem res_bias, cl_mem y, size_t y_offset,
+                                  size_t rows, size_t width, cl_mem weight, float eps)
+{
+    clattn_kernel_args args =
+        add_rmsnorm_args(ctx, CLATTN_KERNEL_ADD_RMSNORM, x, x_offset, res, res_offset, res_bias,
+                         y, y_offset, rows, width, weight, eps);
     size_t wg = clattn__reduce_wg(ctx), global = rows * wg;
     return clattn__launch(ctx, &args, "add_rmsnorm", 1, &global, &wg, CLATTN_OP_OTHER, 0);
 }
@@ -175,20 +188,10 @@ clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t
                      qb >= 16 && qb % 16 == 0 && width % qb == 0 && xq && xd && xs,
                      "rows of %zu values in blocks of %zu, or a quantised output missing", width,
                      qb);
-    cl_ulong x_off = x_offset, res_off = res_offset, y_off = y_offset;
-    cl_uint r = (cl_uint)rows, w = (cl_uint)width, b = (cl_uint)qb;
-    clattn_kernel_args args = clattn__kernel_args(ctx, CLATTN_KERNEL_ADD_RMSNORM_QUANTIZE);
-    CLATTN_ARG(&args, x);
-    CLATTN_ARG(&args, x_off);
-    CLATTN_ARG(&args, res);
-    CLATTN_ARG(&args, res_off);
-    clattn__arg_mem(&args, res_bias);
-    CLATTN_ARG(&args, y);
-    CLATTN_ARG(&args, y_off);
-    CLATTN_ARG(&args, r);
-    CLATTN_ARG(&args, w);
-    CLATTN_ARG(&args, weight);
-    CLATTN_ARG(&args, eps);
+    clattn_kernel_args args =
+        add_rmsnorm_args(ctx, CLATTN_KERNEL_ADD_RMSNORM_QUANTIZE, x, x_offset, res, res_offset,
+                         res_bias, y, y_offset, rows, width, weight, eps);
+    cl_uint b = (cl_uint)qb;
     CLATTN_ARG(&args, b);
     CLATTN_ARG(&args, xq);
     CLATTN_ARG(&args, xd);
