@@ -3,7 +3,8 @@
 # with the committed files, so that no generator rots unnoticed (CI's Python step runs it): each
 # runs from the venv of tools/make-golden-venv.sh (made first if absent, else used as it is: no
 # network) into a temporary folder, then tools/golden_compare.py compares its files with those
-# under tests/: the same bytes, or the same JSON and arrays within the tolerance given below
+# under tests/: the same bytes, or the same JSON, arrays (.npy, each array of an .npz) and
+# tab-separated fields (.tsv) within the tolerance given below
 # where PyTorch's arithmetic may differ between versions and CPUs (5e-6 absolute; the versions
 # the files record are not compared). A generator that fails, or whose output differs, fails
 # the check, which prints the generator's log or the differences. tests/golden/README.md says

@@ -114,7 +114,48 @@ class Comparison:
     def npy(self, new_path, old_path, out):
         if read_bytes(new_path) == read_bytes(old_path):
             return
-        new, old = np.load(new_path), np.load(old_path)
+        self.arrays(np.load(new_path), np.load(old_path), out)
+
+    def npz(self, new_path, old_path, out):
+        """Each array of an .npz archive as an .npy file's (the archive's bytes also hold
+        timestamps and compression that say nothing of the values)."""
+        if read_bytes(new_path) == read_bytes(old_path):
+            return
+        with np.load(new_path) as new, np.load(old_path) as old:
+            if sorted(new.files) != sorted(old.files):
+                out.append("arrays %s, committed %s" % (sorted(new.files), sorted(old.files)))
+                return
+            for name in sorted(new.files):
+                problems = []
+                self.arrays(new[name], old[name], problems)
+                out += ["%s: %s" % (name, p) for p in problems]
+
+    def tsv(self, new_path, old_path, out):
+        """Tab-separated text: the same lines and fields, numbers within the tolerance."""
+        new = read_bytes(new_path).decode("utf-8").splitlines()
+        old = read_bytes(old_path).decode("utf-8").splitlines()
+        if len(new) != len(old):
+            out.append("%d lines, committed %d" % (len(new), len(old)))
+            return
+        for n, (a, b) in enumerate(zip(new, old), 1):
+            fa, fb = a.split("\t"), b.split("\t")
+            if len(fa) != len(fb):
+                out.append("line %d: %d fields, committed %d" % (n, len(fa), len(fb)))
+                continue
+            for x, y in zip(fa, fb):
+                if x == y:
+                    continue
+                try:
+                    close = self.close(float(x), float(y))
+                except ValueError:
+                    close = False
+                if not close:
+                    out.append("line %d: %r, committed %r" % (n, x[:60], y[:60]))
+                    break
+            if len(out) >= 20:
+                return
+
+    def arrays(self, new, old, out):
         if new.dtype != old.dtype or new.shape != old.shape:
             out.append("%s %s, committed %s %s" % (new.dtype, new.shape, old.dtype, old.shape))
         elif new.dtype.kind in "fc":
@@ -124,7 +165,8 @@ class Comparison:
             same = (a == b) | (np.isnan(a) & np.isnan(b))
             with np.errstate(invalid="ignore"):
                 diff = np.where(same, 0.0, np.abs(a - b))
-            bad = ~(diff <= self.abs_tol + self.rel_tol * np.abs(b))
+            with np.errstate(invalid="ignore"):  # 0 · inf: equal infinities are `same`
+                bad = ~(same | (diff <= self.abs_tol + self.rel_tol * np.abs(b)))
             if bad.any():
                 i = np.unravel_index(np.argmax(np.where(bad, diff, -1)), diff.shape)
                 out.append("%d values differ beyond the tolerance, the most at %s: %r, "
@@ -141,6 +183,10 @@ class Comparison:
             out.append("not among the committed files")
         elif rel.endswith(".npy"):
             self.npy(new_path, old_path, out)
+        elif rel.endswith(".npz"):
+            self.npz(new_path, old_path, out)
+        elif rel.endswith(".tsv"):
+            self.tsv(new_path, old_path, out)
         elif rel.endswith((".json", ".json.gz")):
             new, old = (normalised(json.loads(read_bytes(p).decode("utf-8")), self.ignored)
                         for p in (new_path, old_path))
