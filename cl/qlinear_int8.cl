@@ -312,8 +312,9 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order above;
- * then STORE(R, C) writes the tile's outputs from acc[R][C] and off[R][C]. */
-#define QI_TILE_THEN(TYPE, QK, BYTES, R, C, STORE)                                                \
+ * then STORE(R, C) writes the tile's outputs from acc[R][C] and off[R][C]; the weight rows
+ * prefetched AHEAD bytes ahead (cl/qlinear.cl's QL_PREFETCH_SPAN; 0: not at all). */
+#define QI_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                         \
     {                                                                                             \
         const __global char *xq_r[R];                                                             \
         const __global float *xd_r[R];                                                            \
@@ -338,6 +339,7 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
             int8 dot[R][C];                                                                       \
             QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
                 const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
+                QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
                 head[c] = qi_head_##TYPE(b_);                                                     \
                 qi_scales_##TYPE(b_, s[c], t[c]);                                                 \
                 QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
@@ -412,9 +414,9 @@ inline float qi_combine8(float8 a, float off)
         ROWS(COLS)                                                                                \
         uint r0 = rbegin;                                                                         \
         for (; r0 + QL_MV_R <= rend; r0 += QL_MV_R)                                               \
-            QI_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, TILE_C, STORE)                                 \
+            QI_TILE_THEN(TYPE, QK, BYTES, QL_MV_R, TILE_C, STORE, QL_PREFETCH)                    \
         for (; r0 < rend; ++r0)                                                                   \
-            QI_TILE_THEN(TYPE, QK, BYTES, 1, TILE_C, STORE)                                       \
+            QI_TILE_THEN(TYPE, QK, BYTES, 1, TILE_C, STORE, QL_PREFETCH)                          \
     }
 
 #define QI_MM_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
@@ -423,7 +425,7 @@ inline float qi_combine8(float8 a, float off)
     const uint rend = min(m, rbegin + rows_per_item);                                             \
     ROWS(COLS)                                                                                    \
     for (uint r0 = rbegin; r0 < rend; r0 += QI_MM_R)                                              \
-        QI_TILE_THEN(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE)
+        QI_TILE_THEN(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE, 0)
 
 #define QI_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mv_##TYPE(     \

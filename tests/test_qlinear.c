@@ -208,15 +208,26 @@ static void batch_invariance(void **state)
 
 /* The matrix–vector path under another tiling (CLATTN_QLINEAR): column tiles that do not
  * divide n (38 columns: 13 tiles of 3, 19 of 2), several tiles per work-item in uneven runs (6
- * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), for the 4/5-bit and
- * the wider types alike (Q4_1 and Q8_0: the kernels differ by type only in the decoder, which
- * golden_types covers): every row the bytes of the default program's matrix–matrix path. (One
- * tiling and two types: each program and kernel is compiled anew, minutes on llvmpipe.) */
+ * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), its weight rows
+ * prefetched another distance than the default's, for the 4/5-bit and the wider types alike
+ * (Q4_1 and Q8_0: the kernels differ by type only in the decoder, which golden_types covers):
+ * every row the bytes of the default program's matrix–matrix path (which prefetches nothing).
+ * (One tiling and two types: each program and kernel is compiled anew, minutes on llvmpipe.)
+ * Also the default program's prefetch distance: 32 of the device's cache lines on a CPU, none
+ * elsewhere. */
 static void mv_tilings(void **state)
 {
     fixture *f = *state;
-    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6"};
-    static const unsigned cols[][3] = {{3, 2, 6}}; /* mvc, mvcw, mvi */
+    clattn_qlinear_params defaults = clattn__qlinear_params(f->prog);
+    cl_device_type type = 0;
+    assert_int_equal(clGetDeviceInfo(clattn_context_device(f->ctx), CL_DEVICE_TYPE, sizeof(type),
+                                     &type, NULL),
+                     CL_SUCCESS);
+    assert_true(defaults.line_bytes >= 16);
+    assert_int_equal(defaults.prefetch_bytes,
+                     (type & CL_DEVICE_TYPE_CPU) ? 32 * defaults.line_bytes : 0);
+    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6,pf=320"};
+    static const unsigned cols[][4] = {{3, 2, 6, 320}}; /* mvc, mvcw, mvi, pf */
     const size_t ms[] = {1, 5};
     for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
         clattn_qlinear_program *prog = NULL;
@@ -229,6 +240,7 @@ static void mv_tilings(void **state)
         assert_int_equal(p.mv_cols, cols[s][0]);
         assert_int_equal(p.mv_cols_wide, cols[s][1]);
         assert_int_equal(p.mv_items, cols[s][2]);
+        assert_int_equal(p.prefetch_bytes, cols[s][3]);
         for (size_t t = 0; t < TYPE_COUNT; t++) {
             if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0)
                 continue;
@@ -377,6 +389,7 @@ static void tuning_errors(void **state)
         {"tiles=4", "\"tiles=4\": unknown key \"tiles\""},
         {"mm8c=0", "\"mm8c=0\": mm8c is out of its range 1..16"},
         {"mm8r=17", "\"mm8r=17\": mm8r is out of its range 1..16"},
+        {"pf=1048577", "\"pf=1048577\": pf is out of its range 0..1048576"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         clattn_qlinear_program *prog = NULL;

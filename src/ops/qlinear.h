@@ -51,6 +51,9 @@ typedef struct clattn_qlinear_params {
                                 * run of column tiles; 0: eight per compute unit, more where
                                 * a run would be long (qlinear.c) */
     unsigned mm8_rows, mm8_cols; /* the matrix–matrix tile with 8-bit activations */
+    unsigned prefetch_bytes;     /* the tiles prefetch their weight rows this far ahead, one
+                                  * prefetch per cache line (line_bytes); 0: none */
+    unsigned line_bytes;         /* the device's cache line */
 } clattn_qlinear_params;
 
 typedef enum clattn_qlinear_path {
@@ -69,8 +72,8 @@ typedef enum clattn_qlinear_activations {
 } clattn_qlinear_activations;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2";
- * a pair it cannot read, an unknown key or a value out of range is
+ * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2,
+ * pf=2048"; a pair it cannot read, an unknown key or a value out of range is
  * CLATTN_ERROR_INVALID_ARGUMENT naming the pair). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
