@@ -122,7 +122,11 @@ typedef struct clattn_context_params {
  *     all-MiniLM-L6-v2: worst cosine against float32 over tests/data/precision/corpus.txt is
  *     asserted >= 0.999 by tests/test_precision.c (all-mpnet-base-v2: by test_mpnet_real.sh,
  *     0.99997 measured). Rows keep their bytes whatever the batch (the rounding and the
- *     outliers are per row, the products are oneDNN's per-row-count primitives).
+ *     outliers are per row, the products are oneDNN's per-row-count primitives). On CPUs with
+ *     AMX the library keeps oneDNN at AVX512_BF16 and VNNI, process-wide, when it loads it:
+ *     oneDNN chose AMX for some row counts only, whose bytes differ. In a process whose oneDNN
+ *     ran before (it then stays free to use AMX), bf16 and int8 fail with
+ *     CLATTN_ERROR_UNSUPPORTED naming AMX.
  *   CLATTN_PRECISION_INT8: weights quantised per output channel (int8, scale = the row's
  *     largest magnitude / 127), activations per token on their way into each product (the same
  *     rule per row: dynamic, no calibration), int32 accumulation in oneDNN, then scaled back,

@@ -293,6 +293,10 @@ bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing
         snprintf(missing, size, "the CPU lacks AVX512_BF16 and AMX-BF16");
     else if (precision == CLATTN_PRECISION_INT8 && !cpu_has_int8_dot())
         snprintf(missing, size, "the CPU lacks AVX512_VNNI, AVX-VNNI and AMX-INT8");
+    else if (!clattn__onednn_reduced_row_invariant())
+        snprintf(missing, size,
+                 "oneDNN may run it on AMX, whose results change with the batch's row count "
+                 "(this process used oneDNN before libclattn could keep it off AMX)");
     else
         return false;
     return true;

@@ -3,6 +3,7 @@
 #include "context_internal.h"
 #include "base/constants.h"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <float.h>
 #include <math.h>
@@ -50,7 +51,7 @@
     X(dnnl_primitive_desc_destroy) X(dnnl_primitive_desc_query)                               \
     X(dnnl_primitive_desc_query_md) X(dnnl_primitive_destroy) X(dnnl_primitive_execute)       \
     X(dnnl_reorder_primitive_desc_create) X(dnnl_stream_create) X(dnnl_stream_destroy)        \
-    X(dnnl_stream_wait)
+    X(dnnl_stream_wait) X(dnnl_set_max_cpu_isa) X(dnnl_get_effective_cpu_isa)
 
 #define POINTER(name) static __typeof__(name) *name##_ptr;
 ONEDNN_FUNCTIONS(POINTER)
@@ -69,6 +70,23 @@ static void (*GOMP_parallel_ptr)(void (*fn)(void *), void *data, unsigned thread
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static char load_error[512]; /* "" once loaded */
 static bool spin_policy_kept; /* libgomp was loaded before with its default policy */
+static bool amx_dispatch;     /* oneDNN may still dispatch to AMX (cap_isa could not cap it) */
+
+/* On CPUs with AMX, oneDNN 2.6 runs a bf16 matmul on AMX for some shapes and on AVX512_BF16 for
+ * others — chosen by the row count too (96 columns: 1 row on AVX512_BF16, 37 on AMX) — and the
+ * two give other bytes, so a row's result would change with its batch. Capped at AVX512_BF16
+ * (with VNNI for int8) before its first primitive, every shape takes the same instructions (CPUs
+ * without AMX-TILE, CPUID leaf 7, are left alone: AVX-VNNI is not below the cap). The cap is process-wide and fixed once oneDNN has dispatched; if it
+ * cannot be set (the process ran oneDNN before), amx_dispatch says whether AMX stays reachable,
+ * and the reduced precisions are then refused (clattn__onednn_reduced_row_invariant). */
+static void cap_isa(void)
+{
+    unsigned a, b, c, d;
+    bool amx_tile = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 24));
+    const unsigned amx = dnnl_cpu_isa_avx512_core_amx;
+    if (amx_tile && D(dnnl_set_max_cpu_isa)(dnnl_cpu_isa_avx512_core_bf16) != dnnl_success)
+        amx_dispatch = ((unsigned)D(dnnl_get_effective_cpu_isa)() & amx) == amx;
+}
 
 static void load(void)
 {
@@ -99,6 +117,7 @@ static void load(void)
     RESOLVE(omp_get_num_threads)
     RESOLVE(GOMP_parallel)
 #undef RESOLVE
+    cap_isa();
 }
 
 bool clattn__onednn_available(void)
@@ -135,6 +154,11 @@ static void probe(void)
         D(dnnl_primitive_desc_destroy)(pd);
     if (engine)
         D(dnnl_engine_destroy)(engine);
+}
+
+bool clattn__onednn_reduced_row_invariant(void)
+{
+    return clattn__onednn_available() && !amx_dispatch;
 }
 
 bool clattn__onednn_f32_row_invariant(void)

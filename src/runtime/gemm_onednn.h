@@ -56,6 +56,20 @@ static inline bool clattn__onednn_f32_row_invariant(void)
 }
 #endif
 
+/* Whether oneDNN's bf16 and int8 matmuls keep a row's bytes whatever the row count: true unless
+ * oneDNN may dispatch them to AMX, whose bytes differ from AVX512_BF16's and which it picks for
+ * some shapes only. Loading oneDNN caps it below AMX (process-wide); this is false where the cap
+ * could not be set (oneDNN had dispatched in this process before) on a CPU with AMX, or where
+ * oneDNN is unavailable. Thread-safe. */
+#ifdef CLATTN_HAVE_ONEDNN
+bool clattn__onednn_reduced_row_invariant(void);
+#else
+static inline bool clattn__onednn_reduced_row_invariant(void)
+{
+    return false;
+}
+#endif
+
 /* The per-context state (engine, stream, primitives by shape): made on first use, released by
  * clattn__onednn_destroy at context destruction. */
 typedef struct clattn_onednn clattn_onednn;
