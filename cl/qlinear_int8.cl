@@ -31,7 +31,8 @@
  * + off, i.e. q[i] = acc[i] + acc[i + 4], s[i] = q[i] + q[i + 2], y = (s[0] + s[1]) + off.
  * Integer sums are exact whatever the instructions, so every kernel and device that follows
  * this gives the same bytes: with x86's AVX2 (PoCL: vpmaddubsw, vpmaddwd; no product or pair
- * sum can saturate their 16 bits: |u·xq| ≤ 128·127) or the portable integer code.
+ * sum can saturate their 16 bits: |u·xq| ≤ 128·127), AVX512BW's 64-byte forms of the same (the
+ * K-quants' matrix–matrix tiles) or the portable integer code.
  *
  * Kernels per type: clattn_qlinear_i8_mv_<type>, _mm_, _swiglu_mv_, _swiglu_mm_, the float
  * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>; QI_MM_R × QI_MM_C for the matrix–matrix
@@ -309,6 +310,284 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
 #endif
 }
 
+/* ---- The K-quants' 512-bit path (x86 with AVX512BW: PoCL's skylake-avx512 and later). -------
+ * The same order as above: a 64-value pair of 32-value groups p (groups 2p, 2p + 1) takes one
+ * vpmaddubsw and one vpmaddwd on 64 bytes, its 16 lanes the two groups' 8; the block's lanes are
+ * folded (lanes l and l + 8, exact integers) before the block's float step. */
+#if defined(__AVX512BW__)
+typedef char qi_bytes64 __attribute__((vector_size(64)));
+typedef short qi_shorts32 __attribute__((vector_size(64)));
+typedef uchar qi_ubytes32v __attribute__((vector_size(32), aligned(1)));
+typedef char qi_xbytes64 __attribute__((vector_size(64), aligned(1)));
+
+inline int16 qi_dot64(qi_bytes64 u, qi_bytes64 x, qi_shorts32 s)
+{
+    return as_int16(__builtin_ia32_pmaddwd512(__builtin_ia32_pmaddubsw512(u, x), s));
+}
+
+inline qi_ubytes32v qi_load32(const __global uchar *p)
+{
+    return *(const __global qi_ubytes32v *)p;
+}
+
+#define QI_CAT64(A, B)                                                                            \
+    __builtin_shufflevector(A, B, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,   \
+                            18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34,   \
+                            35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51,   \
+                            52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63)
+
+/* S per 16-value group of the pair's 64 values (vpmaddwd's 32 factors: 8 per group). */
+#define QI_PAIR_SCALES(S, P)                                                                      \
+    __builtin_shufflevector(S, S, 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P),  \
+                            4 * (P), 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1,          \
+                            4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 2,      \
+                            4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2,      \
+                            4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3,      \
+                            4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3)
+
+/* The block's S and T per 16-value group as vectors. */
+inline void qi_scales16_k4(const __global uchar *b, short16 *s, short16 *t)
+{
+    int sv[16], tv[16];
+    qi_scales_k4(b, sv, tv);
+    *s = convert_short16(vload16(0, sv));
+    *t = convert_short16(vload16(0, tv));
+}
+inline void qi_scales16_q4_k(const __global uchar *b, short16 *s, short16 *t)
+{
+    qi_scales16_k4(b, s, t);
+}
+inline void qi_scales16_q5_k(const __global uchar *b, short16 *s, short16 *t)
+{
+    qi_scales16_k4(b, s, t);
+}
+inline void qi_scales16_q6_k(const __global uchar *b, short16 *s, short16 *t)
+{
+    *s = convert_short16(vload16(0, (const __global char *)(b + 192)));
+    *t = *s * (short16)(-32);
+}
+
+/* The values of groups 2p and 2p + 1 (qi_values_<type> of both, in one vector). */
+inline qi_bytes64 qi_pair_q4_k(const __global uchar *b, uint p)
+{
+    qi_ubytes32v q = qi_load32(b + 16 + 32 * p);
+    return (qi_bytes64)(QI_CAT64(q & (uchar)15, q >> (uchar)4));
+}
+inline qi_bytes64 qi_pair_q5_k(const __global uchar *b, uint p)
+{
+    qi_ubytes32v q = qi_load32(b + 48 + 32 * p), h = qi_load32(b + 16);
+    qi_ubytes32v lo = (q & (uchar)15) | (((h >> (uchar)(2 * p)) & (uchar)1) << (uchar)4);
+    qi_ubytes32v hi = (q >> (uchar)4) | (((h >> (uchar)(2 * p + 1)) & (uchar)1) << (uchar)4);
+    return (qi_bytes64)(QI_CAT64(lo, hi));
+}
+inline qi_bytes64 qi_pair_q6_k(const __global uchar *b, uint p)
+{
+    const uint h = p >> 1, high = p & 1, shift = 4 * (p & 1);
+    qi_ubytes32v q0 = qi_load32(b + 64 * h), q1 = qi_load32(b + 64 * h + 32);
+    qi_ubytes32v qh = qi_load32(b + 128 + 32 * h);
+    qi_ubytes32v lo = (high ? q0 >> (uchar)4 : q0 & (uchar)15) |
+                      (((qh >> (uchar)shift) & (uchar)3) << (uchar)4);
+    qi_ubytes32v hi = (high ? q1 >> (uchar)4 : q1 & (uchar)15) |
+                      (((qh >> (uchar)(shift + 2)) & (uchar)3) << (uchar)4);
+    return (qi_bytes64)(QI_CAT64(lo, hi));
+}
+
+/* B from the vectors (qi_offset_sum). */
+inline int qi_offset_sum16(short16 t, short16 xs)
+{
+    int8 p = as_int8(__builtin_ia32_pmaddwd256((qi_shorts16)t, (qi_shorts16)xs));
+    int4 q = p.lo + p.hi;
+    int2 r = q.lo + q.hi;
+    return r.x + r.y;
+}
+
+#define QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, P)                                                    \
+    QL_UNROLL for (uint c = 0; c < C; ++c) {                                                      \
+        const qi_bytes64 u_ = qi_pair_##TYPE(w_rows[c] + (ulong)blk * (BYTES), P);                \
+        const qi_shorts32 sv_ = (qi_shorts32)QI_PAIR_SCALES(sc[c], P);                            \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const qi_bytes64 x_ =                                                                 \
+                (qi_bytes64) * (const __global qi_xbytes64 *)(xq_r[r] + (ulong)blk * (QK) +       \
+                                                               64 * (P));                         \
+            dot[r][c] += qi_dot64(u_, x_, sv_);                                                   \
+        }                                                                                         \
+    }
+
+#define QI_WIDE_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                    \
+    {                                                                                             \
+        const __global char *xq_r[R];                                                             \
+        const __global float *xd_r[R];                                                            \
+        const __global short *xs_r[R];                                                            \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const ulong row_ = min(r0 + r, rend - 1);                                             \
+            xq_r[r] = xq + row_ * k;                                                              \
+            xd_r[r] = xd + row_ * (k / (QK));                                                     \
+            xs_r[r] = xs + row_ * (k / 16);                                                       \
+        }                                                                                         \
+        float8 acc[R][C];                                                                         \
+        float off[R][C];                                                                          \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
+                acc[r][c] = (float8)0.0f;                                                         \
+                off[r][c] = 0.0f;                                                                 \
+            }                                                                                     \
+        const uint blocks = k / (QK);                                                             \
+        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
+            float2 head[C];                                                                       \
+            short16 sc[C], tc[C];                                                                 \
+            int16 dot[R][C];                                                                      \
+            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
+                const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
+                QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
+                head[c] = qi_head_##TYPE(b_);                                                     \
+                qi_scales16_##TYPE(b_, &sc[c], &tc[c]);                                           \
+                QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
+                    dot[r][c] = (int16)0;                                                         \
+            }                                                                                     \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 0)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 1)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 2)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 3)                                                \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                const float dx = xd_r[r][blk];                                                    \
+                const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
+                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
+                    const int bsum = qi_offset_sum16(tc[c], xsb_);                                \
+                    acc[r][c] = fma(convert_float8(dot[r][c].lo + dot[r][c].hi),                  \
+                                    (float8)(head[c].x * dx), acc[r][c]);                         \
+                    off[r][c] = fma(head[c].y * dx, (float)bsum, off[r][c]);                      \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        STORE(R, C)                                                                               \
+    }
+
+/* Lanes l and l + 8 of both columns' sums: lanes 0-7 column 0's eight, 8-15 column 1's. */
+inline int16 qi_fold2(int16 a, int16 b)
+{
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                   31);
+}
+
+/* B of two rows' two columns from their vpmaddwd products p (row r) and q (row r + 1), each with
+ * lanes 0-7 column 0's and 8-15 column 1's: (B(r, 0), B(r, 1), B(r + 1, 0), B(r + 1, 1)), the
+ * sums of 8 lanes halved three times (exact integers). */
+inline int4 qi_offset_sums2x2(int16 p, int16 q)
+{
+    int16 a = __builtin_shufflevector(p, q, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28,
+                                      30) +
+              __builtin_shufflevector(p, q, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29,
+                                      31);
+    int8 b = __builtin_shufflevector(a, a, 0, 2, 4, 6, 8, 10, 12, 14) +
+             __builtin_shufflevector(a, a, 1, 3, 5, 7, 9, 11, 13, 15);
+    return __builtin_shufflevector(b, b, 0, 2, 4, 6) + __builtin_shufflevector(b, b, 1, 3, 5, 7);
+}
+
+/* QI_WIDE_TILE_THEN for C = 2 (the default tile, and the SwiGLU kernels' gate and up rows): a
+ * row's two columns in one vector (lanes 0-7 column 0, 8-15 column 1), so that the block's float
+ * step is a few 16-lane instructions per row and the tile's accumulators stay in registers. */
+#define QI_WIDE2_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                   \
+    {                                                                                             \
+        const __global char *xq_r[R];                                                             \
+        const __global float *xd_r[R];                                                            \
+        const __global short *xs_r[R];                                                            \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const ulong row_ = min(r0 + r, rend - 1);                                             \
+            xq_r[r] = xq + row_ * k;                                                              \
+            xd_r[r] = xd + row_ * (k / (QK));                                                     \
+            xs_r[r] = xs + row_ * (k / 16);                                                       \
+        }                                                                                         \
+        float16 acc2[R];                                                                          \
+        float4 off4[((R) + 1) / 2];                                                               \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            acc2[r] = (float16)0.0f;                                                              \
+        QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h)                                        \
+            off4[h] = (float4)0.0f;                                                               \
+        const uint blocks = k / (QK);                                                             \
+        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
+            float2 head[2];                                                                       \
+            short16 sc[2], tc[2];                                                                 \
+            int16 dot[R][2];                                                                      \
+            QL_UNROLL for (uint c = 0; c < 2; ++c) {                                              \
+                const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
+                QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
+                head[c] = qi_head_##TYPE(b_);                                                     \
+                qi_scales16_##TYPE(b_, &sc[c], &tc[c]);                                           \
+                QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
+                    dot[r][c] = (int16)0;                                                         \
+            }                                                                                     \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 0)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 1)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 2)                                                \
+            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 3)                                                \
+            const float16 d2_ = (float16)((float8)head[0].x, (float8)head[1].x);                  \
+            const float2 o2_ = (float2)(head[0].y, head[1].y);                                    \
+            const qi_shorts32 t2_ = (qi_shorts32)QI_CAT32(tc[0], tc[1]);                          \
+            float dx[R];                                                                          \
+            int16 tx[R];                                                                          \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                dx[r] = xd_r[r][blk];                                                             \
+                const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
+                const qi_shorts32 xs2_ = (qi_shorts32)QI_CAT32(xsb_, xsb_);                       \
+                tx[r] = as_int16(__builtin_ia32_pmaddwd512(t2_, xs2_));                           \
+                acc2[r] = fma(convert_float16(qi_fold2(dot[r][0], dot[r][1])), d2_ * dx[r],       \
+                              acc2[r]);                                                           \
+            }                                                                                     \
+            QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h) {                                  \
+                const uint r1_ = min(2 * h + 1, (uint)(R) - 1);                                   \
+                const float4 dx4_ = (float4)(dx[2 * h], dx[2 * h], dx[r1_], dx[r1_]);             \
+                const int4 b4_ = qi_offset_sums2x2(tx[2 * h], tx[r1_]);                           \
+                off4[h] = fma(o2_.xyxy * dx4_, convert_float4(b4_), off4[h]);                     \
+            }                                                                                     \
+        }                                                                                         \
+        float8 acc[R][2];                                                                         \
+        float off[R][2];                                                                          \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            acc[r][0] = acc2[r].lo;                                                               \
+            acc[r][1] = acc2[r].hi;                                                               \
+            off[r][0] = r & 1 ? off4[r / 2].z : off4[r / 2].x;                                    \
+            off[r][1] = r & 1 ? off4[r / 2].w : off4[r / 2].y;                                    \
+        }                                                                                         \
+        STORE(R, C)                                                                               \
+    }
+
+/* The K-quants' matrix–matrix tiles: plain (QI_MM_C columns) and SwiGLU (gate and up rows). */
+#if QI_MM_C == 2
+#define QI_WIDE_MM_TILE QI_WIDE2_TILE_THEN
+#else
+#define QI_WIDE_MM_TILE QI_WIDE_TILE_THEN
+#endif
+#if QI_MM_C <= 2
+#define QI_WIDE_SWIGLU_MM_TILE QI_WIDE2_TILE_THEN
+#else
+#define QI_WIDE_SWIGLU_MM_TILE QI_WIDE_TILE_THEN
+#endif
+#define QI_MM_TILE_q4_k QI_WIDE_MM_TILE
+#define QI_MM_TILE_q5_k QI_WIDE_MM_TILE
+#define QI_MM_TILE_q6_k QI_WIDE_MM_TILE
+#define QI_SWIGLU_MM_TILE_q4_k QI_WIDE_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q5_k QI_WIDE_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q6_k QI_WIDE_SWIGLU_MM_TILE
+#else
+#define QI_MM_TILE_q4_k QI_TILE_THEN
+#define QI_MM_TILE_q5_k QI_TILE_THEN
+#define QI_MM_TILE_q6_k QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q4_k QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q5_k QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q6_k QI_TILE_THEN
+#endif
+#define QI_MM_TILE_q4_0 QI_TILE_THEN
+#define QI_MM_TILE_q4_1 QI_TILE_THEN
+#define QI_MM_TILE_q5_0 QI_TILE_THEN
+#define QI_MM_TILE_q5_1 QI_TILE_THEN
+#define QI_MM_TILE_q8_0 QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q4_0 QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q4_1 QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q5_0 QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q5_1 QI_TILE_THEN
+#define QI_SWIGLU_MM_TILE_q8_0 QI_TILE_THEN
+
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order above;
@@ -419,13 +698,13 @@ inline float qi_combine8(float8 a, float off)
             QI_TILE_THEN(TYPE, QK, BYTES, 1, TILE_C, STORE, QL_PREFETCH)                          \
     }
 
-#define QI_MM_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
+#define QI_MM_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE, TILE_C, STORE)                              \
     const uint j0 = get_global_id(0) * (COLS);                                                    \
     const uint rbegin = get_global_id(1) * rows_per_item;                                         \
     const uint rend = min(m, rbegin + rows_per_item);                                             \
     ROWS(COLS)                                                                                    \
     for (uint r0 = rbegin; r0 < rend; r0 += QI_MM_R)                                              \
-        QI_TILE_THEN(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE, 0)
+        TILE(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE, 0)
 
 #define QI_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mv_##TYPE(     \
@@ -436,7 +715,7 @@ inline float qi_combine8(float8 a, float off)
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mm_##TYPE(     \
         QI_ARGS)                                                                                  \
     {                                                                                             \
-        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_C, QL_ROWS, QI_MM_C, QI_STORE)                          \
+        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_C, QL_ROWS, QI_MM_TILE_##TYPE, QI_MM_C, QI_STORE)       \
     }                                                                                             \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
         clattn_qlinear_i8_swiglu_mv_##TYPE(QI_ARGS)                                               \
@@ -447,8 +726,8 @@ inline float qi_combine8(float8 a, float off)
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
         clattn_qlinear_i8_swiglu_mm_##TYPE(QI_ARGS)                                               \
     {                                                                                             \
-        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, 2 * QI_MM_SWIGLU_C,           \
-                   QI_STORE_SWIGLU)                                                               \
+        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, QI_SWIGLU_MM_TILE_##TYPE,     \
+                   2 * QI_MM_SWIGLU_C, QI_STORE_SWIGLU)                                           \
     }
 
 QI_KERNELS(q4_0, 32, 18)

@@ -11,7 +11,8 @@
  *    roundings;
  *  - SwiGLU fused into the epilogue gives the unfused layers' bytes (plain kernel, then
  *    clattn__glu);
- *  - another tiling (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr) gives the reference's bytes;
+ *  - other tilings (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr: 3 × 3, and 5 × 2 for the K-quants'
+ *    two-column tile) give the reference's bytes, fused SwiGLU the unfused layers';
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
  *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again;
  *  - a pre-norm layer's norm that quantises its rows for the layer after it
@@ -180,6 +181,40 @@ static void strided_rows(void **state)
 }
 
 /* The fused gate|up layer: the unfused layers' bytes (19 gate, 19 up rows). */
+/* Type `name`'s SwiGLU layer fused (f->prog's tiles) against the unfused layers' bytes, for
+ * m = 1, 5 and `big` on both paths. */
+static void check_swiglu(fixture *f, const char *name, size_t big)
+{
+    golden g;
+    golden_load(f->ctx, name, &g);
+    const size_t n = g.n / 2, ldy = n + 3;
+    cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+    float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
+    assert_true(ref && y);
+    cl_mem h = buffer(f->ctx, big * g.n, NULL);
+    if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0, g.k,
+                             &g.w, h, 0, g.n) != CLATTN_OK ||
+        clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
+        fail_msg("%s: the unfused layers: %s", name, clattn_last_error(f->ctx));
+    read_back(f->ctx, h, big * g.n, ref);
+    clReleaseMemObject(h);
+    const size_t ms[] = {1, 5, big};
+    for (size_t mi = 0; mi < 3; mi++) {
+        if (ms[mi] > big)
+            continue;
+        for (size_t p = 0; p < 2; p++) {
+            char what[64];
+            snprintf(what, sizeof(what), "fused, m %zu, %s path", ms[mi], path_names[p]);
+            run(f, &g.w, paths[p], true, ms[mi], x, 0, g.k, y, ldy);
+            compare(name, what, ms[mi], y, ldy, ref, g.n, n);
+        }
+    }
+    clReleaseMemObject(x);
+    free(ref);
+    free(y);
+    golden_free(&g);
+}
+
 static void swiglu_fused(void **state)
 {
     fixture *f = *state;
@@ -187,50 +222,23 @@ static void swiglu_fused(void **state)
     for (size_t t = 0; t < TYPE_COUNT; t++) {
         if (test_small_mode() && strcmp(type_names[t], "q4_k") != 0)
             continue;
-        golden g;
-        golden_load(f->ctx, type_names[t], &g);
-        const size_t n = g.n / 2, ldy = n + 3;
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
-        float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
-        assert_true(ref && y);
-        cl_mem h = buffer(f->ctx, big * g.n, NULL);
-        if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0,
-                                 g.k, &g.w, h, 0, g.n) != CLATTN_OK ||
-            clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
-            fail_msg("%s: the unfused layers: %s", type_names[t], clattn_last_error(f->ctx));
-        read_back(f->ctx, h, big * g.n, ref);
-        clReleaseMemObject(h);
-        const size_t ms[] = {1, 5, 40};
-        for (size_t mi = 0; mi < 3; mi++) {
-            if (ms[mi] > big)
-                continue;
-            for (size_t p = 0; p < 2; p++) {
-                char what[64];
-                snprintf(what, sizeof(what), "fused, m %zu, %s path", ms[mi], path_names[p]);
-                run(f, &g.w, paths[p], true, ms[mi], x, 0, g.k, y, ldy);
-                compare(type_names[t], what, ms[mi], y, ldy, ref, g.n, n);
-            }
-        }
-        clReleaseMemObject(x);
-        free(ref);
-        free(y);
-        golden_free(&g);
+        check_swiglu(f, type_names[t], big);
     }
 }
 
-/* Another tiling (CLATTN_QLINEAR: matrix–matrix tiles of 3 × 3, which divide neither the 38
- * columns nor the rows; matrix–vector tiles of 2 columns, 3 rows): the reference's bytes. */
-static void other_tiling(void **state)
+/* Another tiling (CLATTN_QLINEAR `tiles`, whose matrix–matrix rows are `rows`): the
+ * reference's bytes for a 32-value and a K-quant type on both paths, and the fused SwiGLU
+ * layer the unfused layers' bytes. */
+static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned rows)
 {
-    fixture *f = *state;
-    setenv("CLATTN_QLINEAR", "mm8r=3,mm8c=3,mvc=2,mvcw=2,mvr=3", 1);
+    setenv("CLATTN_QLINEAR", tiles, 1);
     clattn_qlinear_program *prog = NULL;
     clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
     unsetenv("CLATTN_QLINEAR");
     assert_int_equal(status, CLATTN_OK);
     assert_int_equal(clattn__qlinear_set_activations(f->ctx, prog, CLATTN_QLINEAR_INT8),
                      CLATTN_OK);
-    assert_int_equal(clattn__qlinear_params(prog).mm8_rows, 3);
+    assert_int_equal(clattn__qlinear_params(prog).mm8_rows, rows);
     clattn_qlinear_program *saved = f->prog;
     f->prog = prog;
     static const char *const types[] = {"q4_1", "q6_k"};
@@ -250,9 +258,24 @@ static void other_tiling(void **state)
         free(ref);
         free(y);
         golden_free(&g);
+        check_swiglu(f, types[t], m);
     }
     f->prog = saved;
     clattn__qlinear_program_release(prog);
+}
+
+/* Matrix–matrix tiles of 3 × 3, which divide neither the 38 columns nor the rows; matrix–vector
+ * tiles of 2 columns, 3 rows. */
+static void other_tiling(void **state)
+{
+    tiling_gives_reference_bytes(*state, "mm8r=3,mm8c=3,mvc=2,mvcw=2,mvr=3", 3);
+}
+
+/* Two columns on an odd number of rows (5): the K-quants' two-column tile on x86 with AVX512BW
+ * (cl/qlinear_int8.cl's QI_WIDE2_TILE_THEN) pairs rows for its offsets and has one left over. */
+static void two_column_tiling(void **state)
+{
+    tiling_gives_reference_bytes(*state, "mm8r=5,mm8c=2", 5);
 }
 
 /* F16 keeps float32 activations (the float program's bytes); Q4_1 switched back to float gives
@@ -392,6 +415,7 @@ int main(void)
         cmocka_unit_test(strided_rows),
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(other_tiling),
+        cmocka_unit_test(two_column_tiling),
         cmocka_unit_test(float_types_and_switching),
         cmocka_unit_test(norm_quantises_for_the_reader),
     };
