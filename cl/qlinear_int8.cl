@@ -569,6 +569,110 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
 #define QI_SWIGLU_MM_TILE_q4_k QI_WIDE_SWIGLU_MM_TILE
 #define QI_SWIGLU_MM_TILE_q5_k QI_WIDE_SWIGLU_MM_TILE
 #define QI_SWIGLU_MM_TILE_q6_k QI_WIDE_SWIGLU_MM_TILE
+
+/* ---- The 32-value block types' two-column tile on x86 with AVX512BW. ----------------------
+ * A block of both columns in one 64-byte vector (column 0's 32 values, then column 1's) against
+ * the row's 32 bytes of x twice: one vpmaddubsw and one vpmaddwd (by ones: S is 1) give column
+ * 0's A in lanes 0-7 and column 1's in 8-15, already the layout of the row's two accumulators;
+ * each block's float step in the order above. Q8_0's signed values as qi_dot32_signed: |u|
+ * times xq with u's sign. */
+inline int16 qi_dot64_ones(qi_bytes64 u, qi_bytes64 x)
+{
+    const qi_shorts32 one = (qi_shorts32)QI_CAT32(QI_CAT16((short8)1, (short8)1),
+                                                  QI_CAT16((short8)1, (short8)1));
+    return qi_dot64(u, x, one);
+}
+inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
+{
+    const qi_bytes64 neg = (qi_bytes64)(u < (char)0);
+    return qi_dot64_ones((u ^ neg) - neg, (x ^ neg) - neg);
+}
+#define QI_DOT64_q4_0 qi_dot64_ones
+#define QI_DOT64_q4_1 qi_dot64_ones
+#define QI_DOT64_q5_0 qi_dot64_ones
+#define QI_DOT64_q5_1 qi_dot64_ones
+#define QI_DOT64_q8_0 qi_dot64_signed
+
+/* The 32 bytes at p, twice. */
+inline qi_bytes64 qi_twice32(const __global char *p)
+{
+    typedef char qi_xbytes32 __attribute__((vector_size(32), aligned(1)));
+    const qi_xbytes32 v = *(const __global qi_xbytes32 *)p;
+    return (qi_bytes64)QI_CAT64(v, v);
+}
+
+#define QI_WIDE32_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                  \
+    {                                                                                             \
+        const __global char *xq_r[R];                                                             \
+        const __global float *xd_r[R];                                                            \
+        const __global short *xs_r[R];                                                            \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const ulong row_ = min(r0 + r, rend - 1);                                             \
+            xq_r[r] = xq + row_ * k;                                                              \
+            xd_r[r] = xd + row_ * (k / 32);                                                       \
+            xs_r[r] = xs + row_ * (k / 16);                                                       \
+        }                                                                                         \
+        float16 acc2[R];                                                                          \
+        float2 off2[R];                                                                           \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            acc2[r] = (float16)0.0f;                                                              \
+            off2[r] = (float2)0.0f;                                                               \
+        }                                                                                         \
+        const uint blocks = k / 32;                                                               \
+        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
+            float2 head[2];                                                                       \
+            uchar16 v_[2][2];                                                                     \
+            QL_UNROLL for (uint c = 0; c < 2; ++c) {                                              \
+                const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
+                QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
+                head[c] = qi_head_##TYPE(b_);                                                     \
+                qi_values_##TYPE(b_, 0, &v_[c][0], &v_[c][1]);                                    \
+            }                                                                                     \
+            const qi_bytes64 u_ =                                                                 \
+                (qi_bytes64)QI_CAT64(QI_CAT32(v_[0][0], v_[0][1]), QI_CAT32(v_[1][0], v_[1][1])); \
+            int s_[2], t_[2];                                                                     \
+            qi_scales_##TYPE(w_rows[0], s_, t_);                                                  \
+            const float16 d2_ = (float16)((float8)head[0].x, (float8)head[1].x);                  \
+            const float2 o2_ = (float2)(head[0].y, head[1].y);                                    \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                const int16 e_ = QI_DOT64_##TYPE(u_, qi_twice32(xq_r[r] + (ulong)blk * 32));      \
+                const float dx = xd_r[r][blk];                                                    \
+                const int b_ = qi_offset_sum(32, t_, xs_r[r] + (ulong)blk * 2);                   \
+                acc2[r] = fma(convert_float16(e_), d2_ * dx, acc2[r]);                            \
+                off2[r] = fma(o2_ * dx, (float2)(float)b_, off2[r]);                              \
+            }                                                                                     \
+        }                                                                                         \
+        float8 acc[R][2];                                                                         \
+        float off[R][2];                                                                          \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            acc[r][0] = acc2[r].lo;                                                               \
+            acc[r][1] = acc2[r].hi;                                                               \
+            off[r][0] = off2[r].x;                                                                \
+            off[r][1] = off2[r].y;                                                                \
+        }                                                                                         \
+        STORE(R, C)                                                                               \
+    }
+
+#if QI_MM_C == 2
+#define QI_WIDE32_MM_TILE QI_WIDE32_TILE_THEN
+#else
+#define QI_WIDE32_MM_TILE QI_TILE_THEN
+#endif
+#if QI_MM_C <= 2
+#define QI_WIDE32_SWIGLU_MM_TILE QI_WIDE32_TILE_THEN
+#else
+#define QI_WIDE32_SWIGLU_MM_TILE QI_TILE_THEN
+#endif
+#define QI_MM_TILE_q4_0 QI_WIDE32_MM_TILE
+#define QI_MM_TILE_q4_1 QI_WIDE32_MM_TILE
+#define QI_MM_TILE_q5_0 QI_WIDE32_MM_TILE
+#define QI_MM_TILE_q5_1 QI_WIDE32_MM_TILE
+#define QI_MM_TILE_q8_0 QI_WIDE32_MM_TILE
+#define QI_SWIGLU_MM_TILE_q4_0 QI_WIDE32_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q4_1 QI_WIDE32_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q5_0 QI_WIDE32_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q5_1 QI_WIDE32_SWIGLU_MM_TILE
+#define QI_SWIGLU_MM_TILE_q8_0 QI_WIDE32_SWIGLU_MM_TILE
 #else
 #define QI_MM_TILE_q4_k QI_TILE_THEN
 #define QI_MM_TILE_q5_k QI_TILE_THEN
@@ -576,7 +680,6 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
 #define QI_SWIGLU_MM_TILE_q4_k QI_TILE_THEN
 #define QI_SWIGLU_MM_TILE_q5_k QI_TILE_THEN
 #define QI_SWIGLU_MM_TILE_q6_k QI_TILE_THEN
-#endif
 #define QI_MM_TILE_q4_0 QI_TILE_THEN
 #define QI_MM_TILE_q4_1 QI_TILE_THEN
 #define QI_MM_TILE_q5_0 QI_TILE_THEN
@@ -587,6 +690,7 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
 #define QI_SWIGLU_MM_TILE_q5_0 QI_TILE_THEN
 #define QI_SWIGLU_MM_TILE_q5_1 QI_TILE_THEN
 #define QI_SWIGLU_MM_TILE_q8_0 QI_TILE_THEN
+#endif
 
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 

@@ -5,7 +5,8 @@
  *  - the kernels' bytes are the plain-C reference's (tests/ref/ref_qlinear_int8.c: the blocks
  *    read from ggml's layouts, llama.cpp's activation rule, the promised order), for m = 1, 3,
  *    70 on the matrix–vector, matrix–matrix and automatic paths — so every row is also the same
- *    bytes whatever the batch; and strided, offset rows of x give the bytes of the rows alone;
+ *    bytes whatever the batch; rows of five blocks (an odd count) too; and strided, offset rows
+ *    of x give the bytes of the rows alone;
  *  - the results are the product the golden holds (float64, gguf-py's dequantisation) within
  *    what rounding the activations to 8 bits can move it (Σ |w| · dx / 2) plus float32's
  *    roundings;
@@ -146,6 +147,51 @@ static void reference_bytes(void **state)
             }
         }
         clReleaseMemObject(x);
+        free(ref);
+        free(y);
+        golden_free(&g);
+    }
+}
+
+/* Five blocks a row (two pairs and one left over: cl/qlinear_int8.cl's 32-value two-column tile
+ * takes blocks in pairs), built from the golden's rows (blocks 0, 1, 0, 1, 0) and x's columns
+ * likewise: the reference's bytes on both paths, for every type. */
+static void odd_block_counts(void **state)
+{
+    fixture *f = *state;
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        const size_t qk = g.k / 2, k = 5 * qk, row_bytes = g.w.row_bytes;
+        const size_t block_bytes = row_bytes / 2, m = test_small_mode() ? 9 : 21;
+        unsigned char *bytes = malloc(g.n * 5 * block_bytes);
+        float *x = malloc(m * k * sizeof(float)), *ref = malloc(m * g.n * sizeof(float));
+        float *y = malloc(m * g.n * sizeof(float));
+        assert_true(bytes && x && ref && y);
+        for (size_t j = 0; j < g.n; j++)
+            for (size_t b = 0; b < 5; b++)
+                memcpy(bytes + (j * 5 + b) * block_bytes,
+                       g.bytes + j * row_bytes + (b % 2) * block_bytes, block_bytes);
+        for (size_t r = 0; r < m; r++)
+            for (size_t i = 0; i < k; i++)
+                x[r * k + i] = g.x[(r % g.m) * g.k + (i / qk % 2) * qk + i % qk] *
+                               (1.0f + 0.125f * (float)(i / qk));
+        clattn_qweight w;
+        assert_int_equal(clattn__qweight_upload(f->ctx, g.type, g.n, k, bytes,
+                                                g.n * 5 * block_bytes, &w),
+                         CLATTN_OK);
+        ref_qi_linear(g.type, bytes, g.n, k, x, m, k, ref, g.n);
+        cl_mem xb = buffer(f->ctx, m * k, x);
+        for (size_t p = 0; p < 2; p++) {
+            char what[64];
+            snprintf(what, sizeof(what), "5 blocks a row, %s path", path_names[p]);
+            run(f, &w, paths[p], false, m, xb, 0, k, y, g.n);
+            compare(type_names[t], what, m, y, g.n, ref, g.n, g.n);
+        }
+        clReleaseMemObject(xb);
+        clattn__qweight_release(&w);
+        free(bytes);
+        free(x);
         free(ref);
         free(y);
         golden_free(&g);
@@ -413,6 +459,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reference_bytes),
         cmocka_unit_test(strided_rows),
+        cmocka_unit_test(odd_block_counts),
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(other_tiling),
         cmocka_unit_test(two_column_tiling),
