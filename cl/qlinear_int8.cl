@@ -592,6 +592,13 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 #define QI_DOT64_q5_0 qi_dot64_ones
 #define QI_DOT64_q5_1 qi_dot64_ones
 #define QI_DOT64_q8_0 qi_dot64_signed
+/* Whether the type has an offset term (Q8_0's O and T are 0: fma(0 · dx, 0, off) leaves off
+ * as it is for every finite dx, so its tile skips it). */
+#define QI_HAS_OFFSET_q4_0 1
+#define QI_HAS_OFFSET_q4_1 1
+#define QI_HAS_OFFSET_q5_0 1
+#define QI_HAS_OFFSET_q5_1 1
+#define QI_HAS_OFFSET_q8_0 0
 
 /* The 32 bytes at p, twice. */
 inline qi_bytes64 qi_twice32(const __global char *p)
@@ -639,7 +646,8 @@ inline qi_bytes64 qi_twice32(const __global char *p)
                 const float dx = xd_r[r][blk];                                                    \
                 const int b_ = qi_offset_sum(32, t_, xs_r[r] + (ulong)blk * 2);                   \
                 acc2[r] = fma(convert_float16(e_), d2_ * dx, acc2[r]);                            \
-                off2[r] = fma(o2_ * dx, (float2)(float)b_, off2[r]);                              \
+                if (QI_HAS_OFFSET_##TYPE)                                                         \
+                    off2[r] = fma(o2_ * dx, (float2)(float)b_, off2[r]);                          \
             }                                                                                     \
         }                                                                                         \
         float8 acc[R][2];                                                                         \
