@@ -518,22 +518,38 @@ inline float8 ql_half8(uint8 h)
 #define QL_TILE(TYPE, QK, BYTES, R, C, WHOLE, AHEAD)                                              \
     QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, WHOLE, AHEAD)
 
-/* SwiGLU's product of a gate and an up value: silu(gate) · up, the float expression of
- * cl/elementwise.cl's clattn_glu with CLATTN_ACT_SILU (activate's x / (1 + exp(−x)), times the
- * up value), so that the fused kernels below give its bytes. */
-inline float ql_swiglu(float gate, float up)
+/* SwiGLU's product of gate and up values, eight at a time: silu(gate) · up with silu as
+ * cl/elementwise.cl's activate writes it (x / (1 + exp(−x))), on vectors of eight. Every SwiGLU
+ * of a quantised gate|up layer goes through it — fused into the kernels below, or after a split
+ * layer (clattn_qlinear_glu) — so that all give the same bytes (a device's exponential of a
+ * vector may differ in the last bit from its exponential of a scalar: PoCL's does; one value at
+ * a time it took a quarter of the fused matrix–matrix tile's time). Lanes are independent. */
+inline float8 ql_swiglu8(float8 gate, float8 up)
 {
     return (gate / (1.0f + exp(-gate))) * up;
 }
 
-/* The fused tile's store: acc[r][c] is gate column j0 + c, acc[r][C/2 + c] its up column;
- * y[r, j0 + c] = silu(gate) · up, each summed in the order above. */
-#define QL_STORE_SWIGLU(R, C)                                                                     \
-    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
-        QL_UNROLL for (uint c = 0; c < (C) / 2; ++c)                                              \
+/* The fused tiles' store: COMBINE(r, c) gives row r's tile column c summed in its order (gate
+ * column j0 + c is tile column c, its up column tile column C / 2 + c); y[r, j0 + c] = silu(gate)
+ * · up, rows in vectors of eight (the rows past R are zeros, never stored). */
+#define QL_SWIGLU_ROWS(R) (((R) + 7) / 8 * 8)
+#define QL_STORE_SWIGLU_ROWS(R, C, COMBINE)                                                       \
+    QL_UNROLL for (uint c = 0; c < (C) / 2; ++c) {                                                \
+        float gate_[QL_SWIGLU_ROWS(R)], up_[QL_SWIGLU_ROWS(R)], out_[QL_SWIGLU_ROWS(R)];          \
+        QL_UNROLL for (uint r = 0; r < QL_SWIGLU_ROWS(R); ++r) {                                  \
+            const uint rr_ = min(r, (uint)(R) - 1);                                               \
+            gate_[r] = r < (R) ? COMBINE(rr_, c) : 0.0f;                                          \
+            up_[r] = r < (R) ? COMBINE(rr_, (C) / 2 + c) : 0.0f;                                  \
+        }                                                                                         \
+        QL_UNROLL for (uint v = 0; v < QL_SWIGLU_ROWS(R) / 8; ++v)                                \
+            vstore8(ql_swiglu8(vload8(v, gate_), vload8(v, up_)), v, out_);                       \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
             if (r0 + r < rend && j0 + c < n)                                                      \
-                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] =                                       \
-                    ql_swiglu(ql_combine16(acc[r][c]), ql_combine16(acc[r][(C) / 2 + c]));
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = out_[r];                              \
+    }
+
+#define QL_COMBINE(r, c) ql_combine16(acc[r][c])
+#define QL_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QL_COMBINE)
 
 /* The C weight rows of this work-item (clamped to n − 1). */
 #define QL_ROWS(C)                                                                                \
@@ -635,6 +651,26 @@ inline float ql_swiglu(float gate, float up)
 
 /* QL_HELPERS_ONLY: the helpers alone, for the program of cl/qlinear_int8.cl. */
 #ifndef QL_HELPERS_ONLY
+/* The SwiGLU after a gate|up layer split over buffers (src/ops/qlinear.c's clattn__qlinear_glu):
+ * h [rows, 2·cols] (gate columns, then up columns) becomes silu(gate) · up in its first cols
+ * columns, rows in vectors of eight as the fused kernels store them. NDRange (cols, ⌈rows / 8⌉).
+ */
+__kernel void clattn_qlinear_glu(__global float *h, uint rows, uint cols)
+{
+    const uint j = get_global_id(0), r0 = 8 * get_global_id(1);
+    if (j >= cols || r0 >= rows)
+        return;
+    float gate[8], up[8], out[8];
+    for (uint i = 0; i < 8; ++i) {
+        const ulong at = (ulong)min(r0 + i, rows - 1) * 2 * cols + j;
+        gate[i] = h[at];
+        up[i] = h[at + cols];
+    }
+    vstore8(ql_swiglu8(vload8(0, gate), vload8(0, up)), 0, out);
+    for (uint i = 0; i < 8 && r0 + i < rows; ++i)
+        h[(ulong)(r0 + i) * 2 * cols + j] = out[i];
+}
+
 QL_ALL_KERNELS(f32, 16, 64)
 QL_ALL_KERNELS(f16, 16, 32)
 QL_ALL_KERNELS(bf16, 16, 32)

@@ -778,13 +778,8 @@ inline float qi_combine8(float8 a, float off)
             if (r0 + r < rend && j0 + c < n)                                                      \
                 y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = qi_combine8(acc[r][c], off[r][c]);
 
-#define QI_STORE_SWIGLU(R, C)                                                                     \
-    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
-        QL_UNROLL for (uint c = 0; c < (C) / 2; ++c)                                              \
-            if (r0 + r < rend && j0 + c < n)                                                      \
-                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] =                                       \
-                    ql_swiglu(qi_combine8(acc[r][c], off[r][c]),                                  \
-                              qi_combine8(acc[r][(C) / 2 + c], off[r][(C) / 2 + c]));
+#define QI_COMBINE(r, c) qi_combine8(acc[r][c], off[r][c])
+#define QI_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QI_COMBINE)
 
 #define QI_MM_SWIGLU_C ((QI_MM_C + 1) / 2)
 

@@ -12,8 +12,8 @@
  *  - the matrix–vector path under other tilings (column tiles per type, work-items walking
  *    several tiles) gives the same bytes;
  *  - the gate|up layer with SwiGLU fused into its epilogue (clattn__qlinear_swiglu): every
- *    type's rows, for m = 1, 5, 40 on both paths, the bytes of the plain kernel followed by the
- *    unfused glu kernel (clattn__glu with CLATTN_ACT_SILU);
+ *    type's rows, for m = 1, 5, 37 on both paths, the bytes of the plain kernel followed by
+ *    clattn__qlinear_glu, which gives silu(gate)·up (computed here in double) within 2 ulp;
  *  - bad weights are refused with messages naming the numbers.
  *
  * The bound: every output is 16 chains of k/16 fused multiply-adds, then 4 additions (the
@@ -279,14 +279,15 @@ static bool quick_mode(void)
 /* The fused gate|up layer: the golden weight's 38 rows as [gate 19; up 19] (19 columns: tiles of
  * 2 do not divide them), y = silu(gate)·up by clattn__qlinear_swiglu, every row the bytes of
  * the unfused layers (clattn__qlinear into [m, 38] on the matrix–matrix path for the largest m,
- * then clattn__glu), for every m and path. Every type; on slow devices (CLATTN_TEST_QUICK) one
+ * then clattn__qlinear_glu, itself within 2 ulp of silu(gate)·up in double), for every m and
+ * path. Every type; on slow devices (CLATTN_TEST_QUICK) one
  * type per way of decoding, and under oclgrind Q4_1 alone with m up to 5 (the fused kernels
  * differ from the plain ones in their weight rows and store only, which every type shares). */
 static void swiglu_fused(void **state)
 {
     fixture *f = *state;
-    const size_t ms[] = {1, 5, 40};
-    const size_t big = test_small_mode() ? 5 : 40;
+    const size_t ms[] = {1, 5, 37};
+    const size_t big = test_small_mode() ? 5 : 37;
     for (size_t t = 0; t < TYPE_COUNT; t++) {
         bool q4_1 = strcmp(type_names[t], "q4_1") == 0;
         if ((test_small_mode() && !q4_1) ||
@@ -300,14 +301,31 @@ static void swiglu_fused(void **state)
         cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
         float *ref = malloc(big * g.n * sizeof(float)), *y = malloc(big * ldy * sizeof(float));
         assert_true(ref && y);
-        /* The unfused reference: the plain kernel, then the glu kernel in place. */
+        /* The unfused reference: the plain kernel, then clattn__qlinear_glu in place. */
         cl_mem h = buffer(f->ctx, big * g.n, NULL);
         if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0,
-                                 g.k, &g.w, h, 0, g.n) != CLATTN_OK ||
-            clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
-            fail_msg("%s: the unfused layers: %s", type_names[t], clattn_last_error(f->ctx));
+                                 g.k, &g.w, h, 0, g.n) != CLATTN_OK)
+            fail_msg("%s: the plain layer: %s", type_names[t], clattn_last_error(f->ctx));
+        float *plain = malloc(big * g.n * sizeof(float));
+        assert_non_null(plain);
+        read_back(f->ctx, h, big * g.n, plain);
+        if (clattn__qlinear_glu(f->ctx, f->prog, h, big, n) != CLATTN_OK)
+            fail_msg("%s: clattn__qlinear_glu: %s", type_names[t], clattn_last_error(f->ctx));
         read_back(f->ctx, h, big * g.n, ref);
         clReleaseMemObject(h);
+        for (size_t r = 0; r < big; r++)
+            for (size_t j = 0; j < n; j++) {
+                double gate = plain[r * g.n + j], up = plain[r * g.n + n + j];
+                double want = gate / (1.0 + exp(-gate)) * up, got = ref[r * g.n + j];
+                if (!(fabs(got - want) <= 2.0 * 0x1p-23 * fabs(want) + 1e-30))
+                    fail_msg("%s: clattn__qlinear_glu's [%zu, %zu] is %.9g, silu(%.9g)·%.9g "
+                             "is %.9g",
+                             type_names[t], r, j, got, gate, up, want);
+                if (memcmp(&ref[r * g.n + n + j], &plain[r * g.n + n + j], sizeof(float)) != 0)
+                    fail_msg("%s: clattn__qlinear_glu changed up value [%zu, %zu]", type_names[t],
+                             r, j);
+            }
+        free(plain);
         for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
             size_t m = ms[mi];
             if (m > big)

@@ -11,7 +11,7 @@
  *    what rounding the activations to 8 bits can move it (Σ |w| · dx / 2) plus float32's
  *    roundings;
  *  - SwiGLU fused into the epilogue gives the unfused layers' bytes (plain kernel, then
- *    clattn__glu);
+ *    clattn__qlinear_glu);
  *  - other tilings (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr: 3 × 3, and 5 × 2 for the K-quants'
  *    two-column tile) give the reference's bytes, fused SwiGLU the unfused layers';
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
@@ -227,8 +227,8 @@ static void strided_rows(void **state)
 }
 
 /* The fused gate|up layer: the unfused layers' bytes (19 gate, 19 up rows). */
-/* Type `name`'s SwiGLU layer fused (f->prog's tiles) against the unfused layers' bytes, for
- * m = 1, 5 and `big` on both paths. */
+/* Type `name`'s SwiGLU layer fused (f->prog's tiles) against the unfused layers' bytes (the plain
+ * kernel, then clattn__qlinear_glu), for m = 1, 5 and `big` on both paths. */
 static void check_swiglu(fixture *f, const char *name, size_t big)
 {
     golden g;
@@ -240,7 +240,7 @@ static void check_swiglu(fixture *f, const char *name, size_t big)
     cl_mem h = buffer(f->ctx, big * g.n, NULL);
     if (clattn__qlinear_path(f->ctx, f->prog, CLATTN_OP_OTHER, CLATTN_QLINEAR_MM, big, x, 0, g.k,
                              &g.w, h, 0, g.n) != CLATTN_OK ||
-        clattn__glu(f->ctx, h, big, n, CLATTN_ACT_SILU) != CLATTN_OK)
+        clattn__qlinear_glu(f->ctx, f->prog, h, big, n) != CLATTN_OK)
         fail_msg("%s: the unfused layers: %s", name, clattn_last_error(f->ctx));
     read_back(f->ctx, h, big * g.n, ref);
     clReleaseMemObject(h);

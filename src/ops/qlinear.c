@@ -43,6 +43,7 @@ struct clattn_qlinear_program {
     cl_kernel kernels[QTYPE_COUNT][KIND_COUNT];    /* float32 activations */
     cl_kernel i8_kernels[QTYPE_COUNT][KIND_COUNT]; /* 8-bit activations (the block types) */
     cl_kernel quantize;                            /* clattn_qlinear_quantize */
+    cl_kernel glu;                                 /* clattn_qlinear_glu */
     clattn_qlinear_activations activations;
     /* The quantised rows of x for the 8-bit kernels: room for `act_values` values. */
     cl_mem act_q, act_d, act_s;
@@ -203,6 +204,8 @@ void clattn__qlinear_program_release(clattn_qlinear_program *prog)
         }
     if (prog->quantize)
         clReleaseKernel(prog->quantize);
+    if (prog->glu)
+        clReleaseKernel(prog->glu);
     release_scratch(prog);
     if (prog->program)
         clReleaseProgram(prog->program);
@@ -281,6 +284,12 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
         for (size_t kind = 0; status == CLATTN_OK && kind < KIND_COUNT; kind++)
             status = create_kernel(ctx, fn, prog->program, "", kind, &qtypes[i],
                                    &prog->kernels[i][kind]);
+    if (status == CLATTN_OK) {
+        cl_int err;
+        prog->glu = clCreateKernel(prog->program, "clattn_qlinear_glu", &err);
+        if (err != CL_SUCCESS)
+            status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(clattn_qlinear_glu) failed", fn);
+    }
     if (status != CLATTN_OK) {
         clattn__qlinear_program_release(prog);
         return status;
@@ -617,4 +626,22 @@ clattn_status clattn__qlinear(clattn_context *ctx, clattn_qlinear_program *prog,
 {
     return clattn__qlinear_path(ctx, prog, op, CLATTN_QLINEAR_AUTO, m, x, x_offset, ldx, w, y,
                                 y_offset, ldy);
+}
+
+clattn_status clattn__qlinear_glu(clattn_context *ctx, clattn_qlinear_program *prog, cl_mem h,
+                                  size_t rows, size_t cols)
+{
+    static const char fn[] = "clattn__qlinear_glu";
+    CLATTN_CHECK_ARG(ctx, fn, prog && h, "the program or the buffer is missing");
+    CLATTN_CHECK_ARG(ctx, fn, rows <= UINT_MAX && cols <= UINT_MAX / 2,
+                     "rows %zu or cols %zu beyond the kernel's 32-bit indices", rows, cols);
+    if (rows == 0 || cols == 0)
+        return CLATTN_OK;
+    cl_uint r = (cl_uint)rows, c = (cl_uint)cols;
+    clattn_kernel_args args = {prog->glu, 0, CL_SUCCESS};
+    CLATTN_ARG(&args, h);
+    CLATTN_ARG(&args, r);
+    CLATTN_ARG(&args, c);
+    size_t global[2] = {cols, (rows + 7) / 8};
+    return clattn__launch(ctx, &args, "qlinear_glu", 2, global, NULL, CLATTN_OP_FEED_FORWARD, 0);
 }

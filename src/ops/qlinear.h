@@ -115,13 +115,19 @@ clattn_status clattn__qlinear_path(clattn_context *ctx, clattn_qlinear_program *
 /* A gated feed-forward's first layer with SwiGLU fused into its epilogue: w stacks [gate rows;
  * up rows], n = w->n / 2 of each (w->n even), and y[y_offset + r·ldy + j] = silu(g)·u for r < m,
  * j < n, where g and u are what clattn__qlinear computes for columns j and n + j. The bytes are
- * those of clattn__qlinear into [m, 2n] followed by ops/elementwise.h's clattn__glu with
- * CLATTN_ACT_SILU (same reduction order, same float expression), for any m and either path;
- * one launch instead of two, and the [m, 2n] intermediate is never written. */
+ * those of clattn__qlinear into [m, 2n] followed by clattn__qlinear_glu (same reduction order,
+ * same float expression on vectors of eight), for any m and either path; one launch instead of
+ * two, and the [m, 2n] intermediate is never written. */
 clattn_status clattn__qlinear_swiglu(clattn_context *ctx, clattn_qlinear_program *prog,
                                      clattn_op op, size_t m, cl_mem x, size_t x_offset, size_t ldx,
                                      const clattn_qweight *w, cl_mem y, size_t y_offset,
                                      size_t ldy);
+/* The SwiGLU of a quantised gate|up layer that did not fuse it (one split over buffers): h
+ * [rows, 2·cols], gate columns then up columns, gets silu(gate)·up in its first cols columns —
+ * the fused kernels' expression, eight rows at a time (cl/qlinear.cl's ql_swiglu8: a device's
+ * exponential of a vector may differ in the last bit from ops/elementwise.h's clattn__glu's). */
+clattn_status clattn__qlinear_glu(clattn_context *ctx, clattn_qlinear_program *prog, cl_mem h,
+                                  size_t rows, size_t cols);
 /* The same on a given path (tests and benchmarks). */
 clattn_status clattn__qlinear_swiglu_path(clattn_context *ctx, clattn_qlinear_program *prog,
                                           clattn_op op, clattn_qlinear_path path, size_t m,
