@@ -310,6 +310,34 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
 #endif
 }
 
+/* The tile's rows of x (r0 .. r0 + R − 1, clamped to rend − 1): their quantised values, block
+ * scales (blocks of QK) and sums per 16 values. */
+#define QI_ROW_POINTERS(QK, R)                                                                    \
+    const __global char *xq_r[R];                                                                 \
+    const __global float *xd_r[R];                                                                \
+    const __global short *xs_r[R];                                                                \
+    QL_UNROLL for (uint r = 0; r < R; ++r) {                                                      \
+        const ulong row_ = min(r0 + r, rend - 1);                                                 \
+        xq_r[r] = xq + row_ * k;                                                                  \
+        xd_r[r] = xd + row_ * (k / (QK));                                                         \
+        xs_r[r] = xs + row_ * (k / 16);                                                           \
+    }
+
+/* acc[R][C] (8 lanes) and off[R][C], all +0.0f. */
+#define QI_ACCUMULATORS(R, C)                                                                     \
+    float8 acc[R][C];                                                                             \
+    float off[R][C];                                                                              \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < C; ++c) {                                                  \
+            acc[r][c] = (float8)0.0f;                                                             \
+            off[r][c] = 0.0f;                                                                     \
+        }
+
+/* The block's float step for element (r, c) from its lanes' integer sums A (int8) and B. */
+#define QI_BLOCK_STEP(r, c, A, B)                                                                 \
+    acc[r][c] = fma(convert_float8(A), (float8)(head[c].x * dx), acc[r][c]);                      \
+    off[r][c] = fma(head[c].y * dx, (float)(B), off[r][c]);
+
 /* ---- The K-quants' 512-bit path (x86 with AVX512BW: PoCL's skylake-avx512 and later). -------
  * The same order as above: a 64-value pair of 32-value groups p (groups 2p, 2p + 1) takes one
  * vpmaddubsw and one vpmaddwd on 64 bytes, its 16 lanes the two groups' 8; the block's lanes are
@@ -415,22 +443,8 @@ inline int qi_offset_sum16(short16 t, short16 xs)
 
 #define QI_WIDE_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                    \
     {                                                                                             \
-        const __global char *xq_r[R];                                                             \
-        const __global float *xd_r[R];                                                            \
-        const __global short *xs_r[R];                                                            \
-        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            const ulong row_ = min(r0 + r, rend - 1);                                             \
-            xq_r[r] = xq + row_ * k;                                                              \
-            xd_r[r] = xd + row_ * (k / (QK));                                                     \
-            xs_r[r] = xs + row_ * (k / 16);                                                       \
-        }                                                                                         \
-        float8 acc[R][C];                                                                         \
-        float off[R][C];                                                                          \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
-                acc[r][c] = (float8)0.0f;                                                         \
-                off[r][c] = 0.0f;                                                                 \
-            }                                                                                     \
+        QI_ROW_POINTERS(QK, R)                                                                    \
+        QI_ACCUMULATORS(R, C)                                                                     \
         const uint blocks = k / (QK);                                                             \
         for (uint blk = 0; blk < blocks; ++blk) {                                                 \
             float2 head[C];                                                                       \
@@ -453,9 +467,7 @@ inline int qi_offset_sum16(short16 t, short16 xs)
                 const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
                 QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
                     const int bsum = qi_offset_sum16(tc[c], xsb_);                                \
-                    acc[r][c] = fma(convert_float8(dot[r][c].lo + dot[r][c].hi),                  \
-                                    (float8)(head[c].x * dx), acc[r][c]);                         \
-                    off[r][c] = fma(head[c].y * dx, (float)bsum, off[r][c]);                      \
+                    QI_BLOCK_STEP(r, c, dot[r][c].lo + dot[r][c].hi, bsum)                        \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
@@ -489,15 +501,7 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
  * step is a few 16-lane instructions per row and the tile's accumulators stay in registers. */
 #define QI_WIDE2_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                   \
     {                                                                                             \
-        const __global char *xq_r[R];                                                             \
-        const __global float *xd_r[R];                                                            \
-        const __global short *xs_r[R];                                                            \
-        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            const ulong row_ = min(r0 + r, rend - 1);                                             \
-            xq_r[r] = xq + row_ * k;                                                              \
-            xd_r[r] = xd + row_ * (k / (QK));                                                     \
-            xs_r[r] = xs + row_ * (k / 16);                                                       \
-        }                                                                                         \
+        QI_ROW_POINTERS(QK, R)                                                                    \
         float16 acc2[R];                                                                          \
         float4 off4[((R) + 1) / 2];                                                               \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
@@ -610,15 +614,7 @@ inline qi_bytes64 qi_twice32(const __global char *p)
 
 #define QI_WIDE32_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                  \
     {                                                                                             \
-        const __global char *xq_r[R];                                                             \
-        const __global float *xd_r[R];                                                            \
-        const __global short *xs_r[R];                                                            \
-        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            const ulong row_ = min(r0 + r, rend - 1);                                             \
-            xq_r[r] = xq + row_ * k;                                                              \
-            xd_r[r] = xd + row_ * (k / 32);                                                       \
-            xs_r[r] = xs + row_ * (k / 16);                                                       \
-        }                                                                                         \
+        QI_ROW_POINTERS(32, R)                                                                    \
         float16 acc2[R];                                                                          \
         float2 off2[R];                                                                           \
         QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
@@ -707,22 +703,8 @@ inline qi_bytes64 qi_twice32(const __global char *p)
  * prefetched AHEAD bytes ahead (cl/qlinear.cl's QL_PREFETCH_SPAN; 0: not at all). */
 #define QI_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                         \
     {                                                                                             \
-        const __global char *xq_r[R];                                                             \
-        const __global float *xd_r[R];                                                            \
-        const __global short *xs_r[R];                                                            \
-        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            const ulong row_ = min(r0 + r, rend - 1);                                             \
-            xq_r[r] = xq + row_ * k;                                                              \
-            xd_r[r] = xd + row_ * (k / (QK));                                                     \
-            xs_r[r] = xs + row_ * (k / 16);                                                       \
-        }                                                                                         \
-        float8 acc[R][C];                                                                         \
-        float off[R][C];                                                                          \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
-                acc[r][c] = (float8)0.0f;                                                         \
-                off[r][c] = 0.0f;                                                                 \
-            }                                                                                     \
+        QI_ROW_POINTERS(QK, R)                                                                    \
+        QI_ACCUMULATORS(R, C)                                                                     \
         const uint blocks = k / (QK);                                                             \
         for (uint blk = 0; blk < blocks; ++blk) {                                                 \
             float2 head[C];                                                                       \
@@ -755,9 +737,7 @@ inline qi_bytes64 qi_twice32(const __global char *p)
                 const __global short *xsb_ = xs_r[r] + (ulong)blk * ((QK) / 16);                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
                     const int bsum = qi_offset_sum(QK, t[c], xsb_);                               \
-                    acc[r][c] = fma(convert_float8(dot[r][c]), (float8)(head[c].x * dx),          \
-                                    acc[r][c]);                                                   \
-                    off[r][c] = fma(head[c].y * dx, (float)bsum, off[r][c]);                      \
+                    QI_BLOCK_STEP(r, c, dot[r][c], bsum)                                          \
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
