@@ -32,7 +32,7 @@
  * Integer sums are exact whatever the instructions, so every kernel and device that follows
  * this gives the same bytes: with x86's AVX2 (PoCL: vpmaddubsw, vpmaddwd; no product or pair
  * sum can saturate their 16 bits: |u·xq| ≤ 128·127), AVX512BW's 64-byte forms of the same (the
- * K-quants' matrix–matrix tiles) or the portable integer code.
+ * two-column matrix–matrix tiles) or the portable integer code.
  *
  * Kernels per type: clattn_qlinear_i8_mv_<type>, _mm_, _swiglu_mv_, _swiglu_mm_, the float
  * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>; QI_MM_R × QI_MM_C for the matrix–matrix
@@ -420,15 +420,7 @@ inline qi_bytes64 qi_pair_q6_k(const __global uchar *b, uint p)
     return (qi_bytes64)(QI_CAT64(lo, hi));
 }
 
-/* B from the vectors (qi_offset_sum). */
-inline int qi_offset_sum16(short16 t, short16 xs)
-{
-    int8 p = as_int8(__builtin_ia32_pmaddwd256((qi_shorts16)t, (qi_shorts16)xs));
-    int4 q = p.lo + p.hi;
-    int2 r = q.lo + q.hi;
-    return r.x + r.y;
-}
-
+/* Pair P of the block: the C columns' values and scales, against each row's 64 bytes of x. */
 #define QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, P)                                                    \
     QL_UNROLL for (uint c = 0; c < C; ++c) {                                                      \
         const qi_bytes64 u_ = qi_pair_##TYPE(w_rows[c] + (ulong)blk * (BYTES), P);                \
@@ -439,39 +431,6 @@ inline int qi_offset_sum16(short16 t, short16 xs)
                                                                64 * (P));                         \
             dot[r][c] += qi_dot64(u_, x_, sv_);                                                   \
         }                                                                                         \
-    }
-
-#define QI_WIDE_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                    \
-    {                                                                                             \
-        QI_ROW_POINTERS(QK, R)                                                                    \
-        QI_ACCUMULATORS(R, C)                                                                     \
-        const uint blocks = k / (QK);                                                             \
-        for (uint blk = 0; blk < blocks; ++blk) {                                                 \
-            float2 head[C];                                                                       \
-            short16 sc[C], tc[C];                                                                 \
-            int16 dot[R][C];                                                                      \
-            QL_UNROLL for (uint c = 0; c < C; ++c) {                                              \
-                const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
-                QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
-                head[c] = qi_head_##TYPE(b_);                                                     \
-                qi_scales16_##TYPE(b_, &sc[c], &tc[c]);                                           \
-                QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
-                    dot[r][c] = (int16)0;                                                         \
-            }                                                                                     \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 0)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 1)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 2)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, 3)                                                \
-            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
-                const float dx = xd_r[r][blk];                                                    \
-                const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
-                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
-                    const int bsum = qi_offset_sum16(tc[c], xsb_);                                \
-                    QI_BLOCK_STEP(r, c, dot[r][c].lo + dot[r][c].hi, bsum)                        \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
-        STORE(R, C)                                                                               \
     }
 
 /* Lanes l and l + 8 of both columns' sums: lanes 0-7 column 0's eight, 8-15 column 1's. */
@@ -496,9 +455,10 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
     return __builtin_shufflevector(b, b, 0, 2, 4, 6) + __builtin_shufflevector(b, b, 1, 3, 5, 7);
 }
 
-/* QI_WIDE_TILE_THEN for C = 2 (the default tile, and the SwiGLU kernels' gate and up rows): a
- * row's two columns in one vector (lanes 0-7 column 0, 8-15 column 1), so that the block's float
- * step is a few 16-lane instructions per row and the tile's accumulators stay in registers. */
+/* The K-quants' tile for C = 2 (the default tile, and the SwiGLU kernels' gate and up rows;
+ * other tilings take QI_TILE_THEN): a row's two columns in one vector (lanes 0-7 column 0, 8-15
+ * column 1), so that the block's float step is a few 16-lane instructions per row and the
+ * tile's accumulators stay in registers. */
 #define QI_WIDE2_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                   \
     {                                                                                             \
         QI_ROW_POINTERS(QK, R)                                                                    \
@@ -560,12 +520,12 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
 #if QI_MM_C == 2
 #define QI_WIDE_MM_TILE QI_WIDE2_TILE_THEN
 #else
-#define QI_WIDE_MM_TILE QI_WIDE_TILE_THEN
+#define QI_WIDE_MM_TILE QI_TILE_THEN
 #endif
 #if QI_MM_C <= 2
 #define QI_WIDE_SWIGLU_MM_TILE QI_WIDE2_TILE_THEN
 #else
-#define QI_WIDE_SWIGLU_MM_TILE QI_WIDE_TILE_THEN
+#define QI_WIDE_SWIGLU_MM_TILE QI_TILE_THEN
 #endif
 #define QI_MM_TILE_q4_k QI_WIDE_MM_TILE
 #define QI_MM_TILE_q5_k QI_WIDE_MM_TILE
