@@ -21,6 +21,16 @@ inline int qi_sum16(int16 v)
            (((v.s8 + v.s9) + (v.sa + v.sb)) + ((v.sc + v.sd) + (v.se + v.sf)));
 }
 
+/* Where 16-value piece h of a block (values 16h .. 16h + 15) sits in the quantised row: in
+ * order, except in blocks of 256 (the K-quants'), where each 64 values store their pieces in the
+ * order 0, 2, 1, 3 — so that the first 16 values of two consecutive 32-value sub-blocks are 32
+ * contiguous bytes, and their last 16 the next 32 (cl/qlinear_int8.cl's Q4_K and Q5_K sum a
+ * sub-block's two halves in 16 bits before its scale). The sums s stay in order. */
+inline uint qi_piece(uint qb, uint h)
+{
+    return qb == 256 ? (h & ~3u) | ((h & 1u) << 1) | ((h >> 1) & 1u) : h;
+}
+
 /* Block blk of the row at xr (qb values) into q, d, s (the row's own arrays; q 16-byte
  * aligned), 16 values at a time. round(v) as trunc(v + copysign(0.5 − 2^-25, v)): the same for
  * every |v| < 2^23 (here |v| ≤ 127), without a library call. */
@@ -37,7 +47,7 @@ inline void qi_quantize_block(const __global float *xr, uint blk, uint qb, __glo
     for (uint h = 0; h < qb / 16; ++h) {
         const float16 v = vload16(h, xr) * (float16)id;
         const int16 r = convert_int16(v + copysign((float16)0x1.fffffep-2f, v));
-        *(__global char16 *)(q + 16 * h) = convert_char16(r);
+        *(__global char16 *)(q + 16 * qi_piece(qb, h)) = convert_char16(r);
         s[(ulong)blk * (qb / 16) + h] = (short)qi_sum16(r);
     }
     d[blk] = scale;

@@ -11,6 +11,8 @@
  * xq, one float scale dx per block and the sums xs of xq over each 16 values:
  *   amax = max |x_i| over the block, dx = amax / 127, id = dx ≠ 0 ? 1 / dx : 0,
  *   xq_i = round(x_i · id) (half away from zero).
+ * In blocks of 256, xq keeps each 64 values' pieces of 16 in the order 0, 2, 1, 3
+ * (cl/act_quant.cl's qi_piece): the first halves of two sub-blocks of 32, then their second.
  *
  * WEIGHTS. Every type writes value i of a block as D·S_i·u_i + O·T_i, with u_i the stored
  * integer (unsigned; Q8_0's signed), S_i and T_i integers per 16 values, D and O the block's
@@ -21,11 +23,13 @@
  *   Q4_K, Q5_K  u: 4 or 5 bits, S the sub-block's 6-bit scale, T −(its 6-bit min), D d, O dmin
  *   Q6_K  u: 6 bits, S the 16 values' int8 scale, T −32·S, D = O = d
  *
- * ONE ORDER (batch invariance, and the tests' reference, tests/ref/qlinear_int8_ref.c). For
+ * ONE ORDER (batch invariance, and the tests' reference, tests/ref/ref_qlinear_int8.c). For
  * output element (r, j), acc[0..7] and off start at +0.0f; for each block in order:
  *   A[l] = Σ S_i·u_i·xq_i over the values i of lane l (lane l of each 32 values: values 4l ..
- *          4l + 3), and B = Σ T_i·xs_h over the block's 16-value groups h (T of the group):
- *          exact integers;
+ *          4l + 3; Q4_K's and Q5_K's: of sub-blocks 2p + (l ≥ 4), values 4(l mod 4) ..
+ *          4(l mod 4) + 3 and 16 more than those, so that a sub-block's halves add in 16 bits
+ *          before its scale), and B = Σ T_i·xs_h over the block's 16-value groups h (T of the
+ *          group): exact integers;
  *   acc[l] = fma((float)A[l], D·dx, acc[l]),  off = fma(O·dx, (float)B, off);
  * then y = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
  * + off, i.e. q[i] = acc[i] + acc[i + 4], s[i] = q[i] + q[i + 2], y = (s[0] + s[1]) + off.
@@ -136,8 +140,6 @@ inline uchar16 qi_load16(const __global uchar *p)
 #define QI_HALF_SCALES_q5_0 0
 #define QI_HALF_SCALES_q5_1 0
 #define QI_HALF_SCALES_q8_0 0
-#define QI_HALF_SCALES_q4_k 0
-#define QI_HALF_SCALES_q5_k 0
 #define QI_HALF_SCALES_q6_k 1
 
 #define QI_DOT_q4_0 qi_dot32
@@ -145,8 +147,6 @@ inline uchar16 qi_load16(const __global uchar *p)
 #define QI_DOT_q5_0 qi_dot32
 #define QI_DOT_q5_1 qi_dot32
 #define QI_DOT_q8_0 qi_dot32_signed
-#define QI_DOT_q4_k qi_dot32
-#define QI_DOT_q5_k qi_dot32
 #define QI_DOT_q6_k qi_dot32
 
 /* ---- Per type: the block's (D, O), its S and T per 16 values, the values of 32-value group g. */
@@ -229,10 +229,6 @@ inline void qi_unpack(uchar16 qlo, uchar16 qhi, uint high, uchar16 hlo, uchar16 
 #endif
 }
 
-inline void qi_nibbles(uchar16 lo, uchar16 hi, uint high, uchar16 *ulo, uchar16 *uhi)
-{
-    qi_unpack(lo, hi, high, lo, hi, 0, 0, ulo, uhi);
-}
 
 inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
@@ -268,19 +264,6 @@ inline void qi_values_q8_0(const __global uchar *b, uint g, uchar16 *ulo, uchar1
     *ulo = qi_load16(b + 2);
     *uhi = qi_load16(b + 18);
 }
-/* Q4_K: sub-block g reads qs[32·(g/2) ..] (low nibbles for even g, high for odd). */
-inline void qi_values_q4_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
-{
-    const __global uchar *q = b + 16 + 32 * (g >> 1);
-    qi_nibbles(qi_load16(q), qi_load16(q + 16), g & 1, ulo, uhi);
-}
-/* Q5_K: as Q4_K, with bit g of qh[i] as the fifth bit of value i. */
-inline void qi_values_q5_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
-{
-    const __global uchar *q = b + 48 + 32 * (g >> 1);
-    qi_unpack(qi_load16(q), qi_load16(q + 16), g & 1, qi_load16(b + 16), qi_load16(b + 32), g, 1,
-              ulo, uhi);
-}
 /* Q6_K: values 32g .. 32g + 31 (cl/qlinear.cl's ql_decode_q6_k without the − 32). */
 inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
@@ -288,6 +271,76 @@ inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar1
     const __global uchar *ql = b + 64 * h + (r & 63), *qh = b + 128 + 32 * h;
     qi_unpack(qi_load16(ql), qi_load16(ql + 16), r & 64, qi_load16(qh), qi_load16(qh + 16),
               2 * (g & 3), 3, ulo, uhi);
+}
+
+/* Q4_K's and Q5_K's sub-blocks 2j and 2j + 1 by halves: half h holds values 16h .. 16h + 15 of
+ * sub-block 2j (e), then of 2j + 1 (o) — qs[32j + 16h ..]'s low and high nibbles. On x86 one
+ * 32-byte vector: the 16 bytes twice, shifted by 0 and 4 as 32-bit lanes. */
+#if defined(__AVX2__)
+typedef qi_bytes32 qi_half_pair;
+#define QI_NIBBLE_SHIFTS8 (uint8)(0, 0, 0, 0, 4, 4, 4, 4)
+inline uint8 qi_twice16(const __global uchar *p)
+{
+    const uchar16 q = qi_load16(p);
+    return as_uint8(QI_CAT32(q, q));
+}
+inline qi_half_pair qi_half_pair_q4_k(const __global uchar *b, uint j, uint h)
+{
+    const uint8 q = qi_twice16(b + 16 + 32 * j + 16 * h);
+    return (qi_half_pair)((q >> QI_NIBBLE_SHIFTS8) & (uint8)0x0F0F0F0Fu);
+}
+inline qi_half_pair qi_half_pair_q5_k(const __global uchar *b, uint j, uint h)
+{
+    const uint8 q = qi_twice16(b + 48 + 32 * j + 16 * h), qh = qi_twice16(b + 16 + 16 * h);
+    const uint e = 2 * j, o = 2 * j + 1;
+    const uint8 bit = (uint8)(e, e, e, e, o, o, o, o);
+    return (qi_half_pair)(((q >> QI_NIBBLE_SHIFTS8) & (uint8)0x0F0F0F0Fu) |
+                          (((qh >> bit) & (uint8)0x01010101u) << (uint8)4));
+}
+#else
+typedef struct qi_half_pair {
+    uchar16 e, o;
+} qi_half_pair;
+inline qi_half_pair qi_half_pair_q4_k(const __global uchar *b, uint j, uint h)
+{
+    const uchar16 q = qi_load16(b + 16 + 32 * j + 16 * h);
+    qi_half_pair v = {q & (uchar16)0x0F, q >> (uchar16)4};
+    return v;
+}
+inline qi_half_pair qi_half_pair_q5_k(const __global uchar *b, uint j, uint h)
+{
+    const uchar16 q = qi_load16(b + 48 + 32 * j + 16 * h), qh = qi_load16(b + 16 + 16 * h);
+    const uchar16 one = (uchar16)1, four = (uchar16)4;
+    qi_half_pair v = {(q & (uchar16)0x0F) | (((qh >> (uchar16)(2 * j)) & one) << four),
+                      (q >> four) | (((qh >> (uchar16)(2 * j + 1)) & one) << four)};
+    return v;
+}
+#endif
+
+/* The lanes of sub-blocks 2j and 2j + 1 (Q4_K, Q5_K; S s0 and s1) from their halves a (h = 0)
+ * and b (h = 1) and the row's 64 values at x (qi_piece's order: both sub-blocks' first halves,
+ * then their second): lane i < 4 = s0 · Σ of values 4i .. 4i + 3 and 16 + 4i .. 16 + 4i + 3 of
+ * sub-block 2j, lane 4 + i the same of 2j + 1. On x86 the halves' pair sums add in 16 bits
+ * before one vpmaddwd (|sum| ≤ 2·2·31·127 < 2^15). */
+inline int8 qi_dot_pair(qi_half_pair a, qi_half_pair b, const __global char *x, short s0, short s1)
+{
+#if defined(__AVX2__)
+    typedef char qi_xbytes32 __attribute__((vector_size(32), aligned(1)));
+    const qi_bytes32 xa = *(const __global qi_xbytes32 *)x;
+    const qi_bytes32 xb = *(const __global qi_xbytes32 *)(x + 32);
+    qi_shorts16 p = __builtin_ia32_pmaddubsw256(a, xa) + __builtin_ia32_pmaddubsw256(b, xb);
+    return as_int8(__builtin_ia32_pmaddwd256(p, (qi_shorts16)QI_CAT16((short8)s0, (short8)s1)));
+#else
+    int16 e = convert_int16(a.e) * convert_int16(vload16(0, x)) +
+              convert_int16(b.e) * convert_int16(vload16(2, x));
+    int16 o = convert_int16(a.o) * convert_int16(vload16(1, x)) +
+              convert_int16(b.o) * convert_int16(vload16(3, x));
+    const int t = s0, u = s1;
+    return (int8)(((e.s0 + e.s1) + (e.s2 + e.s3)) * t, ((e.s4 + e.s5) + (e.s6 + e.s7)) * t,
+                  ((e.s8 + e.s9) + (e.sa + e.sb)) * t, ((e.sc + e.sd) + (e.se + e.sf)) * t,
+                  ((o.s0 + o.s1) + (o.s2 + o.s3)) * u, ((o.s4 + o.s5) + (o.s6 + o.s7)) * u,
+                  ((o.s8 + o.s9) + (o.sa + o.sb)) * u, ((o.sc + o.sd) + (o.se + o.sf)) * u);
+#endif
 }
 
 /* B: Σ_h t[h]·xs[h] over the block's QK / 16 groups (the 16 of a K-quant block as vectors; an
@@ -339,9 +392,14 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
     off[r][c] = fma(head[c].y * dx, (float)(B), off[r][c]);
 
 /* ---- The K-quants' 512-bit path (x86 with AVX512BW: PoCL's skylake-avx512 and later). -------
- * The same order as above: a 64-value pair of 32-value groups p (groups 2p, 2p + 1) takes one
- * vpmaddubsw and one vpmaddwd on 64 bytes, its 16 lanes the two groups' 8; the block's lanes are
- * folded (lanes l and l + 8, exact integers) before the block's float step. */
+ * The same order as above, two columns in one 16-lane vector per row (lanes 0-7 column 0's,
+ * 8-15 column 1's), so that the block's float step is a few 16-lane instructions per row.
+ * Q4_K and Q5_K: pair j of sub-blocks takes two 64-byte vectors of both columns, the halves of
+ * 16 values (qi_halves_<type>), against x's two 32-byte halves of the pair twice (qi_piece put
+ * them in order), two vpmaddubsw added in 16 bits, one vpmaddwd by the sub-blocks' S: already
+ * the lanes of the order, with no fold. Q6_K (S per 16 values): a 64-value pair of 32-value
+ * groups per column takes one vpmaddubsw and one vpmaddwd, the values in x's order of pieces
+ * (0, 2, 1, 3), the block's lanes folded (exact integers) before its float step. */
 #if defined(__AVX512BW__)
 typedef char qi_bytes64 __attribute__((vector_size(64)));
 typedef short qi_shorts32 __attribute__((vector_size(64)));
@@ -364,14 +422,13 @@ inline qi_ubytes32v qi_load32(const __global uchar *p)
                             35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51,   \
                             52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63)
 
-/* S per 16-value group of the pair's 64 values (vpmaddwd's 32 factors: 8 per group). */
-#define QI_PAIR_SCALES(S, P)                                                                      \
-    __builtin_shufflevector(S, S, 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P),  \
-                            4 * (P), 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1,          \
-                            4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 2,      \
-                            4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2,      \
-                            4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3,      \
-                            4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3)
+/* The 32 bytes at p, twice. */
+inline qi_bytes64 qi_twice32(const __global char *p)
+{
+    typedef char qi_xbytes32 __attribute__((vector_size(32), aligned(1)));
+    const qi_xbytes32 v = *(const __global qi_xbytes32 *)p;
+    return (qi_bytes64)QI_CAT64(v, v);
+}
 
 /* The block's S and T per 16-value group as vectors. */
 inline void qi_scales16_k4(const __global uchar *b, short16 *s, short16 *t)
@@ -395,19 +452,91 @@ inline void qi_scales16_q6_k(const __global uchar *b, short16 *s, short16 *t)
     *t = *s * (short16)(-32);
 }
 
-/* The values of groups 2p and 2p + 1 (qi_values_<type> of both, in one vector). */
-inline qi_bytes64 qi_pair_q4_k(const __global uchar *b, uint p)
+/* ---- Q4_K and Q5_K. */
+
+/* Half h of sub-blocks 2j and 2j + 1 of two columns' blocks b0, b1 (qi_pair_values_<type>'s a
+ * for h = 0, b for h = 1): (column 0's 16 values of 2j, of 2j + 1, column 1's of 2j, of
+ * 2j + 1), the nibbles of each 16 bytes loaded twice and shifted by 0 and 4 as 32-bit lanes. */
+#define QI_NIBBLE_SHIFTS (uint16)(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4)
+inline uint16 qi_twice16x2(const __global uchar *p0, const __global uchar *p1)
 {
-    qi_ubytes32v q = qi_load32(b + 16 + 32 * p);
-    return (qi_bytes64)(QI_CAT64(q & (uchar)15, q >> (uchar)4));
+    const uchar16 q0 = qi_load16(p0), q1 = qi_load16(p1);
+    return as_uint16(QI_CAT64(QI_CAT32(q0, q0), QI_CAT32(q1, q1)));
 }
-inline qi_bytes64 qi_pair_q5_k(const __global uchar *b, uint p)
+inline qi_bytes64 qi_halves_q4_k(const __global uchar *b0, const __global uchar *b1, uint j,
+                                 uint h)
 {
-    qi_ubytes32v q = qi_load32(b + 48 + 32 * p), h = qi_load32(b + 16);
-    qi_ubytes32v lo = (q & (uchar)15) | (((h >> (uchar)(2 * p)) & (uchar)1) << (uchar)4);
-    qi_ubytes32v hi = (q >> (uchar)4) | (((h >> (uchar)(2 * p + 1)) & (uchar)1) << (uchar)4);
-    return (qi_bytes64)(QI_CAT64(lo, hi));
+    const uint16 q = qi_twice16x2(b0 + 16 + 32 * j + 16 * h, b1 + 16 + 32 * j + 16 * h);
+    return (qi_bytes64)((q >> QI_NIBBLE_SHIFTS) & (uint16)0x0F0F0F0Fu);
 }
+inline qi_bytes64 qi_halves_q5_k(const __global uchar *b0, const __global uchar *b1, uint j,
+                                 uint h)
+{
+    const uint16 q = qi_twice16x2(b0 + 48 + 32 * j + 16 * h, b1 + 48 + 32 * j + 16 * h);
+    const uint16 qh = qi_twice16x2(b0 + 16 + 16 * h, b1 + 16 + 16 * h);
+    const uint e = 2 * j, o = 2 * j + 1;
+    const uint16 bit = (uint16)(e, e, e, e, o, o, o, o, e, e, e, e, o, o, o, o);
+    return (qi_bytes64)(((q >> QI_NIBBLE_SHIFTS) & (uint16)0x0F0F0F0Fu) |
+                        (((qh >> bit) & (uint16)0x01010101u) << (uint16)4));
+}
+
+/* vpmaddwd's factors for pair J from both columns' S per 16 values S2 (column 1's at 16-31):
+ * S of sub-blocks 2J and 2J + 1 of column 0, then of column 1, each 8 times. */
+#define QI_HALVES_SCALES(S2, J)                                                                   \
+    __builtin_shufflevector(S2, S2, 4 * (J), 4 * (J), 4 * (J), 4 * (J), 4 * (J), 4 * (J), 4 *     \
+                            (J), 4 * (J), 4 * (J) + 2, 4 * (J) + 2, 4 * (J) + 2, 4 * (J) + 2, 4 * \
+                            (J) + 2, 4 * (J) + 2, 4 * (J) + 2, 4 * (J) + 2, 16 + 4 * (J), 16 + 4  \
+                            * (J), 16 + 4 * (J), 16 + 4 * (J), 16 + 4 * (J), 16 + 4 * (J), 16 + 4 \
+                            * (J), 16 + 4 * (J), 18 + 4 * (J), 18 + 4 * (J), 18 + 4 * (J), 18 + 4 \
+                            * (J), 18 + 4 * (J), 18 + 4 * (J), 18 + 4 * (J), 18 + 4 * (J))
+
+/* Two vpmaddubsw (the halves), added in 16 bits (|sum| ≤ 2·2·31·127 < 2^15), one vpmaddwd. */
+inline int16 qi_dot64_halves(qi_bytes64 a, qi_bytes64 xa, qi_bytes64 b, qi_bytes64 xb,
+                             qi_shorts32 s)
+{
+    return as_int16(__builtin_ia32_pmaddwd512(
+        __builtin_ia32_pmaddubsw512(a, xa) + __builtin_ia32_pmaddubsw512(b, xb), s));
+}
+
+/* Pair J of the two columns' blocks (b0_, b1_) against each row: lanes[r] += its lanes. */
+#define QI_HALVES_PAIR(TYPE, QK, R, J)                                                            \
+    {                                                                                             \
+        const qi_bytes64 a_ = qi_halves_##TYPE(b0_, b1_, J, 0);                                   \
+        const qi_bytes64 b_ = qi_halves_##TYPE(b0_, b1_, J, 1);                                   \
+        const qi_shorts32 sv_ = (qi_shorts32)QI_HALVES_SCALES(sc2_, J);                           \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const __global char *x_ = xq_r[r] + (ulong)blk * (QK) + 64 * (J);                     \
+            lanes[r] += qi_dot64_halves(a_, qi_twice32(x_), b_, qi_twice32(x_ + 32), sv_);        \
+        }                                                                                         \
+    }
+
+/* The block's lanes[R] of both columns (Q4_K, Q5_K). */
+#define QI_WIDE_HALVES(TYPE, QK, BYTES, R)                                                        \
+    {                                                                                             \
+        const __global uchar *b0_ = w_rows[0] + (ulong)blk * (BYTES);                             \
+        const __global uchar *b1_ = w_rows[1] + (ulong)blk * (BYTES);                             \
+        const qi_shorts32 sc2_ = (qi_shorts32)QI_CAT32(sc[0], sc[1]);                             \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            lanes[r] = (int16)0;                                                                  \
+        QI_HALVES_PAIR(TYPE, QK, R, 0)                                                            \
+        QI_HALVES_PAIR(TYPE, QK, R, 1)                                                            \
+        QI_HALVES_PAIR(TYPE, QK, R, 2)                                                            \
+        QI_HALVES_PAIR(TYPE, QK, R, 3)                                                            \
+    }
+
+/* ---- Q6_K. */
+
+/* S per 16-value group of the pair's 64 values in x's order of pieces (0, 2, 1, 3; vpmaddwd's
+ * 32 factors: 8 per piece). */
+#define QI_PAIR_SCALES(S, P)                                                                      \
+    __builtin_shufflevector(S, S, 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P), 4 * (P),  \
+                            4 * (P), 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P)  \
+                            + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 2, 4 * (P) + 1, 4 * (P) + 1, \
+                            4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 * (P) + 1, 4 *  \
+                            (P) + 1, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P)  \
+                            + 3, 4 * (P) + 3, 4 * (P) + 3, 4 * (P) + 3)
+
+/* The values of groups 2p and 2p + 1 (qi_values_q6_k of both) in x's order of pieces. */
 inline qi_bytes64 qi_pair_q6_k(const __global uchar *b, uint p)
 {
     const uint h = p >> 1, high = p & 1, shift = 4 * (p & 1);
@@ -417,12 +546,15 @@ inline qi_bytes64 qi_pair_q6_k(const __global uchar *b, uint p)
                       (((qh >> (uchar)shift) & (uchar)3) << (uchar)4);
     qi_ubytes32v hi = (high ? q1 >> (uchar)4 : q1 & (uchar)15) |
                       (((qh >> (uchar)(shift + 2)) & (uchar)3) << (uchar)4);
-    return (qi_bytes64)(QI_CAT64(lo, hi));
+    return (qi_bytes64)__builtin_shufflevector(
+        lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 37, 38,
+        39, 40, 41, 42, 43, 44, 45, 46, 47, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+        30, 31, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63);
 }
 
-/* Pair P of the block: the C columns' values and scales, against each row's 64 bytes of x. */
-#define QI_WIDE_PAIR(TYPE, QK, BYTES, R, C, P)                                                    \
-    QL_UNROLL for (uint c = 0; c < C; ++c) {                                                      \
+/* Pair P of the block: the two columns' values and scales, against each row's 64 bytes of x. */
+#define QI_WIDE_PAIR(TYPE, QK, BYTES, R, P)                                                       \
+    QL_UNROLL for (uint c = 0; c < 2; ++c) {                                                      \
         const qi_bytes64 u_ = qi_pair_##TYPE(w_rows[c] + (ulong)blk * (BYTES), P);                \
         const qi_shorts32 sv_ = (qi_shorts32)QI_PAIR_SCALES(sc[c], P);                            \
         QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
@@ -433,13 +565,34 @@ inline qi_bytes64 qi_pair_q6_k(const __global uchar *b, uint p)
         }                                                                                         \
     }
 
-/* Lanes l and l + 8 of both columns' sums: lanes 0-7 column 0's eight, 8-15 column 1's. */
-inline int16 qi_fold2(int16 a, int16 b)
+/* Both columns' sums a, b (16 lanes each, pieces 0, 2, 1, 3 of every 64 values) folded to the
+ * order's lanes: lane l < 4 of a column is lanes l and l + 4, lane l ≥ 4 lanes l + 4 and l + 8;
+ * lanes 0-7 column 0's, 8-15 column 1's. */
+inline int16 qi_fold_pieces(int16 a, int16 b)
 {
-    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-           __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26,
+                                   27) +
+           __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
                                    31);
 }
+
+/* The block's lanes[R] of both columns (Q6_K). */
+#define QI_WIDE_FOLDED(TYPE, QK, BYTES, R)                                                        \
+    {                                                                                             \
+        int16 dot[R][2];                                                                          \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            dot[r][0] = dot[r][1] = (int16)0;                                                     \
+        QI_WIDE_PAIR(TYPE, QK, BYTES, R, 0)                                                       \
+        QI_WIDE_PAIR(TYPE, QK, BYTES, R, 1)                                                       \
+        QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2)                                                       \
+        QI_WIDE_PAIR(TYPE, QK, BYTES, R, 3)                                                       \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            lanes[r] = qi_fold_pieces(dot[r][0], dot[r][1]);                                      \
+    }
+
+#define QI_WIDE_LANES_q4_k QI_WIDE_HALVES
+#define QI_WIDE_LANES_q5_k QI_WIDE_HALVES
+#define QI_WIDE_LANES_q6_k QI_WIDE_FOLDED
 
 /* B of two rows' two columns from their vpmaddwd products p (row r) and q (row r + 1), each with
  * lanes 0-7 column 0's and 8-15 column 1's: (B(r, 0), B(r, 1), B(r + 1, 0), B(r + 1, 1)), the
@@ -472,19 +625,14 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
         for (uint blk = 0; blk < blocks; ++blk) {                                                 \
             float2 head[2];                                                                       \
             short16 sc[2], tc[2];                                                                 \
-            int16 dot[R][2];                                                                      \
             QL_UNROLL for (uint c = 0; c < 2; ++c) {                                              \
                 const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                      \
                 QL_PREFETCH_SPAN(b_, BYTES, AHEAD)                                                \
                 head[c] = qi_head_##TYPE(b_);                                                     \
                 qi_scales16_##TYPE(b_, &sc[c], &tc[c]);                                           \
-                QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
-                    dot[r][c] = (int16)0;                                                         \
             }                                                                                     \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 0)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 1)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 2)                                                \
-            QI_WIDE_PAIR(TYPE, QK, BYTES, R, 2, 3)                                                \
+            int16 lanes[R];                                                                       \
+            QI_WIDE_LANES_##TYPE(TYPE, QK, BYTES, R)                                              \
             const float16 d2_ = (float16)((float8)head[0].x, (float8)head[1].x);                  \
             const float2 o2_ = (float2)(head[0].y, head[1].y);                                    \
             const qi_shorts32 t2_ = (qi_shorts32)QI_CAT32(tc[0], tc[1]);                          \
@@ -495,8 +643,7 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
                 const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
                 const qi_shorts32 xs2_ = (qi_shorts32)QI_CAT32(xsb_, xsb_);                       \
                 tx[r] = as_int16(__builtin_ia32_pmaddwd512(t2_, xs2_));                           \
-                acc2[r] = fma(convert_float16(qi_fold2(dot[r][0], dot[r][1])), d2_ * dx[r],       \
-                              acc2[r]);                                                           \
+                acc2[r] = fma(convert_float16(lanes[r]), d2_ * dx[r], acc2[r]);                   \
             }                                                                                     \
             QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h) {                                  \
                 const uint r1_ = min(2 * h + 1, (uint)(R) - 1);                                   \
@@ -567,13 +714,6 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 #define QI_HAS_OFFSET_q5_1 1
 #define QI_HAS_OFFSET_q8_0 0
 
-/* The 32 bytes at p, twice. */
-inline qi_bytes64 qi_twice32(const __global char *p)
-{
-    typedef char qi_xbytes32 __attribute__((vector_size(32), aligned(1)));
-    const qi_xbytes32 v = *(const __global qi_xbytes32 *)p;
-    return (qi_bytes64)QI_CAT64(v, v);
-}
 
 #define QI_WIDE32_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                  \
     {                                                                                             \
@@ -661,6 +801,46 @@ inline qi_bytes64 qi_twice32(const __global char *p)
 
 /* ---- The kernels. ---------------------------------------------------------------------------- */
 
+/* A block's integer sums dot[R][C] (the generic tile's): each 32-value group g of the C columns
+ * against the R rows (x's 16-value pieces where qi_piece puts them). */
+#define QI_GROUPS32(TYPE, QK, BYTES, R, C)                                                        \
+    QL_UNROLL for (uint g = 0; g < (QK) / 32; ++g) {                                              \
+        QL_UNROLL for (uint c = 0; c < C; ++c) {                                                  \
+            uchar16 ulo, uhi;                                                                     \
+            qi_values_##TYPE(w_rows[c] + (ulong)blk * (BYTES), g, &ulo, &uhi);                    \
+            const short8 slo = (short8)(short)s[c][2 * g];                                        \
+            const short8 shi = QI_HALF_SCALES_##TYPE ? (short8)(short)s[c][2 * g + 1] : slo;      \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                const __global char *xg_ = xq_r[r] + (ulong)blk * (QK);                           \
+                dot[r][c] += QI_DOT_##TYPE(ulo, uhi, vload16(qi_piece(QK, 2 * g), xg_),           \
+                                           vload16(qi_piece(QK, 2 * g + 1), xg_), slo, shi);      \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* Q4_K's and Q5_K's: sub-blocks 2j and 2j + 1 together (qi_dot_pair), whose halves of 16 values
+ * x holds as 64 contiguous bytes (qi_piece). */
+#define QI_GROUP_PAIRS(TYPE, QK, BYTES, R, C)                                                     \
+    QL_UNROLL for (uint j = 0; j < (QK) / 64; ++j) {                                              \
+        QL_UNROLL for (uint c = 0; c < C; ++c) {                                                  \
+            const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                          \
+            const qi_half_pair a_ = qi_half_pair_##TYPE(b_, j, 0);                                \
+            const qi_half_pair h_ = qi_half_pair_##TYPE(b_, j, 1);                                \
+            QL_UNROLL for (uint r = 0; r < R; ++r)                                                \
+                dot[r][c] += qi_dot_pair(a_, h_, xq_r[r] + (ulong)blk * (QK) + 64 * j,            \
+                                         (short)s[c][4 * j], (short)s[c][4 * j + 2]);             \
+        }                                                                                         \
+    }
+
+#define QI_GROUPS_q4_0 QI_GROUPS32
+#define QI_GROUPS_q4_1 QI_GROUPS32
+#define QI_GROUPS_q5_0 QI_GROUPS32
+#define QI_GROUPS_q5_1 QI_GROUPS32
+#define QI_GROUPS_q8_0 QI_GROUPS32
+#define QI_GROUPS_q4_k QI_GROUP_PAIRS
+#define QI_GROUPS_q5_k QI_GROUP_PAIRS
+#define QI_GROUPS_q6_k QI_GROUPS32
+
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order above;
  * then STORE(R, C) writes the tile's outputs from acc[R][C] and off[R][C]; the weight rows
  * prefetched AHEAD bytes ahead (cl/qlinear.cl's QL_PREFETCH_SPAN; 0: not at all). */
@@ -681,20 +861,7 @@ inline qi_bytes64 qi_twice32(const __global char *p)
                 QL_UNROLL for (uint r = 0; r < R; ++r)                                            \
                     dot[r][c] = (int8)0;                                                          \
             }                                                                                     \
-            QL_UNROLL for (uint g = 0; g < (QK) / 32; ++g) {                                      \
-                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
-                    uchar16 ulo, uhi;                                                             \
-                    qi_values_##TYPE(w_rows[c] + (ulong)blk * (BYTES), g, &ulo, &uhi);            \
-                    const short8 slo = (short8)(short)s[c][2 * g];                                \
-                    const short8 shi =                                                            \
-                        QI_HALF_SCALES_##TYPE ? (short8)(short)s[c][2 * g + 1] : slo;             \
-                    QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
-                        const __global char *xg_ = xq_r[r] + (ulong)blk * (QK) + 32 * g;          \
-                        dot[r][c] += QI_DOT_##TYPE(ulo, uhi, vload16(0, xg_), vload16(1, xg_),    \
-                                                   slo, shi);                                     \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
+            QI_GROUPS_##TYPE(TYPE, QK, BYTES, R, C)                                               \
             QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 const float dx = xd_r[r][blk];                                                    \
                 const __global short *xsb_ = xs_r[r] + (ulong)blk * ((QK) / 16);                  \

@@ -192,6 +192,17 @@ static void work_free(work *w)
     free(w->v);
 }
 
+/* The lane of value i of a block (cl/qlinear_int8.cl's order): values 4l .. 4l + 3 of each 32;
+ * Q4_K's and Q5_K's: lane 4·(s mod 2) + (i mod 16) / 4 of sub-block s = i / 32, so that a
+ * sub-block's two halves of 16 share their lanes and sub-blocks 2j and 2j + 1 take lanes 0-3
+ * and 4-7. */
+static int ref_qi_lane(uint32_t type, size_t i)
+{
+    if (type == 12 || type == 13)
+        return (int)(4 * (i / 32 % 2) + i % 16 / 4);
+    return (int)(i % 32 / 4);
+}
+
 void ref_qi_linear(uint32_t type, const unsigned char *bytes, size_t n, size_t k, const float *x,
                    size_t m, size_t ldx, float *y, size_t ldy)
 {
@@ -210,7 +221,8 @@ void ref_qi_linear(uint32_t type, const unsigned char *bytes, size_t n, size_t k
                 read_block(type, bytes + (j * (k / qb) + b) * bb, v);
                 long long lane[8] = {0}, bsum = 0;
                 for (size_t i = 0; i < qb; i++)
-                    lane[i % 32 / 4] += (long long)v->s[i / 16] * v->u[i] * q[b * qb + i];
+                    lane[ref_qi_lane(type, i)] +=
+                        (long long)v->s[i / 16] * v->u[i] * q[b * qb + i];
                 for (size_t h = 0; h < qb / 16; h++)
                     bsum += (long long)v->t[h] * s[b * (qb / 16) + h];
                 float scale = v->d * d[b], offset_scale = v->o * d[b];
