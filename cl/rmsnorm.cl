@@ -121,3 +121,97 @@ void clattn_add_rmsnorm_quantize(__global float *x, ulong x_off, __global const 
         qi_quantize_block(yr, blk, qb, xq + (ulong)row * width, xd + (ulong)row * (width / qb),
                           xs + (ulong)row * (width / 16));
 }
+
+/* ---- The same norms by one work-item per row or head (CPU devices, where a work-group's
+ * barriers cost more than a row: src/ops/elementwise.c's choice, clattn__rmsnorm keeping the
+ * work-group form). Work-item t's partial sums and clattn_group_sum's tree, in order, by one
+ * work-item: the bytes of the kernels above, without a barrier. NDRange: (rows) or (rows ·
+ * heads), any local size. */
+
+/* What clattn_group_sum returns to a work-group whose work-item t holds the squares of v[c] for
+ * c = t, t + CLATTN_REDUCE_WG, … summed in that order. */
+inline float clattn_serial_sum_squares(const __global float *v, uint width)
+{
+    float partial[CLATTN_REDUCE_WG];
+    for (uint t = 0; t < CLATTN_REDUCE_WG; ++t)
+        partial[t] = 0.0f;
+    uint c0 = 0;
+    for (; c0 + CLATTN_REDUCE_WG <= width; c0 += CLATTN_REDUCE_WG)
+        for (uint t = 0; t < CLATTN_REDUCE_WG; ++t)
+            partial[t] += v[c0 + t] * v[c0 + t];
+    for (uint t = 0; c0 + t < width; ++t)
+        partial[t] += v[c0 + t] * v[c0 + t];
+    for (uint span = CLATTN_REDUCE_WG / 2; span > 0; span >>= 1)
+        for (uint t = 0; t < span; ++t)
+            partial[t] = partial[t] + partial[t + span];
+    return partial[0];
+}
+
+/* clattn_rmsnorm_row by one work-item. */
+inline void clattn_rmsnorm_row_serial(__global const float *xr, __global float *yr, uint width,
+                                      __global const float *weight, float eps)
+{
+    float rstd = 1.0f / sqrt(clattn_serial_sum_squares(xr, width) / (float)width + eps);
+    for (uint c = 0; c < width; c++)
+        yr[c] = xr[c] * rstd * weight[c];
+}
+
+__kernel void clattn_rmsnorm_qk_heads_serial(__global float *x, ulong x_off, uint pitch,
+                                             uint rows, uint q_heads, uint kv_heads, uint d,
+                                             __global const float *q_weight,
+                                             __global const float *k_weight, float eps)
+{
+    uint item = get_global_id(0), heads = q_heads + kv_heads;
+    if (item >= rows * heads)
+        return;
+    uint row = item / heads, head = item % heads;
+    __global float *xr = x + x_off + (ulong)row * pitch + (ulong)head * d;
+    clattn_rmsnorm_row_serial(xr, xr, d, head < q_heads ? q_weight : k_weight, eps);
+}
+
+/* clattn_add_rmsnorm_row by one work-item. */
+inline void clattn_add_rmsnorm_row_serial(__global float *x, ulong x_off,
+                                          __global const float *res, ulong res_off,
+                                          __global const float *res_bias, __global float *y,
+                                          ulong y_off, uint row, uint width,
+                                          __global const float *weight, float eps)
+{
+    __global float *xr = x + x_off + (ulong)row * width;
+    __global const float *rr = res + res_off + (ulong)row * width;
+    for (uint c = 0; c < width; c++) {
+        float v = rr[c];
+        if (res_bias)
+            v += res_bias[c];
+        xr[c] += v;
+    }
+    clattn_rmsnorm_row_serial(xr, y + y_off + (ulong)row * width, width, weight, eps);
+}
+
+__kernel void clattn_add_rmsnorm_serial(__global float *x, ulong x_off,
+                                        __global const float *res, ulong res_off,
+                                        __global const float *res_bias, __global float *y,
+                                        ulong y_off, uint rows, uint width,
+                                        __global const float *weight, float eps)
+{
+    uint row = get_global_id(0);
+    if (row < rows)
+        clattn_add_rmsnorm_row_serial(x, x_off, res, res_off, res_bias, y, y_off, row, width,
+                                      weight, eps);
+}
+
+__kernel void clattn_add_rmsnorm_quantize_serial(
+    __global float *x, ulong x_off, __global const float *res, ulong res_off,
+    __global const float *res_bias, __global float *y, ulong y_off, uint rows, uint width,
+    __global const float *weight, float eps, uint qb, __global char *xq, __global float *xd,
+    __global short *xs)
+{
+    uint row = get_global_id(0);
+    if (row >= rows)
+        return;
+    clattn_add_rmsnorm_row_serial(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight,
+                                  eps);
+    __global const float *yr = y + y_off + (ulong)row * width;
+    for (uint blk = 0; blk < width / qb; blk++)
+        qi_quantize_block(yr, blk, qb, xq + (ulong)row * width, xd + (ulong)row * (width / qb),
+                          xs + (ulong)row * (width / 16));
+}

@@ -2,6 +2,7 @@
  * The launches a decoding step fuses give the bytes of the launches they replace, compared with
  * memcmp on seeded random inputs:
  *   clattn__add_rmsnorm   against clattn__add then clattn__rmsnorm (with and without a bias);
+ *   clattn__rmsnorm_qk_heads against clattn__rmsnorm on each head as a row of its own;
  *   clattn__rope_append   against clattn__rotary_in_place on the queries and on the keys, then
  *                         the keys and values copied into the cache rows (halves and interleaved
  *                         pairs, a partial rotation, two sequences of three rows after a past).
@@ -59,6 +60,47 @@ static void add_rmsnorm_is_add_then_rmsnorm(void **state)
     free(x), free(res), free(bias), free(weight);
 }
 
+/* Qwen3's q/k head norms in place on packed rows (a pitch past the heads, an offset, heads of
+ * a width that is not a multiple of the reduction's work-group) give each head the bytes
+ * clattn__rmsnorm gives it as a row of its own, with its own weight; the rest of a row is left
+ * as it was. On CPU devices the head norms run one work-item per head, clattn__rmsnorm a
+ * work-group per row: the same order, compared here. */
+static void rmsnorm_qk_heads_is_rmsnorm_per_head(void **state)
+{
+    test_fixture *f = *state;
+    clattn_context *ctx = f->ctx;
+    enum { ROWS = 3, QH = 3, KH = 2, D = 72, PITCH = (QH + KH) * D + 5, OFF = 7 };
+    const size_t n = OFF + ROWS * PITCH;
+    float *x = random_array(n, 5, -4.0f, 4.0f);
+    float *qw = random_array(D, 6, 0.5f, 1.5f), *kw = random_array(D, 7, 0.5f, 1.5f);
+    clattn_tensor *tx = test_tensor_from(ctx, 1, (size_t[]){n}, x);
+    clattn_tensor *tq = test_tensor_from(ctx, 1, (size_t[]){D}, qw);
+    clattn_tensor *tk = test_tensor_from(ctx, 1, (size_t[]){D}, kw);
+    assert_int_equal(clattn__rmsnorm_qk_heads(ctx, tx->mem, OFF, PITCH, ROWS, QH, KH, D, tq->mem,
+                                              tk->mem, 1e-6f),
+                     CLATTN_OK);
+    float *got = test_tensor_to_host(tx);
+    for (size_t r = 0; r < ROWS; r++)
+        for (size_t h = 0; h < QH + KH; h++) {
+            const float *head = x + OFF + r * PITCH + h * D;
+            clattn_tensor *row = test_tensor_from(ctx, 1, (size_t[]){D}, head);
+            clattn_tensor *out = test_tensor_from(ctx, 1, (size_t[]){D}, head);
+            assert_int_equal(clattn__rmsnorm(ctx, row->mem, 0, out->mem, 0, 1, D,
+                                             h < QH ? tq->mem : tk->mem, 1e-6f),
+                             CLATTN_OK);
+            float *want = test_tensor_to_host(out);
+            assert_memory_equal(got + OFF + r * PITCH + h * D, want, D * sizeof(float));
+            free(want);
+            clattn_tensor_destroy(&row), clattn_tensor_destroy(&out);
+        }
+    for (size_t r = 0; r < ROWS; r++)
+        assert_memory_equal(got + OFF + r * PITCH + (QH + KH) * D,
+                            x + OFF + r * PITCH + (QH + KH) * D, 5 * sizeof(float));
+    assert_memory_equal(got, x, OFF * sizeof(float));
+    free(got), free(x), free(qw), free(kw);
+    clattn_tensor_destroy(&tx), clattn_tensor_destroy(&tq), clattn_tensor_destroy(&tk);
+}
+
 static void rope_append_is_rotations_then_copies(void **state)
 {
     test_fixture *f = *state;
@@ -113,6 +155,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(add_rmsnorm_is_add_then_rmsnorm),
+        cmocka_unit_test(rmsnorm_qk_heads_is_rmsnorm_per_head),
         cmocka_unit_test(rope_append_is_rotations_then_copies),
     };
     return cmocka_run_group_tests(tests, test_fixture_setup, test_fixture_teardown);

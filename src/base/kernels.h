@@ -38,6 +38,9 @@
     X(RMSNORM_QK_HEADS, "clattn_rmsnorm_qk_heads") \
     X(ADD_RMSNORM, "clattn_add_rmsnorm")         \
     X(ADD_RMSNORM_QUANTIZE, "clattn_add_rmsnorm_quantize") \
+    X(RMSNORM_QK_HEADS_SERIAL, "clattn_rmsnorm_qk_heads_serial") \
+    X(ADD_RMSNORM_SERIAL, "clattn_add_rmsnorm_serial") \
+    X(ADD_RMSNORM_QUANTIZE_SERIAL, "clattn_add_rmsnorm_quantize_serial") \
     X(EMBED, "clattn_embed")                     \
     X(EMBED_LAYERNORM_ROWS, "clattn_embed_layernorm_rows") \
     X(ADD_POSITIONAL, "clattn_add_positional")   \
