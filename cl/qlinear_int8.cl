@@ -386,6 +386,23 @@ inline int qi_offset_sum(uint qk, const int *t, const __global short *xs)
             off[r][c] = 0.0f;                                                                     \
         }
 
+/* The order's last step, component by component. */
+inline float qi_combine8(float8 a, float off)
+{
+    float q0 = a.s0 + a.s4, q1 = a.s1 + a.s5, q2 = a.s2 + a.s6, q3 = a.s3 + a.s7;
+    float s0 = q0 + q2, s1 = q1 + q3;
+    return (s0 + s1) + off;
+}
+
+/* The same for two columns' lanes in one vector (lanes 0-7 column 0's, 8-15 column 1's), the
+ * same additions on vectors: a few instructions per row instead of a dozen per output. */
+inline float2 qi_combine2x8(float16 a, float2 off)
+{
+    const float8 q = (float8)(a.s0123, a.s89ab) + (float8)(a.s4567, a.scdef);
+    const float4 s = (float4)(q.s01, q.s45) + (float4)(q.s23, q.s67);
+    return (s.s02 + s.s13) + off;
+}
+
 /* The block's float step for element (r, c) from its lanes' integer sums A (int8) and B. */
 #define QI_BLOCK_STEP(r, c, A, B)                                                                 \
     acc[r][c] = fma(convert_float8(A), (float8)(head[c].x * dx), acc[r][c]);                      \
@@ -652,13 +669,11 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
                 off4[h] = fma(o2_.xyxy * dx4_, convert_float4(b4_), off4[h]);                     \
             }                                                                                     \
         }                                                                                         \
-        float8 acc[R][2];                                                                         \
-        float off[R][2];                                                                          \
+        float comb_[R][2];                                                                        \
         QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            acc[r][0] = acc2[r].lo;                                                               \
-            acc[r][1] = acc2[r].hi;                                                               \
-            off[r][0] = r & 1 ? off4[r / 2].z : off4[r / 2].x;                                    \
-            off[r][1] = r & 1 ? off4[r / 2].w : off4[r / 2].y;                                    \
+            const float2 y2_ = qi_combine2x8(acc2[r], r & 1 ? off4[r / 2].zw : off4[r / 2].xy);   \
+            comb_[r][0] = y2_.x;                                                                  \
+            comb_[r][1] = y2_.y;                                                                  \
         }                                                                                         \
         STORE(R, C)                                                                               \
     }
@@ -749,13 +764,11 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
                     off2[r] = fma(o2_ * dx, (float2)(float)b_, off2[r]);                          \
             }                                                                                     \
         }                                                                                         \
-        float8 acc[R][2];                                                                         \
-        float off[R][2];                                                                          \
+        float comb_[R][2];                                                                        \
         QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            acc[r][0] = acc2[r].lo;                                                               \
-            acc[r][1] = acc2[r].hi;                                                               \
-            off[r][0] = off2[r].x;                                                                \
-            off[r][1] = off2[r].y;                                                                \
+            const float2 y2_ = qi_combine2x8(acc2[r], off2[r]);                                   \
+            comb_[r][0] = y2_.x;                                                                  \
+            comb_[r][1] = y2_.y;                                                                  \
         }                                                                                         \
         STORE(R, C)                                                                               \
     }
@@ -842,7 +855,7 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 #define QI_GROUPS_q6_k QI_GROUPS32
 
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order above;
- * then STORE(R, C) writes the tile's outputs from acc[R][C] and off[R][C]; the weight rows
+ * then STORE(R, C) writes the tile's outputs comb_[R][C] (acc and off combined); the weight rows
  * prefetched AHEAD bytes ahead (cl/qlinear.cl's QL_PREFETCH_SPAN; 0: not at all). */
 #define QI_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                         \
     {                                                                                             \
@@ -871,24 +884,21 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
                 }                                                                                 \
             }                                                                                     \
         }                                                                                         \
+        float comb_[R][C];                                                                        \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                comb_[r][c] = qi_combine8(acc[r][c], off[r][c]);                                  \
         STORE(R, C)                                                                               \
     }
 
-/* The order's last step, component by component. */
-inline float qi_combine8(float8 a, float off)
-{
-    float q0 = a.s0 + a.s4, q1 = a.s1 + a.s5, q2 = a.s2 + a.s6, q3 = a.s3 + a.s7;
-    float s0 = q0 + q2, s1 = q1 + q3;
-    return (s0 + s1) + off;
-}
-
+/* The tile's outputs comb_[R][C] (every tile computes them, in the order's last step) to y. */
 #define QI_STORE(R, C)                                                                            \
     QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
         QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
             if (r0 + r < rend && j0 + c < n)                                                      \
-                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = qi_combine8(acc[r][c], off[r][c]);
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = comb_[r][c];
 
-#define QI_COMBINE(r, c) qi_combine8(acc[r][c], off[r][c])
+#define QI_COMBINE(r, c) comb_[r][c]
 #define QI_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QI_COMBINE)
 
 #define QI_MM_SWIGLU_C ((QI_MM_C + 1) / 2)
