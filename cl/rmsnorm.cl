@@ -97,6 +97,17 @@ void clattn_add_rmsnorm(__global float *x, ulong x_off, __global const float *re
                            partial);
 }
 
+/* Blocks first, first + step, … of row `row` of y (width values) quantised into the row's xq,
+ * xd and xs (cl/act_quant.cl). */
+inline void clattn_quantize_row_blocks(__global const float *y, uint row, uint width, uint qb,
+                                       __global char *xq, __global float *xd,
+                                       __global short *xs, uint first, uint step)
+{
+    for (uint blk = first; blk < width / qb; blk += step)
+        qi_quantize_block(y + (ulong)row * width, blk, qb, xq + (ulong)row * width,
+                          xd + (ulong)row * (width / qb), xs + (ulong)row * (width / 16));
+}
+
 /* clattn_add_rmsnorm, then y's rows quantised for a quantised linear layer with 8-bit
  * activations, block by block as clattn_qlinear_quantize quantises them (cl/act_quant.cl): qb
  * values a block (width a multiple of qb, qb of 16), row r into xq + r·width, xd + r·(width /
@@ -116,10 +127,8 @@ void clattn_add_rmsnorm_quantize(__global float *x, ulong x_off, __global const 
     clattn_add_rmsnorm_row(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight, eps,
                            partial);
     barrier(CLK_GLOBAL_MEM_FENCE); /* the row's every y, for the blocks below */
-    __global const float *yr = y + y_off + (ulong)row * width;
-    for (uint blk = get_local_id(0); blk < width / qb; blk += CLATTN_REDUCE_WG)
-        qi_quantize_block(yr, blk, qb, xq + (ulong)row * width, xd + (ulong)row * (width / qb),
-                          xs + (ulong)row * (width / 16));
+    clattn_quantize_row_blocks(y + y_off, row, width, qb, xq, xd, xs, get_local_id(0),
+                               CLATTN_REDUCE_WG);
 }
 
 /* ---- The same norms by one work-item per row or head (CPU devices, where a work-group's
@@ -210,8 +219,5 @@ __kernel void clattn_add_rmsnorm_quantize_serial(
         return;
     clattn_add_rmsnorm_row_serial(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight,
                                   eps);
-    __global const float *yr = y + y_off + (ulong)row * width;
-    for (uint blk = 0; blk < width / qb; blk++)
-        qi_quantize_block(yr, blk, qb, xq + (ulong)row * width, xd + (ulong)row * (width / qb),
-                          xs + (ulong)row * (width / 16));
+    clattn_quantize_row_blocks(y + y_off, row, width, qb, xq, xd, xs, 0, 1);
 }

@@ -131,6 +131,15 @@ static bool rmsnorm_serial(const clattn_context *ctx)
     return ctx->info.local_mem_is_global;
 }
 
+/* Launches an RMSNorm kernel over `items` rows or heads: one work-item each (serial), or a
+ * work-group of the reduction's size each. */
+static clattn_status launch_rmsnorm(clattn_context *ctx, clattn_kernel_args *args,
+                                    const char *name, size_t items, bool serial)
+{
+    size_t wg = serial ? 1 : clattn__reduce_wg(ctx), global = items * wg;
+    return clattn__launch(ctx, args, name, 1, &global, serial ? NULL : &wg, CLATTN_OP_OTHER, 0);
+}
+
 clattn_status clattn__rmsnorm_qk_heads(clattn_context *ctx, cl_mem x, size_t x_offset,
                                        size_t pitch, size_t rows, size_t q_heads,
                                        size_t kv_heads, size_t d, cl_mem q_weight,
@@ -152,9 +161,7 @@ clattn_status clattn__rmsnorm_qk_heads(clattn_context *ctx, cl_mem x, size_t x_o
     CLATTN_ARG(&args, q_weight);
     CLATTN_ARG(&args, k_weight);
     CLATTN_ARG(&args, eps);
-    size_t wg = serial ? 1 : clattn__reduce_wg(ctx), global = rows * (q_heads + kv_heads) * wg;
-    return clattn__launch(ctx, &args, "rmsnorm_qk_heads", 1, &global, serial ? NULL : &wg,
-                          CLATTN_OP_OTHER, 0);
+    return launch_rmsnorm(ctx, &args, "rmsnorm_qk_heads", rows * (q_heads + kv_heads), serial);
 }
 
 /* The arguments clattn_add_rmsnorm and clattn_add_rmsnorm_quantize share, in their order. */
@@ -189,9 +196,7 @@ clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset
     clattn_kernel_args args = add_rmsnorm_args(
         ctx, serial ? CLATTN_KERNEL_ADD_RMSNORM_SERIAL : CLATTN_KERNEL_ADD_RMSNORM, x, x_offset,
         res, res_offset, res_bias, y, y_offset, rows, width, weight, eps);
-    size_t wg = serial ? 1 : clattn__reduce_wg(ctx), global = rows * wg;
-    return clattn__launch(ctx, &args, "add_rmsnorm", 1, &global, serial ? NULL : &wg,
-                          CLATTN_OP_OTHER, 0);
+    return launch_rmsnorm(ctx, &args, "add_rmsnorm", rows, serial);
 }
 
 clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t x_offset,
@@ -214,9 +219,7 @@ clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t
     CLATTN_ARG(&args, xq);
     CLATTN_ARG(&args, xd);
     CLATTN_ARG(&args, xs);
-    size_t wg = serial ? 1 : clattn__reduce_wg(ctx), global = rows * wg;
-    return clattn__launch(ctx, &args, "add_rmsnorm_quantize", 1, &global, serial ? NULL : &wg,
-                          CLATTN_OP_OTHER, 0);
+    return launch_rmsnorm(ctx, &args, "add_rmsnorm_quantize", rows, serial);
 }
 
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,
