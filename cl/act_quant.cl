@@ -32,7 +32,8 @@ inline uint qi_piece(uint qb, uint h)
 }
 
 /* Block blk of the row at xr (qb values) into q, d, s (the row's own arrays; q 16-byte
- * aligned), 16 values at a time. round(v) as trunc(v + copysign(0.5 − 2^-25, v)): the same for
+ * aligned), 16 values at a time (the callers copy blocks of 256 with qi_transpose_block, below,
+ * where the tile that reads them asks for it). round(v) as trunc(v + copysign(0.5 − 2^-25, v)): the same for
  * every |v| < 2^23 (here |v| ≤ 127), without a library call. */
 inline void qi_quantize_block(const __global float *xr, uint blk, uint qb, __global char *q,
                               __global float *d, __global short *s)
@@ -51,4 +52,26 @@ inline void qi_quantize_block(const __global float *xr, uint blk, uint qb, __glo
         s[(ulong)blk * (qb / 16) + h] = (short)qi_sum16(r);
     }
     d[blk] = scale;
+}
+
+/* The 512-bit K-quant tile's copy of a block of 256's sums and scale (cl/qlinear_int8.cl's
+ * offset term in float32): rows in groups of QI_XT_ROWS; block blk of the group of row r at
+ * xt + (⌊r / QI_XT_ROWS⌋ · blocks + blk) · QI_XT_FLOATS holds, for each sub-block j < 8 of 32
+ * values, the group's rows' sums xs[2j] + xs[2j + 1] as floats (exact: |sum| ≤ 32 · 127), each
+ * twice (16 floats at 16j, row i's at 16j + 2i), then the rows' dx, each twice (at 128). Row r
+ * of m writes its own slot; the last row also the group's slots past m (the tiles read whole
+ * groups; those rows are never stored). s: the row's sums of the block (16), d its scale. */
+#define QI_XT_ROWS 8
+#define QI_XT_FLOATS (9 * 2 * QI_XT_ROWS)
+inline void qi_transpose_block(__global float *xt, uint r, uint m, uint blocks, uint blk,
+                               const __global short *s, float d)
+{
+    __global float *t = xt + ((ulong)(r / QI_XT_ROWS) * blocks + blk) * QI_XT_FLOATS;
+    const uint last = r + 1 == m ? QI_XT_ROWS : r % QI_XT_ROWS + 1;
+    for (uint slot = r % QI_XT_ROWS; slot < last; ++slot) {
+        for (uint j = 0; j < 8; ++j)
+            vstore2((float2)(float)(s[2 * j] + s[2 * j + 1]), 0,
+                    t + 2 * QI_XT_ROWS * j + 2 * slot);
+        vstore2((float2)d, 0, t + 16 * QI_XT_ROWS + 2 * slot);
+    }
 }

@@ -53,16 +53,20 @@
 /* ---- Activations. -------------------------------------------------------------------------- */
 
 /* The prompt path's quantisation: one work-item per (block, row), global size {k / qb, m}; row
- * r into xq + r·k, xd + r·(k / qb), xs + r·(k / 16). */
+ * r into xq + r·k, xd + r·(k / qb), xs + r·(k / 16), and blocks of 256 into xt
+ * (qi_transpose_block) unless it is NULL. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_quantize(
     uint m, uint k, uint qb, const __global float *x, ulong x_off, uint ldx, __global char *xq,
-    __global float *xd, __global short *xs)
+    __global float *xd, __global short *xs, __global float *xt)
 {
     const uint blk = get_global_id(0), r = get_global_id(1);
     if (blk >= k / qb || r >= m)
         return;
     qi_quantize_block(x + x_off + (ulong)r * ldx, blk, qb, xq + (ulong)r * k,
                       xd + (ulong)r * (k / qb), xs + (ulong)r * (k / 16));
+    if (xt && qb == 256)
+        qi_transpose_block(xt, r, m, k / qb, blk, xs + (ulong)r * (k / 16) + (ulong)blk * 16,
+                           xd[(ulong)r * (k / qb) + blk]);
 }
 
 /* ---- The integer dot products of 32 values: lane l = Σ over values 4l .. 4l + 3. ----------- */
@@ -625,19 +629,78 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
     return __builtin_shufflevector(b, b, 0, 2, 4, 6) + __builtin_shufflevector(b, b, 1, 3, 5, 7);
 }
 
+/* The offset term of the K-quants' 512-bit tile, two ways; each gives B exactly and the order's
+ * off = fma(O·dx, (float)B, off) per output, so the same bytes.
+ *
+ * QI_OFFSET_INT: B of each row's two columns by one vpmaddwd of T against the row's xs, its 8
+ * lanes a column halved three times two rows at a time (qi_offset_sums2x2); off in float4 per
+ * two rows.
+ *
+ * QI_OFFSET_XT (Q4_K and Q5_K, whose T is one per 32 values, in the tile of 8 rows × 2): B in
+ * float32 fused multiply-adds, exact (|T| ≤ 63, the sums of 32 ≤ 32 · 127: every partial sum an
+ * integer below 2^21), for all 16 outputs at once: for each sub-block j, T_j of both columns
+ * (lanes 2i, 2i + 1 of row i) times the rows' sums of 32, read from the copy the quantisation
+ * wrote for these 8 rows (cl/act_quant.cl's qi_transpose_block: each sum twice, then each dx
+ * twice); off in one float16, lanes 2i, 2i + 1 row i's. Without multiplies on the integer
+ * port (p0 on x86, which the vpmaddubsw and vpmaddwd of the values keep busy): Q4_K layers 5-8 %
+ * faster (Qwen3-0.6B shape, m 512). */
+#define QI_OFFSET_INT_DECLARE(R)                                                                  \
+    float4 off4[((R) + 1) / 2];                                                                   \
+    QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h)                                            \
+        off4[h] = (float4)0.0f;
+#define QI_OFFSET_INT_BLOCK(QK, R)                                                                \
+    {                                                                                             \
+        const qi_shorts32 t2_ = (qi_shorts32)QI_CAT32(tc[0], tc[1]);                              \
+        int16 tx[R];                                                                              \
+        QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
+            const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));                  \
+            tx[r] = as_int16(__builtin_ia32_pmaddwd512(t2_, (qi_shorts32)QI_CAT32(xsb_, xsb_)));  \
+        }                                                                                         \
+        QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h) {                                      \
+            const uint r1_ = min(2 * h + 1, (uint)(R) - 1);                                       \
+            const float4 dx4_ = (float4)(dx[2 * h], dx[2 * h], dx[r1_], dx[r1_]);                 \
+            const int4 b4_ = qi_offset_sums2x2(tx[2 * h], tx[r1_]);                               \
+            off4[h] = fma(o2_.xyxy * dx4_, convert_float4(b4_), off4[h]);                         \
+        }                                                                                         \
+    }
+#define QI_OFFSET_INT_ROW(r) ((r) & 1 ? off4[(r) / 2].zw : off4[(r) / 2].xy)
+
+#define QI_XT_T(J)                                                                                \
+    __builtin_shufflevector(tf_, tf_, J, 8 + J, J, 8 + J, J, 8 + J, J, 8 + J, J, 8 + J, J, 8 + J, \
+                            J, 8 + J, J, 8 + J)
+#define QI_OFFSET_XT_DECLARE(R)                                                                   \
+    float16 off16 = (float16)0.0f;                                                                \
+    float offs_[16];                                                                              \
+    const __global float *xt_g = xt + (ulong)(r0 / QI_XT_ROWS) * (k / 256) * QI_XT_FLOATS;
+#define QI_OFFSET_XT_BLOCK(QK, R)                                                                 \
+    {                                                                                             \
+        const __global float *xt_ = xt_g + (ulong)blk * QI_XT_FLOATS;                             \
+        const float16 tf_ = (float16)(convert_float8(tc[0].even), convert_float8(tc[1].even));    \
+        float16 b_ = QI_XT_T(0) * vload16(0, xt_);                                                \
+        b_ = fma(QI_XT_T(1), vload16(1, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(2), vload16(2, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(3), vload16(3, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(4), vload16(4, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(5), vload16(5, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(6), vload16(6, xt_), b_);                                                \
+        b_ = fma(QI_XT_T(7), vload16(7, xt_), b_);                                                \
+        const float16 o16_ = __builtin_shufflevector(o2_, o2_, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,   \
+                                                     1, 0, 1, 0, 1);                              \
+        off16 = fma(o16_ * vload16(8, xt_), b_, off16);                                           \
+    }
+#define QI_OFFSET_XT_ROW(r) (vstore16(off16, 0, offs_), vload2(r, offs_))
+
 /* The K-quants' tile for C = 2 (the default tile, and the SwiGLU kernels' gate and up rows;
  * other tilings take QI_TILE_THEN): a row's two columns in one vector (lanes 0-7 column 0, 8-15
  * column 1), so that the block's float step is a few 16-lane instructions per row and the
- * tile's accumulators stay in registers. */
+ * tile's accumulators stay in registers; the offset term as OFFSET (above). */
 #define QI_WIDE2_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                   \
     {                                                                                             \
         QI_ROW_POINTERS(QK, R)                                                                    \
         float16 acc2[R];                                                                          \
-        float4 off4[((R) + 1) / 2];                                                               \
         QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
             acc2[r] = (float16)0.0f;                                                              \
-        QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h)                                        \
-            off4[h] = (float4)0.0f;                                                               \
+        QI_OFFSET_DECLARE_##TYPE(R)                                                               \
         const uint blocks = k / (QK);                                                             \
         for (uint blk = 0; blk < blocks; ++blk) {                                                 \
             float2 head[2];                                                                       \
@@ -652,31 +715,42 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
             QI_WIDE_LANES_##TYPE(TYPE, QK, BYTES, R)                                              \
             const float16 d2_ = (float16)((float8)head[0].x, (float8)head[1].x);                  \
             const float2 o2_ = (float2)(head[0].y, head[1].y);                                    \
-            const qi_shorts32 t2_ = (qi_shorts32)QI_CAT32(tc[0], tc[1]);                          \
             float dx[R];                                                                          \
-            int16 tx[R];                                                                          \
             QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
                 dx[r] = xd_r[r][blk];                                                             \
-                const short16 xsb_ = vload16(0, xs_r[r] + (ulong)blk * ((QK) / 16));              \
-                const qi_shorts32 xs2_ = (qi_shorts32)QI_CAT32(xsb_, xsb_);                       \
-                tx[r] = as_int16(__builtin_ia32_pmaddwd512(t2_, xs2_));                           \
                 acc2[r] = fma(convert_float16(lanes[r]), d2_ * dx[r], acc2[r]);                   \
             }                                                                                     \
-            QL_UNROLL for (uint h = 0; h < ((R) + 1) / 2; ++h) {                                  \
-                const uint r1_ = min(2 * h + 1, (uint)(R) - 1);                                   \
-                const float4 dx4_ = (float4)(dx[2 * h], dx[2 * h], dx[r1_], dx[r1_]);             \
-                const int4 b4_ = qi_offset_sums2x2(tx[2 * h], tx[r1_]);                           \
-                off4[h] = fma(o2_.xyxy * dx4_, convert_float4(b4_), off4[h]);                     \
-            }                                                                                     \
+            QI_OFFSET_BLOCK_##TYPE(QK, R)                                                         \
         }                                                                                         \
         float comb_[R][2];                                                                        \
         QL_UNROLL for (uint r = 0; r < R; ++r) {                                                  \
-            const float2 y2_ = qi_combine2x8(acc2[r], r & 1 ? off4[r / 2].zw : off4[r / 2].xy);   \
+            const float2 y2_ = qi_combine2x8(acc2[r], QI_OFFSET_ROW_##TYPE(r));                   \
             comb_[r][0] = y2_.x;                                                                  \
             comb_[r][1] = y2_.y;                                                                  \
         }                                                                                         \
         STORE(R, C)                                                                               \
     }
+
+/* Which offset each K-quant's 512-bit tile takes (QI_OFFSET_XT where src/ops/qlinear.c's
+ * xt_wanted gives the kernels the copy: the tile of 8 × 2). */
+#if QI_MM_R == QI_XT_ROWS && QI_MM_C == 2
+#define QI_OFFSET_DECLARE_q4_k QI_OFFSET_XT_DECLARE
+#define QI_OFFSET_BLOCK_q4_k QI_OFFSET_XT_BLOCK
+#define QI_OFFSET_ROW_q4_k QI_OFFSET_XT_ROW
+#define QI_OFFSET_DECLARE_q5_k QI_OFFSET_XT_DECLARE
+#define QI_OFFSET_BLOCK_q5_k QI_OFFSET_XT_BLOCK
+#define QI_OFFSET_ROW_q5_k QI_OFFSET_XT_ROW
+#else
+#define QI_OFFSET_DECLARE_q4_k QI_OFFSET_INT_DECLARE
+#define QI_OFFSET_BLOCK_q4_k QI_OFFSET_INT_BLOCK
+#define QI_OFFSET_ROW_q4_k QI_OFFSET_INT_ROW
+#define QI_OFFSET_DECLARE_q5_k QI_OFFSET_INT_DECLARE
+#define QI_OFFSET_BLOCK_q5_k QI_OFFSET_INT_BLOCK
+#define QI_OFFSET_ROW_q5_k QI_OFFSET_INT_ROW
+#endif
+#define QI_OFFSET_DECLARE_q6_k QI_OFFSET_INT_DECLARE
+#define QI_OFFSET_BLOCK_q6_k QI_OFFSET_INT_BLOCK
+#define QI_OFFSET_ROW_q6_k QI_OFFSET_INT_ROW
 
 /* The K-quants' matrix–matrix tiles: plain (QI_MM_C columns) and SwiGLU (gate and up rows). */
 #if QI_MM_C == 2
@@ -900,13 +974,14 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 
 #define QI_COMBINE(r, c) comb_[r][c]
 #define QI_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QI_COMBINE)
+#define QI_KEEP_SWIGLU(R, C) QL_KEEP_SWIGLU_ROWS(R, C, QI_COMBINE)
 
 #define QI_MM_SWIGLU_C ((QI_MM_C + 1) / 2)
 
 #define QI_ARGS                                                                                   \
     uint m, uint n, uint k, const __global char *xq, const __global float *xd,                    \
-        const __global short *xs, const __global uchar *w, ulong row_bytes, __global float *y,    \
-        ulong y_off, uint ldy, uint rows_per_item
+        const __global short *xs, const __global float *xt, const __global uchar *w,              \
+        ulong row_bytes, __global float *y, ulong y_off, uint ldy, uint rows_per_item
 
 /* The matrix–vector kernels walk their run of column tiles as cl/qlinear.cl's do. */
 #define QI_MV_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
@@ -953,8 +1028,13 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
         clattn_qlinear_i8_swiglu_mm_##TYPE(QI_ARGS)                                               \
     {                                                                                             \
-        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, QI_SWIGLU_MM_TILE_##TYPE,     \
-                   2 * QI_MM_SWIGLU_C, QI_STORE_SWIGLU)                                           \
+        const uint j0 = get_global_id(0) * QI_MM_SWIGLU_C;                                        \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS_SWIGLU(QI_MM_SWIGLU_C)                                                            \
+        QL_SWIGLU_MM_ROWS(QI_MM_R, 2 * QI_MM_SWIGLU_C,                                            \
+                          QI_SWIGLU_MM_TILE_##TYPE(TYPE, QK, BYTES, QI_MM_R, 2 * QI_MM_SWIGLU_C,  \
+                                                   QI_KEEP_SWIGLU, 0))                            \
     }
 
 QI_KERNELS(q4_0, 32, 18)

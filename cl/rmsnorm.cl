@@ -97,28 +97,35 @@ void clattn_add_rmsnorm(__global float *x, ulong x_off, __global const float *re
                            partial);
 }
 
-/* Blocks first, first + step, … of row `row` of y (width values) quantised into the row's xq,
- * xd and xs (cl/act_quant.cl). */
-inline void clattn_quantize_row_blocks(__global const float *y, uint row, uint width, uint qb,
-                                       __global char *xq, __global float *xd,
-                                       __global short *xs, uint first, uint step)
+/* Blocks first, first + step, … of row `row` of y's `rows` (width values) quantised into the
+ * row's xq, xd and xs, and blocks of 256 into xt unless it is NULL (cl/act_quant.cl). */
+inline void clattn_quantize_row_blocks(__global const float *y, uint row, uint rows, uint width,
+                                       uint qb, __global char *xq, __global float *xd,
+                                       __global short *xs, __global float *xt, uint first,
+                                       uint step)
 {
-    for (uint blk = first; blk < width / qb; blk += step)
+    for (uint blk = first; blk < width / qb; blk += step) {
         qi_quantize_block(y + (ulong)row * width, blk, qb, xq + (ulong)row * width,
                           xd + (ulong)row * (width / qb), xs + (ulong)row * (width / 16));
+        if (xt && qb == 256)
+            qi_transpose_block(xt, row, rows, width / qb, blk,
+                               xs + (ulong)row * (width / 16) + (ulong)blk * 16,
+                               xd[(ulong)row * (width / qb) + blk]);
+    }
 }
 
 /* clattn_add_rmsnorm, then y's rows quantised for a quantised linear layer with 8-bit
  * activations, block by block as clattn_qlinear_quantize quantises them (cl/act_quant.cl): qb
  * values a block (width a multiple of qb, qb of 16), row r into xq + r·width, xd + r·(width /
- * qb), xs + r·(width / 16). y is written as well. One launch instead of two (a decode step's
- * norms before q|k|v and gate|up). NDRange as clattn_add_rmsnorm's. */
+ * qb), xs + r·(width / 16) (and xt, as there). y is written as well. One launch instead of two
+ * (a decode step's norms before q|k|v and gate|up). NDRange as clattn_add_rmsnorm's. */
 __kernel __attribute__((reqd_work_group_size(CLATTN_REDUCE_WG, 1, 1)))
 void clattn_add_rmsnorm_quantize(__global float *x, ulong x_off, __global const float *res,
                                  ulong res_off, __global const float *res_bias,
                                  __global float *y, ulong y_off, uint rows, uint width,
                                  __global const float *weight, float eps, uint qb,
-                                 __global char *xq, __global float *xd, __global short *xs)
+                                 __global char *xq, __global float *xd, __global short *xs,
+                                 __global float *xt)
 {
     __local float partial[CLATTN_REDUCE_WG];
     uint row = get_group_id(0);
@@ -127,7 +134,7 @@ void clattn_add_rmsnorm_quantize(__global float *x, ulong x_off, __global const 
     clattn_add_rmsnorm_row(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight, eps,
                            partial);
     barrier(CLK_GLOBAL_MEM_FENCE); /* the row's every y, for the blocks below */
-    clattn_quantize_row_blocks(y + y_off, row, width, qb, xq, xd, xs, get_local_id(0),
+    clattn_quantize_row_blocks(y + y_off, row, rows, width, qb, xq, xd, xs, xt, get_local_id(0),
                                CLATTN_REDUCE_WG);
 }
 
@@ -212,12 +219,12 @@ __kernel void clattn_add_rmsnorm_quantize_serial(
     __global float *x, ulong x_off, __global const float *res, ulong res_off,
     __global const float *res_bias, __global float *y, ulong y_off, uint rows, uint width,
     __global const float *weight, float eps, uint qb, __global char *xq, __global float *xd,
-    __global short *xs)
+    __global short *xs, __global float *xt)
 {
     uint row = get_global_id(0);
     if (row >= rows)
         return;
     clattn_add_rmsnorm_row_serial(x, x_off, res, res_off, res_bias, y, y_off, row, width, weight,
                                   eps);
-    clattn_quantize_row_blocks(y + y_off, row, width, qb, xq, xd, xs, 0, 1);
+    clattn_quantize_row_blocks(y + y_off, row, rows, width, qb, xq, xd, xs, xt, 0, 1);
 }

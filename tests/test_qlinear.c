@@ -13,7 +13,8 @@
  *    several tiles) gives the same bytes;
  *  - the gate|up layer with SwiGLU fused into its epilogue (clattn__qlinear_swiglu): every
  *    type's rows, for m = 1, 5, 37 on both paths, the bytes of the plain kernel followed by
- *    clattn__qlinear_glu, which gives silu(gate)·up (computed here in double) within 2 ulp;
+ *    clattn__qlinear_glu, which gives silu(gate)·up (computed here in double) within 2 ulp, on
+ *    the golden's sums and on gate values across and past the exponential's range;
  *  - bad weights are refused with messages naming the numbers.
  *
  * The bound: every output is 16 chains of k/16 fused multiply-adds, then 4 additions (the
@@ -356,6 +357,52 @@ static void swiglu_fused(void **state)
     }
 }
 
+/* clattn__qlinear_glu's SiLU (cl/qlinear.cl's ql_exp: SLEEF's expf written out) across the range
+ * that matters and past it: gate values from −110 to 110 in steps of 1/64 (1/4 under oclgrind),
+ * zeros, subnormals, the ends of the exponential's range (±87.3, ±88.72, ±100, ±104) and beyond,
+ * ±inf and NaN, times up = 1 and −0.75, against silu(gate)·up in double: within 2 ulp (plus
+ * 1e-36, where e^−gate leaves float's range and the quotient flushes to zero), the same infinity,
+ * NaN where double's is NaN. */
+static void glu_exponential_range(void **state)
+{
+    fixture *f = *state;
+    static const float special[] = {
+        0.0f,     -0.0f,     0x1p-149f, -0x1p-149f, 1e-30f,   -1e-30f,  87.3f,    -87.3f,
+        88.72f,   -88.72f,   88.73f,    -88.73f,    99.99f,   -99.99f,  100.0f,   -100.0f,
+        100.01f,  -100.01f,  103.99f,   -103.99f,   104.01f,  -104.01f, 150.0f,   -150.0f,
+        1e30f,    -1e30f,    3.4e38f,   -3.4e38f,   INFINITY, -INFINITY, NAN};
+    const size_t per_unit = test_small_mode() ? 4 : 64, sweep = 220 * per_unit + 1;
+    const size_t nspecial = sizeof(special) / sizeof(special[0]), cols = sweep + nspecial;
+    const float ups[2] = {1.0f, -0.75f};
+    float *h = malloc(2 * 2 * cols * sizeof(float)), *got = malloc(2 * 2 * cols * sizeof(float));
+    assert_true(h && got);
+    for (size_t r = 0; r < 2; r++)
+        for (size_t j = 0; j < cols; j++) {
+            h[r * 2 * cols + j] = j < sweep ? -110.0f + (float)j / (float)per_unit
+                                            : special[j - sweep];
+            h[r * 2 * cols + cols + j] = ups[r];
+        }
+    cl_mem hm = buffer(f->ctx, 2 * 2 * cols, h);
+    if (clattn__qlinear_glu(f->ctx, f->prog, hm, 2, cols) != CLATTN_OK)
+        fail_msg("clattn__qlinear_glu: %s", clattn_last_error(f->ctx));
+    read_back(f->ctx, hm, 2 * 2 * cols, got);
+    clReleaseMemObject(hm);
+    for (size_t r = 0; r < 2; r++)
+        for (size_t j = 0; j < cols; j++) {
+            double gate = h[r * 2 * cols + j], up = ups[r];
+            double want = gate / (1.0 + exp(-gate)) * up;
+            float y = got[r * 2 * cols + j];
+            bool ok = isnan(want)   ? isnan(y)
+                      : isinf(want) ? (double)y == want
+                                    : fabs(y - want) <= 2.0 * 0x1p-23 * fabs(want) + 1e-36;
+            if (!ok)
+                fail_msg("silu(%.9g)·%g is %.9g, clattn__qlinear_glu gave %.9g", gate, up, want,
+                         y);
+        }
+    free(h);
+    free(got);
+}
+
 static void bad_weights(void **state)
 {
     fixture *f = *state;
@@ -428,6 +475,7 @@ int main(void)
         cmocka_unit_test(batch_invariance),
         cmocka_unit_test(mv_tilings),
         cmocka_unit_test(swiglu_fused),
+        cmocka_unit_test(glu_exponential_range),
         cmocka_unit_test(tuning_errors),
         cmocka_unit_test(bad_weights),
     };

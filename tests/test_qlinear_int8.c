@@ -362,12 +362,51 @@ static void write_floats(clattn_context *ctx, cl_mem mem, const float *from, siz
                      CL_SUCCESS);
 }
 
+/* The 512-bit K-quant tile's copy of m quantised rows of k values in blocks of 256 (rows->t,
+ * cl/act_quant.cl's qi_transpose_block) against the rows' own sums and scales: in groups of 8
+ * rows, for each block and sub-block j of 32 values, each row's xs[2j] + xs[2j + 1] twice, then
+ * each row's dx twice; a group's rows past m are row m − 1's. */
+static void check_transposed_copy(clattn_context *ctx, const clattn_qlinear_rows *rows, size_t m,
+                                  size_t k)
+{
+    const size_t blocks = k / 256, groups = (m + 7) / 8, floats = groups * blocks * 144;
+    float *t = malloc(floats * sizeof(float)), *d = malloc(m * blocks * sizeof(float));
+    short *s = malloc(m * (k / 16) * sizeof(short));
+    assert_true(rows->block == 256 && t && d && s);
+    cl_command_queue q = clattn_context_queue(ctx);
+    assert_int_equal(clEnqueueReadBuffer(q, rows->t, CL_TRUE, 0, floats * sizeof(float), t, 0,
+                                         NULL, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(q, rows->d, CL_TRUE, 0, m * blocks * sizeof(float), d,
+                                         0, NULL, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clEnqueueReadBuffer(q, rows->s, CL_TRUE, 0, m * (k / 16) * sizeof(short),
+                                         s, 0, NULL, NULL),
+                     CL_SUCCESS);
+    for (size_t r = 0; r < groups * 8; r++) {
+        size_t src = r < m ? r : m - 1;
+        for (size_t b = 0; b < blocks; b++) {
+            const float *at = t + ((r / 8) * blocks + b) * 144 + 2 * (r % 8);
+            const short *sums = s + src * (k / 16) + b * 16;
+            for (size_t j = 0; j <= 8; j++) {
+                float want = j < 8 ? (float)(sums[2 * j] + sums[2 * j + 1]) : d[src * blocks + b];
+                if (at[16 * j] != want || at[16 * j + 1] != want)
+                    fail_msg("the copy's row %zu, block %zu, %s %zu: %g, %g, not %g", r, b,
+                             j < 8 ? "sub-block" : "scale", j, at[16 * j], at[16 * j + 1], want);
+            }
+        }
+    }
+    free(t), free(d), free(s);
+}
+
 /* A pre-norm layer's norm that quantises its rows for the projection after it
  * (clattn__add_rmsnorm_quantize into the rows clattn__qlinear_prequantize gives): the norm's
  * bytes and the layer's bytes are those of the norm, then the layer quantising its input
  * itself, and the layer does read the quantised rows (the float rows, overwritten with NaN
  * afterwards, are not read); once forgotten, or after another call's quantisation overwrote
- * them, the layer quantises its input again. Float activations get no rows to fill. */
+ * them, the layer quantises its input again. Float activations get no rows to fill. Where the
+ * tiles read the K-quants' transposed copy (check_transposed_copy), both quantisations write it
+ * right, 11 rows: a whole group of 8 and one completed by the last row. */
 static void norm_quantises_for_the_reader(void **state)
 {
     fixture *f = *state;
@@ -379,7 +418,7 @@ static void norm_quantises_for_the_reader(void **state)
     for (size_t t = 0; t < count; t++) {
         golden g;
         golden_load(f->ctx, types[t], &g);
-        size_t block = 0, m = g.m < 3 ? g.m : 3, k = g.k, mk = m * k;
+        size_t block = 0, m = g.m < 11 ? g.m : 11, k = g.k, mk = m * k;
         assert_true(clattn__qlinear_type_supported(g.type, &block, NULL));
         float *x0 = malloc(mk * sizeof(float)), *res = malloc(mk * sizeof(float)),
               *nw = malloc(k * sizeof(float)), *y1 = malloc(mk * sizeof(float)),
@@ -398,8 +437,17 @@ static void norm_quantises_for_the_reader(void **state)
         assert_int_equal(clattn__add_rmsnorm(f->ctx, xa, 0, rm, 0, NULL, ya, 0, m, k, wm, eps),
                          CLATTN_OK);
         run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, ya, 0, k, a, g.n);
-        /* the norm quantising for it */
+        /* the layer's own quantisation on the matrix–matrix path leaves the 512-bit tile's copy
+         * in the scratch the rows below are given (where that tile reads one) */
         clattn_qlinear_rows rows;
+        run(f, &g.w, CLATTN_QLINEAR_MM, false, m, ya, 0, k, b, g.n);
+        assert_int_equal(clattn__qlinear_prequantize(f->ctx, f->prog, g.type, m, k, ya, 0, k,
+                                                     &rows),
+                         CLATTN_OK);
+        if (rows.t)
+            check_transposed_copy(f->ctx, &rows, m, k);
+        clattn__qlinear_prequantized_forget(f->prog);
+        /* the norm quantising for it */
         assert_int_equal(clattn__qlinear_prequantize(f->ctx, f->prog, g.type, m, k, yb, 0, k,
                                                      &rows),
                          CLATTN_OK);
@@ -407,8 +455,10 @@ static void norm_quantises_for_the_reader(void **state)
         assert_int_equal(rows.block, block);
         assert_int_equal(clattn__add_rmsnorm_quantize(f->ctx, xb, 0, rm, 0, NULL, yb, 0, m, k,
                                                       wm, eps, rows.block, rows.q, rows.d,
-                                                      rows.s),
+                                                      rows.s, rows.t),
                          CLATTN_OK);
+        if (rows.t)
+            check_transposed_copy(f->ctx, &rows, m, k);
         read_back(f->ctx, ya, mk, y1);
         read_back(f->ctx, yb, mk, y2);
         assert_memory_equal(y1, y2, mk * sizeof(float));
@@ -431,7 +481,7 @@ static void norm_quantises_for_the_reader(void **state)
                          CLATTN_OK);
         assert_int_equal(clattn__add_rmsnorm_quantize(f->ctx, xb, 0, rm, 0, NULL, yb, 0, m, k,
                                                       wm, eps, rows.block, rows.q, rows.d,
-                                                      rows.s),
+                                                      rows.s, rows.t),
                          CLATTN_OK);
         write_floats(f->ctx, yb, nan, mk);
         run(f, &g.w, CLATTN_QLINEAR_AUTO, false, m, xa, 0, k, b, g.n);

@@ -408,7 +408,7 @@ static clattn_status add_rmsnorm_for(pass *p, const clattn_norm *n, cl_mem bias,
 {
     const clattn_block_spec *c = &p->s->spec;
     clattn_context *ctx = p->s->ctx;
-    clattn_qlinear_rows rows = {NULL, NULL, NULL, 0};
+    clattn_qlinear_rows rows = {NULL, NULL, NULL, NULL, 0};
     clattn_qlinear_program *prog = reader_program(reader);
     clattn_status status = CLATTN_OK;
     if (prog)
@@ -417,7 +417,7 @@ static clattn_status add_rmsnorm_for(pass *p, const clattn_norm *n, cl_mem bias,
     if (status == CLATTN_OK && rows.q)
         status = clattn__add_rmsnorm_quantize(ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset,
                                               p->tokens, c->d_model, n->weight, c->norm_eps,
-                                              rows.block, rows.q, rows.d, rows.s);
+                                              rows.block, rows.q, rows.d, rows.s, rows.t);
     else if (status == CLATTN_OK)
         status = clattn__add_rmsnorm(ctx, p->x, 0, p->sub, 0, bias, dst, dst_offset, p->tokens,
                                      c->d_model, n->weight, c->norm_eps);

@@ -203,7 +203,7 @@ clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t
                                            cl_mem res, size_t res_offset, cl_mem res_bias,
                                            cl_mem y, size_t y_offset, size_t rows, size_t width,
                                            cl_mem weight, float eps, size_t qb, cl_mem xq,
-                                           cl_mem xd, cl_mem xs)
+                                           cl_mem xd, cl_mem xs, cl_mem xt)
 {
     CLATTN_CHECK_ARG(ctx, "clattn__add_rmsnorm_quantize",
                      qb >= 16 && qb % 16 == 0 && width % qb == 0 && xq && xd && xs,
@@ -219,6 +219,7 @@ clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t
     CLATTN_ARG(&args, xq);
     CLATTN_ARG(&args, xd);
     CLATTN_ARG(&args, xs);
+    clattn__arg_mem(&args, xt);
     return launch_rmsnorm(ctx, &args, "add_rmsnorm_quantize", rows, serial);
 }
 

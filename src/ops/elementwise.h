@@ -60,12 +60,13 @@ clattn_status clattn__add_rmsnorm(clattn_context *ctx, cl_mem x, size_t x_offset
 /* clattn__add_rmsnorm, then y's rows quantised for 8-bit activations in blocks of qb values
  * (cl/act_quant.cl, the rows a quantised linear layer reads: ops/qlinear.h's
  * clattn__qlinear_prequantize) into xq [rows, width] int8, xd [rows, width / qb] float and xs
- * [rows, width / 16] short; width a multiple of qb, qb of 16. One launch for the two. */
+ * [rows, width / 16] short, and blocks of 256 into xt (cl/act_quant.cl's qi_transpose_block)
+ * unless it is NULL; width a multiple of qb, qb of 16. One launch for the two. */
 clattn_status clattn__add_rmsnorm_quantize(clattn_context *ctx, cl_mem x, size_t x_offset,
                                            cl_mem res, size_t res_offset, cl_mem res_bias,
                                            cl_mem y, size_t y_offset, size_t rows, size_t width,
                                            cl_mem weight, float eps, size_t qb, cl_mem xq,
-                                           cl_mem xd, cl_mem xs);
+                                           cl_mem xd, cl_mem xs, cl_mem xt);
 
 /* y[r, c] += x[r, c] + bias[c] on [rows, width] contiguous blocks; bias may be NULL. */
 clattn_status clattn__add(clattn_context *ctx, cl_mem y, size_t y_offset, cl_mem x,

@@ -45,9 +45,10 @@ struct clattn_qlinear_program {
     cl_kernel quantize;                            /* clattn_qlinear_quantize */
     cl_kernel glu;                                 /* clattn_qlinear_glu */
     clattn_qlinear_activations activations;
-    /* The quantised rows of x for the 8-bit kernels: room for `act_values` values. */
-    cl_mem act_q, act_d, act_s;
-    size_t act_values;
+    /* The quantised rows of x for the 8-bit kernels: room for `act_values` values; and the
+     * 512-bit K-quant tiles' copy of their sums and scales (act_t, act_t_bytes: xt_wanted). */
+    cl_mem act_q, act_d, act_s, act_t;
+    size_t act_values, act_t_bytes;
     /* The rows the scratch holds quantised by another kernel (clattn__qlinear_prequantize):
      * calls on exactly them skip their quantisation. pre_x NULL: none. */
     cl_mem pre_x;
@@ -182,12 +183,12 @@ static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t 
 /* The 8-bit rows' scratch released (none held after; the rows it held are forgotten). */
 static void release_scratch(clattn_qlinear_program *prog)
 {
-    cl_mem act[3] = {prog->act_q, prog->act_d, prog->act_s};
-    for (size_t i = 0; i < 3; i++)
+    cl_mem act[4] = {prog->act_q, prog->act_d, prog->act_s, prog->act_t};
+    for (size_t i = 0; i < 4; i++)
         if (act[i])
             clReleaseMemObject(act[i]);
-    prog->act_q = prog->act_d = prog->act_s = NULL;
-    prog->act_values = 0;
+    prog->act_q = prog->act_d = prog->act_s = prog->act_t = NULL;
+    prog->act_values = prog->act_t_bytes = 0;
     prog->pre_x = NULL;
 }
 
@@ -421,17 +422,54 @@ static clattn_status ensure_scratch(clattn_context *ctx, const char *fn,
     return CLATTN_OK;
 }
 
+/* Whether the matrix–matrix tiles of blocks of `block` values read the copy of the rows' sums
+ * and scales in groups of XT_ROWS rows (cl/act_quant.cl's qi_transpose_block): the 512-bit
+ * Q4_K and Q5_K tile of 8 × 2 (cl/qlinear_int8.cl's QI_OFFSET_XT; where the device has no
+ * 512-bit tile the copy is written and not read). */
+#define XT_ROWS 8
+#define XT_FLOATS (9 * 2 * XT_ROWS)
+static bool xt_wanted(const clattn_qlinear_program *prog, size_t block)
+{
+    return block == 256 && prog->params.mm8_rows == XT_ROWS && prog->params.mm8_cols == 2;
+}
+
+/* The scratch for m rows of k values (blocks of `block`): ensure_scratch's, and the copy act_t
+ * where xt_wanted. */
+static clattn_status ensure_rows(clattn_context *ctx, const char *fn,
+                                 clattn_qlinear_program *prog, size_t m, size_t k, size_t block)
+{
+    size_t values, t_bytes = 0;
+    CLATTN_CHECK_ARG(ctx, fn,
+                     clattn__mul_size(m, k, &values) &&
+                         clattn__mul_size((m + XT_ROWS - 1) / XT_ROWS * (k / 256),
+                                          XT_FLOATS * sizeof(float), &t_bytes),
+                     "[m %zu, k %zu] is too large", m, k);
+    clattn_status status = ensure_scratch(ctx, fn, prog, values);
+    if (status != CLATTN_OK || !xt_wanted(prog, block) || t_bytes <= prog->act_t_bytes)
+        return status;
+    if (prog->act_t)
+        clReleaseMemObject(prog->act_t);
+    prog->act_t_bytes = 0;
+    cl_int err;
+    prog->act_t = clCreateBuffer(clattn_context_cl_context(ctx), CL_MEM_READ_WRITE, t_bytes, NULL,
+                                 &err);
+    if (err != CL_SUCCESS)
+        return clattn__fail_cl(ctx, err,
+                               "%s: clCreateBuffer(%zu bytes) for 8-bit activations failed", fn,
+                               t_bytes);
+    prog->act_t_bytes = t_bytes;
+    return CLATTN_OK;
+}
+
 /* The quantised rows of x [m, k] for a type of `block` values a block (cl/qlinear_int8.cl's
- * clattn_qlinear_quantize) into the program's scratch. */
+ * clattn_qlinear_quantize) into the program's scratch, and into act_t where `with_t`. */
 static clattn_status quantize_rows(clattn_context *ctx, const char *fn,
                                    clattn_qlinear_program *prog, clattn_op op, size_t m, size_t k,
-                                   size_t block, cl_mem x, size_t x_offset, size_t ldx)
+                                   size_t block, bool with_t, cl_mem x, size_t x_offset,
+                                   size_t ldx)
 {
-    size_t values;
-    CLATTN_CHECK_ARG(ctx, fn, clattn__mul_size(m, k, &values), "[m %zu, k %zu] is too large", m,
-                     k);
     prog->pre_x = NULL; /* the scratch is overwritten */
-    clattn_status status = ensure_scratch(ctx, fn, prog, values);
+    clattn_status status = ensure_rows(ctx, fn, prog, m, k, block);
     if (status != CLATTN_OK)
         return status;
     cl_uint um = (cl_uint)m, uk = (cl_uint)k, ub = (cl_uint)block, ulx = (cl_uint)ldx;
@@ -446,6 +484,7 @@ static clattn_status quantize_rows(clattn_context *ctx, const char *fn,
     CLATTN_ARG(&args, prog->act_q);
     CLATTN_ARG(&args, prog->act_d);
     CLATTN_ARG(&args, prog->act_s);
+    clattn__arg_mem(&args, with_t ? prog->act_t : NULL);
     size_t global[2] = {k / block, m}, local[2] = {1, 1};
     return clattn__launch(ctx, &args, "qlinear_quantize", 2, global, local, op, 0);
 }
@@ -523,9 +562,10 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     bool prequantized = prog->pre_x == x && prog->pre_offset == x_offset &&
                         prog->pre_ldx == ldx && prog->pre_m == m && prog->pre_k == w->k &&
                         prog->pre_block == t->block_elements;
+    bool with_t = i8 && !mv && xt_wanted(prog, t->block_elements);
     if (i8 && !prequantized) {
-        clattn_status status =
-            quantize_rows(ctx, fn, prog, op, m, w->k, t->block_elements, x, x_offset, ldx);
+        clattn_status status = quantize_rows(ctx, fn, prog, op, m, w->k, t->block_elements,
+                                             with_t, x, x_offset, ldx);
         if (status != CLATTN_OK)
             return status;
     }
@@ -542,6 +582,7 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
         CLATTN_ARG(&args, prog->act_q);
         CLATTN_ARG(&args, prog->act_d);
         CLATTN_ARG(&args, prog->act_s);
+        clattn__arg_mem(&args, with_t ? prog->act_t : NULL);
     } else {
         CLATTN_ARG(&args, x);
         CLATTN_ARG(&args, xo);
@@ -570,13 +611,13 @@ clattn_status clattn__qlinear_prequantize(clattn_context *ctx, clattn_qlinear_pr
     const qtype *t = find_qtype(type, NULL);
     if (prog->activations != CLATTN_QLINEAR_INT8 || !t || !qtype_int8(t) || m == 0)
         return CLATTN_OK;
-    size_t values;
-    CLATTN_CHECK_ARG(ctx, fn, x && k % t->block_elements == 0 && clattn__mul_size(m, k, &values),
+    CLATTN_CHECK_ARG(ctx, fn, x && k % t->block_elements == 0,
                      "rows [m %zu, k %zu] for blocks of %zu", m, k, t->block_elements);
-    clattn_status status = ensure_scratch(ctx, fn, prog, values);
+    clattn_status status = ensure_rows(ctx, fn, prog, m, k, t->block_elements);
     if (status != CLATTN_OK)
         return status;
-    *rows = (clattn_qlinear_rows){prog->act_q, prog->act_d, prog->act_s, t->block_elements};
+    cl_mem xt = xt_wanted(prog, t->block_elements) ? prog->act_t : NULL;
+    *rows = (clattn_qlinear_rows){prog->act_q, prog->act_d, prog->act_s, xt, t->block_elements};
     prog->pre_x = x;
     prog->pre_offset = x_offset;
     prog->pre_ldx = ldx;

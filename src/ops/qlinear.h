@@ -149,6 +149,8 @@ clattn_status clattn__qlinear_swiglu_path(clattn_context *ctx, clattn_qlinear_pr
 typedef struct clattn_qlinear_rows {
     cl_mem q, d, s; /* xq [m, k] int8, xd [m, k / block] float, xs [m, k / 16] short: NULL when
                      * the weight reads float rows (its type, or float activations) */
+    cl_mem t;       /* the 512-bit K-quant tiles' copy of xs and xd (cl/act_quant.cl's
+                     * qi_transpose_block), for blocks of 256 where the tiles read it; or NULL */
     size_t block;   /* values per block: 32, or 256 for the K-quants */
 } clattn_qlinear_rows;
 
