@@ -974,7 +974,6 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 
 #define QI_COMBINE(r, c) comb_[r][c]
 #define QI_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QI_COMBINE)
-#define QI_KEEP_SWIGLU(R, C) QL_KEEP_SWIGLU_ROWS(R, C, QI_COMBINE)
 
 #define QI_MM_SWIGLU_C ((QI_MM_C + 1) / 2)
 
@@ -1028,13 +1027,8 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
         clattn_qlinear_i8_swiglu_mm_##TYPE(QI_ARGS)                                               \
     {                                                                                             \
-        const uint j0 = get_global_id(0) * QI_MM_SWIGLU_C;                                        \
-        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
-        const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS_SWIGLU(QI_MM_SWIGLU_C)                                                            \
-        QL_SWIGLU_MM_ROWS(QI_MM_R, 2 * QI_MM_SWIGLU_C,                                            \
-                          QI_SWIGLU_MM_TILE_##TYPE(TYPE, QK, BYTES, QI_MM_R, 2 * QI_MM_SWIGLU_C,  \
-                                                   QI_KEEP_SWIGLU, 0))                            \
+        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, QI_SWIGLU_MM_TILE_##TYPE,     \
+                   2 * QI_MM_SWIGLU_C, QI_STORE_SWIGLU)                                           \
     }
 
 QI_KERNELS(q4_0, 32, 18)

@@ -357,7 +357,7 @@ static void swiglu_fused(void **state)
     }
 }
 
-/* clattn__qlinear_glu's SiLU (cl/qlinear.cl's ql_exp: SLEEF's expf written out) across the range
+/* clattn__qlinear_glu's SiLU (cl/qlinear.cl's ql_exp8: SLEEF's expf written out) across the range
  * that matters and past it: gate values from −110 to 110 in steps of 1/64 (1/4 under oclgrind),
  * zeros, subnormals, the ends of the exponential's range (±87.3, ±88.72, ±100, ±104) and beyond,
  * ±inf and NaN, times up = 1 and −0.75, against silu(gate)·up in double: within 2 ulp (plus

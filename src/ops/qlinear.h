@@ -124,8 +124,8 @@ clattn_status clattn__qlinear_swiglu(clattn_context *ctx, clattn_qlinear_program
                                      size_t ldy);
 /* The SwiGLU of a quantised gate|up layer that did not fuse it (one split over buffers): h
  * [rows, 2·cols], gate columns then up columns, gets silu(gate)·up in its first cols columns —
- * the fused kernels' expression, eight rows at a time (cl/qlinear.cl's ql_swiglu8: a device's
- * exponential of a vector may differ in the last bit from ops/elementwise.h's clattn__glu's). */
+ * the fused kernels' expression and exponential (cl/qlinear.cl's ql_swiglu8 and ql_exp8, written
+ * out: ops/elementwise.h's clattn__glu uses the device's exp, which may differ in the last bit). */
 clattn_status clattn__qlinear_glu(clattn_context *ctx, clattn_qlinear_program *prog, cl_mem h,
                                   size_t rows, size_t cols);
 /* The same on a given path (tests and benchmarks). */
