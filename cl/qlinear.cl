@@ -531,15 +531,19 @@ inline float8 ql_half8(uint8 h)
 #define QL_TILE(TYPE, QK, BYTES, R, C, WHOLE, AHEAD)                                              \
     QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, WHOLE, AHEAD)
 
-/* e^x in float32 within 1 ulp, on vectors of eight: SLEEF's expf (its 1-ulp variant, xexpf):
- * x = q·ln 2 + s with q = x / ln 2 rounded to the nearest integer (ties to even: adding and
- * subtracting 1.5·2^23 rounds it so), ln 2 in two parts, e^s by a degree-7 polynomial (Horner's
- * rule in fma), times 2^q as two powers of two (q up to ±150 without overflowing an exponent
- * field); 0 below −104, +inf above 100, NaN for NaN. Written out rather than the device's exp:
- * the same arithmetic on every device, and the float32 Q4_K_M prompt's SwiGLU layers (Qwen3
- * shape) 6 % faster than with PoCL's exp of a vector. */
+/* e^x in float32 within 1 ulp, on vectors of eight. On x86 CPU devices (PoCL, where the kernels
+ * see __AVX2__): SLEEF's expf (its 1-ulp variant, xexpf) written out — x = q·ln 2 + s with
+ * q = x / ln 2 rounded to the nearest integer (ties to even: adding and subtracting 1.5·2^23
+ * rounds it so), ln 2 in two parts, e^s by a degree-7 polynomial (Horner's rule in fma), times
+ * 2^q as two powers of two (q up to ±150 without overflowing an exponent field); 0 below −104,
+ * +inf above 100, NaN for NaN: the float32 Q4_K_M prompt's SwiGLU layers (Qwen3 shape) 6 %
+ * faster than with PoCL's exp of a vector. Elsewhere the device's exp (Mesa's rusticl compiled
+ * the written-out form into every SwiGLU kernel several times slower). */
 inline float8 ql_exp8(float8 x)
 {
+#if !defined(__AVX2__)
+    return exp(x);
+#else
     const float8 t = x * 1.442695040888963407f;
     const float8 q = clamp((t + 12582912.0f) - 12582912.0f, -150.0f, 150.0f);
     const float8 s = fma(q, -1.428606765330187045e-06f, fma(q, -0.693145751953125f, x));
@@ -554,6 +558,7 @@ inline float8 ql_exp8(float8 x)
     u = u * as_float8((h + 127) << 23) * as_float8((e - h + 127) << 23);
     u = select(u, (float8)0.0f, x < -104.0f);
     return select(u, (float8)INFINITY, x > 100.0f);
+#endif
 }
 
 /* SwiGLU's product of gate and up values, eight at a time: silu(gate) · up, with silu as
