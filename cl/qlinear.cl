@@ -270,11 +270,13 @@ inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2
  *                                      int8).
  * QL_BLOCK_SCALES_<family> says in which tiles the second way is taken: bit 0 the tiles whose
  * chunk loop is not unrolled whole (the matrix–matrix tiles, the matrix–vector tiles of several
- * rows of x; Q4_K 14-26 % less CPU per 512-row call, Q6_K 5-7 %), bit 1 those that unroll it
- * (the one-row decode tiles, where c is a constant: Q6_K 12-19 % less CPU per call; none for
- * Q4_K, whose unrolled chunk scales the compiler already shares between a sub-block's chunks,
- * and a loss in the SwiGLU tile's two rows). Q6_K takes it in every tile, so it has no chunk
- * scale of its own. */
+ * rows of x; Q4_K 14-26 % less CPU per 512-row call, Q6_K 5-7 %), bit 1 the tiles that unroll
+ * it (the one-row decode tiles, where c is a constant) with one weight row, bit 2 those with
+ * several (the SwiGLU tile's gate and up rows). Q6_K: every tile (12-19 % less CPU per one-row
+ * call), so it has no chunk scale of its own; Q4_K: all but the SwiGLU tile's (there 30 % more
+ * time in the model's decode; in the one-row one-column tile, since Q4_K's values are picked
+ * from a table per sub-block, 5-7 % less, the Qwen3-shaped Q4_K_M decode step's matrix–vector
+ * kernels 26.1 → 24.2 ms on a Xeon). */
 #define QL_SCALES_f32 none
 #define QL_SCALES_f16 none
 #define QL_SCALES_bf16 none
@@ -287,8 +289,10 @@ inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2
 #define QL_SCALES_q5_k k4
 #define QL_SCALES_q6_k k6
 #define QL_BLOCK_SCALES_none 0
-#define QL_BLOCK_SCALES_k4 1
-#define QL_BLOCK_SCALES_k6 3
+#define QL_BLOCK_SCALES_k4 3
+#define QL_BLOCK_SCALES_k6 7
+/* The bit of QL_BLOCK_SCALES_<family> for a tile (WHOLE: its chunks unrolled, C: weight rows). */
+#define QL_BLOCK_SCALES_BIT(WHOLE, C) ((WHOLE) ? ((C) == 1 ? 2 : 4) : 1)
 
 /* PREFIX followed by TYPE's family, expanded (QL_SCALES_<type> is itself a macro). */
 #define QL_SCALES_NAME(PREFIX, TYPE) QL_PASTE(PREFIX, QL_SCALES_##TYPE)
@@ -492,7 +496,7 @@ inline float8 ql_half8(uint8 h)
                 if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
                     break;                                                                        \
                 const bool block_scales_ =                                                        \
-                    QL_SCALES_NAME(QL_BLOCK_SCALES_, TYPE) & ((WHOLE) ? 2 : 1);                   \
+                    QL_SCALES_NAME(QL_BLOCK_SCALES_, TYPE) & QL_BLOCK_SCALES_BIT(WHOLE, C);       \
                 float sb[C][16];                                                                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
                     if (block_scales_)                                                            \
