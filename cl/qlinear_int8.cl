@@ -41,10 +41,24 @@
  * Kernels per type: clattn_qlinear_i8_mv_<type>, _mm_, _swiglu_mv_, _swiglu_mm_, the float
  * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>; QI_MM_R × QI_MM_C for the matrix–matrix
  * path), on the quantised rows (xq [m, k], dx [m, k / QB], xs [m, k / 16]).
+ *
+ * QI_VNNI (-D, set by src/ops/qlinear.c on PoCL's CPU device where the host CPU has
+ * AVX512-VNNI: PoCL 3.1 compiles for skylake-avx512 whatever the CPU): each kernel's body is
+ * a function compiled for AVX512-VNNI (a target attribute; not inlined into PoCL's work-group
+ * function, which lacks the feature), so that a vpmaddwd and the add after it become one
+ * vpdpwssd, and the types of 32-value blocks take vpdpbusd for their vpmaddubsw and vpmaddwd
+ * by ones: the same integers (no sum saturates, above), one or two operations fewer per row and
+ * block on the port that is the int8 tiles' bound.
  */
 
 #ifndef QI_MM_R
 #define QI_MM_R 4
+#endif
+/* Functions that use AVX512-VNNI's instructions (the header's QI_VNNI). */
+#if defined(QI_VNNI)
+#define QI_VNNI_TARGET __attribute__((target("avx512vnni")))
+#else
+#define QI_VNNI_TARGET
 #endif
 #ifndef QI_MM_C
 #define QI_MM_C 2
@@ -778,13 +792,17 @@ inline int4 qi_offset_sums2x2(int16 p, int16 q)
  * times xq with u's sign, the sign taken as one masked subtraction per row (u's sign bits as a
  * mask, vpmovb2m, once per block; AVX-512 has no 64-byte vpsignb): 6 vector operations per row
  * and block instead of 7, the same integers. */
-inline int16 qi_dot64_ones(qi_bytes64 u, qi_bytes64 x)
+QI_VNNI_TARGET inline int16 qi_dot64_ones(qi_bytes64 u, qi_bytes64 x)
 {
+#if defined(QI_VNNI)
+    return __builtin_ia32_vpdpbusd512((int16)0, as_int16(u), as_int16(x));
+#else
     const qi_shorts32 one = (qi_shorts32)QI_CAT32(QI_CAT16((short8)1, (short8)1),
                                                   QI_CAT16((short8)1, (short8)1));
     return qi_dot64(u, x, one);
+#endif
 }
-inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
+QI_VNNI_TARGET inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 {
     const qi_bytes64 neg = (qi_bytes64)(u < (char)0);
     const ulong negative = __builtin_ia32_cvtb2mask512(u);
@@ -982,14 +1000,15 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
         const __global short *xs, const __global float *xt, const __global uchar *w,              \
         ulong row_bytes, __global float *y, ulong y_off, uint ldy, uint rows_per_item
 
-/* The matrix–vector kernels walk their run of column tiles as cl/qlinear.cl's do. */
+/* The matrix–vector kernels walk their run of column tiles as cl/qlinear.cl's do (the bodies of
+ * QI_KERNEL: gid0_, gid1_ and gsize0_ are the work-item's ids and the global size). */
 #define QI_MV_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE_C, STORE)                                    \
     const uint groups = (n + (COLS) - 1) / (COLS);                                                \
-    const uint per_item = (groups + get_global_size(0) - 1) / get_global_size(0);                 \
-    const uint gend = min(groups, (uint)get_global_id(0) * per_item + per_item);                  \
-    const uint rbegin = get_global_id(1) * rows_per_item;                                         \
+    const uint per_item = (groups + gsize0_ - 1) / gsize0_;                                       \
+    const uint gend = min(groups, gid0_ * per_item + per_item);                                   \
+    const uint rbegin = gid1_ * rows_per_item;                                                    \
     const uint rend = min(m, rbegin + rows_per_item);                                             \
-    for (uint g0 = get_global_id(0) * per_item; g0 < gend; ++g0) {                                \
+    for (uint g0 = gid0_ * per_item; g0 < gend; ++g0) {                                           \
         const uint j0 = g0 * (COLS);                                                              \
         ROWS(COLS)                                                                                \
         uint r0 = rbegin;                                                                         \
@@ -1000,36 +1019,45 @@ inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
     }
 
 #define QI_MM_BODY(TYPE, QK, BYTES, COLS, ROWS, TILE, TILE_C, STORE)                              \
-    const uint j0 = get_global_id(0) * (COLS);                                                    \
-    const uint rbegin = get_global_id(1) * rows_per_item;                                         \
+    const uint j0 = gid0_ * (COLS);                                                               \
+    const uint rbegin = gid1_ * rows_per_item;                                                    \
     const uint rend = min(m, rbegin + rows_per_item);                                             \
     ROWS(COLS)                                                                                    \
     for (uint r0 = rbegin; r0 < rend; r0 += QI_MM_R)                                              \
         TILE(TYPE, QK, BYTES, QI_MM_R, TILE_C, STORE, 0)
 
-#define QI_KERNELS(TYPE, QK, BYTES)                                                               \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mv_##TYPE(     \
-        QI_ARGS)                                                                                  \
+#define QI_ARG_NAMES m, n, k, xq, xd, xs, xt, w, row_bytes, y, y_off, ldy, rows_per_item
+
+/* Kernel NAME(QI_ARGS) whose BODY runs in a function of its own, NAME_body, given the work-item's
+ * ids (gid0_, gid1_) and the global size gsize0_: compiled for AVX512-VNNI where QI_VNNI is set
+ * (the header says why), an ordinary inlined function elsewhere. */
+#if defined(QI_VNNI)
+#define QI_BODY_TARGET QI_VNNI_TARGET __attribute__((noinline))
+#else
+#define QI_BODY_TARGET
+#endif
+#define QI_KERNEL(NAME, BODY)                                                                     \
+    QI_BODY_TARGET void NAME##_body(QI_ARGS, uint gid0_, uint gid1_, uint gsize0_)                \
     {                                                                                             \
-        QI_MV_BODY(TYPE, QK, BYTES, QL_MV_COLS(TYPE), QL_ROWS, QL_MV_COLS(TYPE), QI_STORE)        \
+        BODY                                                                                      \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_i8_mm_##TYPE(     \
-        QI_ARGS)                                                                                  \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void NAME(QI_ARGS)                    \
     {                                                                                             \
-        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_C, QL_ROWS, QI_MM_TILE_##TYPE, QI_MM_C, QI_STORE)       \
-    }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
-        clattn_qlinear_i8_swiglu_mv_##TYPE(QI_ARGS)                                               \
-    {                                                                                             \
-        QI_MV_BODY(TYPE, QK, BYTES, QL_MV_SWIGLU_COLS(TYPE), QL_ROWS_SWIGLU,                      \
-                   2 * QL_MV_SWIGLU_COLS(TYPE), QI_STORE_SWIGLU)                                  \
-    }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void                                  \
-        clattn_qlinear_i8_swiglu_mm_##TYPE(QI_ARGS)                                               \
-    {                                                                                             \
-        QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU, QI_SWIGLU_MM_TILE_##TYPE,     \
-                   2 * QI_MM_SWIGLU_C, QI_STORE_SWIGLU)                                           \
+        NAME##_body(QI_ARG_NAMES, get_global_id(0), get_global_id(1), get_global_size(0));        \
     }
+
+#define QI_KERNELS(TYPE, QK, BYTES)                                                               \
+    QI_KERNEL(clattn_qlinear_i8_mv_##TYPE,                                                        \
+              QI_MV_BODY(TYPE, QK, BYTES, QL_MV_COLS(TYPE), QL_ROWS, QL_MV_COLS(TYPE), QI_STORE)) \
+    QI_KERNEL(clattn_qlinear_i8_mm_##TYPE,                                                        \
+              QI_MM_BODY(TYPE, QK, BYTES, QI_MM_C, QL_ROWS, QI_MM_TILE_##TYPE, QI_MM_C,           \
+                         QI_STORE))                                                               \
+    QI_KERNEL(clattn_qlinear_i8_swiglu_mv_##TYPE,                                                 \
+              QI_MV_BODY(TYPE, QK, BYTES, QL_MV_SWIGLU_COLS(TYPE), QL_ROWS_SWIGLU,                \
+                         2 * QL_MV_SWIGLU_COLS(TYPE), QI_STORE_SWIGLU))                           \
+    QI_KERNEL(clattn_qlinear_i8_swiglu_mm_##TYPE,                                                 \
+              QI_MM_BODY(TYPE, QK, BYTES, QI_MM_SWIGLU_C, QL_ROWS_SWIGLU,                         \
+                         QI_SWIGLU_MM_TILE_##TYPE, 2 * QI_MM_SWIGLU_C, QI_STORE_SWIGLU))
 
 QI_KERNELS(q4_0, 32, 18)
 QI_KERNELS(q4_1, 32, 20)

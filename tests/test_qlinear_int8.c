@@ -14,6 +14,9 @@
  *    clattn__qlinear_glu);
  *  - other tilings (CLATTN_QLINEAR's mm8r, mm8c, mvc, mvr: 3 × 3, and 5 × 2 for the K-quants'
  *    two-column tile) give the reference's bytes, fused SwiGLU the unfused layers';
+ *  - the kernels compiled for AVX512-VNNI where the device is PoCL's CPU device with AVX-512 on
+ *    a CPU with AVX512_VNNI (CPUID here), and then also without (CLATTN_QLINEAR's vnni=0): the
+ *    reference's bytes either way; elsewhere vnni=1 is refused;
  *  - F32, F16 and BF16 weights keep float32 activations (the float program's bytes), and
  *    switching back to CLATTN_QLINEAR_FLOAT gives the float kernels' bytes again;
  *  - a pre-norm layer's norm that quantises its rows for the layer after it
@@ -29,6 +32,9 @@
 #include "ops/qlinear.h"
 
 #include <jansson.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -324,6 +330,78 @@ static void two_column_tiling(void **state)
     tiling_gives_reference_bytes(*state, "mm8r=5,mm8c=2", 5);
 }
 
+/* Whether this device should take the AVX512-VNNI kernels: PoCL's CPU device with AVX-512
+ * (native float width 16) on a CPU whose CPUID says AVX512_VNNI (leaf 7, subleaf 0, ECX bit 11). */
+static bool expect_vnni(fixture *f)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    cl_device_id device = clattn_context_device(f->ctx);
+    cl_platform_id platform;
+    char name[256] = "";
+    cl_device_type type = 0;
+    cl_uint native = 0;
+    clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform), &platform, NULL);
+    clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof(name), name, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
+    clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native), &native, NULL);
+    unsigned a, b, c, d;
+    return (type & CL_DEVICE_TYPE_CPU) && strstr(name, "Portable Computing Language") &&
+           native >= 16 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+    (void)f;
+    return false;
+#endif
+}
+
+/* The VNNI choice follows the device; where it is taken, the kernels without it (vnni=0) give
+ * the reference's bytes for every type on both paths too (and the default program's, which
+ * reference_bytes checks); where it is not, asking for it is refused. */
+static void vnni_either_way(void **state)
+{
+    fixture *f = *state;
+    const bool vnni = clattn__qlinear_params(f->prog).vnni;
+    assert_int_equal(vnni, expect_vnni(f));
+    assert_int_equal(strstr(clattn__qlinear_build_options(f->prog), "-DQI_VNNI") != NULL, vnni);
+    setenv("CLATTN_QLINEAR", vnni ? "vnni=0" : "vnni=1", 1);
+    clattn_qlinear_program *prog = NULL;
+    clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
+    unsetenv("CLATTN_QLINEAR");
+    if (!vnni) {
+        assert_int_equal(status, CLATTN_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clattn_last_error(f->ctx), "AVX512_VNNI"));
+        print_message("vnni_either_way: this device has no AVX512-VNNI kernels; checked that "
+                      "vnni=1 is refused\n");
+        return;
+    }
+    assert_int_equal(status, CLATTN_OK);
+    assert_false(clattn__qlinear_params(prog).vnni);
+    assert_null(strstr(clattn__qlinear_build_options(prog), "-DQI_VNNI"));
+    assert_int_equal(clattn__qlinear_set_activations(f->ctx, prog, CLATTN_QLINEAR_INT8),
+                     CLATTN_OK);
+    clattn_qlinear_program *saved = f->prog;
+    f->prog = prog;
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        golden g;
+        golden_load(f->ctx, type_names[t], &g);
+        const size_t m = test_small_mode() ? 3 : 11;
+        float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
+        assert_true(ref && y);
+        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, m, g.k, ref, g.n);
+        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+        for (size_t p = 0; p < 2; p++) {
+            run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
+            compare(type_names[t], path_names[p], m, y, g.n, ref, g.n, g.n);
+        }
+        clReleaseMemObject(x);
+        free(ref);
+        free(y);
+        golden_free(&g);
+        check_swiglu(f, type_names[t], m);
+    }
+    f->prog = saved;
+    clattn__qlinear_program_release(prog);
+}
+
 /* F16 keeps float32 activations (the float program's bytes); Q4_1 switched back to float gives
  * the float kernels' bytes, which are not the 8-bit ones. */
 static void float_types_and_switching(void **state)
@@ -513,6 +591,7 @@ int main(void)
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(other_tiling),
         cmocka_unit_test(two_column_tiling),
+        cmocka_unit_test(vnni_either_way),
         cmocka_unit_test(float_types_and_switching),
         cmocka_unit_test(norm_quantises_for_the_reader),
     };

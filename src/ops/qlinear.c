@@ -3,6 +3,7 @@
 
 #include "base/kernels.h"
 #include "formats/gguf.h"
+#include "runtime/context_internal.h"
 #include "runtime/env_tuning.h"
 #include "runtime/launch.h"
 
@@ -11,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 extern const clattn_embedded_source clattn__qlinear_sources[];
 
@@ -137,8 +142,26 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
  * model's decode step about 13 % less time; the Q8_0 output projection twice the CPU time in
  * tiles of four. (mv_cols_wide, for types of 6.5 bits per weight or more, stays a separate knob.)
  */
-static clattn_qlinear_params derive_params(cl_device_id device)
+/* Whether the 8-bit kernels may be compiled for AVX512-VNNI (cl/qlinear_int8.cl's QI_VNNI): on
+ * PoCL's CPU device, whose kernels run on this process's CPU, with AVX-512 (PoCL's native float
+ * width 16) and the CPU's AVX512_VNNI (CPUID leaf 7, subleaf 0, ECX bit 11). */
+static bool vnni_available(const clattn_context *ctx, cl_uint native)
 {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
+           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL &&
+           native >= 16 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+    (void)ctx;
+    (void)native;
+    return false;
+#endif
+}
+
+static clattn_qlinear_params derive_params(const clattn_context *ctx)
+{
+    cl_device_id device = ctx->device;
     cl_uint native = 0, line = 0;
     cl_device_type type = 0;
     clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native), &native, NULL);
@@ -161,11 +184,12 @@ static clattn_qlinear_params derive_params(cl_device_id device)
     p.mm8_cols = 2;
     p.line_bytes = line >= 16 && line <= 4096 ? line : 64;
     p.prefetch_bytes = (type & CL_DEVICE_TYPE_CPU) ? PREFETCH_LINES * p.line_bytes : 0;
+    p.vnni = vnni_available(ctx, native);
     return p;
 }
 
-/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2,pf=2048"
- * (runtime/env_tuning.h: a pair it cannot read is an error naming it). */
+/* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2,pf=2048,
+ * vnni=1" (runtime/env_tuning.h: a pair it cannot read is an error naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
     const clattn_env_tuning_key keys[] = {
@@ -174,7 +198,7 @@ static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t 
         {"mmr", &p->mm_rows, 1, 16},          {"mmc", &p->mm_cols, 1, 16},
         {"mvmax", &p->mv_max_m, 0, UINT_MAX}, {"mmi", &p->mm_item_rows, 0, UINT_MAX},
         {"mm8r", &p->mm8_rows, 1, 16},        {"mm8c", &p->mm8_cols, 1, 16},
-        {"pf", &p->prefetch_bytes, 0, 1u << 20},
+        {"pf", &p->prefetch_bytes, 0, 1u << 20}, {"vnni", &p->vnni, 0, 1},
     };
     return clattn__env_tuning_read("CLATTN_QLINEAR", keys, sizeof(keys) / sizeof(keys[0]), error,
                                    error_size);
@@ -220,6 +244,11 @@ clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog)
     return prog->params;
 }
 
+const char *clattn__qlinear_build_options(const clattn_qlinear_program *prog)
+{
+    return prog->options;
+}
+
 /* clattn_qlinear_<prefix><kind>_<type> of `program` into *out. */
 static clattn_status create_kernel(clattn_context *ctx, const char *fn, cl_program program,
                                    const char *prefix, size_t kind, const qtype *t, cl_kernel *out)
@@ -251,13 +280,21 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     clGetDeviceInfo(clattn_context_device(ctx), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(units), &units,
                     NULL);
     prog->compute_units = units ? units : 1;
-    prog->params = derive_params(clattn_context_device(ctx));
+    prog->params = derive_params(ctx);
+    const unsigned vnni_ok = prog->params.vnni;
     char env_error[256];
     if (env_override(&prog->params, env_error, sizeof(env_error)) != CLATTN_OK) {
         clattn__qlinear_program_release(prog);
         return clattn__fail_arg(ctx, fn, "%s", env_error);
     }
     const clattn_qlinear_params *p = &prog->params;
+    if (p->vnni && !vnni_ok) {
+        clattn__qlinear_program_release(prog);
+        return clattn__fail_arg(ctx, fn,
+                                "vnni=1 (CLATTN_QLINEAR) needs PoCL's CPU device with AVX-512 on a "
+                                "CPU with AVX512_VNNI; %s has not",
+                                ctx->info.name);
+    }
     if (p->mv_rows < 1 || p->mv_rows > 16 || p->mv_cols < 1 || p->mv_cols > 16 ||
         p->mv_cols_wide < 1 || p->mv_cols_wide > 16 || p->mm_rows < 1 || p->mm_rows > 16 ||
         p->mm_cols < 1 || p->mm_cols > 16) {
@@ -270,9 +307,9 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     char options[512];
     int used = snprintf(options, sizeof(options),
                         "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQL_MM_R=%u -DQL_MM_C=%u "
-                        "-DQI_MM_R=%u -DQI_MM_C=%u -DQL_PREFETCH=%u -DQL_LINE=%u",
+                        "-DQI_MM_R=%u -DQI_MM_C=%u -DQL_PREFETCH=%u -DQL_LINE=%u%s",
                         p->mv_rows, p->mv_cols, p->mm_rows, p->mm_cols, p->mm8_rows, p->mm8_cols,
-                        p->prefetch_bytes, p->line_bytes);
+                        p->prefetch_bytes, p->line_bytes, p->vnni ? " -DQI_VNNI" : "");
     for (size_t i = 0; i < QTYPE_COUNT && used > 0 && (size_t)used < sizeof(options); i++)
         used += snprintf(options + used, sizeof(options) - (size_t)used, " -DQL_MV_C_%s=%u",
                          qtypes[i].name, mv_cols_of(p, &qtypes[i]));

@@ -54,6 +54,8 @@ typedef struct clattn_qlinear_params {
     unsigned prefetch_bytes;     /* the tiles prefetch their weight rows this far ahead, one
                                   * prefetch per cache line (line_bytes); 0: none */
     unsigned line_bytes;         /* the device's cache line */
+    unsigned vnni;               /* 1: the 8-bit kernels compiled for AVX512-VNNI (PoCL's CPU
+                                  * device on a CPU that has it; cl/qlinear_int8.cl's QI_VNNI) */
 } clattn_qlinear_params;
 
 typedef enum clattn_qlinear_path {
@@ -73,11 +75,15 @@ typedef enum clattn_qlinear_activations {
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
  * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2,
- * pf=2048"; a pair it cannot read, an unknown key or a value out of range is
- * CLATTN_ERROR_INVALID_ARGUMENT naming the pair). */
+ * pf=2048,vnni=0"; a pair it cannot read, an unknown key or a value out of range is
+ * CLATTN_ERROR_INVALID_ARGUMENT naming the pair, and vnni=1 where the device cannot take it is
+ * CLATTN_ERROR_INVALID_ARGUMENT naming the device). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
+/* The options its programs were built with (the float program's; the 8-bit one adds
+ * -DQL_HELPERS_ONLY). */
+const char *clattn__qlinear_build_options(const clattn_qlinear_program *prog);
 
 /* The activations of the calls that follow (every weight this program runs). The first switch
  * to CLATTN_QLINEAR_INT8 builds its kernels (a second program; its failure leaves the
