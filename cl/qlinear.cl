@@ -143,6 +143,22 @@ inline uint ql_u32(const __global uchar *p)
     return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
 }
 
+/* 16 weight bytes at p (any alignment). On x86 one unaligned load: through vload16, LLVM
+ * assembled some tiles' bytes from eight 16-bit inserts (the int8 SwiGLU kernels' Q4_1 nibbles;
+ * the float32 Q4_K matrix–vector tile of two weight rows, where they took longer than the rest
+ * of the tile). */
+#if defined(__AVX2__)
+typedef uchar ql_unaligned16 __attribute__((ext_vector_type(16), aligned(1)));
+#endif
+inline uchar16 ql_load16(const __global uchar *p)
+{
+#if defined(__AVX2__)
+    return *(const __global ql_unaligned16 *)p;
+#else
+    return vload16(0, p);
+#endif
+}
+
 /* Bits `shift` .. shift + 15 of `bits`, one per lane, as 0 or 1. */
 inline uint16 ql_bits16(uint bits, uint shift)
 {
@@ -213,7 +229,7 @@ inline float16 ql_decode_bf16(const __global uchar *b, uint c, float2 hd, float2
 /* Q4_0 (18 bytes): d, qs[16]; value i: d · ((low nibble of qs[i] | high nibble of qs[i − 16]) − 8). */
 inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
-    uchar16 qs = vload16(0, b + 2);
+    uchar16 qs = ql_load16(b + 2);
     uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
     return (float16)hd.x * convert_float16(convert_int16(q) - (int16)8);
 }
@@ -221,7 +237,7 @@ inline float16 ql_decode_q4_0(const __global uchar *b, uint c, float2 hd, float2
 /* Q4_1 (20 bytes): d, m, qs[16]; value: fma(d, q, m). */
 inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
-    uchar16 qs = vload16(0, b + 4);
+    uchar16 qs = ql_load16(b + 4);
     uchar16 q = c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
     return fma((float16)hd.x, convert_float16(q), (float16)hd.y);
 }
@@ -230,7 +246,7 @@ inline float16 ql_decode_q4_1(const __global uchar *b, uint c, float2 hd, float2
 inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint qh = ql_u32(b + 2);
-    uchar16 qs = vload16(0, b + 6);
+    uchar16 qs = ql_load16(b + 6);
     uint16 q = convert_uint16(c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F));
     q |= ql_bits16(qh, 16 * c) << (uint16)4u;
     return (float16)hd.x * convert_float16(convert_int16(q) - (int16)16);
@@ -240,7 +256,7 @@ inline float16 ql_decode_q5_0(const __global uchar *b, uint c, float2 hd, float2
 inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint qh = ql_u32(b + 4);
-    uchar16 qs = vload16(0, b + 8);
+    uchar16 qs = ql_load16(b + 8);
     uint16 q = convert_uint16(c ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F));
     q |= ql_bits16(qh, 16 * c) << (uint16)4u;
     return fma((float16)hd.x, convert_float16(q), (float16)hd.y);
@@ -249,34 +265,23 @@ inline float16 ql_decode_q5_1(const __global uchar *b, uint c, float2 hd, float2
 /* Q8_0 (34 bytes): d, qs[32] (int8); value: q · d. */
 inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
-    char16 q = vload16(0, (const __global char *)(b + 2 + 16 * c));
+    char16 q = as_char16(ql_load16(b + 2 + 16 * c));
     return convert_float16(q) * (float16)hd.x;
 }
 
 /* The K-quants' sub-block scales: sc = (the factor the chunk's values are multiplied by, the
- * term added (Q4_K/Q5_K) or zero (Q6_K)), the same values computed in one of two ways, per
- * family of types (QL_SCALES_<type>: none, k4 for Q4_K/Q5_K, k6 for Q6_K):
- *   ql_chunk_scale_<family>(b, c, hd)  chunk c's alone, from the block's bytes (scalar
- *                                      operations): k4 d · scale[s], −(dmin · min[s]) for the
- *                                      chunk's sub-block s = c / 2, the 6-bit scales and mins
- *                                      packed in the 12 bytes q[] after d and dmin: for s < 4
- *                                      scale q[s] & 63 and min q[s + 4] & 63, for s ≥ 4 scale
- *                                      (q[s + 4] & 15) | (q[s − 4] >> 6) << 4 and min
- *                                      (q[s + 4] >> 4) | (q[s] >> 6) << 4 (ggml's
- *                                      get_scale_min_k4);
- *   ql_subscale_<family>(sb, c)        element c of sb[16] = ql_subscales_<family>(b, hd), all of
- *                                      a block's at once with vector operations (k4: scales in
- *                                      0-7, the negated min terms in 8-15; k6: d · scales[c],
- *                                      int8).
- * QL_BLOCK_SCALES_<family> says in which tiles the second way is taken: bit 0 the tiles whose
- * chunk loop is not unrolled whole (the matrix–matrix tiles, the matrix–vector tiles of several
- * rows of x; Q4_K 14-26 % less CPU per 512-row call, Q6_K 5-7 %), bit 1 the tiles that unroll
- * it (the one-row decode tiles, where c is a constant) with one weight row, bit 2 those with
- * several (the SwiGLU tile's gate and up rows). Q6_K: every tile (12-19 % less CPU per one-row
- * call), so it has no chunk scale of its own; Q4_K: all but the SwiGLU tile's (there 30 % more
- * time in the model's decode; in the one-row one-column tile, since Q4_K's values are picked
- * from a table per sub-block, 5-7 % less, the Qwen3-shaped Q4_K_M decode step's matrix–vector
- * kernels 26.1 → 24.2 ms on a Xeon). */
+ * term added (Q4_K/Q5_K) or zero (Q6_K)), per family of types (QL_SCALES_<type>: none, k4 for
+ * Q4_K/Q5_K, k6 for Q6_K): ql_subscale_<family>(sb, c), element c of
+ * sb[16] = ql_subscales_<family>(b, hd), all of a block's at once with vector operations
+ *   k4: d · scale[s] in 0-7, −(dmin · min[s]) in 8-15, for the sub-blocks s, the 6-bit scales
+ *       and mins packed in the 12 bytes q[] after d and dmin: for s < 4 scale q[s] & 63 and min
+ *       q[s + 4] & 63, for s ≥ 4 scale (q[s + 4] & 15) | (q[s − 4] >> 6) << 4 and min
+ *       (q[s + 4] >> 4) | (q[s] >> 6) << 4 (ggml's get_scale_min_k4);
+ *   k6: d · scales[c], int8.
+ * Every tile takes them so, once per block (a chunk's alone, from the block's bytes with scalar
+ * operations, cost more: Q4_K 14-26 % more CPU per 512-row call, Q6_K 5-19 %; in the one-row
+ * decode tiles, where the chunk's position is a constant, Q4_K's matrix–vector kernels of a
+ * Qwen3-shaped Q4_K_M decode step 26.1 → 24.2 ms and its SwiGLU kernels 9.6 → 7.2 ms on a Xeon). */
 #define QL_SCALES_f32 none
 #define QL_SCALES_f16 none
 #define QL_SCALES_bf16 none
@@ -288,21 +293,11 @@ inline float16 ql_decode_q8_0(const __global uchar *b, uint c, float2 hd, float2
 #define QL_SCALES_q4_k k4
 #define QL_SCALES_q5_k k4
 #define QL_SCALES_q6_k k6
-#define QL_BLOCK_SCALES_none 0
-#define QL_BLOCK_SCALES_k4 3
-#define QL_BLOCK_SCALES_k6 7
-/* The bit of QL_BLOCK_SCALES_<family> for a tile (WHOLE: its chunks unrolled, C: weight rows). */
-#define QL_BLOCK_SCALES_BIT(WHOLE, C) ((WHOLE) ? ((C) == 1 ? 2 : 4) : 1)
 
 /* PREFIX followed by TYPE's family, expanded (QL_SCALES_<type> is itself a macro). */
 #define QL_SCALES_NAME(PREFIX, TYPE) QL_PASTE(PREFIX, QL_SCALES_##TYPE)
 #define QL_PASTE(A, B) QL_PASTE_(A, B)
 #define QL_PASTE_(A, B) A##B
-
-inline float2 ql_chunk_scale_none(const __global uchar *b, uint c, float2 hd)
-{
-    return (float2)0.0f;
-}
 
 inline void ql_subscales_none(const __global uchar *b, float2 hd, float *sb)
 {
@@ -311,21 +306,6 @@ inline void ql_subscales_none(const __global uchar *b, float2 hd, float *sb)
 inline float2 ql_subscale_none(const float *sb, uint c)
 {
     return (float2)0.0f;
-}
-
-inline float2 ql_chunk_scale_k4(const __global uchar *b, uint c, float2 hd)
-{
-    const __global uchar *q = b + 4;
-    uint s = c >> 1;
-    float scale, min;
-    if (s < 4) {
-        scale = (float)(q[s] & 63);
-        min = (float)(q[s + 4] & 63);
-    } else {
-        scale = (float)((q[s + 4] & 0x0F) | ((q[s - 4] >> 6) << 4));
-        min = (float)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
-    }
-    return (float2)(hd.x * scale, -(hd.y * min));
 }
 
 inline void ql_subscales_k4(const __global uchar *b, float2 hd, float *sb)
@@ -347,11 +327,9 @@ inline float2 ql_subscale_k4(const float *sb, uint c)
     return (float2)(sb[c >> 1], sb[8 + (c >> 1)]);
 }
 
-#define ql_chunk_scale_k6 ql_chunk_scale_none /* never taken: QL_BLOCK_SCALES_k6 is 3 */
-
 inline void ql_subscales_k6(const __global uchar *b, float2 hd, float *sb)
 {
-    vstore16((float16)hd.x * convert_float16(vload16(0, (const __global char *)(b + 192))), 0, sb);
+    vstore16((float16)hd.x * convert_float16(as_char16(ql_load16(b + 192))), 0, sb);
 }
 
 inline float2 ql_subscale_k6(const float *sb, uint c)
@@ -367,7 +345,7 @@ inline float2 ql_subscale_k6(const float *sb, uint c)
 inline float16 ql_decode_q4_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint s = c >> 1;
-    uchar16 qs = vload16(0, b + 16 + 32 * (s >> 1) + 16 * (c & 1));
+    uchar16 qs = ql_load16(b + 16 + 32 * (s >> 1) + 16 * (c & 1));
 #if defined(__AVX512F__)
     const float16 table = fma((float16)sc.x,
                               (float16)(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f,
@@ -387,8 +365,8 @@ inline float16 ql_decode_q4_k(const __global uchar *b, uint c, float2 hd, float2
 inline float16 ql_decode_q5_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint s = c >> 1;
-    uchar16 qh = vload16(0, b + 16 + 16 * (c & 1));
-    uchar16 qs = vload16(0, b + 48 + 32 * (s >> 1) + 16 * (c & 1));
+    uchar16 qh = ql_load16(b + 16 + 16 * (c & 1));
+    uchar16 qs = ql_load16(b + 48 + 32 * (s >> 1) + 16 * (c & 1));
     uchar16 q = (s & 1) ? (qs >> (uchar16)4) : (qs & (uchar16)0x0F);
     q |= ((qh >> (uchar16)s) & (uchar16)1) << (uchar16)4;
     return fma((float16)sc.x, convert_float16(q), (float16)sc.y);
@@ -400,8 +378,8 @@ inline float16 ql_decode_q5_k(const __global uchar *b, uint c, float2 hd, float2
 inline float16 ql_decode_q6_k(const __global uchar *b, uint c, float2 hd, float2 sc)
 {
     uint e = 16 * c, h = e >> 7, r = e & 127;
-    uchar16 ql = vload16(0, b + 64 * h + (r & 63));
-    uchar16 qh = vload16(0, b + 128 + 32 * h + (r & 31));
+    uchar16 ql = ql_load16(b + 64 * h + (r & 63));
+    uchar16 qh = ql_load16(b + 128 + 32 * h + (r & 31));
     uchar16 lo = (r & 64) ? (ql >> (uchar16)4) : (ql & (uchar16)0x0F);
     uchar16 hi = (qh >> (uchar16)(2 * (r >> 5))) & (uchar16)3;
     int16 q = convert_int16(lo | (hi << (uchar16)4)) - (int16)32;
@@ -495,23 +473,17 @@ inline float8 ql_half8(uint8 h)
                 const uint blk = blk0 + hb;                                                       \
                 if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
                     break;                                                                        \
-                const bool block_scales_ =                                                        \
-                    QL_SCALES_NAME(QL_BLOCK_SCALES_, TYPE) & QL_BLOCK_SCALES_BIT(WHOLE, C);       \
                 float sb[C][16];                                                                  \
                 QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    if (block_scales_)                                                            \
-                        QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),     \
-                                                            hd[c * QL_HEAD_BLOCKS(C) + hb],       \
-                                                            sb[c]);                               \
+                    QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),         \
+                                                        hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);   \
                 QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                 \
                     float16 wv[C];                                                                \
                     QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
                         const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
                         const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
-                        wv[c] = ql_decode_##TYPE(                                                 \
-                            b_, ch, hd_,                                                          \
-                            block_scales_ ? QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch)         \
-                                          : QL_SCALES_NAME(ql_chunk_scale_, TYPE)(b_, ch, hd_));  \
+                        wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                     \
+                                                 QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch));  \
                     }                                                                             \
                     const uint l = blk * (QK) + 16 * ch;                                          \
                     QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \

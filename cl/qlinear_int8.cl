@@ -138,19 +138,6 @@ inline int8 qi_dot32_signed(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, sh
 #endif
 }
 
-/* 16 weight bytes at p (any alignment). On x86 one unaligned load: through vload16, LLVM
- * assembled the SwiGLU kernels' Q4_1 nibbles from eight 16-bit inserts. */
-#if defined(__AVX2__)
-typedef uchar qi_unaligned16 __attribute__((ext_vector_type(16), aligned(1)));
-#endif
-inline uchar16 qi_load16(const __global uchar *p)
-{
-#if defined(__AVX2__)
-    return *(const __global qi_unaligned16 *)p;
-#else
-    return vload16(0, p);
-#endif
-}
 
 /* Whether the two 16-value halves of a 32-value group can have different S (Q6_K only). */
 #define QI_HALF_SCALES_q4_0 0
@@ -250,14 +237,14 @@ inline void qi_unpack(uchar16 qlo, uchar16 qhi, uint high, uchar16 hlo, uchar16 
 
 inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    uchar16 qs = qi_load16(b + 2);
+    uchar16 qs = ql_load16(b + 2);
     *ulo = qs & (uchar16)0x0F;
     *uhi = qs >> (uchar16)4;
 }
 
 inline void qi_values_q4_1(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    uchar16 qs = qi_load16(b + 4);
+    uchar16 qs = ql_load16(b + 4);
     *ulo = qs & (uchar16)0x0F;
     *uhi = qs >> (uchar16)4;
 }
@@ -265,7 +252,7 @@ inline void qi_values_q5(const __global uchar *qhp, const __global uchar *qsp, u
                          uchar16 *uhi)
 {
     uint qh = ql_u32(qhp);
-    uchar16 qs = qi_load16(qsp);
+    uchar16 qs = ql_load16(qsp);
     *ulo = (qs & (uchar16)0x0F) | (convert_uchar16(ql_bits16(qh, 0)) << (uchar16)4);
     *uhi = (qs >> (uchar16)4) | (convert_uchar16(ql_bits16(qh, 16)) << (uchar16)4);
 }
@@ -279,15 +266,15 @@ inline void qi_values_q5_1(const __global uchar *b, uint g, uchar16 *ulo, uchar1
 }
 inline void qi_values_q8_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
-    *ulo = qi_load16(b + 2);
-    *uhi = qi_load16(b + 18);
+    *ulo = ql_load16(b + 2);
+    *uhi = ql_load16(b + 18);
 }
 /* Q6_K: values 32g .. 32g + 31 (cl/qlinear.cl's ql_decode_q6_k without the − 32). */
 inline void qi_values_q6_k(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
     const uint h = g >> 2, r = 32 * (g & 3);
     const __global uchar *ql = b + 64 * h + (r & 63), *qh = b + 128 + 32 * h;
-    qi_unpack(qi_load16(ql), qi_load16(ql + 16), r & 64, qi_load16(qh), qi_load16(qh + 16),
+    qi_unpack(ql_load16(ql), ql_load16(ql + 16), r & 64, ql_load16(qh), ql_load16(qh + 16),
               2 * (g & 3), 3, ulo, uhi);
 }
 
@@ -299,7 +286,7 @@ typedef qi_bytes32 qi_half_pair;
 #define QI_NIBBLE_SHIFTS8 (uint8)(0, 0, 0, 0, 4, 4, 4, 4)
 inline uint8 qi_twice16(const __global uchar *p)
 {
-    const uchar16 q = qi_load16(p);
+    const uchar16 q = ql_load16(p);
     return as_uint8(QI_CAT32(q, q));
 }
 inline qi_half_pair qi_half_pair_q4_k(const __global uchar *b, uint j, uint h)
@@ -321,13 +308,13 @@ typedef struct qi_half_pair {
 } qi_half_pair;
 inline qi_half_pair qi_half_pair_q4_k(const __global uchar *b, uint j, uint h)
 {
-    const uchar16 q = qi_load16(b + 16 + 32 * j + 16 * h);
+    const uchar16 q = ql_load16(b + 16 + 32 * j + 16 * h);
     qi_half_pair v = {q & (uchar16)0x0F, q >> (uchar16)4};
     return v;
 }
 inline qi_half_pair qi_half_pair_q5_k(const __global uchar *b, uint j, uint h)
 {
-    const uchar16 q = qi_load16(b + 48 + 32 * j + 16 * h), qh = qi_load16(b + 16 + 16 * h);
+    const uchar16 q = ql_load16(b + 48 + 32 * j + 16 * h), qh = ql_load16(b + 16 + 16 * h);
     const uchar16 one = (uchar16)1, four = (uchar16)4;
     qi_half_pair v = {(q & (uchar16)0x0F) | (((qh >> (uchar16)(2 * j)) & one) << four),
                       (q >> four) | (((qh >> (uchar16)(2 * j + 1)) & one) << four)};
@@ -495,7 +482,7 @@ inline void qi_scales16_q6_k(const __global uchar *b, short16 *s, short16 *t)
 #define QI_NIBBLE_SHIFTS (uint16)(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4)
 inline uint16 qi_twice16x2(const __global uchar *p0, const __global uchar *p1)
 {
-    const uchar16 q0 = qi_load16(p0), q1 = qi_load16(p1);
+    const uchar16 q0 = ql_load16(p0), q1 = ql_load16(p1);
     return as_uint16(QI_CAT64(QI_CAT32(q0, q0), QI_CAT32(q1, q1)));
 }
 inline qi_bytes64 qi_halves_q4_k(const __global uchar *b0, const __global uchar *b1, uint j,
