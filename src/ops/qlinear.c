@@ -119,6 +119,23 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
     return t != NULL;
 }
 
+/* Whether the 8-bit kernels may be compiled for AVX512-VNNI (cl/qlinear_int8.cl's QI_VNNI): on
+ * PoCL's CPU device, whose kernels run on this process's CPU, with AVX-512 (PoCL's native float
+ * width 16) and the CPU's AVX512_VNNI (CPUID leaf 7, subleaf 0, ECX bit 11). */
+static bool vnni_available(const clattn_context *ctx, cl_uint native)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
+           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL &&
+           native >= 16 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
+#else
+    (void)ctx;
+    (void)native;
+    return false;
+#endif
+}
+
 /*
  * Tiles from device facts. Each tile keeps rows × cols 16-wide accumulators, one x vector and
  * cols decoded weight vectors in registers: with 32 vector registers (AVX-512, which PoCL
@@ -142,23 +159,6 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
  * model's decode step about 13 % less time; the Q8_0 output projection twice the CPU time in
  * tiles of four. (mv_cols_wide, for types of 6.5 bits per weight or more, stays a separate knob.)
  */
-/* Whether the 8-bit kernels may be compiled for AVX512-VNNI (cl/qlinear_int8.cl's QI_VNNI): on
- * PoCL's CPU device, whose kernels run on this process's CPU, with AVX-512 (PoCL's native float
- * width 16) and the CPU's AVX512_VNNI (CPUID leaf 7, subleaf 0, ECX bit 11). */
-static bool vnni_available(const clattn_context *ctx, cl_uint native)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
-           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL &&
-           native >= 16 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
-#else
-    (void)ctx;
-    (void)native;
-    return false;
-#endif
-}
-
 static clattn_qlinear_params derive_params(const clattn_context *ctx)
 {
     cl_device_id device = ctx->device;
