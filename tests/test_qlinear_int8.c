@@ -278,6 +278,27 @@ static void swiglu_fused(void **state)
     }
 }
 
+/* f->prog on the golden weight of `type`, the first m rows: the reference's bytes on the
+ * matrix–vector and matrix–matrix paths, and the fused SwiGLU layer the unfused layers'. */
+static void type_gives_reference_bytes(fixture *f, const char *type, size_t m)
+{
+    golden g;
+    golden_load(f->ctx, type, &g);
+    float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
+    assert_true(ref && y);
+    ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, m, g.k, ref, g.n);
+    cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+    for (size_t p = 0; p < 2; p++) {
+        run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
+        compare(type, path_names[p], m, y, g.n, ref, g.n, g.n);
+    }
+    clReleaseMemObject(x);
+    free(ref);
+    free(y);
+    golden_free(&g);
+    check_swiglu(f, type, m);
+}
+
 /* Another tiling (CLATTN_QLINEAR `tiles`, whose matrix–matrix rows are `rows`): the
  * reference's bytes for a 32-value and a K-quant type on both paths, and the fused SwiGLU
  * layer the unfused layers' bytes. */
@@ -294,24 +315,8 @@ static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned
     clattn_qlinear_program *saved = f->prog;
     f->prog = prog;
     static const char *const types[] = {"q4_1", "q6_k"};
-    for (size_t t = 0; t < 2; t++) {
-        golden g;
-        golden_load(f->ctx, types[t], &g);
-        const size_t m = test_small_mode() ? 4 : 11;
-        float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
-        assert_true(ref && y);
-        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, m, g.k, ref, g.n);
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
-        for (size_t p = 0; p < 2; p++) {
-            run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
-            compare(types[t], path_names[p], m, y, g.n, ref, g.n, g.n);
-        }
-        clReleaseMemObject(x);
-        free(ref);
-        free(y);
-        golden_free(&g);
-        check_swiglu(f, types[t], m);
-    }
+    for (size_t t = 0; t < 2; t++)
+        type_gives_reference_bytes(f, types[t], test_small_mode() ? 4 : 11);
     f->prog = saved;
     clattn__qlinear_program_release(prog);
 }
@@ -380,24 +385,8 @@ static void vnni_either_way(void **state)
                      CLATTN_OK);
     clattn_qlinear_program *saved = f->prog;
     f->prog = prog;
-    for (size_t t = 0; t < TYPE_COUNT; t++) {
-        golden g;
-        golden_load(f->ctx, type_names[t], &g);
-        const size_t m = test_small_mode() ? 3 : 11;
-        float *ref = malloc(m * g.n * sizeof(float)), *y = malloc(m * g.n * sizeof(float));
-        assert_true(ref && y);
-        ref_qi_linear(g.type, g.bytes, g.n, g.k, g.x, m, g.k, ref, g.n);
-        cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
-        for (size_t p = 0; p < 2; p++) {
-            run(f, &g.w, paths[p], false, m, x, 0, g.k, y, g.n);
-            compare(type_names[t], path_names[p], m, y, g.n, ref, g.n, g.n);
-        }
-        clReleaseMemObject(x);
-        free(ref);
-        free(y);
-        golden_free(&g);
-        check_swiglu(f, type_names[t], m);
-    }
+    for (size_t t = 0; t < TYPE_COUNT; t++)
+        type_gives_reference_bytes(f, type_names[t], test_small_mode() ? 3 : 11);
     f->prog = saved;
     clattn__qlinear_program_release(prog);
 }
