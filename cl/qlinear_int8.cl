@@ -54,14 +54,14 @@
 #ifndef QI_MM_R
 #define QI_MM_R 4
 #endif
+#ifndef QI_MM_C
+#define QI_MM_C 2
+#endif
 /* Functions that use AVX512-VNNI's instructions (the header's QI_VNNI). */
 #if defined(QI_VNNI)
 #define QI_VNNI_TARGET __attribute__((target("avx512vnni")))
 #else
 #define QI_VNNI_TARGET
-#endif
-#ifndef QI_MM_C
-#define QI_MM_C 2
 #endif
 
 /* ---- Activations. -------------------------------------------------------------------------- */
@@ -137,7 +137,6 @@ inline int8 qi_dot32_signed(uchar16 ulo, uchar16 uhi, char16 xlo, char16 xhi, sh
                   b.s8 + b.s9 + b.sa + b.sb, b.sc + b.sd + b.se + b.sf);
 #endif
 }
-
 
 /* Whether the two 16-value halves of a 32-value group can have different S (Q6_K only). */
 #define QI_HALF_SCALES_q4_0 0
@@ -233,7 +232,6 @@ inline void qi_unpack(uchar16 qlo, uchar16 qhi, uint high, uchar16 hlo, uchar16 
            (((hhi >> (uchar16)shift) & (uchar16)mask) << (uchar16)4);
 #endif
 }
-
 
 inline void qi_values_q4_0(const __global uchar *b, uint g, uchar16 *ulo, uchar16 *uhi)
 {
@@ -807,7 +805,6 @@ QI_VNNI_TARGET inline int16 qi_dot64_signed(qi_bytes64 u, qi_bytes64 x)
 #define QI_HAS_OFFSET_q5_0 1
 #define QI_HAS_OFFSET_q5_1 1
 #define QI_HAS_OFFSET_q8_0 0
-
 
 #define QI_WIDE32_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, AHEAD)                                  \
     {                                                                                             \

@@ -5,6 +5,7 @@
 #include "formats/gguf.h"
 #include "runtime/context_internal.h"
 #include "runtime/env_tuning.h"
+#include "runtime/host_cpu.h"
 #include "runtime/launch.h"
 
 #include <limits.h>
@@ -12,10 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 extern const clattn_embedded_source clattn__qlinear_sources[];
 
@@ -124,16 +121,8 @@ int clattn__qlinear_type_supported(uint32_t type, size_t *block_elements, size_t
  * width 16) and the CPU's AVX512_VNNI (CPUID leaf 7, subleaf 0, ECX bit 11). */
 static bool vnni_available(const clattn_context *ctx, cl_uint native)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
-           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL &&
-           native >= 16 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));
-#else
-    (void)ctx;
-    (void)native;
-    return false;
-#endif
+    return clattn__is_pocl_cpu(&ctx->info) && native >= 16 &&
+           clattn__cpu_has(CLATTN_CPU_AVX512_VNNI);
 }
 
 /*

@@ -1,6 +1,7 @@
 /* Device buffers: creation, growth, uploads, and the context's workspace of named slots. */
 #include "buffers.h"
 #include "context_internal.h"
+#include "host_cpu.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,18 +34,11 @@ static void CL_CALLBACK release_own_pages(cl_mem mem, void *user)
     free(pages);
 }
 
-/* PoCL's CPU device (its platform's name says PoCL). */
-static bool pocl_cpu_device(const clattn_context *ctx)
-{
-    return ctx->info.type == CLATTN_DEVICE_TYPE_CPU &&
-           strstr(ctx->info.platform_name, "Portable Computing Language") != NULL;
-}
-
 /* A buffer of `bytes` on pages of its own, or NULL when the device or the system says no (the
  * caller then allocates as usual). */
 static cl_mem create_on_own_pages(clattn_context *ctx, size_t bytes)
 {
-    if (!pocl_cpu_device(ctx) || bytes < OWN_PAGES_MIN_BYTES)
+    if (!clattn__is_pocl_cpu(&ctx->info) || bytes < OWN_PAGES_MIN_BYTES)
         return NULL;
     own_pages *pages = malloc(sizeof(*pages));
     if (!pages)

@@ -4,6 +4,7 @@
 #include "context_internal.h"
 #include "base/constants.h"
 #include "gemm_onednn.h"
+#include "host_cpu.h"
 #include "launch.h"
 
 #ifdef CLATTN_HAVE_ONEDNN
@@ -13,7 +14,6 @@
 #endif
 
 #include <clblast_c.h>
-#include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -260,24 +260,17 @@ void clattn__gemm_clear_cache(void)
 
 /* ---- reduced precisions ---- */
 
-/* The CPU's AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5) and AMX-BF16 (leaf 7, subleaf 0,
- * EDX bit 22). */
+/* The CPU's bfloat16 dot products: AVX512_BF16 or AMX-BF16. */
 static bool cpu_has_bf16(void)
 {
-    unsigned a, b, c, d;
-    bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-    bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
-    return avx512_bf16 || amx_bf16;
+    return clattn__cpu_has(CLATTN_CPU_AVX512_BF16) || clattn__cpu_has(CLATTN_CPU_AMX_BF16);
 }
 
-/* The CPU's int8 dot products: AVX512_VNNI (leaf 7, subleaf 0, ECX bit 11), AVX-VNNI (subleaf 1,
- * EAX bit 4), AMX-INT8 (subleaf 0, EDX bit 25). */
+/* The CPU's int8 dot products: AVX512_VNNI, AVX-VNNI or AMX-INT8. */
 static bool cpu_has_int8_dot(void)
 {
-    unsigned a, b, c, d, a1 = 0, b1, c1, d1;
-    bool leaf0 = __get_cpuid_count(7, 0, &a, &b, &c, &d);
-    bool leaf1 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
-    return (leaf0 && ((c & (1u << 11)) || (d & (1u << 25)))) || (leaf1 && (a1 & (1u << 4)));
+    return clattn__cpu_has(CLATTN_CPU_AVX512_VNNI) || clattn__cpu_has(CLATTN_CPU_AVX_VNNI) ||
+           clattn__cpu_has(CLATTN_CPU_AMX_INT8);
 }
 
 bool clattn__precision_missing(clattn_context *ctx, int precision, char *missing, size_t size)

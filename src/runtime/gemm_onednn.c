@@ -2,8 +2,8 @@
 #include "gemm_onednn.h"
 #include "context_internal.h"
 #include "base/constants.h"
+#include "host_cpu.h"
 
-#include <cpuid.h>
 #include <dlfcn.h>
 #include <float.h>
 #include <math.h>
@@ -76,13 +76,13 @@ static bool amx_dispatch;     /* oneDNN may still dispatch to AMX (cap_isa could
  * others — chosen by the row count too (96 columns: 1 row on AVX512_BF16, 37 on AMX) — and the
  * two give other bytes, so a row's result would change with its batch. Capped at AVX512_BF16
  * (with VNNI for int8) before its first primitive, every shape takes the same instructions (CPUs
- * without AMX-TILE, CPUID leaf 7, are left alone: AVX-VNNI is not below the cap). The cap is process-wide and fixed once oneDNN has dispatched; if it
- * cannot be set (the process ran oneDNN before), amx_dispatch says whether AMX stays reachable,
- * and the reduced precisions are then refused (clattn__onednn_reduced_row_invariant). */
+ * without AMX-TILE, CPUID leaf 7, are left alone: AVX-VNNI is not below the cap). The cap is
+ * process-wide and fixed once oneDNN has dispatched; if it cannot be set (the process ran oneDNN
+ * before), amx_dispatch says whether AMX stays reachable, and the reduced precisions are then
+ * refused (clattn__onednn_reduced_row_invariant). */
 static void cap_isa(void)
 {
-    unsigned a, b, c, d;
-    bool amx_tile = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 24));
+    bool amx_tile = clattn__cpu_has(CLATTN_CPU_AMX_TILE);
     const unsigned amx = dnnl_cpu_isa_avx512_core_amx;
     if (amx_tile && D(dnnl_set_max_cpu_isa)(dnnl_cpu_isa_avx512_core_bf16) != dnnl_success)
         amx_dispatch = ((unsigned)D(dnnl_get_effective_cpu_isa)() & amx) == amx;

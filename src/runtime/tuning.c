@@ -3,6 +3,7 @@
 #include "context_internal.h"
 #include "file_replace.h"
 #include "gemm_onednn.h"
+#include "host_cpu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -166,8 +167,7 @@ static void device_defaults(const clattn_device_info *info, clattn_tuning *t,
     memset(t, 0, sizeof(*t));
     memset(gemm, 0, sizeof(*gemm));
     size_t max_wg = info->max_work_group_size ? info->max_work_group_size : 1;
-    bool pocl_cpu = info->type == CLATTN_DEVICE_TYPE_CPU &&
-                    strstr(info->platform_name, "Portable Computing Language") != NULL;
+    bool pocl_cpu = clattn__is_pocl_cpu(info);
     if (info->local_mem_is_global) {
         /* CPUs: no staging; several queries per work-item reuse each key row from cache
          * (examples/tune's best on PoCL: 8 queries, blocks of 8 keys, one work-item groups).
