@@ -24,7 +24,7 @@
  * the same weight on the kernels with SwiGLU in the epilogue (clattn__qlinear_swiglu: 1536
  * outputs, the glu kernel's launch saved; GFLOP/s count both weights' rows).
  *
- * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=6,mmc=4,mvmax=32,mmi=0" changes the kernels' tiles.
+ * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0" changes the kernels' tiles.
  */
 #include "ops/qlinear.h"
 
@@ -188,8 +188,10 @@ int main(int argc, char **argv)
     if (p.mv_items)
         snprintf(items, sizeof(items), "%u", p.mv_items);
     printf("# tiles: mv %ux%u (%u columns for types of 6.5 bits or more; work-items %s), mm "
-           "%ux%u, mv up to m %u; %d repetitions, medians%s%s\n",
-           p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mm_rows, p.mm_cols, p.mv_max_m, reps,
+           "%ux%u (%ux%u for types of 6.5 bits or more), mv up to m %u; %d repetitions, "
+           "medians%s%s\n",
+           p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mm_rows, p.mm_cols, p.mm_rows_wide,
+           p.mm_cols_wide, p.mv_max_m, reps,
            cold ? ", weights from memory (--cold)" : "",
            int8 ? "; 8-bit activations (--int8: the times include quantising x)" : "");
     printf("%-14s %-5s %6s %6s %5s %9s %8s %9s %9s %8s %9s %9s\n", "weight", "type", "n", "k", "m",

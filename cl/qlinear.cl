@@ -35,9 +35,11 @@
  *                             columns per type (the host's mv_cols, and mv_cols_wide for types
  *                             of 6.5 bits per weight or more) are one by default: a work-item
  *                             then reads its weight rows as one stream in memory order;
- *   clattn_qlinear_mm_<type>  prompt processing (large m): one work-item per QL_MM_C output
- *                             columns and `rows_per_item` rows (global size {⌈n/C⌉,
- *                             ⌈m/rows_per_item⌉}), in tiles of QL_MM_R rows: its C weight rows
+ *   clattn_qlinear_mm_<type>  prompt processing (large m): one work-item per C =
+ *                             QL_MM_C_<type> output columns and `rows_per_item` rows (global
+ *                             size {⌈n/C⌉, ⌈m/rows_per_item⌉}), in tiles of QL_MM_R_<type> rows
+ *                             (the host's mm_rows × mm_cols, and mm_rows_wide × mm_cols_wide
+ *                             for types of 6.5 bits per weight or more): its C weight rows
  *                             stay in the cache while x streams past them, so that a weight
  *                             larger than the caches (the output projection) is read from memory
  *                             once, not once per row tile.
@@ -45,7 +47,7 @@
  * weight [gate rows; up rows] (2n rows):
  *   clattn_qlinear_swiglu_mv_<type>, clattn_qlinear_swiglu_mm_<type>  the same two paths, whose
  *                             tile takes half as many output columns (QL_MV_SWIGLU_COLS,
- *                             QL_MM_SWIGLU_C) and for each column j both gate row j and up row
+ *                             QL_MM_SWIGLU_COLS) and for each column j both gate row j and up row
  *                             n + j, each summed in the order above, then stores silu(gate)·up
  *                             with clattn_glu's float expression (ql_swiglu): the bytes of the
  *                             plain kernel followed by cl/elementwise.cl's clattn_glu.
@@ -53,7 +55,7 @@
  * clamped indices and not stored.
  *
  * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C,
- * QL_MV_C_<type>, QL_MM_R, QL_MM_C.
+ * QL_MV_C_<type>, and QL_MM_R_<type> and QL_MM_C_<type> for every type (no default).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -99,12 +101,9 @@
 #ifndef QL_MV_C_q6_k
 #define QL_MV_C_q6_k QL_MV_C
 #endif
-#ifndef QL_MM_R
-#define QL_MM_R 4
-#endif
-#ifndef QL_MM_C
-#define QL_MM_C 4
-#endif
+/* The matrix–matrix tile per type: QL_MM_R_<type> rows × QL_MM_C_<type> columns. */
+#define QL_MM_ROWS(TYPE) QL_MM_R_##TYPE
+#define QL_MM_COLS(TYPE) QL_MM_C_##TYPE
 
 #ifndef QL_PREFETCH
 #define QL_PREFETCH 0
@@ -587,7 +586,7 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
 /* The fused kernels' output columns per tile: half the plain kernels' weight rows (rounded up),
  * so that a tile streams about as many weight rows as the plain one. */
 #define QL_MV_SWIGLU_COLS(TYPE) ((QL_MV_COLS(TYPE) + 1) / 2)
-#define QL_MM_SWIGLU_C ((QL_MM_C + 1) / 2)
+#define QL_MM_SWIGLU_COLS(TYPE) ((QL_MM_COLS(TYPE) + 1) / 2)
 
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(        \
@@ -615,12 +614,12 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
     {                                                                                             \
-        const uint j0 = get_global_id(0) * QL_MM_C;                                               \
+        const uint j0 = get_global_id(0) * QL_MM_COLS(TYPE);                                      \
         const uint rbegin = get_global_id(1) * rows_per_item;                                     \
         const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS(QL_MM_C)                                                                          \
-        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
-            QL_TILE(TYPE, QK, BYTES, QL_MM_R, QL_MM_C, 0, 0)                                      \
+        QL_ROWS(QL_MM_COLS(TYPE))                                                                 \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_ROWS(TYPE))                                 \
+            QL_TILE(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), QL_MM_COLS(TYPE), 0, 0)                    \
     }
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
@@ -655,12 +654,13 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
         uint rows_per_item)                                                                       \
     {                                                                                             \
-        const uint j0 = get_global_id(0) * QL_MM_SWIGLU_C;                                        \
+        const uint j0 = get_global_id(0) * QL_MM_SWIGLU_COLS(TYPE);                               \
         const uint rbegin = get_global_id(1) * rows_per_item;                                     \
         const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS_SWIGLU(QL_MM_SWIGLU_C)                                                            \
-        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_R)                                          \
-            QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_R, 2 * QL_MM_SWIGLU_C, QL_STORE_SWIGLU, 0, 0)     \
+        QL_ROWS_SWIGLU(QL_MM_SWIGLU_COLS(TYPE))                                                   \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_ROWS(TYPE))                                 \
+            QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), 2 * QL_MM_SWIGLU_COLS(TYPE),          \
+                         QL_STORE_SWIGLU, 0, 0)                                                   \
     }
 
 #define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \

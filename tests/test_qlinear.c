@@ -9,8 +9,9 @@
  *    paths; and, for F16, Q4_1, Q8_0 and Q6_K (one type per way of decoding), row r's bytes the
  *    same for m = 1, 2, 7, 32, 64, 300, at any position in the batch, with strided inputs and
  *    outputs, and from the matrix–vector and the matrix–matrix path alike;
- *  - the matrix–vector path under other tilings (column tiles per type, work-items walking
- *    several tiles) gives the same bytes;
+ *  - both paths under other tilings (column tiles per type, work-items walking several tiles;
+ *    the matrix–matrix tiles of the narrow and the wide types) give the same bytes, and each
+ *    type takes its class's tile;
  *  - the gate|up layer with SwiGLU fused into its epilogue (clattn__qlinear_swiglu): every
  *    type's rows, for m = 1, 5, 37 on both paths, the bytes of the plain kernel followed by
  *    clattn__qlinear_glu, which gives silu(gate)·up (computed here in double) within 2 ulp, on
@@ -207,29 +208,70 @@ static void batch_invariance(void **state)
     }
 }
 
-/* The matrix–vector path under another tiling (CLATTN_QLINEAR): column tiles that do not
+/* Both paths under another tiling (CLATTN_QLINEAR): matrix–vector column tiles that do not
  * divide n (38 columns: 13 tiles of 3, 19 of 2), several tiles per work-item in uneven runs (6
  * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), its weight rows
- * prefetched another distance than the default's, for the 4/5-bit and the wider types alike
- * (Q4_1 and Q8_0: the kernels differ by type only in the decoder, which golden_types covers):
- * every row the bytes of the default program's matrix–matrix path (which prefetches nothing).
- * (One tiling and two types: each program and kernel is compiled anew, minutes on llvmpipe.)
- * Also the default program's prefetch distance: 32 of the device's cache lines on a CPU, none
- * elsewhere. */
-static void mv_tilings(void **state)
+ * prefetched another distance than the default's; matrix–matrix tiles of 5 × 3 for the types
+ * under 6.5 bits per weight and 3 × 5 for the others (neither divides 38 columns or 37 rows);
+ * for the 4/5-bit and the wider types alike (Q4_1 and Q8_0: the kernels differ by type only in
+ * the decoder, which golden_types covers): every row the bytes of the default program's
+ * matrix–matrix path (which prefetches nothing). Each type's tiles, read from the program's
+ * build options, are its class's. (One tiling and two types: each program and kernel is
+ * compiled anew, minutes on llvmpipe.)
+ * Also the default program's prefetch distance (32 of the device's cache lines on a CPU, none
+ * elsewhere) and matrix–matrix tiles (with AVX-512's 32 registers, PoCL's native float width
+ * 16: 8 × 2 for the narrow types, 6 × 4 for the wide ones). */
+static const char *const narrow_types[] = {"q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k"};
+static const char *const wide_types[] = {"f32", "f16", "bf16", "q8_0", "q6_k"};
+
+/* The program's build options give each type the tiles of its class. */
+static void expect_type_tiles(const clattn_qlinear_program *prog, const char *setting)
+{
+    clattn_qlinear_params p = clattn__qlinear_params(prog);
+    const char *options = clattn__qlinear_build_options(prog);
+    for (size_t wide = 0; wide < 2; wide++) {
+        const char *const *names = wide ? wide_types : narrow_types;
+        size_t count = wide ? sizeof(wide_types) / sizeof(wide_types[0])
+                            : sizeof(narrow_types) / sizeof(narrow_types[0]);
+        for (size_t i = 0; i < count; i++) {
+            char want[96];
+            snprintf(want, sizeof(want), " -DQL_MV_C_%s=%u -DQL_MM_R_%s=%u -DQL_MM_C_%s=%u ",
+                     names[i], wide ? p.mv_cols_wide : p.mv_cols, names[i],
+                     wide ? p.mm_rows_wide : p.mm_rows, names[i],
+                     wide ? p.mm_cols_wide : p.mm_cols);
+            char padded[1100];
+            snprintf(padded, sizeof(padded), "%s ", options);
+            if (!strstr(padded, want))
+                fail_msg("%s: the build options lack \"%s\": %s", setting, want, options);
+        }
+    }
+}
+
+static void tilings(void **state)
 {
     fixture *f = *state;
     clattn_qlinear_params defaults = clattn__qlinear_params(f->prog);
     cl_device_type type = 0;
-    assert_int_equal(clGetDeviceInfo(clattn_context_device(f->ctx), CL_DEVICE_TYPE, sizeof(type),
-                                     &type, NULL),
+    cl_uint native = 0;
+    cl_device_id device = clattn_context_device(f->ctx);
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native),
+                                     &native, NULL),
                      CL_SUCCESS);
     assert_true(defaults.line_bytes >= 16);
     assert_int_equal(defaults.prefetch_bytes,
                      (type & CL_DEVICE_TYPE_CPU) ? 32 * defaults.line_bytes : 0);
-    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6,pf=320"};
-    static const unsigned cols[][4] = {{3, 2, 6, 320}}; /* mvc, mvcw, mvi, pf */
-    const size_t ms[] = {1, 5};
+    if (native >= 16) {
+        assert_int_equal(defaults.mm_rows, 8);
+        assert_int_equal(defaults.mm_cols, 2);
+        assert_int_equal(defaults.mm_rows_wide, 6);
+        assert_int_equal(defaults.mm_cols_wide, 4);
+    }
+    expect_type_tiles(f->prog, "defaults");
+    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5"};
+    static const unsigned tiles[][8] = {{3, 2, 6, 320, 5, 3, 3, 5}};
+    const size_t ms[] = {1, 5, 37};
     for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
         clattn_qlinear_program *prog = NULL;
         setenv("CLATTN_QLINEAR", settings[s], 1);
@@ -238,10 +280,11 @@ static void mv_tilings(void **state)
         if (status != CLATTN_OK)
             fail_msg("%s: %s", settings[s], clattn_last_error(f->ctx));
         clattn_qlinear_params p = clattn__qlinear_params(prog);
-        assert_int_equal(p.mv_cols, cols[s][0]);
-        assert_int_equal(p.mv_cols_wide, cols[s][1]);
-        assert_int_equal(p.mv_items, cols[s][2]);
-        assert_int_equal(p.prefetch_bytes, cols[s][3]);
+        const unsigned got[8] = {p.mv_cols,  p.mv_cols_wide, p.mv_items,     p.prefetch_bytes,
+                                 p.mm_rows,  p.mm_cols,      p.mm_rows_wide, p.mm_cols_wide};
+        for (size_t i = 0; i < 8; i++)
+            assert_int_equal(got[i], tiles[s][i]);
+        expect_type_tiles(prog, settings[s]);
         for (size_t t = 0; t < TYPE_COUNT; t++) {
             if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0)
                 continue;
@@ -252,13 +295,18 @@ static void mv_tilings(void **state)
             assert_true(y && ref);
             for (size_t mi = 0; mi < sizeof(ms) / sizeof(ms[0]); mi++) {
                 size_t m = ms[mi];
+                if (m > g.m || (test_small_mode() && m > 5))
+                    continue;
                 run(f, &g.w, CLATTN_QLINEAR_MM, m, x, 0, g.k, ref, g.n);
-                run_program(f, prog, &g.w, CLATTN_QLINEAR_MV, m, x, 0, g.k, y, g.n);
-                for (size_t i = 0; i < m * g.n; i++)
-                    if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
-                        fail_msg("%s, %s, m %zu: matrix-vector y[%zu, %zu] is %a, not the "
-                                 "matrix-matrix path's %a",
-                                 type_names[t], settings[s], m, i / g.n, i % g.n, y[i], ref[i]);
+                for (size_t pi = 0; pi < 2; pi++) {
+                    run_program(f, prog, &g.w, paths[pi], m, x, 0, g.k, y, g.n);
+                    for (size_t i = 0; i < m * g.n; i++)
+                        if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
+                            fail_msg("%s, %s, m %zu: the %s path's y[%zu, %zu] is %a, not the "
+                                     "default matrix-matrix path's %a",
+                                     type_names[t], settings[s], m, path_names[pi], i / g.n,
+                                     i % g.n, y[i], ref[i]);
+                }
             }
             free(y);
             free(ref);
@@ -473,7 +521,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_types),
         cmocka_unit_test(batch_invariance),
-        cmocka_unit_test(mv_tilings),
+        cmocka_unit_test(tilings),
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(glu_exponential_range),
         cmocka_unit_test(tuning_errors),

@@ -42,8 +42,9 @@ typedef struct clattn_qweight {
 /* The kernels' tiles (cl/qlinear.cl): rows × columns per work-item of each path. */
 typedef struct clattn_qlinear_params {
     unsigned mv_rows, mv_cols; /* the matrix–vector path (decode) */
-    unsigned mv_cols_wide;     /* its columns for types of 8 bits per weight or more */
+    unsigned mv_cols_wide;     /* its columns for types of 6.5 bits per weight or more */
     unsigned mm_rows, mm_cols; /* the matrix–matrix path (prompt processing) */
+    unsigned mm_rows_wide, mm_cols_wide; /* its tile for types of 6.5 bits per weight or more */
     unsigned mv_max_m;         /* m up to this takes the matrix–vector path */
     unsigned mm_item_rows;     /* rows per matrix–matrix work-item (rounded up to whole tiles);
                                 * 0: as many as a quarter of the device's cache holds */
