@@ -490,6 +490,23 @@ static void bad_weights(void **state)
     clReleaseMemObject(y);
     clattn__qweight_release(&w);
     assert_null(w.blocks);
+    /* A weight over the device's largest allocation (lowered for the test) is refused with the
+     * numbers, before any buffer is made. */
+    setenv("CLATTN_MAX_ALLOC_BYTES", "1024", 1);
+    clattn_context *small = test_context_create(NULL);
+    unsetenv("CLATTN_MAX_ALLOC_BYTES");
+    assert_non_null(small);
+    unsigned char big[2 * 32 * 20] = {0}; /* Q4_1 [2, 1024]: 1280 bytes */
+    assert_status_msg(small, clattn__qweight_upload(small, CLATTN_GGML_Q4_1, 2, 1024, big,
+                                                    sizeof(big), &w),
+                      CLATTN_ERROR_TOO_LARGE,
+                      "a q4_1 weight needs 1280 bytes, more than the device's maximum "
+                      "allocation of 1024 bytes");
+    assert_null(w.blocks);
+    assert_int_equal(clattn__qweight_upload(small, CLATTN_GGML_Q4_1, 1, 1024, big, 640, &w),
+                     CLATTN_OK);
+    clattn__qweight_release(&w);
+    clattn_context_destroy(&small);
 }
 
 /* A CLATTN_QLINEAR pair that cannot be read refuses the program, naming the pair. */
@@ -503,6 +520,8 @@ static void tuning_errors(void **state)
         {"mm8c=0", "\"mm8c=0\": mm8c is out of its range 1..16"},
         {"mm8r=17", "\"mm8r=17\": mm8r is out of its range 1..16"},
         {"pf=1048577", "\"pf=1048577\": pf is out of its range 0..1048576"},
+        {"mmrw=0", "\"mmrw=0\": mmrw is out of its range 1..16"},
+        {"mmr=8,mmcw=17", "\"mmcw=17\": mmcw is out of its range 1..16"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         clattn_qlinear_program *prog = NULL;

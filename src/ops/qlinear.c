@@ -3,6 +3,7 @@
 
 #include "base/kernels.h"
 #include "formats/gguf.h"
+#include "runtime/buffers.h"
 #include "runtime/context_internal.h"
 #include "runtime/env_tuning.h"
 #include "runtime/host_cpu.h"
@@ -367,13 +368,17 @@ clattn_status clattn__qweight_upload(clattn_context *ctx, uint32_t type, size_t 
                      "a %s weight [n %zu, k %zu] is %zu × %zu bytes, not %zu", t->name, n, k, n,
                      row_bytes, size);
     CLATTN_CHECK_ARG(ctx, fn, bytes, "bytes is NULL");
-    cl_int err;
-    cl_mem mem = clCreateBuffer(clattn_context_cl_context(ctx),
-                                CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, total, (void *)bytes,
-                                &err);
-    if (err != CL_SUCCESS)
-        return clattn__fail_cl(ctx, err, "%s: clCreateBuffer(%zu bytes) for a %s weight failed",
-                               fn, total, t->name);
+    char what[64];
+    snprintf(what, sizeof(what), "%s: a %s weight", fn, t->name);
+    cl_mem mem = NULL;
+    clattn_status status = clattn__buffer_create(ctx, total, &mem, what);
+    if (status == CLATTN_OK)
+        status = clattn__write_bytes(ctx, mem, 0, bytes, total, "%s: uploading a %s weight", fn,
+                                     t->name);
+    if (status != CLATTN_OK) {
+        clattn__release_mem(&mem);
+        return status;
+    }
     *w = (clattn_qweight){mem, type, n, k, row_bytes};
     return CLATTN_OK;
 }
