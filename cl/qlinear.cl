@@ -55,7 +55,8 @@
  * clamped indices and not stored.
  *
  * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C,
- * QL_MV_C_<type>, and QL_MM_R_<type> and QL_MM_C_<type> for every type (no default).
+ * QL_MV_C_<type>, and QL_MV_SC_<type>, QL_MM_R_<type> and QL_MM_C_<type> for every type (no
+ * default).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -583,9 +584,10 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         w_rows[(C) + c] = w + ((ulong)n + min(j0 + c, n - 1)) * row_bytes;                        \
     }
 
-/* The fused kernels' output columns per tile: half the plain kernels' weight rows (rounded up),
- * so that a tile streams about as many weight rows as the plain one. */
-#define QL_MV_SWIGLU_COLS(TYPE) ((QL_MV_COLS(TYPE) + 1) / 2)
+/* The fused kernels' output columns per tile: on the matrix–vector path QL_MV_SC_<type>, set by
+ * the host for every type (no default); on the matrix–matrix path half the plain kernels'
+ * weight rows (rounded up), so that a tile streams about as many weight rows as the plain one. */
+#define QL_MV_SWIGLU_COLS(TYPE) QL_MV_SC_##TYPE
 #define QL_MM_SWIGLU_COLS(TYPE) ((QL_MM_COLS(TYPE) + 1) / 2)
 
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \

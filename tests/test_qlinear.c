@@ -81,9 +81,9 @@ typedef qlinear_golden golden;
 
 /* y [m, ldy] = x [m rows from x_row of an [rows, ldx] array] · Wᵀ on `path`; y NaN-filled first
  * so that an element not written shows. */
-static void run_program(fixture *f, clattn_qlinear_program *prog, const clattn_qweight *w,
-                        clattn_qlinear_path path, size_t m, cl_mem x, size_t x_row, size_t ldx,
-                        float *y, size_t ldy)
+static void run_layer(fixture *f, clattn_qlinear_program *prog, bool swiglu,
+                      const clattn_qweight *w, clattn_qlinear_path path, size_t m, cl_mem x,
+                      size_t x_row, size_t ldx, float *y, size_t ldy)
 {
     float *init = malloc(m * ldy * sizeof(float));
     assert_non_null(init);
@@ -91,12 +91,22 @@ static void run_program(fixture *f, clattn_qlinear_program *prog, const clattn_q
         init[i] = NAN;
     cl_mem ym = buffer(f->ctx, m * ldy, init);
     free(init);
-    clattn_status s = clattn__qlinear_path(f->ctx, prog, CLATTN_OP_OTHER, path, m, x,
-                                           x_row * ldx, ldx, w, ym, 0, ldy);
+    clattn_status s =
+        swiglu ? clattn__qlinear_swiglu_path(f->ctx, prog, CLATTN_OP_OTHER, path, m, x,
+                                             x_row * ldx, ldx, w, ym, 0, ldy)
+               : clattn__qlinear_path(f->ctx, prog, CLATTN_OP_OTHER, path, m, x, x_row * ldx,
+                                      ldx, w, ym, 0, ldy);
     if (s != CLATTN_OK)
-        fail_msg("clattn__qlinear: %s", clattn_last_error(f->ctx));
+        fail_msg("clattn__qlinear%s: %s", swiglu ? "_swiglu" : "", clattn_last_error(f->ctx));
     read_back(f->ctx, ym, m * ldy, y);
     clReleaseMemObject(ym);
+}
+
+static void run_program(fixture *f, clattn_qlinear_program *prog, const clattn_qweight *w,
+                        clattn_qlinear_path path, size_t m, cl_mem x, size_t x_row, size_t ldx,
+                        float *y, size_t ldy)
+{
+    run_layer(f, prog, false, w, path, m, x, x_row, ldx, y, ldy);
 }
 
 static void run(fixture *f, const clattn_qweight *w, clattn_qlinear_path path, size_t m,
@@ -208,8 +218,9 @@ static void batch_invariance(void **state)
     }
 }
 
-/* Both paths under another tiling (CLATTN_QLINEAR): matrix–vector column tiles that do not
- * divide n (38 columns: 13 tiles of 3, 19 of 2), several tiles per work-item in uneven runs (6
+/* Both paths, plain and with SwiGLU fused, under another tiling (CLATTN_QLINEAR):
+ * matrix–vector column tiles that do not divide n (38 columns: 13 tiles of 3, 19 of 2; the
+ * fused SwiGLU's 19: 7 tiles of 3 for Q4_1), several tiles per work-item in uneven runs (6
  * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), its weight rows
  * prefetched another distance than the default's; matrix–matrix tiles of 5 × 3 for the types
  * under 6.5 bits per weight and 3 × 5 for the others (neither divides 38 columns or 37 rows);
@@ -234,9 +245,15 @@ static void expect_type_tiles(const clattn_qlinear_program *prog, const char *se
         size_t count = wide ? sizeof(wide_types) / sizeof(wide_types[0])
                             : sizeof(narrow_types) / sizeof(narrow_types[0]);
         for (size_t i = 0; i < count; i++) {
-            char want[96];
-            snprintf(want, sizeof(want), " -DQL_MV_C_%s=%u -DQL_MM_R_%s=%u -DQL_MM_C_%s=%u ",
-                     names[i], wide ? p.mv_cols_wide : p.mv_cols, names[i],
+            /* The fused SwiGLU's matrix-vector columns: mvsc for the 32-value types, half
+             * the plain tile's for the K-quants and the wide types. */
+            unsigned mv_cols = wide ? p.mv_cols_wide : p.mv_cols;
+            bool k_quant = names[i][strlen(names[i]) - 1] == 'k';
+            unsigned swiglu_cols = wide || k_quant ? (mv_cols + 1) / 2 : p.mv_swiglu_cols;
+            char want[128];
+            snprintf(want, sizeof(want),
+                     " -DQL_MV_C_%s=%u -DQL_MV_SC_%s=%u -DQL_MM_R_%s=%u -DQL_MM_C_%s=%u ",
+                     names[i], mv_cols, names[i], swiglu_cols, names[i],
                      wide ? p.mm_rows_wide : p.mm_rows, names[i],
                      wide ? p.mm_cols_wide : p.mm_cols);
             char padded[1100];
@@ -263,14 +280,16 @@ static void tilings(void **state)
     assert_int_equal(defaults.prefetch_bytes,
                      (type & CL_DEVICE_TYPE_CPU) ? 32 * defaults.line_bytes : 0);
     if (native >= 16) {
+        assert_int_equal(defaults.mv_swiglu_cols, 2);
         assert_int_equal(defaults.mm_rows, 8);
         assert_int_equal(defaults.mm_cols, 2);
         assert_int_equal(defaults.mm_rows_wide, 6);
         assert_int_equal(defaults.mm_cols_wide, 4);
     }
     expect_type_tiles(f->prog, "defaults");
-    static const char *const settings[] = {"mvc=3,mvcw=2,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5"};
-    static const unsigned tiles[][8] = {{3, 2, 6, 320, 5, 3, 3, 5}};
+    static const char *const settings[] = {
+        "mvc=3,mvcw=2,mvsc=3,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5"};
+    static const unsigned tiles[][9] = {{3, 2, 3, 6, 320, 5, 3, 3, 5}};
     const size_t ms[] = {1, 5, 37};
     for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
         clattn_qlinear_program *prog = NULL;
@@ -280,9 +299,10 @@ static void tilings(void **state)
         if (status != CLATTN_OK)
             fail_msg("%s: %s", settings[s], clattn_last_error(f->ctx));
         clattn_qlinear_params p = clattn__qlinear_params(prog);
-        const unsigned got[8] = {p.mv_cols,  p.mv_cols_wide, p.mv_items,     p.prefetch_bytes,
-                                 p.mm_rows,  p.mm_cols,      p.mm_rows_wide, p.mm_cols_wide};
-        for (size_t i = 0; i < 8; i++)
+        const unsigned got[9] = {p.mv_cols,      p.mv_cols_wide, p.mv_swiglu_cols,
+                                 p.mv_items,     p.prefetch_bytes, p.mm_rows,
+                                 p.mm_cols,      p.mm_rows_wide,   p.mm_cols_wide};
+        for (size_t i = 0; i < 9; i++)
             assert_int_equal(got[i], tiles[s][i]);
         expect_type_tiles(prog, settings[s]);
         for (size_t t = 0; t < TYPE_COUNT; t++) {
@@ -297,15 +317,21 @@ static void tilings(void **state)
                 size_t m = ms[mi];
                 if (m > g.m || (test_small_mode() && m > 5))
                     continue;
-                run(f, &g.w, CLATTN_QLINEAR_MM, m, x, 0, g.k, ref, g.n);
-                for (size_t pi = 0; pi < 2; pi++) {
-                    run_program(f, prog, &g.w, paths[pi], m, x, 0, g.k, y, g.n);
-                    for (size_t i = 0; i < m * g.n; i++)
-                        if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
-                            fail_msg("%s, %s, m %zu: the %s path's y[%zu, %zu] is %a, not the "
-                                     "default matrix-matrix path's %a",
-                                     type_names[t], settings[s], m, path_names[pi], i / g.n,
-                                     i % g.n, y[i], ref[i]);
+                /* The plain layer [m, 38], then the fused SwiGLU [m, 19] (the weight's rows as
+                 * [gate 19; up 19]). */
+                for (size_t swiglu = 0; swiglu < 2; swiglu++) {
+                    size_t n = swiglu ? g.n / 2 : g.n;
+                    run_layer(f, f->prog, swiglu, &g.w, CLATTN_QLINEAR_MM, m, x, 0, g.k, ref, n);
+                    for (size_t pi = 0; pi < 2; pi++) {
+                        run_layer(f, prog, swiglu, &g.w, paths[pi], m, x, 0, g.k, y, n);
+                        for (size_t i = 0; i < m * n; i++)
+                            if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
+                                fail_msg("%s, %s, m %zu: the %s%s path's y[%zu, %zu] is %a, not "
+                                         "the default matrix-matrix path's %a",
+                                         type_names[t], settings[s], m,
+                                         swiglu ? "SwiGLU " : "", path_names[pi], i / n, i % n,
+                                         y[i], ref[i]);
+                    }
                 }
             }
             free(y);

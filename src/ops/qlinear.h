@@ -43,6 +43,9 @@ typedef struct clattn_qweight {
 typedef struct clattn_qlinear_params {
     unsigned mv_rows, mv_cols; /* the matrix–vector path (decode) */
     unsigned mv_cols_wide;     /* its columns for types of 6.5 bits per weight or more */
+    unsigned mv_swiglu_cols;   /* the fused SwiGLU's matrix–vector columns (two weight rows
+                                * each) for Q4_0, Q4_1, Q5_0 and Q5_1; the other types take
+                                * half their plain tile's columns, rounded up */
     unsigned mm_rows, mm_cols; /* the matrix–matrix path (prompt processing) */
     unsigned mm_rows_wide, mm_cols_wide; /* its tile for types of 6.5 bits per weight or more */
     unsigned mv_max_m;         /* m up to this takes the matrix–vector path */
