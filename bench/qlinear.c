@@ -187,11 +187,11 @@ int main(int argc, char **argv)
     char items[16] = "auto";
     if (p.mv_items)
         snprintf(items, sizeof(items), "%u", p.mv_items);
-    printf("# tiles: mv %ux%u (%u columns for types of 6.5 bits or more; work-items %s), mm "
-           "%ux%u (%ux%u for types of 6.5 bits or more), mv up to m %u; %d repetitions, "
-           "medians%s%s\n",
-           p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mm_rows, p.mm_cols, p.mm_rows_wide,
-           p.mm_cols_wide, p.mv_max_m, reps,
+    printf("# tiles: mv %ux%u (%u columns for types of 6.5 bits or more; work-items %s; SwiGLU "
+           "%u columns for Q4_0..Q5_1), mm %ux%u (%ux%u for types of 6.5 bits or more; 8-bit "
+           "activations %ux%u), mv up to m %u; %d repetitions, medians%s%s\n",
+           p.mv_rows, p.mv_cols, p.mv_cols_wide, items, p.mv_swiglu_cols, p.mm_rows, p.mm_cols,
+           p.mm_rows_wide, p.mm_cols_wide, p.mm8_rows, p.mm8_cols, p.mv_max_m, reps,
            cold ? ", weights from memory (--cold)" : "",
            int8 ? "; 8-bit activations (--int8: the times include quantising x)" : "");
     printf("%-14s %-5s %6s %6s %5s %9s %8s %9s %9s %8s %9s %9s\n", "weight", "type", "n", "k", "m",

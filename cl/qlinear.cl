@@ -46,11 +46,12 @@
  * And two per type with SwiGLU in the epilogue, for a gated feed-forward's stacked gate|up
  * weight [gate rows; up rows] (2n rows):
  *   clattn_qlinear_swiglu_mv_<type>, clattn_qlinear_swiglu_mm_<type>  the same two paths, whose
- *                             tile takes half as many output columns (QL_MV_SWIGLU_COLS,
- *                             QL_MM_SWIGLU_COLS) and for each column j both gate row j and up row
- *                             n + j, each summed in the order above, then stores silu(gate)·up
- *                             with clattn_glu's float expression (ql_swiglu): the bytes of the
- *                             plain kernel followed by cl/elementwise.cl's clattn_glu.
+ *                             tile takes QL_MV_SC_<type> output columns on the matrix–vector path
+ *                             (QL_MV_SWIGLU_COLS) and half the plain tile's on the matrix–matrix
+ *                             path (QL_MM_SWIGLU_COLS), and for each column j both gate row j and
+ *                             up row n + j, each summed in the order above, then stores
+ *                             silu(gate)·up with clattn_glu's float expression (ql_swiglu): the
+ *                             bytes of the plain kernel followed by cl/elementwise.cl's clattn_glu.
  * Rows and columns past the edge (of the matrix, or of a work-item's rows) are computed on
  * clamped indices and not stored.
  *
@@ -626,8 +627,8 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
  * rows; up rows], and y[r, j] = silu(gate[r, j]) · up[r, j] for j < n, each of gate and up summed
- * in the order above; the same paths, tiles of half as many output columns (each two weight
- * rows). Row r's bytes are those of the plain kernel into [r, 2n] followed by clattn_glu. */
+ * in the order above; the same paths, tiles of QL_MV_SWIGLU_COLS and QL_MM_SWIGLU_COLS output
+ * columns (each two weight rows). Row r's bytes are those of the plain kernel into [r, 2n] followed by clattn_glu. */
 #define QL_SWIGLU_KERNELS(TYPE, QK, BYTES)                                                        \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_swiglu_mv_##TYPE( \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \

@@ -39,8 +39,8 @@
  * two-column matrix–matrix tiles) or the portable integer code.
  *
  * Kernels per type: clattn_qlinear_i8_mv_<type>, _mm_, _swiglu_mv_, _swiglu_mm_, the float
- * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>; QI_MM_R × QI_MM_C for the matrix–matrix
- * path), on the quantised rows (xq [m, k], dx [m, k / QB], xs [m, k / 16]).
+ * kernels' paths and tiles (QL_MV_R, QL_MV_C_<type>, QL_MV_SC_<type> for the fused SwiGLU;
+ * QI_MM_R × QI_MM_C for the matrix–matrix path), on the quantised rows (xq [m, k], dx [m, k / QB], xs [m, k / 16]).
  *
  * QI_VNNI (-D, set by src/ops/qlinear.c on PoCL's CPU device where the host CPU has
  * AVX512-VNNI: PoCL 3.1 compiles for skylake-avx512 whatever the CPU): each kernel's body is

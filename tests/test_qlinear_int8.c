@@ -299,10 +299,11 @@ static void type_gives_reference_bytes(fixture *f, const char *type, size_t m)
     check_swiglu(f, type, m);
 }
 
-/* Another tiling (CLATTN_QLINEAR `tiles`, whose matrix–matrix rows are `rows`): the
- * reference's bytes for a 32-value and a K-quant type on both paths, and the fused SwiGLU
- * layer the unfused layers' bytes. */
-static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned rows)
+/* Another tiling (CLATTN_QLINEAR `tiles`, whose matrix–matrix rows are `rows`, and whose build
+ * options hold `option` when not NULL): the reference's bytes for a 32-value and a K-quant type
+ * on both paths, and the fused SwiGLU layer the unfused layers' bytes. */
+static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned rows,
+                                         const char *option)
 {
     setenv("CLATTN_QLINEAR", tiles, 1);
     clattn_qlinear_program *prog = NULL;
@@ -312,6 +313,9 @@ static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned
     assert_int_equal(clattn__qlinear_set_activations(f->ctx, prog, CLATTN_QLINEAR_INT8),
                      CLATTN_OK);
     assert_int_equal(clattn__qlinear_params(prog).mm8_rows, rows);
+    if (option && !strstr(clattn__qlinear_build_options(prog), option))
+        fail_msg("%s: the build options lack \"%s\": %s", tiles, option,
+                 clattn__qlinear_build_options(prog));
     clattn_qlinear_program *saved = f->prog;
     f->prog = prog;
     static const char *const types[] = {"q4_1", "q6_k"};
@@ -322,17 +326,19 @@ static void tiling_gives_reference_bytes(fixture *f, const char *tiles, unsigned
 }
 
 /* Matrix–matrix tiles of 3 × 3, which divide neither the 38 columns nor the rows; matrix–vector
- * tiles of 2 columns, 3 rows. */
+ * tiles of 2 columns, 3 rows; the fused SwiGLU's matrix–vector tile of 3 columns for Q4_1 (19
+ * columns: 6 tiles and one). */
 static void other_tiling(void **state)
 {
-    tiling_gives_reference_bytes(*state, "mm8r=3,mm8c=3,mvc=2,mvcw=2,mvr=3", 3);
+    tiling_gives_reference_bytes(*state, "mm8r=3,mm8c=3,mvc=2,mvcw=2,mvr=3,mvsc=3", 3,
+                                 " -DQL_MV_SC_q4_1=3 ");
 }
 
 /* Two columns on an odd number of rows (5): the K-quants' two-column tile on x86 with AVX512BW
  * (cl/qlinear_int8.cl's QI_WIDE2_TILE_THEN) pairs rows for its offsets and has one left over. */
 static void two_column_tiling(void **state)
 {
-    tiling_gives_reference_bytes(*state, "mm8r=5,mm8c=2", 5);
+    tiling_gives_reference_bytes(*state, "mm8r=5,mm8c=2", 5, NULL);
 }
 
 /* Whether this device should take the AVX512-VNNI kernels: PoCL's CPU device with AVX-512

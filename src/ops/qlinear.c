@@ -213,7 +213,8 @@ static clattn_qlinear_params derive_params(const clattn_context *ctx)
 }
 
 /* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvsc=2,mvi=0,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0,
- * mm8r=8,mm8c=2,pf=2048,vnni=1" (runtime/env_tuning.h: a pair it cannot read is an error naming it). */
+ * mm8r=8,mm8c=2,pf=2048,vnni=1" (runtime/env_tuning.h: a pair it cannot read is an error
+ * naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
     const clattn_env_tuning_key keys[] = {
@@ -386,8 +387,8 @@ clattn_status clattn__qweight_upload(clattn_context *ctx, uint32_t type, size_t 
                      "a %s weight [n %zu, k %zu] is %zu × %zu bytes, not %zu", t->name, n, k, n,
                      row_bytes, size);
     CLATTN_CHECK_ARG(ctx, fn, bytes, "bytes is NULL");
-    char what[64];
-    snprintf(what, sizeof(what), "%s: a %s weight", fn, t->name);
+    char what[32];
+    snprintf(what, sizeof(what), "a %s weight", t->name);
     cl_mem mem = NULL;
     clattn_status status = clattn__buffer_create(ctx, total, &mem, what);
     if (status == CLATTN_OK)

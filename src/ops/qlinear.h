@@ -78,8 +78,8 @@ typedef enum clattn_qlinear_activations {
 } clattn_qlinear_activations;
 
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
- * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvi=0,mmr=6,mmc=4,mvmax=32,mmi=0,mm8r=8,mm8c=2,
- * pf=2048,vnni=0"; a pair it cannot read, an unknown key or a value out of range is
+ * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvsc=2,mvi=0,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,
+ * mmi=0,mm8r=8,mm8c=2,pf=2048,vnni=0"; a pair it cannot read, an unknown key or a value out of range is
  * CLATTN_ERROR_INVALID_ARGUMENT naming the pair, and vnni=1 where the device cannot take it is
  * CLATTN_ERROR_INVALID_ARGUMENT naming the device). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
