@@ -322,18 +322,7 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
                                 "CPU with AVX512_VNNI; %s has not",
                                 ctx->info.name);
     }
-    if (p->mv_rows < 1 || p->mv_rows > 16 || p->mv_cols < 1 || p->mv_cols > 16 ||
-        p->mv_cols_wide < 1 || p->mv_cols_wide > 16 || p->mv_swiglu_cols < 1 ||
-        p->mv_swiglu_cols > 16 || p->mm_rows < 1 || p->mm_rows > 16 ||
-        p->mm_cols < 1 || p->mm_cols > 16 || p->mm_rows_wide < 1 || p->mm_rows_wide > 16 ||
-        p->mm_cols_wide < 1 || p->mm_cols_wide > 16) {
-        clattn__qlinear_program_release(prog);
-        return clattn__fail_arg(ctx, fn,
-                                "tiles out of range (1..16): mvr=%u mvc=%u mvcw=%u mvsc=%u mmr=%u "
-                                "mmc=%u mmrw=%u mmcw=%u (CLATTN_QLINEAR)",
-                                p->mv_rows, p->mv_cols, p->mv_cols_wide, p->mv_swiglu_cols,
-                                p->mm_rows, p->mm_cols, p->mm_rows_wide, p->mm_cols_wide);
-    }
+    /* Every tile is within 1..16: the defaults are, and env_override's keys refuse others. */
     char *options = prog->options;
     const size_t size = sizeof(prog->options);
     int used = snprintf(options, size,
