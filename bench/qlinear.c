@@ -24,7 +24,8 @@
  * the same weight on the kernels with SwiGLU in the epilogue (clattn__qlinear_swiglu: 1536
  * outputs, the glu kernel's launch saved; GFLOP/s count both weights' rows).
  *
- * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0" changes the kernels' tiles.
+ * CLATTN_QLINEAR="mvr=4,mvc=4,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0,mms=1,mmsr=6,mmsc=4"
+ * changes the kernels' tiles (mms=0: the matrix-matrix path unstaged).
  */
 #include "ops/qlinear.h"
 

@@ -43,6 +43,14 @@
  *                             stay in the cache while x streams past them, so that a weight
  *                             larger than the caches (the output projection) is read from memory
  *                             once, not once per row tile.
+ *   clattn_qlinear_mm_staged_<type>  the same work-items where the host stages (its mm_stage:
+ *                             local memory that is ordinary cached memory, and the rows fit):
+ *                             each first decodes its QL_MMS_C weight rows whole into `stage`
+ *                             (__local, QL_MMS_C · k floats), then runs its row tiles of QL_MMS_R
+ *                             rows on those floats — each weight value decoded once per
+ *                             work-item instead of once per row tile, the same values summed in
+ *                             the same order (the same bytes). One tile for every type: the
+ *                             inner loop reads floats whatever the type.
  * And two per type with SwiGLU in the epilogue, for a gated feed-forward's stacked gate|up
  * weight [gate rows; up rows] (2n rows):
  *   clattn_qlinear_swiglu_mv_<type>, clattn_qlinear_swiglu_mm_<type>  the same two paths, whose
@@ -51,13 +59,15 @@
  *                             path (QL_MM_SWIGLU_COLS), and for each column j both gate row j and
  *                             up row n + j, each summed in the order above, then stores
  *                             silu(gate)·up with clattn_glu's float expression (ql_swiglu): the
- *                             bytes of the plain kernel followed by cl/elementwise.cl's clattn_glu.
+ *                             bytes of the plain kernel followed by cl/elementwise.cl's clattn_glu;
+ *   clattn_qlinear_swiglu_mm_staged_<type>  its staged matrix–matrix kernel: (QL_MMS_C + 1) / 2
+ *                             output columns, their gate and up rows staged.
  * Rows and columns past the edge (of the matrix, or of a work-item's rows) are computed on
  * clamped indices and not stored.
  *
- * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C,
- * QL_MV_C_<type>, and QL_MV_SC_<type>, QL_MM_R_<type> and QL_MM_C_<type> for every type (no
- * default).
+ * Parameters (-D, chosen by src/ops/qlinear.c from device facts): QL_MV_R, QL_MV_C, QL_MMS_R,
+ * QL_MMS_C, QL_MV_C_<type>, and QL_MV_SC_<type>, QL_MM_R_<type> and QL_MM_C_<type> for every type
+ * (no default).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -137,6 +147,29 @@ inline float ql_combine16(float16 p)
     float s0 = q0 + q4, s1 = q1 + q5, s2 = q2 + q6, s3 = q3 + q7;
     float t0 = s0 + s2, t1 = s1 + s3;
     return t0 + t1;
+}
+
+/* ql_combine16 of sixteen vectors at once: lane i is ql_combine16(v[i]), the same additions in
+ * the same tree (each level adds the halves of two vectors' lanes, gathered by a two-vector
+ * shuffle), about three operations per sum instead of a scalar tree's twenty or so: a tile of
+ * 6 × 4 sums at k = 1024 spent a fifth of its instructions in ql_combine16. */
+inline __attribute__((always_inline)) float16 ql_combine16x16(const float16 *v)
+{
+    const uint16 lo8 = (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const uint16 lo4 = (uint16)(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const uint16 lo2 = (uint16)(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
+    const uint16 even = (uint16)(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    float16 q[8], s[4], t[2];
+    _Pragma("unroll") for (uint i = 0; i < 8; ++i) /* [q of v[2i] (8 lanes), q of v[2i + 1]] */
+        q[i] = shuffle2(v[2 * i], v[2 * i + 1], lo8) +
+               shuffle2(v[2 * i], v[2 * i + 1], lo8 + (uint16)8);
+    _Pragma("unroll") for (uint i = 0; i < 4; ++i) /* [s of v[4i] (4 lanes), .., s of v[4i + 3]] */
+        s[i] = shuffle2(q[2 * i], q[2 * i + 1], lo4) +
+               shuffle2(q[2 * i], q[2 * i + 1], lo4 + (uint16)4);
+    _Pragma("unroll") for (uint i = 0; i < 2; ++i) /* [t of v[8i] (2 lanes), .., t of v[8i + 7]] */
+        t[i] = shuffle2(s[2 * i], s[2 * i + 1], lo2) +
+               shuffle2(s[2 * i], s[2 * i + 1], lo2 + (uint16)2);
+    return shuffle2(t[0], t[1], even) + shuffle2(t[0], t[1], even + (uint16)1);
 }
 
 inline uint ql_u32(const __global uchar *p)
@@ -498,12 +531,80 @@ inline float8 ql_half8(uint8 h)
         STORE(R, C)                                                                               \
     }
 
+/* The C weight rows at w_rows[] decoded whole into `stage` (row c at stage + c·k, float32):
+ * the values QL_TILE_THEN decodes, so that a tile on them sums the same terms in the same order. */
+#define QL_STAGE_ROWS(TYPE, QK, BYTES, C)                                                         \
+    {                                                                                             \
+        const uint blocks = k / (QK);                                                             \
+        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                           \
+            float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                   \
+            QL_HEADS(TYPE, BYTES, C)                                                              \
+            QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                           \
+                const uint blk = blk0 + hb;                                                       \
+                if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
+                    break;                                                                        \
+                float sb[C][16];                                                                  \
+                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
+                    QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),         \
+                                                        hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);   \
+                QL_CHUNKS_UNROLL(0) for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
+                    QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
+                        const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
+                        const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
+                        vstore16(ql_decode_##TYPE(b_, ch, hd_,                                    \
+                                                  QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch)), \
+                                 0, stage + c * k + blk * (QK) + 16 * ch);                        \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* QL_TILE_THEN's sums on weight rows staged by QL_STAGE_ROWS: rows r0 .. r0 + R − 1 × the C
+ * staged rows, the same order; then STORE(R, C). */
+#define QL_STAGED_TILE_THEN(R, C, STORE)                                                          \
+    {                                                                                             \
+        const __global float *xr[R];                                                              \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                               \
+        float16 acc[R][C];                                                                        \
+        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                acc[r][c] = (float16)0.0f;                                                        \
+        _Pragma("unroll 2") for (uint l = 0; l < k; l += 16) {                                    \
+            float16 wv[C];                                                                        \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                wv[c] = vload16(0, stage + c * k + l);                                            \
+            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
+                float16 xv = vload16(0, xr[r] + l);                                               \
+                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
+                    acc[r][c] = fma(xv, wv[c], acc[r][c]);                                        \
+            }                                                                                     \
+        }                                                                                         \
+        STORE(R, C)                                                                               \
+    }
+
+/* sum_[r · sum_cols_ + c] = ql_combine16(acc[r][c]) for the tile's R × C sums (sum_cols_ = C),
+ * sixteen at a time. */
+#define QL_SUMS(R, C)                                                                             \
+    float sum_[((R) * (C) + 15) / 16 * 16];                                                       \
+    const uint sum_cols_ = (C);                                                                   \
+    QL_UNROLL for (uint g_ = 0; g_ < (R) * (C); g_ += 16) {                                       \
+        float16 v_[16];                                                                           \
+        QL_UNROLL for (uint i_ = 0; i_ < 16; ++i_) {                                              \
+            const uint e_ = min(g_ + i_, (uint)((R) * (C)) - 1u);                                 \
+            v_[i_] = g_ + i_ < (R) * (C) ? acc[e_ / (C)][e_ % (C)] : (float16)0.0f;               \
+        }                                                                                         \
+        vstore16(ql_combine16x16(v_), 0, sum_ + g_);                                              \
+    }
+
 /* y[r, j0 + c] = the sum of acc[r][c], for the rows and columns inside the matrix. */
 #define QL_STORE(R, C)                                                                            \
+    QL_SUMS(R, C)                                                                                 \
     QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
         QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
             if (r0 + r < rend && j0 + c < n)                                                      \
-                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = ql_combine16(acc[r][c]);
+                y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = sum_[r * (C) + c];
 
 #define QL_TILE(TYPE, QK, BYTES, R, C, WHOLE, AHEAD)                                              \
     QL_TILE_THEN(TYPE, QK, BYTES, R, C, QL_STORE, WHOLE, AHEAD)
@@ -567,8 +668,10 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
                 y[y_off + (ulong)(r0 + r) * ldy + j0 + c] = out_[r];                              \
     }
 
-#define QL_COMBINE(r, c) ql_combine16(acc[r][c])
-#define QL_STORE_SWIGLU(R, C) QL_STORE_SWIGLU_ROWS(R, C, QL_COMBINE)
+#define QL_COMBINE(r, c) sum_[(r) * sum_cols_ + (c)]
+#define QL_STORE_SWIGLU(R, C)                                                                     \
+    QL_SUMS(R, C)                                                                                 \
+    QL_STORE_SWIGLU_ROWS(R, C, QL_COMBINE)
 
 /* The C weight rows of this work-item (clamped to n − 1). */
 #define QL_ROWS(C)                                                                                \
@@ -590,6 +693,7 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
  * weight rows (rounded up), so that a tile streams about as many weight rows as the plain one. */
 #define QL_MV_SWIGLU_COLS(TYPE) QL_MV_SC_##TYPE
 #define QL_MM_SWIGLU_COLS(TYPE) ((QL_MM_COLS(TYPE) + 1) / 2)
+#define QL_MMS_SWIGLU_COLS ((QL_MMS_C + 1) / 2)
 
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(        \
@@ -623,6 +727,19 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         QL_ROWS(QL_MM_COLS(TYPE))                                                                 \
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_ROWS(TYPE))                                 \
             QL_TILE(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), QL_MM_COLS(TYPE), 0, 0)                    \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_staged_##TYPE( \
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item, __local float *stage)                                                 \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * QL_MMS_C;                                              \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS(QL_MMS_C)                                                                         \
+        QL_STAGE_ROWS(TYPE, QK, BYTES, QL_MMS_C)                                                  \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MMS_R)                                         \
+            QL_STAGED_TILE_THEN(QL_MMS_R, QL_MMS_C, QL_STORE)                                     \
     }
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
@@ -664,6 +781,20 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_ROWS(TYPE))                                 \
             QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), 2 * QL_MM_SWIGLU_COLS(TYPE),          \
                          QL_STORE_SWIGLU, 0, 0)                                                   \
+    }                                                                                             \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                      \
+    void clattn_qlinear_swiglu_mm_staged_##TYPE(                                                  \
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item, __local float *stage)                                                 \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * QL_MMS_SWIGLU_COLS;                                    \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        QL_ROWS_SWIGLU(QL_MMS_SWIGLU_COLS)                                                        \
+        QL_STAGE_ROWS(TYPE, QK, BYTES, 2 * QL_MMS_SWIGLU_COLS)                                    \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MMS_R)                                         \
+            QL_STAGED_TILE_THEN(QL_MMS_R, 2 * QL_MMS_SWIGLU_COLS, QL_STORE_SWIGLU)                \
     }
 
 #define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \

@@ -55,8 +55,13 @@ static int setup(void **state)
     test_require_device();
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->ctx = test_context_create(NULL);
-    assert_non_null(f->ctx);
+    /* Profiled: the staging test reads which kernels ran (clattn_stats). */
+    clattn_context_params params;
+    clattn_context_params_default(&params);
+    params.log_level = CLATTN_LOG_NONE;
+    params.profiling = 1;
+    if (clattn_context_create(&f->ctx, &params) != CLATTN_OK)
+        fail_msg("clattn_context_create: %s", clattn_last_error(NULL));
     assert_int_equal(clattn__qlinear_program_create(f->ctx, &f->prog), CLATTN_OK);
     *state = f;
     return 0;
@@ -218,12 +223,23 @@ static void batch_invariance(void **state)
     }
 }
 
+/* CLATTN_TEST_QUICK=1: a slow device (CI's rusticl leg, where each new kernel takes seconds to
+ * compile). */
+static bool quick_mode(void)
+{
+    const char *v = getenv("CLATTN_TEST_QUICK");
+    return v && strcmp(v, "1") == 0;
+}
+
 /* Both paths, plain and with SwiGLU fused, under another tiling (CLATTN_QLINEAR):
  * matrix–vector column tiles that do not divide n (38 columns: 13 tiles of 3, 19 of 2; the
  * fused SwiGLU's 19: 7 tiles of 3 for Q4_1), several tiles per work-item in uneven runs (6
  * work-items: runs of 3 or 4 tiles, a last run of one, an idle work-item), its weight rows
  * prefetched another distance than the default's; matrix–matrix tiles of 5 × 3 for the types
- * under 6.5 bits per weight and 3 × 5 for the others (neither divides 38 columns or 37 rows);
+ * under 6.5 bits per weight and 3 × 5 for the others (neither divides 38 columns or 37 rows),
+ * and the other matrix–matrix kernels than the default program's (plain where it stages, staged
+ * in tiles of 5 × 3 where it does not: both kernels' bytes equal on every shape); where the
+ * default program stages, a second program staging in tiles of 5 × 3 (not on slow devices);
  * for the 4/5-bit and the wider types alike (Q4_1 and Q8_0: the kernels differ by type only in
  * the decoder, which golden_types covers): every row the bytes of the default program's
  * matrix–matrix path (which prefetches nothing). Each type's tiles, read from the program's
@@ -294,11 +310,23 @@ static void tilings(void **state)
                      "not %u",
                      native, i, tile[i], want[i]);
     expect_type_tiles(f->prog, "defaults");
-    static const char *const settings[] = {
-        "mvc=3,mvcw=2,mvsc=3,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5"};
-    static const unsigned tiles[][9] = {{3, 2, 3, 6, 320, 5, 3, 3, 5}};
+    /* The other matrix-matrix kernels than the default's: the plain ones where it stages
+     * (staging), else the staged ones, in a tile of 5 x 3; where it stages, also (but on slow
+     * devices) the staged ones in that tile. */
+    const unsigned other_stage = !defaults.mm_stage, d = defaults.mv_items;
+    char setting[128];
+    snprintf(setting, sizeof(setting),
+             "mvc=3,mvcw=2,mvsc=3,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5,mms=%u,mmsr=5,mmsc=3",
+             other_stage);
+    const char *const settings[] = {setting, "mmsr=5,mmsc=3"};
+    const unsigned tiles[][12] = {
+        {3, 2, 3, 6, 320, 5, 3, 3, 5, other_stage, 5, 3},
+        {defaults.mv_cols, defaults.mv_cols_wide, defaults.mv_swiglu_cols, d,
+         defaults.prefetch_bytes, defaults.mm_rows, defaults.mm_cols, defaults.mm_rows_wide,
+         defaults.mm_cols_wide, 1, 5, 3}};
+    const size_t settings_run = defaults.mm_stage && !quick_mode() ? 2 : 1;
     const size_t ms[] = {1, 5, 37};
-    for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
+    for (size_t s = 0; s < settings_run; s++) {
         clattn_qlinear_program *prog = NULL;
         setenv("CLATTN_QLINEAR", settings[s], 1);
         clattn_status status = clattn__qlinear_program_create(f->ctx, &prog);
@@ -306,11 +334,15 @@ static void tilings(void **state)
         if (status != CLATTN_OK)
             fail_msg("%s: %s", settings[s], clattn_last_error(f->ctx));
         clattn_qlinear_params p = clattn__qlinear_params(prog);
-        const unsigned got[9] = {p.mv_cols,      p.mv_cols_wide, p.mv_swiglu_cols,
-                                 p.mv_items,     p.prefetch_bytes, p.mm_rows,
-                                 p.mm_cols,      p.mm_rows_wide,   p.mm_cols_wide};
-        for (size_t i = 0; i < 9; i++)
+        const unsigned got[12] = {p.mv_cols,      p.mv_cols_wide,   p.mv_swiglu_cols,
+                                  p.mv_items,     p.prefetch_bytes, p.mm_rows,
+                                  p.mm_cols,      p.mm_rows_wide,   p.mm_cols_wide,
+                                  p.mm_stage,     p.mms_rows,       p.mms_cols};
+        for (size_t i = 0; i < 12; i++)
             assert_int_equal(got[i], tiles[s][i]);
+        if (!strstr(clattn__qlinear_build_options(prog), " -DQL_MMS_R=5 -DQL_MMS_C=3 "))
+            fail_msg("%s: the build options lack the staged tile 5 x 3: %s", settings[s],
+                     clattn__qlinear_build_options(prog));
         expect_type_tiles(prog, settings[s]);
         for (size_t t = 0; t < TYPE_COUNT; t++) {
             if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0)
@@ -350,12 +382,102 @@ static void tilings(void **state)
     }
 }
 
-/* CLATTN_TEST_QUICK=1: a slow device (CI's rusticl leg, where each new kernel takes seconds to
- * compile). */
-static bool quick_mode(void)
+/* The name of the one qlinear kernel that ran since the last clattn_stats_reset. */
+static const char *ran_kernel(fixture *f, char *name, size_t size)
 {
-    const char *v = getenv("CLATTN_TEST_QUICK");
-    return v && strcmp(v, "1") == 0;
+    clattn_stats s;
+    assert_int_equal(clattn_stats_get(f->ctx, &s), CLATTN_OK);
+    if (s.kernel_count != 1)
+        fail_msg("%zu kernels ran, not one", s.kernel_count);
+    snprintf(name, size, "%s", s.kernels[0].name);
+    return name;
+}
+
+/* The staged matrix–matrix kernels (cl/qlinear.cl's clattn_qlinear_mm_staged_<type>, decoding
+ * a work-item's weight rows once into local memory): by default where local memory is ordinary
+ * cached memory (CL_GLOBAL, CPU devices), with a tile of 6 × 4 (32 registers) or 3 × 4; taken
+ * for the plain and the fused SwiGLU layer where the decoded rows fit the device's local memory,
+ * else the plain matrix–matrix kernels: a Q8_0 weight of 3 rows whose k is past local memory's
+ * share (k = local bytes / (4 · 4 columns) + 32) takes them, with the matrix–vector path's bytes.
+ * (tilings compares the staged and the plain kernels' bytes on every golden shape.) */
+static void staging(void **state)
+{
+    fixture *f = *state;
+    cl_device_id device = clattn_context_device(f->ctx);
+    cl_device_local_mem_type local_type = CL_LOCAL;
+    cl_ulong local_bytes = 0;
+    cl_uint native = 0;
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_TYPE, sizeof(local_type),
+                                     &local_type, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local_bytes),
+                                     &local_bytes, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof(native),
+                                     &native, NULL),
+                     CL_SUCCESS);
+    clattn_qlinear_params p = clattn__qlinear_params(f->prog);
+    assert_int_equal(p.mm_stage, local_type == CL_GLOBAL);
+    assert_int_equal(p.mms_rows, native >= 16 ? 6 : 3);
+    assert_int_equal(p.mms_cols, 4);
+    char want[64], name[CLATTN_STATS_NAME_SIZE];
+    snprintf(want, sizeof(want), " -DQL_MMS_R=%u -DQL_MMS_C=%u ", p.mms_rows, p.mms_cols);
+    if (!strstr(clattn__qlinear_build_options(f->prog), want))
+        fail_msg("the build options lack \"%s\": %s", want, clattn__qlinear_build_options(f->prog));
+    /* The golden Q4_1 weight (38 x k): both layers, 5 rows. */
+    golden g;
+    golden_load(f->ctx, "q4_1", &g);
+    cl_mem x = buffer(f->ctx, g.m * g.k, g.x);
+    float *y = malloc(g.m * g.n * sizeof(float));
+    assert_non_null(y);
+    for (size_t swiglu = 0; swiglu < 2; swiglu++) {
+        size_t rows = swiglu ? 2 * ((p.mms_cols + 1) / 2) : p.mms_cols;
+        bool fits = rows * g.k * sizeof(float) <= local_bytes;
+        assert_int_equal(clattn__qlinear_mm_staged(f->prog, g.k, swiglu), p.mm_stage && fits);
+        assert_int_equal(clattn_stats_reset(f->ctx), CLATTN_OK);
+        run_layer(f, f->prog, swiglu, &g.w, CLATTN_QLINEAR_MM, 5, x, 0, g.k, y,
+                  swiglu ? g.n / 2 : g.n);
+        snprintf(want, sizeof(want), "qlinear_%smm%s", swiglu ? "swiglu_" : "",
+                 p.mm_stage && fits ? "_staged" : "");
+        if (strcmp(ran_kernel(f, name, sizeof(name)), want) != 0)
+            fail_msg("%s layer of k %zu: %s ran, not %s", swiglu ? "SwiGLU" : "plain", g.k, name,
+                     want);
+    }
+    free(y);
+    clReleaseMemObject(x);
+    golden_free(&g);
+    /* A weight too wide to stage. */
+    const size_t n = 3, m = 2, k = ((size_t)local_bytes / (4 * sizeof(float)) + 32) / 32 * 32;
+    const size_t blocks = k / 32, bytes = n * blocks * 34;
+    unsigned char *raw = malloc(bytes);
+    float *xs = malloc(m * k * sizeof(float)), *ymm = malloc(m * n * sizeof(float));
+    float *ymv = malloc(m * n * sizeof(float));
+    assert_true(raw && xs && ymm && ymv);
+    test_rng rng = {12345};
+    for (size_t b = 0; b < n * blocks; b++) {
+        raw[b * 34] = 0x00, raw[b * 34 + 1] = 0x20; /* d = 2^-7 (float16 0x2000) */
+        for (size_t i = 0; i < 32; i++)
+            raw[b * 34 + 2 + i] = (unsigned char)(test_rng_next(&rng) >> 56);
+    }
+    test_fill_uniform(xs, m * k, 99, -1.0f, 1.0f);
+    clattn_qweight w;
+    assert_int_equal(clattn__qweight_upload(f->ctx, CLATTN_GGML_Q8_0, n, k, raw, bytes, &w),
+                     CLATTN_OK);
+    assert_false(clattn__qlinear_mm_staged(f->prog, k, false));
+    cl_mem xw = buffer(f->ctx, m * k, xs);
+    assert_int_equal(clattn_stats_reset(f->ctx), CLATTN_OK);
+    run_layer(f, f->prog, false, &w, CLATTN_QLINEAR_MM, m, xw, 0, k, ymm, n);
+    if (strcmp(ran_kernel(f, name, sizeof(name)), "qlinear_mm") != 0)
+        fail_msg("k %zu (local memory %llu bytes): %s ran, not qlinear_mm", k,
+                 (unsigned long long)local_bytes, name);
+    run_layer(f, f->prog, false, &w, CLATTN_QLINEAR_MV, m, xw, 0, k, ymv, n);
+    for (size_t i = 0; i < m * n; i++)
+        if (memcmp(&ymm[i], &ymv[i], sizeof(float)) != 0)
+            fail_msg("k %zu: the matrix-matrix path's y[%zu] is %a, the matrix-vector path's %a",
+                     k, i, ymm[i], ymv[i]);
+    clReleaseMemObject(xw);
+    clattn__qweight_release(&w);
+    free(raw), free(xs), free(ymm), free(ymv);
 }
 
 /* The fused gate|up layer: the golden weight's 38 rows as [gate 19; up 19] (19 columns: tiles of
@@ -555,6 +677,9 @@ static void tuning_errors(void **state)
         {"mmrw=0", "\"mmrw=0\": mmrw is out of its range 1..16"},
         {"mmr=8,mmcw=17", "\"mmcw=17\": mmcw is out of its range 1..16"},
         {"mvsc=17", "\"mvsc=17\": mvsc is out of its range 1..16"},
+        {"mms=2", "\"mms=2\": mms is out of its range 0..1"},
+        {"mmsr=0", "\"mmsr=0\": mmsr is out of its range 1..16"},
+        {"mmsc=17", "\"mmsc=17\": mmsc is out of its range 1..16"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         clattn_qlinear_program *prog = NULL;
@@ -574,6 +699,7 @@ int main(void)
         cmocka_unit_test(golden_types),
         cmocka_unit_test(batch_invariance),
         cmocka_unit_test(tilings),
+        cmocka_unit_test(staging),
         cmocka_unit_test(swiglu_fused),
         cmocka_unit_test(glu_exponential_range),
         cmocka_unit_test(tuning_errors),

@@ -45,6 +45,7 @@ struct clattn_qlinear_program {
     char options[1536];    /* both programs' build options */
     cl_kernel kernels[QTYPE_COUNT][KIND_COUNT];    /* float32 activations */
     cl_kernel i8_kernels[QTYPE_COUNT][KIND_COUNT]; /* 8-bit activations (the block types) */
+    cl_kernel staged[QTYPE_COUNT][2]; /* clattn_qlinear_{mm,swiglu_mm}_staged_<type> */
     cl_kernel quantize;                            /* clattn_qlinear_quantize */
     cl_kernel glu;                                 /* clattn_qlinear_glu */
     clattn_qlinear_activations activations;
@@ -58,6 +59,8 @@ struct clattn_qlinear_program {
     size_t pre_offset, pre_ldx, pre_m, pre_k, pre_block;
     clattn_qlinear_params params;
     size_t x_cache_bytes; /* the rows of x one matrix-matrix work-item takes: a cache's share */
+    size_t stage_x_bytes; /* the same on the staged path (more rows share one decoding) */
+    size_t local_bytes;   /* the device's local memory (CL_DEVICE_LOCAL_MEM_SIZE) */
     size_t compute_units;
 };
 
@@ -206,6 +209,19 @@ static clattn_qlinear_params derive_params(const clattn_context *ctx)
      * 8×1, 8×2, 8×3, 12×2, 16×1 and 3×3 on most shapes), 4 × 2 with 16. */
     p.mm8_rows = native >= 16 ? 8 : 4;
     p.mm8_cols = 2;
+    /* The staged matrix-matrix path (cl/qlinear.cl's clattn_qlinear_mm_staged_<type>): where
+     * local memory is ordinary cached memory, a work-item's weight rows decoded once into it
+     * and read back as floats by all its row tiles cost less than decoding them in every tile
+     * (512-token prompts on a 2-core Xeon through PoCL: the Qwen3-shaped Q4_K_M 165 -> 260
+     * tokens/s, SmolLM2 Q4_1 670 -> 1100); a GPU's local memory is scarce and shared by the
+     * work-items of a compute unit. Its tile, the same for every type (the inner loop reads
+     * floats whatever the type), is 6 x 4 with 32 registers (4 x 6, 5 x 4, 4 x 5: within the
+     * noise; 8 x 3, 4 x 4: slower), 3 x 4 with 16. */
+    cl_device_local_mem_type local_type = CL_LOCAL;
+    clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_TYPE, sizeof(local_type), &local_type, NULL);
+    p.mm_stage = local_type == CL_GLOBAL;
+    p.mms_rows = native >= 16 ? 6 : 3;
+    p.mms_cols = 4;
     p.line_bytes = line >= 16 && line <= 4096 ? line : 64;
     p.prefetch_bytes = (type & CL_DEVICE_TYPE_CPU) ? PREFETCH_LINES * p.line_bytes : 0;
     p.vnni = vnni_available(ctx, native);
@@ -213,7 +229,7 @@ static clattn_qlinear_params derive_params(const clattn_context *ctx)
 }
 
 /* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvsc=2,mvi=0,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0,
- * mm8r=8,mm8c=2,pf=2048,vnni=1" (runtime/env_tuning.h: a pair it cannot read is an error
+ * mm8r=8,mm8c=2,pf=2048,vnni=1,mms=1,mmsr=6,mmsc=4" (runtime/env_tuning.h: a pair it cannot read is an error
  * naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
@@ -226,9 +242,30 @@ static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t 
         {"mvmax", &p->mv_max_m, 0, UINT_MAX}, {"mmi", &p->mm_item_rows, 0, UINT_MAX},
         {"mm8r", &p->mm8_rows, 1, 16},        {"mm8c", &p->mm8_cols, 1, 16},
         {"pf", &p->prefetch_bytes, 0, 1u << 20}, {"vnni", &p->vnni, 0, 1},
+        {"mms", &p->mm_stage, 0, 1},          {"mmsr", &p->mms_rows, 1, 16},
+        {"mmsc", &p->mms_cols, 1, 16},
     };
     return clattn__env_tuning_read("CLATTN_QLINEAR", keys, sizeof(keys) / sizeof(keys[0]), error,
                                    error_size);
+}
+
+/* The local memory a staged matrix-matrix work-item takes: its weight rows (two per output
+ * column with SwiGLU) decoded to floats. */
+static size_t stage_bytes(size_t k, size_t cols, bool swiglu)
+{
+    return (swiglu ? 2 * cols : cols) * k * sizeof(float);
+}
+
+static bool mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu)
+{
+    const clattn_qlinear_params *p = &prog->params;
+    size_t cols = swiglu ? (p->mms_cols + 1) / 2 : p->mms_cols;
+    return p->mm_stage && stage_bytes(k, cols, swiglu) <= prog->local_bytes;
+}
+
+bool clattn__qlinear_mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu)
+{
+    return mm_staged(prog, k, swiglu);
 }
 
 /* The 8-bit rows' scratch released (none held after; the rows it held are forgotten). */
@@ -254,6 +291,10 @@ void clattn__qlinear_program_release(clattn_qlinear_program *prog)
             if (prog->i8_kernels[i][kind])
                 clReleaseKernel(prog->i8_kernels[i][kind]);
         }
+    for (size_t i = 0; i < QTYPE_COUNT; i++)
+        for (size_t j = 0; j < 2; j++)
+            if (prog->staged[i][j])
+                clReleaseKernel(prog->staged[i][j]);
     if (prog->quantize)
         clReleaseKernel(prog->quantize);
     if (prog->glu)
@@ -303,6 +344,14 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
                     &cache, NULL);
     cache /= 4;
     prog->x_cache_bytes = cache < 32768 ? 32768 : cache > 262144 ? 262144 : (size_t)cache;
+    /* The staged path's work-items take more rows (each decoding of a weight row serves them
+     * all): up to 1 MiB of x (the Xeon above: 96 or 256 rows per work-item at k = 1024 were
+     * slower than 1 MiB's 174, 512 rows 45 % slower). */
+    prog->stage_x_bytes = cache < 32768 ? 32768 : cache > 1048576 ? 1048576 : (size_t)cache;
+    cl_ulong local_bytes = 0;
+    clGetDeviceInfo(clattn_context_device(ctx), CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local_bytes),
+                    &local_bytes, NULL);
+    prog->local_bytes = (size_t)local_bytes;
     cl_uint units = 0;
     clGetDeviceInfo(clattn_context_device(ctx), CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(units), &units,
                     NULL);
@@ -327,9 +376,9 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
     const size_t size = sizeof(prog->options);
     int used = snprintf(options, size,
                         "-cl-std=CL1.2 -DQL_MV_R=%u -DQL_MV_C=%u -DQI_MM_R=%u -DQI_MM_C=%u "
-                        "-DQL_PREFETCH=%u -DQL_LINE=%u%s",
+                        "-DQL_PREFETCH=%u -DQL_LINE=%u -DQL_MMS_R=%u -DQL_MMS_C=%u%s",
                         p->mv_rows, p->mv_cols, p->mm8_rows, p->mm8_cols, p->prefetch_bytes,
-                        p->line_bytes, p->vnni ? " -DQI_VNNI" : "");
+                        p->line_bytes, p->mms_rows, p->mms_cols, p->vnni ? " -DQI_VNNI" : "");
     for (size_t i = 0; i < QTYPE_COUNT && used > 0 && (size_t)used < size; i++)
         used += snprintf(options + used, size - (size_t)used,
                          " -DQL_MV_C_%s=%u -DQL_MV_SC_%s=%u -DQL_MM_R_%s=%u -DQL_MM_C_%s=%u",
@@ -345,6 +394,16 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
         for (size_t kind = 0; status == CLATTN_OK && kind < KIND_COUNT; kind++)
             status = create_kernel(ctx, fn, prog->program, "", kind, &qtypes[i],
                                    &prog->kernels[i][kind]);
+    for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
+        for (size_t j = 0; status == CLATTN_OK && j < 2; j++) {
+            char name[48];
+            cl_int err;
+            snprintf(name, sizeof(name), "clattn_qlinear_%s_staged_%s", j ? "swiglu_mm" : "mm",
+                     qtypes[i].name);
+            prog->staged[i][j] = clCreateKernel(prog->program, name, &err);
+            if (err != CL_SUCCESS)
+                status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
+        }
     if (status == CLATTN_OK) {
         cl_int err;
         prog->glu = clCreateKernel(prog->program, "clattn_qlinear_glu", &err);
@@ -581,8 +640,12 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     const qtype *t = &qtypes[index];
     bool i8 = prog->activations == CLATTN_QLINEAR_INT8 && qtype_int8(t);
     const clattn_qlinear_params *p = &prog->params;
-    size_t mm_rows = i8 ? p->mm8_rows : mm_rows_of(p, t);
-    size_t cols = mv ? mv_cols_of(p, t) : i8 ? p->mm8_cols : mm_cols_of(p, t);
+    bool staged = !i8 && !mv && mm_staged(prog, w->k, swiglu);
+    size_t mm_rows = i8 ? p->mm8_rows : staged ? p->mms_rows : mm_rows_of(p, t);
+    size_t cols = mv       ? mv_cols_of(p, t)
+                  : i8     ? p->mm8_cols
+                  : staged ? p->mms_cols
+                           : mm_cols_of(p, t);
     if (swiglu) /* the kernels' QL_MV_SWIGLU_COLS, QL_MM_SWIGLU_COLS: two weight rows a column */
         cols = mv ? mv_swiglu_cols_of(p, t) : (cols + 1) / 2;
     size_t col_items = (n + cols - 1) / cols;
@@ -591,8 +654,9 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
      * weight; each work-item reads its weight rows once for all its rows). */
     size_t tiles = (m + mm_rows - 1) / mm_rows;
     size_t x_row_bytes = i8 ? w->k : w->k * sizeof(float);
+    size_t x_budget = staged ? prog->stage_x_bytes : prog->x_cache_bytes;
     size_t budget_tiles = p->mm_item_rows ? (p->mm_item_rows + mm_rows - 1) / mm_rows
-                                          : prog->x_cache_bytes / (x_row_bytes * mm_rows);
+                                          : x_budget / (x_row_bytes * mm_rows);
     if (budget_tiles < 1)
         budget_tiles = 1;
     size_t row_items = (tiles + budget_tiles - 1) / budget_tiles;
@@ -637,7 +701,9 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     cl_uint ulx = (cl_uint)ldx, uly = (cl_uint)ldy;
     cl_ulong xo = x_offset, yo = y_offset, rb = w->row_bytes;
     size_t kind = swiglu ? (mv ? KIND_SWIGLU_MV : KIND_SWIGLU_MM) : (mv ? KIND_MV : KIND_MM);
-    cl_kernel kernel = i8 ? prog->i8_kernels[index][kind] : prog->kernels[index][kind];
+    cl_kernel kernel = i8       ? prog->i8_kernels[index][kind]
+                       : staged ? prog->staged[index][swiglu]
+                                : prog->kernels[index][kind];
     clattn_kernel_args args = {kernel, 0, CL_SUCCESS};
     CLATTN_ARG(&args, um);
     CLATTN_ARG(&args, un);
@@ -658,10 +724,13 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     CLATTN_ARG(&args, yo);
     CLATTN_ARG(&args, uly);
     CLATTN_ARG(&args, rows_per_item);
+    if (staged)
+        clattn__arg(&args, stage_bytes(w->k, cols, swiglu), NULL);
     static const char *const names[2][KIND_COUNT] = {
         {"qlinear_mv", "qlinear_mm", "qlinear_swiglu_mv", "qlinear_swiglu_mm"},
         {"qlinear_i8_mv", "qlinear_i8_mm", "qlinear_i8_swiglu_mv", "qlinear_i8_swiglu_mm"}};
-    const char *name = names[i8][kind];
+    const char *name = staged ? (swiglu ? "qlinear_swiglu_mm_staged" : "qlinear_mm_staged")
+                              : names[i8][kind];
     return clattn__launch(ctx, &args, name, 2, global, local, op, (uint64_t)m * w->n * w->k);
 }
 

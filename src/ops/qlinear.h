@@ -26,6 +26,7 @@
 #ifndef CLATTN_QLINEAR_H
 #define CLATTN_QLINEAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,7 +51,8 @@ typedef struct clattn_qlinear_params {
     unsigned mm_rows_wide, mm_cols_wide; /* its tile for types of 6.5 bits per weight or more */
     unsigned mv_max_m;         /* m up to this takes the matrix–vector path */
     unsigned mm_item_rows;     /* rows per matrix–matrix work-item (rounded up to whole tiles);
-                                * 0: as many as a quarter of the device's cache holds */
+                                * 0: as many as a quarter of the device's cache holds, up to
+                                * 256 KiB of x (staged: 1 MiB) */
     unsigned mv_items;         /* matrix–vector work-items along n, each taking a contiguous
                                 * run of column tiles; 0: eight per compute unit, more where
                                 * a run would be long (qlinear.c) */
@@ -60,6 +62,13 @@ typedef struct clattn_qlinear_params {
     unsigned line_bytes;         /* the device's cache line */
     unsigned vnni;               /* 1: the 8-bit kernels compiled for AVX512-VNNI (PoCL's CPU
                                   * device on a CPU that has it; cl/qlinear_int8.cl's QI_VNNI) */
+    unsigned mm_stage;           /* 1: the float32 matrix–matrix path decodes a work-item's
+                                  * weight rows once into local memory and runs its row tiles
+                                  * on those floats (the same values, the same order: the same
+                                  * bytes), where they fit (clattn__qlinear_mm_staged); 0:
+                                  * every row tile decodes them again. Default 1 where local
+                                  * memory is ordinary cached memory (CL_GLOBAL: CPU devices) */
+    unsigned mms_rows, mms_cols; /* the staged path's tile, every type alike */
 } clattn_qlinear_params;
 
 typedef enum clattn_qlinear_path {
@@ -77,11 +86,16 @@ typedef enum clattn_qlinear_activations {
                                * (cl/qlinear_int8.cl: its order, also batch-invariant) */
 } clattn_qlinear_activations;
 
+/* Whether a float32 matrix-matrix call on a weight of k columns (swiglu: a stacked gate|up
+ * weight) takes the staged kernels: params.mm_stage and the work-item's decoded rows within the
+ * device's local memory. Otherwise the plain ones (the same bytes). */
+bool clattn__qlinear_mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu);
+
 /* Builds cl/qlinear.cl for the context's device with tiles from its facts (overridable field by
  * field with CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvsc=2,mvi=0,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,
- * mmi=0,mm8r=8,mm8c=2,pf=2048,vnni=0"; a pair it cannot read, an unknown key or a value out of range is
- * CLATTN_ERROR_INVALID_ARGUMENT naming the pair, and vnni=1 where the device cannot take it is
- * CLATTN_ERROR_INVALID_ARGUMENT naming the device). */
+ * mmi=0,mm8r=8,mm8c=2,pf=2048,vnni=0,mms=1,mmsr=6,mmsc=4"; a pair it cannot read, an unknown key
+ * or a value out of range is CLATTN_ERROR_INVALID_ARGUMENT naming the pair, and vnni=1 where the
+ * device cannot take it is CLATTN_ERROR_INVALID_ARGUMENT naming the device). */
 clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear_program **out);
 void clattn__qlinear_program_release(clattn_qlinear_program *prog);
 clattn_qlinear_params clattn__qlinear_params(const clattn_qlinear_program *prog);
