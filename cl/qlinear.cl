@@ -584,8 +584,10 @@ inline float8 ql_half8(uint8 h)
         STORE(R, C)                                                                               \
     }
 
-/* sum_[r · sum_cols_ + c] = ql_combine16(acc[r][c]) for the tile's R × C sums (sum_cols_ = C),
- * sixteen at a time. */
+/* sum_[r · sum_cols_ + c] = ql_combine16(acc[r][c]) for the tile's R × C sums (sum_cols_ = C):
+ * sixteen at a time (ql_combine16x16) where the device compiler targets AVX-512, one by one
+ * elsewhere (the same bytes; Mesa's llvmpipe took about two minutes longer to compile the shuffles). */
+#if defined(__AVX512F__)
 #define QL_SUMS(R, C)                                                                             \
     float sum_[((R) * (C) + 15) / 16 * 16];                                                       \
     const uint sum_cols_ = (C);                                                                   \
@@ -597,6 +599,14 @@ inline float8 ql_half8(uint8 h)
         }                                                                                         \
         vstore16(ql_combine16x16(v_), 0, sum_ + g_);                                              \
     }
+#else
+#define QL_SUMS(R, C)                                                                             \
+    float sum_[(R) * (C)];                                                                        \
+    const uint sum_cols_ = (C);                                                                   \
+    QL_UNROLL for (uint r_ = 0; r_ < (R); ++r_)                                                   \
+        QL_UNROLL for (uint c_ = 0; c_ < (C); ++c_)                                               \
+            sum_[r_ * (C) + c_] = ql_combine16(acc[r_][c_]);
+#endif
 
 /* y[r, j0 + c] = the sum of acc[r][c], for the rows and columns inside the matrix. */
 #define QL_STORE(R, C)                                                                            \
@@ -782,7 +792,7 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
             QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), 2 * QL_MM_SWIGLU_COLS(TYPE),          \
                          QL_STORE_SWIGLU, 0, 0)                                                   \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                      \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                       \
     void clattn_qlinear_swiglu_mm_staged_##TYPE(                                                  \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
         const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \

@@ -9,9 +9,12 @@
  *    paths; and, for F16, Q4_1, Q8_0 and Q6_K (one type per way of decoding), row r's bytes the
  *    same for m = 1, 2, 7, 32, 64, 300, at any position in the batch, with strided inputs and
  *    outputs, and from the matrix–vector and the matrix–matrix path alike;
+ *  - the documented reduction order bit for bit (F32 weights, a host reference in that order);
  *  - both paths under other tilings (column tiles per type, work-items walking several tiles;
- *    the matrix–matrix tiles of the narrow and the wide types) give the same bytes, and each
- *    type takes its class's tile;
+ *    the matrix–matrix tiles of the narrow and the wide types; the staged and the plain
+ *    matrix–matrix kernels) give the same bytes, and each type takes its class's tile;
+ *  - the staged matrix–matrix kernels run where they should (by default on CPU devices whose
+ *    local memory is ordinary memory, where the decoded rows fit), the plain ones elsewhere;
  *  - the gate|up layer with SwiGLU fused into its epilogue (clattn__qlinear_swiglu): every
  *    type's rows, for m = 1, 5, 37 on both paths, the bytes of the plain kernel followed by
  *    clattn__qlinear_glu, which gives silu(gate)·up (computed here in double) within 2 ulp, on
@@ -170,6 +173,56 @@ static void golden_types(void **state)
     }
 }
 
+/* y = x · w in cl/qlinear.cl's documented order: 16 partial sums of fused multiply-adds over
+ * the chunks of 16 in order, then the tree q[i] = p[i] + p[i + 8], s[i] = q[i] + q[i + 4],
+ * t[i] = s[i] + s[i + 2], y = t[0] + t[1]. */
+static float order_reference(const float *x, const float *w, size_t k)
+{
+    float p[16] = {0}, q[8], s[4], t[2];
+    for (size_t c = 0; c < k / 16; c++)
+        for (size_t i = 0; i < 16; i++)
+            p[i] = fmaf(x[16 * c + i], w[16 * c + i], p[i]);
+    for (size_t i = 0; i < 8; i++)
+        q[i] = p[i] + p[i + 8];
+    for (size_t i = 0; i < 4; i++)
+        s[i] = q[i] + q[i + 4];
+    for (size_t i = 0; i < 2; i++)
+        t[i] = s[i] + s[i + 2];
+    return t[0] + t[1];
+}
+
+/* The documented order bit for bit: an F32 weight (its values exact on the device) of 7 rows,
+ * k = 96, 9 rows of x, on both paths (the matrix-matrix one staged where the device stages):
+ * every output the host reference's bytes. */
+static void reduction_order(void **state)
+{
+    fixture *f = *state;
+    const size_t n = 7, k = 96, m = 9;
+    float *w = malloc(n * k * sizeof(float)), *xs = malloc(m * k * sizeof(float));
+    float *y = malloc(m * n * sizeof(float));
+    assert_true(w && xs && y);
+    test_fill_uniform(w, n * k, 31, -1.0f, 1.0f);
+    test_fill_uniform(xs, m * k, 32, -1.0f, 1.0f);
+    clattn_qweight qw;
+    assert_int_equal(clattn__qweight_upload(f->ctx, CLATTN_GGML_F32, n, k, w,
+                                            n * k * sizeof(float), &qw),
+                     CLATTN_OK);
+    cl_mem x = buffer(f->ctx, m * k, xs);
+    for (size_t p = 0; p < 2; p++) {
+        run(f, &qw, paths[p], m, x, 0, k, y, n);
+        for (size_t r = 0; r < m; r++)
+            for (size_t j = 0; j < n; j++) {
+                float want = order_reference(xs + r * k, w + j * k, k);
+                if (memcmp(&y[r * n + j], &want, sizeof(float)) != 0)
+                    fail_msg("%s path: y[%zu, %zu] is %a, the documented order gives %a",
+                             path_names[p], r, j, y[r * n + j], want);
+            }
+    }
+    clReleaseMemObject(x);
+    clattn__qweight_release(&qw);
+    free(w), free(xs), free(y);
+}
+
 /* Row r's bytes: the same whatever m, the row's place in the batch, the strides and the path. */
 static void batch_invariance(void **state)
 {
@@ -221,6 +274,17 @@ static void batch_invariance(void **state)
         free(y);
         golden_free(&g);
     }
+}
+
+/* The name of the one qlinear kernel that ran since the last clattn_stats_reset. */
+static const char *ran_kernel(fixture *f, char *name, size_t size)
+{
+    clattn_stats s;
+    assert_int_equal(clattn_stats_get(f->ctx, &s), CLATTN_OK);
+    if (s.kernel_count != 1)
+        fail_msg("%zu kernels ran, not one", s.kernel_count);
+    snprintf(name, size, "%s", s.kernels[0].name);
+    return name;
 }
 
 /* CLATTN_TEST_QUICK=1: a slow device (CI's rusticl leg, where each new kernel takes seconds to
@@ -288,6 +352,10 @@ static void tilings(void **state)
 {
     fixture *f = *state;
     clattn_qlinear_params defaults = clattn__qlinear_params(f->prog);
+    cl_ulong local_bytes = 0;
+    assert_int_equal(clGetDeviceInfo(clattn_context_device(f->ctx), CL_DEVICE_LOCAL_MEM_SIZE,
+                                     sizeof(local_bytes), &local_bytes, NULL),
+                     CL_SUCCESS);
     cl_device_type type = 0;
     cl_uint native = 0;
     cl_device_id device = clattn_context_device(f->ctx);
@@ -318,7 +386,7 @@ static void tilings(void **state)
     snprintf(setting, sizeof(setting),
              "mvc=3,mvcw=2,mvsc=3,mvi=6,pf=320,mmr=5,mmc=3,mmrw=3,mmcw=5,mms=%u,mmsr=5,mmsc=3",
              other_stage);
-    const char *const settings[] = {setting, "mmsr=5,mmsc=3"};
+    const char *const settings[] = {setting, "mmsr=5,mmsc=3,mmi=10"};
     const unsigned tiles[][12] = {
         {3, 2, 3, 6, 320, 5, 3, 3, 5, other_stage, 5, 3},
         {defaults.mv_cols, defaults.mv_cols_wide, defaults.mv_swiglu_cols, d,
@@ -343,6 +411,11 @@ static void tilings(void **state)
         if (!strstr(clattn__qlinear_build_options(prog), " -DQL_MMS_R=5 -DQL_MMS_C=3 "))
             fail_msg("%s: the build options lack the staged tile 5 x 3: %s", settings[s],
                      clattn__qlinear_build_options(prog));
+        /* Three columns: the fused SwiGLU stages four rows (two columns' gate and up), the
+         * plain layer three; a k where three fit local memory and four do not. */
+        const size_t k_odd = (local_bytes / 16 + 16) / 16 * 16;
+        assert_int_equal(clattn__qlinear_mm_staged(prog, k_odd, false), p.mm_stage != 0);
+        assert_false(clattn__qlinear_mm_staged(prog, k_odd, true));
         expect_type_tiles(prog, settings[s]);
         for (size_t t = 0; t < TYPE_COUNT; t++) {
             if (strcmp(type_names[t], "q4_1") != 0 && strcmp(type_names[t], "q8_0") != 0)
@@ -362,7 +435,17 @@ static void tilings(void **state)
                     size_t n = swiglu ? g.n / 2 : g.n;
                     run_layer(f, f->prog, swiglu, &g.w, CLATTN_QLINEAR_MM, m, x, 0, g.k, ref, n);
                     for (size_t pi = 0; pi < 2; pi++) {
+                        assert_int_equal(clattn_stats_reset(f->ctx), CLATTN_OK);
                         run_layer(f, prog, swiglu, &g.w, paths[pi], m, x, 0, g.k, y, n);
+                        if (paths[pi] == CLATTN_QLINEAR_MM) { /* staged or plain, as set */
+                            size_t rows = swiglu ? 2 * ((p.mms_cols + 1) / 2) : p.mms_cols;
+                            bool staged = p.mm_stage && rows * g.k * 4 <= local_bytes;
+                            char kernel[64], name[CLATTN_STATS_NAME_SIZE];
+                            snprintf(kernel, sizeof(kernel), "qlinear_%smm%s",
+                                     swiglu ? "swiglu_" : "", staged ? "_staged" : "");
+                            if (strcmp(ran_kernel(f, name, sizeof(name)), kernel) != 0)
+                                fail_msg("%s: %s ran, not %s", settings[s], name, kernel);
+                        }
                         for (size_t i = 0; i < m * n; i++)
                             if (memcmp(&y[i], &ref[i], sizeof(float)) != 0)
                                 fail_msg("%s, %s, m %zu: the %s%s path's y[%zu, %zu] is %a, not "
@@ -382,24 +465,13 @@ static void tilings(void **state)
     }
 }
 
-/* The name of the one qlinear kernel that ran since the last clattn_stats_reset. */
-static const char *ran_kernel(fixture *f, char *name, size_t size)
-{
-    clattn_stats s;
-    assert_int_equal(clattn_stats_get(f->ctx, &s), CLATTN_OK);
-    if (s.kernel_count != 1)
-        fail_msg("%zu kernels ran, not one", s.kernel_count);
-    snprintf(name, size, "%s", s.kernels[0].name);
-    return name;
-}
-
 /* The staged matrix–matrix kernels (cl/qlinear.cl's clattn_qlinear_mm_staged_<type>, decoding
- * a work-item's weight rows once into local memory): by default where local memory is ordinary
- * cached memory (CL_GLOBAL, CPU devices), with a tile of 6 × 4 (32 registers) or 3 × 4; taken
+ * a work-item's weight rows once into local memory): by default on CPU devices whose local
+ * memory is ordinary cached memory (CL_GLOBAL), with a tile of 6 × 4 (32 registers) or 3 × 4; taken
  * for the plain and the fused SwiGLU layer where the decoded rows fit the device's local memory,
  * else the plain matrix–matrix kernels: a Q8_0 weight of 3 rows whose k is past local memory's
  * share (k = local bytes / (4 · 4 columns) + 32) takes them, with the matrix–vector path's bytes.
- * (tilings compares the staged and the plain kernels' bytes on every golden shape.) */
+ * (tilings compares the staged and the plain kernels' bytes on Q4_1 and Q8_0 at m = 1, 5, 37.) */
 static void staging(void **state)
 {
     fixture *f = *state;
@@ -417,7 +489,10 @@ static void staging(void **state)
                                      &native, NULL),
                      CL_SUCCESS);
     clattn_qlinear_params p = clattn__qlinear_params(f->prog);
-    assert_int_equal(p.mm_stage, local_type == CL_GLOBAL);
+    cl_device_type type = 0;
+    assert_int_equal(clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(p.mm_stage, local_type == CL_GLOBAL && (type & CL_DEVICE_TYPE_CPU));
     assert_int_equal(p.mms_rows, native >= 16 ? 6 : 3);
     assert_int_equal(p.mms_cols, 4);
     char want[64], name[CLATTN_STATS_NAME_SIZE];
@@ -698,6 +773,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_types),
         cmocka_unit_test(batch_invariance),
+        cmocka_unit_test(reduction_order),
         cmocka_unit_test(tilings),
         cmocka_unit_test(staging),
         cmocka_unit_test(swiglu_fused),

@@ -214,12 +214,13 @@ static clattn_qlinear_params derive_params(const clattn_context *ctx)
      * and read back as floats by all its row tiles cost less than decoding them in every tile
      * (512-token prompts on a 2-core Xeon through PoCL: the Qwen3-shaped Q4_K_M 165 -> 260
      * tokens/s, SmolLM2 Q4_1 670 -> 1100); a GPU's local memory is scarce and shared by the
-     * work-items of a compute unit. Its tile, the same for every type (the inner loop reads
+     * work-items of a compute unit, so CPU devices only (Mesa's rusticl reports CL_GLOBAL for
+     * its GPUs too). Its tile, the same for every type (the inner loop reads
      * floats whatever the type), is 6 x 4 with 32 registers (4 x 6, 5 x 4, 4 x 5: within the
      * noise; 8 x 3, 4 x 4: slower), 3 x 4 with 16. */
     cl_device_local_mem_type local_type = CL_LOCAL;
     clGetDeviceInfo(device, CL_DEVICE_LOCAL_MEM_TYPE, sizeof(local_type), &local_type, NULL);
-    p.mm_stage = local_type == CL_GLOBAL;
+    p.mm_stage = local_type == CL_GLOBAL && (type & CL_DEVICE_TYPE_CPU);
     p.mms_rows = native >= 16 ? 6 : 3;
     p.mms_cols = 4;
     p.line_bytes = line >= 16 && line <= 4096 ? line : 64;
@@ -229,8 +230,8 @@ static clattn_qlinear_params derive_params(const clattn_context *ctx)
 }
 
 /* CLATTN_QLINEAR="mvr=4,mvc=1,mvcw=1,mvsc=2,mvi=0,mmr=8,mmc=2,mmrw=6,mmcw=4,mvmax=32,mmi=0,
- * mm8r=8,mm8c=2,pf=2048,vnni=1,mms=1,mmsr=6,mmsc=4" (runtime/env_tuning.h: a pair it cannot read is an error
- * naming it). */
+ * mm8r=8,mm8c=2,pf=2048,vnni=1,mms=1,mmsr=6,mmsc=4" (runtime/env_tuning.h: a pair it cannot read
+ * is an error naming it). */
 static clattn_status env_override(clattn_qlinear_params *p, char *error, size_t error_size)
 {
     const clattn_env_tuning_key keys[] = {

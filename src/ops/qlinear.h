@@ -66,8 +66,9 @@ typedef struct clattn_qlinear_params {
                                   * weight rows once into local memory and runs its row tiles
                                   * on those floats (the same values, the same order: the same
                                   * bytes), where they fit (clattn__qlinear_mm_staged); 0:
-                                  * every row tile decodes them again. Default 1 where local
-                                  * memory is ordinary cached memory (CL_GLOBAL: CPU devices) */
+                                  * every row tile decodes them again. Default 1 on CPU
+                                  * devices whose local memory is ordinary cached memory
+                                  * (CL_GLOBAL) */
     unsigned mms_rows, mms_cols; /* the staged path's tile, every type alike */
 } clattn_qlinear_params;
 
