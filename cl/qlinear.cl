@@ -483,103 +483,91 @@ inline float8 ql_half8(uint8 h)
         hd[min(i0 + 3u, NH_ - 1u)] = i0 + 3u < NH_ ? f.s67 : hd[min(i0 + 3u, NH_ - 1u)];          \
     }
 
+/* The C weight rows at w_rows[] walked block by block and chunk by chunk, in order: each chunk
+ * of 16 values of every row decoded into wv[c], then USE(R, C) with wv and l (the chunk's first
+ * value's index in the row). The weight rows are prefetched AHEAD bytes ahead
+ * (QL_PREFETCH_SPAN; 0: not at all). */
+#define QL_DECODE_CHUNKS(TYPE, QK, BYTES, R, C, WHOLE, AHEAD, USE)                                \
+    const uint blocks = k / (QK);                                                                 \
+    for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                               \
+        float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                       \
+        QL_HEADS(TYPE, BYTES, C)                                                                  \
+        for (uint c = 0; c < C; ++c) {                                                            \
+            QL_PREFETCH_SPAN(w_rows[c] + (ulong)blk0 * (BYTES), QL_HEAD_BLOCKS(C) * (BYTES),      \
+                             AHEAD)                                                               \
+        }                                                                                         \
+        QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                               \
+            const uint blk = blk0 + hb;                                                           \
+            if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                          \
+                break;                                                                            \
+            float sb[C][16];                                                                      \
+            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
+                QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),             \
+                                                    hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);       \
+            QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
+                float16 wv[C];                                                                    \
+                QL_UNROLL for (uint c = 0; c < C; ++c) {                                          \
+                    const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);                  \
+                    const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                            \
+                    wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                         \
+                                             QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch));      \
+                }                                                                                 \
+                const uint l = blk * (QK) + 16 * ch;                                              \
+                USE(R, C)                                                                         \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* acc[r][c] = fma(x[row r, l ..], wv[c], acc[r][c]): step 1 of the order for one chunk. */
+#define QL_USE_FMA(R, C)                                                                          \
+    QL_UNROLL for (uint r = 0; r < R; ++r) {                                                      \
+        float16 xv = vload16(0, xr[r] + l);                                                       \
+        QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
+            acc[r][c] = fma(xv, wv[c], acc[r][c]);                                                \
+    }
+
+/* A tile's rows of x, xr[r] = row min(r0 + r, rend − 1), and its sums acc[R][C] at +0.0f. */
+#define QL_TILE_BEGIN(R, C)                                                                       \
+    const __global float *xr[R];                                                                  \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                                   \
+    float16 acc[R][C];                                                                            \
+    QL_UNROLL for (uint r = 0; r < R; ++r)                                                        \
+        QL_UNROLL for (uint c = 0; c < C; ++c)                                                    \
+            acc[r][c] = (float16)0.0f;
+
 /* Rows r0 .. r0 + R − 1 (clamped to rend − 1) × the C weight rows at w_rows[]: the order
  * above; then STORE(R, C) writes the tile's outputs from acc[R][C]. The weight rows are
  * prefetched AHEAD bytes ahead (QL_PREFETCH_SPAN; 0: not at all). */
 #define QL_TILE_THEN(TYPE, QK, BYTES, R, C, STORE, WHOLE, AHEAD)                                  \
     {                                                                                             \
-        const __global float *xr[R];                                                              \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                               \
-        float16 acc[R][C];                                                                        \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
-                acc[r][c] = (float16)0.0f;                                                        \
-        const uint blocks = k / (QK);                                                             \
-        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                           \
-            float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                   \
-            QL_HEADS(TYPE, BYTES, C)                                                              \
-            for (uint c = 0; c < C; ++c) {                                                        \
-                QL_PREFETCH_SPAN(w_rows[c] + (ulong)blk0 * (BYTES), QL_HEAD_BLOCKS(C) * (BYTES),  \
-                                 AHEAD)                                                           \
-            }                                                                                     \
-            QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                           \
-                const uint blk = blk0 + hb;                                                       \
-                if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
-                    break;                                                                        \
-                float sb[C][16];                                                                  \
-                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),         \
-                                                        hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);   \
-                QL_CHUNKS_UNROLL(WHOLE) for (uint ch = 0; ch < (QK) / 16; ++ch) {                 \
-                    float16 wv[C];                                                                \
-                    QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
-                        const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
-                        const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
-                        wv[c] = ql_decode_##TYPE(b_, ch, hd_,                                     \
-                                                 QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch));  \
-                    }                                                                             \
-                    const uint l = blk * (QK) + 16 * ch;                                          \
-                    QL_UNROLL for (uint r = 0; r < R; ++r) {                                      \
-                        float16 xv = vload16(0, xr[r] + l);                                       \
-                        QL_UNROLL for (uint c = 0; c < C; ++c)                                    \
-                            acc[r][c] = fma(xv, wv[c], acc[r][c]);                                \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
+        QL_TILE_BEGIN(R, C)                                                                       \
+        QL_DECODE_CHUNKS(TYPE, QK, BYTES, R, C, WHOLE, AHEAD, QL_USE_FMA)                         \
         STORE(R, C)                                                                               \
     }
+
+/* The chunk's values of row c stored at stage + c·k + l. */
+#define QL_USE_STAGE(R, C)                                                                        \
+    QL_UNROLL for (uint c = 0; c < C; ++c)                                                        \
+        vstore16(wv[c], 0, stage + c * k + l);
 
 /* The C weight rows at w_rows[] decoded whole into `stage` (row c at stage + c·k, float32):
  * the values QL_TILE_THEN decodes, so that a tile on them sums the same terms in the same order. */
 #define QL_STAGE_ROWS(TYPE, QK, BYTES, C)                                                         \
     {                                                                                             \
-        const uint blocks = k / (QK);                                                             \
-        for (uint blk0 = 0; blk0 < blocks; blk0 += QL_HEAD_BLOCKS(C)) {                           \
-            float2 hd[(C) * QL_HEAD_BLOCKS(C)];                                                   \
-            QL_HEADS(TYPE, BYTES, C)                                                              \
-            QL_UNROLL for (uint hb = 0; hb < QL_HEAD_BLOCKS(C); ++hb) {                           \
-                const uint blk = blk0 + hb;                                                       \
-                if (QL_HEAD_BLOCKS(C) > 1u && blk >= blocks)                                      \
-                    break;                                                                        \
-                float sb[C][16];                                                                  \
-                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    QL_SCALES_NAME(ql_subscales_, TYPE)(w_rows[c] + (ulong)blk * (BYTES),         \
-                                                        hd[c * QL_HEAD_BLOCKS(C) + hb], sb[c]);   \
-                QL_CHUNKS_UNROLL(0) for (uint ch = 0; ch < (QK) / 16; ++ch) {                     \
-                    QL_UNROLL for (uint c = 0; c < C; ++c) {                                      \
-                        const __global uchar *b_ = w_rows[c] + (ulong)blk * (BYTES);              \
-                        const float2 hd_ = hd[c * QL_HEAD_BLOCKS(C) + hb];                        \
-                        vstore16(ql_decode_##TYPE(b_, ch, hd_,                                    \
-                                                  QL_SCALES_NAME(ql_subscale_, TYPE)(sb[c], ch)), \
-                                 0, stage + c * k + blk * (QK) + 16 * ch);                        \
-                    }                                                                             \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
+        QL_DECODE_CHUNKS(TYPE, QK, BYTES, 1, C, 0, 0, QL_USE_STAGE)                               \
     }
 
 /* QL_TILE_THEN's sums on weight rows staged by QL_STAGE_ROWS: rows r0 .. r0 + R − 1 × the C
  * staged rows, the same order; then STORE(R, C). */
 #define QL_STAGED_TILE_THEN(R, C, STORE)                                                          \
     {                                                                                             \
-        const __global float *xr[R];                                                              \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            xr[r] = x + x_off + (ulong)min(r0 + r, rend - 1) * ldx;                               \
-        float16 acc[R][C];                                                                        \
-        QL_UNROLL for (uint r = 0; r < R; ++r)                                                    \
-            QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
-                acc[r][c] = (float16)0.0f;                                                        \
+        QL_TILE_BEGIN(R, C)                                                                       \
         _Pragma("unroll 2") for (uint l = 0; l < k; l += 16) {                                    \
             float16 wv[C];                                                                        \
             QL_UNROLL for (uint c = 0; c < C; ++c)                                                \
                 wv[c] = vload16(0, stage + c * k + l);                                            \
-            QL_UNROLL for (uint r = 0; r < R; ++r) {                                              \
-                float16 xv = vload16(0, xr[r] + l);                                               \
-                QL_UNROLL for (uint c = 0; c < C; ++c)                                            \
-                    acc[r][c] = fma(xv, wv[c], acc[r][c]);                                        \
-            }                                                                                     \
+            QL_USE_FMA(R, C)                                                                      \
         }                                                                                         \
         STORE(R, C)                                                                               \
     }
@@ -705,6 +693,23 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
 #define QL_MM_SWIGLU_COLS(TYPE) ((QL_MM_COLS(TYPE) + 1) / 2)
 #define QL_MMS_SWIGLU_COLS ((QL_MMS_C + 1) / 2)
 
+/* A staged matrix-matrix kernel NAME: COLS output columns per work-item, its TROWS weight rows
+ * (ROWS(COLS) sets them) staged, then its rows in tiles of QL_MMS_R, stored by STORE. */
+#define QL_STAGED_KERNEL(NAME, TYPE, QK, BYTES, COLS, ROWS, TROWS, STORE)                         \
+    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void NAME(                            \
+        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
+        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
+        uint rows_per_item, __local float *stage)                                                 \
+    {                                                                                             \
+        const uint j0 = get_global_id(0) * (COLS);                                                \
+        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
+        const uint rend = min(m, rbegin + rows_per_item);                                         \
+        ROWS(COLS)                                                                                \
+        QL_STAGE_ROWS(TYPE, QK, BYTES, TROWS)                                                     \
+        for (uint r0 = rbegin; r0 < rend; r0 += QL_MMS_R)                                         \
+            QL_STAGED_TILE_THEN(QL_MMS_R, TROWS, STORE)                                           \
+    }
+
 #define QL_KERNELS(TYPE, QK, BYTES)                                                               \
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mv_##TYPE(        \
         uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
@@ -738,19 +743,8 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
         for (uint r0 = rbegin; r0 < rend; r0 += QL_MM_ROWS(TYPE))                                 \
             QL_TILE(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), QL_MM_COLS(TYPE), 0, 0)                    \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void clattn_qlinear_mm_staged_##TYPE( \
-        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
-        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
-        uint rows_per_item, __local float *stage)                                                 \
-    {                                                                                             \
-        const uint j0 = get_global_id(0) * QL_MMS_C;                                              \
-        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
-        const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS(QL_MMS_C)                                                                         \
-        QL_STAGE_ROWS(TYPE, QK, BYTES, QL_MMS_C)                                                  \
-        for (uint r0 = rbegin; r0 < rend; r0 += QL_MMS_R)                                         \
-            QL_STAGED_TILE_THEN(QL_MMS_R, QL_MMS_C, QL_STORE)                                     \
-    }
+    QL_STAGED_KERNEL(clattn_qlinear_mm_staged_##TYPE, TYPE, QK, BYTES, QL_MMS_C, QL_ROWS,         \
+                     QL_MMS_C, QL_STORE)
 
 /* The gated feed-forward's first layer with SwiGLU in its epilogue: w holds 2·n rows, [gate
  * rows; up rows], and y[r, j] = silu(gate[r, j]) · up[r, j] for j < n, each of gate and up summed
@@ -792,20 +786,8 @@ inline float8 ql_swiglu8(float8 gate, float8 up)
             QL_TILE_THEN(TYPE, QK, BYTES, QL_MM_ROWS(TYPE), 2 * QL_MM_SWIGLU_COLS(TYPE),          \
                          QL_STORE_SWIGLU, 0, 0)                                                   \
     }                                                                                             \
-    __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                       \
-    void clattn_qlinear_swiglu_mm_staged_##TYPE(                                                  \
-        uint m, uint n, uint k, const __global float *x, ulong x_off, uint ldx,                   \
-        const __global uchar *w, ulong row_bytes, __global float *y, ulong y_off, uint ldy,       \
-        uint rows_per_item, __local float *stage)                                                 \
-    {                                                                                             \
-        const uint j0 = get_global_id(0) * QL_MMS_SWIGLU_COLS;                                    \
-        const uint rbegin = get_global_id(1) * rows_per_item;                                     \
-        const uint rend = min(m, rbegin + rows_per_item);                                         \
-        QL_ROWS_SWIGLU(QL_MMS_SWIGLU_COLS)                                                        \
-        QL_STAGE_ROWS(TYPE, QK, BYTES, 2 * QL_MMS_SWIGLU_COLS)                                    \
-        for (uint r0 = rbegin; r0 < rend; r0 += QL_MMS_R)                                         \
-            QL_STAGED_TILE_THEN(QL_MMS_R, 2 * QL_MMS_SWIGLU_COLS, QL_STORE_SWIGLU)                \
-    }
+    QL_STAGED_KERNEL(clattn_qlinear_swiglu_mm_staged_##TYPE, TYPE, QK, BYTES,                     \
+                     QL_MMS_SWIGLU_COLS, QL_ROWS_SWIGLU, 2 * QL_MMS_SWIGLU_COLS, QL_STORE_SWIGLU)
 
 #define QL_ALL_KERNELS(TYPE, QK, BYTES)                                                           \
     QL_KERNELS(TYPE, QK, BYTES)                                                                   \
