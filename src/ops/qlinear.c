@@ -257,16 +257,11 @@ static size_t stage_bytes(size_t k, size_t cols, bool swiglu)
     return (swiglu ? 2 * cols : cols) * k * sizeof(float);
 }
 
-static bool mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu)
+bool clattn__qlinear_mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu)
 {
     const clattn_qlinear_params *p = &prog->params;
     size_t cols = swiglu ? (p->mms_cols + 1) / 2 : p->mms_cols;
     return p->mm_stage && stage_bytes(k, cols, swiglu) <= prog->local_bytes;
-}
-
-bool clattn__qlinear_mm_staged(const clattn_qlinear_program *prog, size_t k, bool swiglu)
-{
-    return mm_staged(prog, k, swiglu);
 }
 
 /* The 8-bit rows' scratch released (none held after; the rows it held are forgotten). */
@@ -320,11 +315,12 @@ const char *clattn__qlinear_build_options(const clattn_qlinear_program *prog)
 
 /* clattn_qlinear_<prefix><kind>_<type> of `program` into *out. */
 static clattn_status create_kernel(clattn_context *ctx, const char *fn, cl_program program,
-                                   const char *prefix, size_t kind, const qtype *t, cl_kernel *out)
+                                   const char *prefix, const char *kind, const qtype *t,
+                                   cl_kernel *out)
 {
     char name[48];
     cl_int err;
-    snprintf(name, sizeof(name), "clattn_qlinear_%s%s_%s", prefix, kind_names[kind], t->name);
+    snprintf(name, sizeof(name), "clattn_qlinear_%s%s_%s", prefix, kind, t->name);
     *out = clCreateKernel(program, name, &err);
     if (err != CL_SUCCESS)
         return clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
@@ -393,18 +389,12 @@ clattn_status clattn__qlinear_program_create(clattn_context *ctx, clattn_qlinear
         clattn__program_build(ctx, &source, &length, 1, options, &prog->program);
     for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
         for (size_t kind = 0; status == CLATTN_OK && kind < KIND_COUNT; kind++)
-            status = create_kernel(ctx, fn, prog->program, "", kind, &qtypes[i],
+            status = create_kernel(ctx, fn, prog->program, "", kind_names[kind], &qtypes[i],
                                    &prog->kernels[i][kind]);
     for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
-        for (size_t j = 0; status == CLATTN_OK && j < 2; j++) {
-            char name[48];
-            cl_int err;
-            snprintf(name, sizeof(name), "clattn_qlinear_%s_staged_%s", j ? "swiglu_mm" : "mm",
-                     qtypes[i].name);
-            prog->staged[i][j] = clCreateKernel(prog->program, name, &err);
-            if (err != CL_SUCCESS)
-                status = clattn__fail_cl(ctx, err, "%s: clCreateKernel(%s) failed", fn, name);
-        }
+        for (size_t j = 0; status == CLATTN_OK && j < 2; j++)
+            status = create_kernel(ctx, fn, prog->program, "", j ? "swiglu_mm_staged" : "mm_staged",
+                                   &qtypes[i], &prog->staged[i][j]);
     if (status == CLATTN_OK) {
         cl_int err;
         prog->glu = clCreateKernel(prog->program, "clattn_qlinear_glu", &err);
@@ -479,7 +469,8 @@ static clattn_status build_i8(clattn_context *ctx, clattn_qlinear_program *prog)
     for (size_t i = 0; status == CLATTN_OK && i < QTYPE_COUNT; i++)
         for (size_t kind = 0; status == CLATTN_OK && qtype_int8(&qtypes[i]) && kind < KIND_COUNT;
              kind++)
-            status = create_kernel(ctx, fn, program, "i8_", kind, &qtypes[i], &kernels[i][kind]);
+            status = create_kernel(ctx, fn, program, "i8_", kind_names[kind], &qtypes[i],
+                                   &kernels[i][kind]);
     if (status == CLATTN_OK) {
         cl_int err;
         quantize = clCreateKernel(program, "clattn_qlinear_quantize", &err);
@@ -641,7 +632,7 @@ static clattn_status launch(clattn_context *ctx, const char *fn, clattn_qlinear_
     const qtype *t = &qtypes[index];
     bool i8 = prog->activations == CLATTN_QLINEAR_INT8 && qtype_int8(t);
     const clattn_qlinear_params *p = &prog->params;
-    bool staged = !i8 && !mv && mm_staged(prog, w->k, swiglu);
+    bool staged = !i8 && !mv && clattn__qlinear_mm_staged(prog, w->k, swiglu);
     size_t mm_rows = i8 ? p->mm8_rows : staged ? p->mms_rows : mm_rows_of(p, t);
     size_t cols = mv       ? mv_cols_of(p, t)
                   : i8     ? p->mm8_cols
