@@ -277,6 +277,46 @@ static void write_patched(const char *dir, const char *out, const unsigned char 
     free(copy);
 }
 
+/* The file with two key/values inserted before the others (kv_count raised): `key` as a u32
+ * holding `value`, then a filler string key sized so that the two take 64 bytes (the tensor
+ * data's alignment is kept). */
+static void write_with_u32_key(const char *dir, const char *out, const unsigned char *bytes,
+                               size_t size, const char *key, uint32_t value)
+{
+    unsigned char extra[64];
+    size_t n = strlen(key), at = 0;
+    assert_true(n <= 24);
+    uint64_t len = n;
+    uint32_t type = 4; /* UINT32 */
+    memcpy(extra + at, &len, 8), at += 8;
+    memcpy(extra + at, key, n), at += n;
+    memcpy(extra + at, &type, 4), at += 4;
+    memcpy(extra + at, &value, 4), at += 4;
+    /* "x": a string of the remaining bytes (8 + 1 + 4 + 8 + its length). */
+    size_t text = sizeof(extra) - at - 21;
+    len = 1, type = 8; /* STRING */
+    memcpy(extra + at, &len, 8), at += 8;
+    extra[at++] = 'x';
+    memcpy(extra + at, &type, 4), at += 4;
+    len = text;
+    memcpy(extra + at, &len, 8), at += 8;
+    memset(extra + at, 'y', text), at += text;
+    assert_int_equal(at, sizeof(extra));
+    unsigned char *copy = malloc(size + sizeof(extra));
+    assert_non_null(copy);
+    memcpy(copy, bytes, 24); /* magic, version, tensor count, key/value count */
+    uint64_t kv;
+    memcpy(&kv, copy + 16, 8);
+    kv += 2;
+    memcpy(copy + 16, &kv, 8);
+    memcpy(copy + 24, extra, sizeof(extra));
+    memcpy(copy + 24 + sizeof(extra), bytes + 24, size - 24);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, out);
+    test_write_file(path, copy, size + sizeof(extra));
+    free(copy);
+}
+
 static void refusals_name_what_is_refused(void **state)
 {
     clattn_context *ctx = ((test_fixture *)*state)->ctx;
@@ -291,6 +331,10 @@ static void refusals_name_what_is_refused(void **state)
      * has Q8_0's block of 32 elements, so the file stays consistent. */
     uint32_t iq4_nl = 20;
     write_patched(dir, "type.gguf", bytes, size, "blk.0.attn_q.weight", 20, &iq4_nl, 4);
+    /* An embedding model (llama.cpp's pooling types: 3 is the last token), and pooling type 0
+     * (none), which a language model may carry and which loads. */
+    write_with_u32_key(dir, "pooled.gguf", bytes, size, "llama.pooling_type", 3);
+    write_with_u32_key(dir, "unpooled.gguf", bytes, size, "llama.pooling_type", 0);
     free(bytes);
     clattn_llm_model *m = NULL;
     snprintf(path, sizeof(path), "%s/arch.gguf", dir);
@@ -301,6 +345,13 @@ static void refusals_name_what_is_refused(void **state)
     assert_status_msg(NULL, clattn__llm_model_load(ctx, "test", path, &m), CLATTN_ERROR_UNSUPPORTED,
                       "tensor blk.0.attn_q.weight has type iq4_nl, which is not supported");
     assert_null(m);
+    snprintf(path, sizeof(path), "%s/pooled.gguf", dir);
+    assert_status_msg(NULL, clattn__llm_model_load(ctx, "test", path, &m), CLATTN_ERROR_UNSUPPORTED,
+                      "'llama.pooling_type' is 3: an embedding or reranking model");
+    assert_null(m);
+    snprintf(path, sizeof(path), "%s/unpooled.gguf", dir);
+    assert_int_equal(clattn__llm_model_load(ctx, "test", path, &m), CLATTN_OK);
+    clattn__llm_model_free(&m);
     test_temp_dir_remove(dir);
 
     /* A Hugging Face folder's config.json: RoPE scaling, another model_type. */

@@ -146,6 +146,31 @@ static void chat_template_equals_jinja2(void **state)
                       clattn_llm_apply_chat_template(t, messages, "{% bogus %}", 1, &out, &len),
                       CLATTN_ERROR_FORMAT, "bogus");
     assert_null(out);
+    /* Further variables (chat_template_kwargs): seen by the template, overriding the others
+     * (here the EOS token's text); NULL is the plain call; anything but an object refused. */
+    assert_int_equal(clattn_llm_apply_chat_template_vars(
+                         t, messages, "{\"enable_thinking\": false, \"custom\": [1, 2], "
+                                      "\"eos_token\": \"E\"}",
+                         "{{ enable_thinking }}/{{ custom }}/{{ eos_token }}", 1, &out, &len),
+                     CLATTN_OK);
+    assert_string_equal(out, "False/[1, 2]/E");
+    clattn_llm_free(out);
+    char *plain = NULL;
+    size_t plain_len = 0;
+    assert_int_equal(clattn_llm_apply_chat_template(t, messages, NULL, 1, &plain, &plain_len),
+                     CLATTN_OK);
+    assert_int_equal(clattn_llm_apply_chat_template_vars(t, messages, NULL, NULL, 1, &out, &len),
+                     CLATTN_OK);
+    assert_string_equal(out, plain);
+    clattn_llm_free(out);
+    clattn_llm_free(plain);
+    assert_status_msg(NULL,
+                      clattn_llm_apply_chat_template_vars(t, messages, "[1]", NULL, 1, &out, &len),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "variables");
+    assert_status_msg(NULL,
+                      clattn_llm_apply_chat_template_vars(t, messages, "{", NULL, 1, &out, &len),
+                      CLATTN_ERROR_INVALID_ARGUMENT, "variables");
+    assert_null(out);
     free(messages);
     json_decref(golden);
     clattn_llm_text_destroy(&t);

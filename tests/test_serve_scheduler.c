@@ -254,7 +254,7 @@ static void concurrent_jobs_get_the_single_text_bytes(void **state)
     assert_int_equal(serve_scheduler_pending(s), 0);
     serve_scheduler_stop(&s, 1000);
     assert_null(s);
-    char *text = serve_metrics_render(metrics, 0);
+    char *text = serve_metrics_render(metrics, 0, NULL);
     assert_non_null(text);
     double batches = sample(text, "clattn_batch_tokens_count");
     assert_true(batches > 0);
@@ -505,7 +505,7 @@ static void metrics_render_prometheus_text(void **state)
     }
     serve_metrics_batch(m, 4, 100);
     serve_metrics_batch(m, 64, 16384);
-    char *text = serve_metrics_render(m, 5);
+    char *text = serve_metrics_render(m, 5, NULL);
     assert_non_null(text);
     static const char *const families[][2] = {
         {"clattn_requests_total", "counter"},

@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer), starting from its committed corpus.
 #
 # usage: tools/fuzz.sh HARNESS SECONDS [libFuzzer options...]
-#   HARNESS  safetensors, npy, model, request or gguf (fuzz/fuzz_HARNESS.c)
+#   HARNESS  safetensors, npy, model, request, gguf, chat_template or chat_request
+#            (fuzz/fuzz_HARNESS.c)
 #   SECONDS  how long to fuzz (libFuzzer's -max_total_time)
 # Environment:
 #   FUZZ_BUILD_DIR  build directory (default build-fuzz), configured with CC=clang

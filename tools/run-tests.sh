@@ -109,7 +109,7 @@ meson test -C build-ci-asan --print-errorlogs --num-processes 2 --suite unit
 
 echo "=== fuzz each harness of fuzz/ for ${FUZZ_SECONDS:=30} s (libFuzzer, clang; tools/fuzz.sh)"
 if command -v clang >/dev/null 2>&1 || command -v clang-14 >/dev/null 2>&1; then
-    for harness in safetensors npy model request gguf; do
+    for harness in safetensors npy model request gguf chat_request; do
         work=$(mktemp -d "${TMPDIR:-/tmp}/clattn-fuzz-$harness.XXXXXX")
         # A finding fails the run; its input stays in $work.
         FUZZ_BUILD_DIR=build-ci-fuzz FUZZ_WORK_DIR=$work bash tools/fuzz.sh "$harness" \

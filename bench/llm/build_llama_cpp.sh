@@ -22,6 +22,7 @@
 #   cmake -S SRC -B SRC/build -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON
 #         -DLLAMA_BUILD_TESTS=OFF
 #   cmake --build SRC/build -j$(nproc) --target llama-bench llama-quantize llama-cli llama-simple
+#     llama-server
 # GGML_NATIVE=ON compiles for this machine's CPU (-march=native: AVX-512, VNNI, BF16 where the
 # CPU has them), so the binaries are not portable. About 10 minutes on 2 cores. Idempotent:
 # configures once, and the build step does nothing when the tools are up to date.
@@ -83,8 +84,8 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
         -DLLAMA_BUILD_TESTS=OFF >&2
 fi
 nice cmake --build "$build" -j"$(nproc)" \
-    --target llama-bench llama-quantize llama-cli llama-simple >&2
-for t in llama-bench llama-quantize llama-cli llama-simple; do
+    --target llama-bench llama-quantize llama-cli llama-simple llama-server >&2
+for t in llama-bench llama-quantize llama-cli llama-simple llama-server; do
     [ -x "$build/bin/$t" ] || { echo "build_llama_cpp: $t was not built" >&2; exit 1; }
 done
 echo "$build/bin"

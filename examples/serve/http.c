@@ -5,6 +5,8 @@
  */
 #include "http.h"
 
+#include "chat_routes.h"
+
 #include <microhttpd.h>
 
 #include <arpa/inet.h>
@@ -91,6 +93,9 @@ typedef enum route_id {
     ROUTE_INFO,
     ROUTE_MODELS,
     ROUTE_METRICS,
+    ROUTE_CHAT,
+    ROUTE_COMPLETIONS,
+    ROUTE_DETOKENIZE,
     ROUTE_UNKNOWN,
 } route_id;
 
@@ -110,6 +115,9 @@ static const route routes[] = {
     [ROUTE_INFO] = {"/info", false, SERVE_API_TEI},
     [ROUTE_MODELS] = {"/v1/models", false, SERVE_API_OPENAI},
     [ROUTE_METRICS] = {"/metrics", false, SERVE_API_TEI},
+    [ROUTE_CHAT] = {"/v1/chat/completions", true, SERVE_API_OPENAI},
+    [ROUTE_COMPLETIONS] = {"/v1/completions", true, SERVE_API_OPENAI},
+    [ROUTE_DETOKENIZE] = {"/detokenize", true, SERVE_API_TEI},
 };
 
 static route_id find_route(const char *url)
@@ -129,12 +137,14 @@ typedef struct answer {
     char *body; /* malloc'd; NULL: out of memory (answered 500) */
     size_t length;
     const char *content_type;
+    serve_chat_stream *stream; /* a streamed answer (chat_routes.h): body unused */
 } answer;
 
 typedef struct request {
     route_id route;
     serve_api api;
     double start_s, deadline_s;
+    double body_deadline_s; /* the body's: start_s + header_timeout_s (at most deadline_s) */
     char method[16];
     char log_path[72];  /* the route, or the unknown path made printable */
     char *body;
@@ -153,6 +163,7 @@ typedef struct request {
     int status;         /* the status queued; 0: none yet */
     bool deadline_closed;
     size_t texts, tokens;
+    size_t generated; /* a chat model's tokens generated (not streamed) */
     double queue_ms, inference_ms;
 } request;
 
@@ -183,6 +194,7 @@ static void set_answer(request *r, int status, char *body, size_t length,
                        const char *content_type)
 {
     free(r->answer.body);
+    serve_chat_stream_discard(r->answer.stream);
     r->answer = (answer){.ready = true, .status = status, .body = body, .length = length,
                          .content_type = content_type};
 }
@@ -223,7 +235,14 @@ static enum MHD_Result queue_answer(serve_http *h, struct MHD_Connection *c, req
     int status = a->status;
     const char *content_type = a->content_type;
     struct MHD_Response *resp;
-    if (!a->body) {
+    if (a->stream) {
+        resp = serve_chat_stream_response(a->stream, c);
+        a->stream = NULL; /* the response's now (or released) */
+        a->ready = false;
+        if (!resp)
+            return MHD_NO;
+        content_type = NULL; /* set by the stream */
+    } else if (!a->body) {
         static const char oom[] = "{\"error\":\"out of memory\",\"error_type\":\"Backend\"}";
         status = 500;
         content_type = "application/json";
@@ -238,7 +257,8 @@ static enum MHD_Result queue_answer(serve_http *h, struct MHD_Connection *c, req
     a->ready = false;
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405)
@@ -290,16 +310,27 @@ static void answer_get(serve_http *h, request *r)
         body = strdup("{\"status\":\"ok\"}");
         set_answer(r, 200, body, body ? strlen(body) : 0, "application/json");
         return;
-    case ROUTE_METRICS:
+    case ROUTE_METRICS: {
+        size_t pending = 0, waiting = 0, busy = 0, cached = 0;
+        serve_slot_load slots = {0};
+        bool llm = state == STATE_READY && h->backend.chat.scheduler;
+        if (llm) {
+            serve_llm_load(h->backend.chat.scheduler, &waiting, &busy, &cached);
+            pending = waiting + busy;
+            slots = (serve_slot_load){.slots = h->backend.slots, .busy = busy,
+                                      .cached_tokens = cached,
+                                      .capacity_tokens = h->backend.slots *
+                                                         h->backend.chat.ctx_size};
+        } else if (state == STATE_READY && h->backend.scheduler) {
+            pending = serve_scheduler_pending(h->backend.scheduler);
+        }
         body = h->config.metrics
-                   ? serve_metrics_render(h->config.metrics,
-                                          state == STATE_READY
-                                              ? serve_scheduler_pending(h->backend.scheduler)
-                                              : 0)
+                   ? serve_metrics_render(h->config.metrics, pending, llm ? &slots : NULL)
                    : strdup("");
         set_answer(r, 200, body, body ? strlen(body) : 0,
                    "text/plain; version=0.0.4; charset=utf-8");
         return;
+    }
     case ROUTE_INFO:
     case ROUTE_MODELS:
         if (state == STATE_LOADING) {
@@ -519,6 +550,25 @@ static bool refuse_post(serve_http *h, request *r)
     /* first_call admitted it while the server was ready: a drain that began since serves it
      * (serve.c waits for such requests before it stops the scheduler). */
     const serve_backend *b = &h->backend;
+    bool generating = r->route == ROUTE_CHAT || r->route == ROUTE_COMPLETIONS ||
+                      r->route == ROUTE_DETOKENIZE;
+    if (b->chat.scheduler) {
+        if (generating || r->route == ROUTE_TOKENIZE)
+            return false;
+        fail(r, SERVE_ERROR_MODEL_KIND,
+             "model is a chat model (a decoder-only LLM), served on POST /v1/chat/completions "
+             "and POST /v1/completions: it gives no embeddings or scores");
+        return true;
+    }
+    if (generating) {
+        fail(r, SERVE_ERROR_MODEL_KIND,
+             b->cross_encoder
+                 ? "model is not a chat model: it is a cross-encoder (a reranker or "
+                   "classifier), served on POST /rerank and POST /predict"
+                 : "model is not a chat model: it is an embedding model, served on POST "
+                   "/v1/embeddings and POST /embed");
+        return true;
+    }
     bool scoring = r->route == ROUTE_RERANK || r->route == ROUTE_PREDICT;
     if (r->route != ROUTE_TOKENIZE && scoring != b->cross_encoder) {
         fail(r, SERVE_ERROR_MODEL_KIND,
@@ -539,10 +589,50 @@ static bool refuse_post(serve_http *h, request *r)
     return false;
 }
 
+/* Whether the client of a suspended request has closed its connection. */
+static bool client_gone(void *arg)
+{
+    const request *r = arg;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info && serve_socket_closed(info->connect_fd);
+}
+
+/* A chat model's routes (chat_routes.h). */
+static void answer_chat(serve_http *h, request *r)
+{
+    serve_chat_route which = r->route == ROUTE_CHAT          ? SERVE_CHAT_COMPLETIONS
+                             : r->route == ROUTE_COMPLETIONS ? SERVE_COMPLETIONS
+                             : r->route == ROUTE_TOKENIZE    ? SERVE_LLM_TOKENIZE
+                                                             : SERVE_LLM_DETOKENIZE;
+    serve_chat_answer a;
+    serve_chat_answer_route(&h->backend.chat, which, r->body, r->length, r->deadline_s,
+                            client_gone, r, &a);
+    free(r->body);
+    r->body = NULL;
+    r->api = SERVE_API_OPENAI; /* every answer's body is OpenAI's (llama-server's too) */
+    r->queue_ms = a.queue_ms;
+    if (a.status == 200 && !a.stream)
+        r->inference_ms = (now_s() - r->start_s) * 1000.0 - a.queue_ms;
+    r->texts = a.prompt_tokens ? 1 : 0;
+    r->tokens = a.prompt_tokens;
+    r->generated = a.completion_tokens;
+    if (a.failed) {
+        answer_error(r, &a.error);
+    } else if (a.stream) {
+        set_answer(r, 200, NULL, 0, "text/event-stream");
+        r->answer.stream = a.stream;
+    } else {
+        set_answer(r, a.status, a.body, a.length, a.content_type);
+    }
+}
+
 /* The body is complete and admitted: parse, tokenize, run, format (an answer thread). */
 static void answer_model_route(serve_http *h, request *r)
 {
-    if (r->route == ROUTE_TOKENIZE)
+    if (h->backend.chat.scheduler)
+        answer_chat(h, r);
+    else if (r->route == ROUTE_TOKENIZE)
         answer_tokenize(h, r);
     else if (r->route == ROUTE_RERANK || r->route == ROUTE_PREDICT)
         answer_scores(h, r);
@@ -663,8 +753,9 @@ static void first_call(serve_http *h, struct MHD_Connection *c, request *r, cons
     if (r->route == ROUTE_UNKNOWN) {
         fail(r, SERVE_ERROR_NOT_FOUND,
              "Invalid URL (%s %s): the routes are POST /v1/embeddings, POST /embed, POST "
-             "/rerank, POST /predict, POST /tokenize, GET /health, GET /info, GET /v1/models, "
-             "GET /metrics",
+             "/rerank, POST /predict (an embedder or cross-encoder), POST "
+             "/v1/chat/completions, POST /v1/completions, POST /detokenize (a chat model), "
+             "POST /tokenize, GET /health, GET /info, GET /v1/models, GET /metrics",
              r->method, r->log_path);
         return;
     }
@@ -719,7 +810,7 @@ static void first_call(serve_http *h, struct MHD_Connection *c, request *r, cons
 static enum MHD_Result take_body(serve_http *h, struct MHD_Connection *c, request *r,
                                  const char *data, size_t size)
 {
-    double left = r->deadline_s - now_s();
+    double left = r->body_deadline_s - now_s();
     if (left <= 0) {
         /* A response cannot be queued while the body comes in: the client is cut off. */
         r->deadline_closed = true;
@@ -785,6 +876,7 @@ static request *new_request(serve_http *h, struct MHD_Connection *c, const char 
         return NULL;
     r->start_s = now_s();
     r->deadline_s = r->start_s + h->config.request_timeout_s;
+    r->body_deadline_s = r->start_s + h->config.header_timeout_s;
     r->route = find_route(url);
     r->api = r->route != ROUTE_UNKNOWN       ? routes[r->route].api
              : strncmp(url, "/v1/", 4) == 0 ? SERVE_API_OPENAI
@@ -887,8 +979,12 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                                       : " (closed by the server's stop before an answer)")
         : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " (client gone)"
                                                       : "";
-    fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu ms=%.1f%s\n", r->method,
-            r->log_path, status, r->texts, r->tokens, ms, note);
+    if (r->generated)
+        fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu generated=%zu ms=%.1f%s\n",
+                r->method, r->log_path, status, r->texts, r->tokens, r->generated, ms, note);
+    else
+        fprintf(stderr, "clattn-serve: %s %s %d texts=%zu tokens=%zu ms=%.1f%s\n", r->method,
+                r->log_path, status, r->texts, r->tokens, ms, note);
     if (h->config.metrics)
         serve_metrics_request(h->config.metrics, metrics_route(r), status, r->texts, r->tokens,
                               r->queue_ms, r->inference_ms, ms);
@@ -901,6 +997,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     pthread_cond_broadcast(&h->idle);
     pthread_mutex_unlock(&h->lock);
     free(r->answer.body);
+    serve_chat_stream_discard(r->answer.stream);
     free(r->body);
     free(r);
 }
@@ -1083,13 +1180,17 @@ static void *watchdog_main(void *arg)
         pthread_cond_timedwait(&h->watchdog_wake, &h->lock, &tick);
         double now = now_s();
         for (watched_connection *w = h->watched; w && !h->watchdog_stop; w = w->next) {
-            if (w->in_request || w->cut || now - w->waiting_since_s < h->config.request_timeout_s)
+            if (w->in_request || w->cut || now - w->waiting_since_s < h->config.header_timeout_s)
                 continue;
             w->cut = true;
             shutdown(w->fd, SHUT_RDWR);
             fprintf(stderr, "clattn-serve: closed a connection that sent no complete request "
-                            "headers within %g s\n", h->config.request_timeout_s);
+                            "headers within %g s\n", h->config.header_timeout_s);
         }
+        /* A chat model's streams whose client left while they wait for a token. */
+        pthread_mutex_unlock(&h->lock);
+        serve_chat_streams_check();
+        pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;

@@ -12,9 +12,11 @@
  *   POST /rerank          TEI reranking (a cross-                    names
  *                         encoder with one label)    GET /metrics    Prometheus text (metrics.h)
  *   POST /predict         TEI scores of every label (a cross-encoder)
- * An embedder answers the embedding routes, a cross-encoder /rerank and /predict; a route of
- * the other kind answers 424 (TEI) / 400 (OpenAI) naming the served model's kind; /tokenize
- * answers either.
+ *   POST /v1/chat/completions, POST /v1/completions, POST /detokenize   a chat model's
+ *                         (chat_routes.h; /tokenize is then llama-server's)
+ * An embedder answers the embedding routes, a cross-encoder /rerank and /predict, a chat model
+ * the generation routes; a route of another kind answers 424 (TEI) / 400 (OpenAI) naming the
+ * served model's kind; /tokenize answers any.
  * HEAD is answered as GET. An unknown path is 404, a known one with another method 405 (with
  * "Allow"). Every route but /health asks for "Authorization: Bearer KEY" when a key is set (401
  * otherwise, checked before the route so that routes are not revealed). Until
@@ -39,11 +41,13 @@
  * pipe; a client that sent "Expect: 100-continue" (curl, for large bodies) gets the answer at
  * once, without "100 Continue", and a Content-Length over the cap too. A chunked body that grows
  * past the payload limit is dropped as it arrives (never stored) and answered 413 when it ends.
- * A request must be complete by its deadline (request_timeout_s after its headers arrived): a
- * client still sending then is disconnected (logged as 408), the idle timeout is lowered to
- * what remains so that a silent one is too, and a request still waiting for its batches gets
- * 504. libmicrohttpd's own timeout (idle_timeout_s) is an idle timeout, reset by every byte, so
- * the headers have a deadline of their own: they must be complete within request_timeout_s of
+ * A request's body must be complete within header_timeout_s after its headers arrived (a
+ * client still sending then is disconnected, logged as 408, and the idle timeout is lowered to
+ * what remains so that a silent one is too), and its answer by its deadline (request_timeout_s
+ * after the headers): a request still waiting for its batches then gets 504, a chat model's
+ * generation ends. libmicrohttpd's own timeout (idle_timeout_s) is an idle timeout, reset by
+ * every byte, so the headers have a deadline of their own: they must be complete within
+ * header_timeout_s of
  * the connection's opening or of its previous request's end, however slowly they trickle in (a
  * watchdog thread shuts such a connection down and logs it). An answer being sent has only the
  * idle timeout, which suffices: libmicrohttpd can write again only once the client has drained
@@ -64,6 +68,7 @@
 #ifndef CLATTN_SERVE_HTTP_H
 #define CLATTN_SERVE_HTTP_H
 
+#include "chat_routes.h"
 #include "metrics.h"
 #include "request.h"
 #include "scheduler.h"
@@ -81,6 +86,9 @@ typedef struct serve_http_config {
     size_t payload_limit;          /* body bytes at most */
     const char *api_key;           /* NULL: no key needed */
     double request_timeout_s;      /* the per-request deadline */
+    double header_timeout_s;       /* a request's headers, and its body, must arrive within
+                                    * this (at most request_timeout_s; serve.c: the same, or
+                                    * 30 s for a chat model, whose deadline is 600 s) */
     unsigned idle_timeout_s;       /* a connection silent this long is closed */
     size_t max_concurrent_requests;
     serve_metrics *metrics;        /* may be NULL */
@@ -100,6 +108,11 @@ typedef struct serve_backend {
     const clattn_cross_encoder *scorer; /* the cross-encoder: its scores' activation */
     size_t labels;
     const char *const *label_names;
+    /* A chat model (chat.scheduler set): POST /v1/chat/completions, /v1/completions,
+     * llama-server's /tokenize and /detokenize; the embedding and scoring routes answer
+     * SERVE_ERROR_MODEL_KIND, and those routes on another model likewise. */
+    serve_chat_backend chat;
+    size_t slots; /* its --parallel, for /metrics */
 } serve_backend;
 
 /* Binds host:port and starts answering (/health 503 until serve_http_set_ready). On failure

@@ -15,6 +15,15 @@
  *   clattn_texts_total, clattn_tokens_total texts and real tokens of those requests
  *   clattn_batch_texts, clattn_batch_tokens   each batch the scheduler ran
  *   clattn_queue_depth                      jobs waiting or running when rendered (a gauge)
+ * and for a chat model (llm_scheduler.c):
+ *   clattn_prompt_tokens_total,             prompt tokens of finished generations, of them
+ *   clattn_prompt_tokens_cached_total       those a slot's cache held already (not run again)
+ *   clattn_prompt_chunks_total              prompt chunks run (--prompt-chunk tokens at most)
+ *   clattn_generation_tokens_total          tokens generated
+ *   clattn_time_to_first_token_seconds      from a generation's submission to its first token
+ *   clattn_inter_token_latency_seconds      between a generation's consecutive tokens
+ *   clattn_slots_busy, clattn_slots,        slots generating now, slots, and tokens their
+ *   clattn_kv_cache_tokens, ..._capacity    caches hold (gauges, when rendered)
  *
  * Memory is bounded whatever the clients send: at most MAX_ROUTES route labels are kept (later
  * ones count as "other"), a status outside 100..599 counts as 0, and route names are cut at
@@ -61,6 +70,8 @@ struct serve_metrics {
     size_t n_routes;
     histogram duration, queue, inference, batch_texts, batch_tokens;
     uint64_t texts, tokens;
+    histogram first_token, inter_token;
+    uint64_t generations, prompt_tokens, cached_tokens, generated_tokens, prompt_chunks;
 };
 
 static void histogram_init(histogram *h, const double *bounds, size_t n)
@@ -95,6 +106,8 @@ serve_metrics *serve_metrics_create(void)
     histogram_init(&m->inference, time_buckets, N(time_buckets));
     histogram_init(&m->batch_texts, text_buckets, N(text_buckets));
     histogram_init(&m->batch_tokens, token_buckets, N(token_buckets));
+    histogram_init(&m->first_token, time_buckets, N(time_buckets));
+    histogram_init(&m->inter_token, time_buckets, N(time_buckets));
 #undef N
     return m;
 }
@@ -178,6 +191,46 @@ void serve_metrics_batch(serve_metrics *m, size_t texts, size_t padded_tokens)
     pthread_mutex_unlock(&m->lock);
 }
 
+void serve_metrics_generation(serve_metrics *m, size_t prompt_tokens, size_t cached_tokens,
+                              size_t generated_tokens)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->generations++;
+    m->prompt_tokens += prompt_tokens;
+    m->cached_tokens += cached_tokens;
+    m->generated_tokens += generated_tokens;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void serve_metrics_prompt_chunk(serve_metrics *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->prompt_chunks++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void serve_metrics_first_token(serve_metrics *m, double ms)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    histogram_observe(&m->first_token, ms / 1000.0);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void serve_metrics_inter_token(serve_metrics *m, double ms)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    histogram_observe(&m->inter_token, ms / 1000.0);
+    pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- rendering ---- */
 
 /* A growing NUL-terminated string; `failed` once an allocation failed (then it stays put). */
@@ -250,7 +303,7 @@ static void append_histogram(text *t, const char *name, const char *help, const 
     append(t, "%s_sum %.17g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->count);
 }
 
-char *serve_metrics_render(serve_metrics *m, size_t pending)
+char *serve_metrics_render(serve_metrics *m, size_t pending, const serve_slot_load *slots)
 {
     if (!m)
         return NULL;
@@ -288,7 +341,41 @@ char *serve_metrics_render(serve_metrics *m, size_t pending)
     append_histogram(&t, "clattn_batch_tokens",
                      "Tokens per batch run on the device.",
                      &m->batch_tokens);
+    if (slots) {
+        append_family(&t, "clattn_generations_total", "counter", "Generations ended.");
+        append(&t, "clattn_generations_total %llu\n", (unsigned long long)m->generations);
+        append_family(&t, "clattn_prompt_tokens_total", "counter",
+                      "Prompt tokens of the generations ended.");
+        append(&t, "clattn_prompt_tokens_total %llu\n", (unsigned long long)m->prompt_tokens);
+        append_family(&t, "clattn_prompt_tokens_cached_total", "counter",
+                      "Of those prompt tokens, the ones a slot's cache held already.");
+        append(&t, "clattn_prompt_tokens_cached_total %llu\n",
+               (unsigned long long)m->cached_tokens);
+        append_family(&t, "clattn_prompt_chunks_total", "counter",
+                      "Prompt chunks run (at most --prompt-chunk tokens each).");
+        append(&t, "clattn_prompt_chunks_total %llu\n", (unsigned long long)m->prompt_chunks);
+        append_family(&t, "clattn_generation_tokens_total", "counter", "Tokens generated.");
+        append(&t, "clattn_generation_tokens_total %llu\n",
+               (unsigned long long)m->generated_tokens);
+        append_histogram(&t, "clattn_time_to_first_token_seconds",
+                         "Time from a generation's submission to its first token.",
+                         &m->first_token);
+        append_histogram(&t, "clattn_inter_token_latency_seconds",
+                         "Time between a generation's consecutive tokens.", &m->inter_token);
+    }
     pthread_mutex_unlock(&m->lock);
+    if (slots) {
+        append_family(&t, "clattn_slots", "gauge", "Slots (--parallel).");
+        append(&t, "clattn_slots %zu\n", slots->slots);
+        append_family(&t, "clattn_slots_busy", "gauge", "Slots generating now.");
+        append(&t, "clattn_slots_busy %zu\n", slots->busy);
+        append_family(&t, "clattn_kv_cache_tokens", "gauge",
+                      "Tokens the slots' key/value caches hold now (kept for prefix reuse).");
+        append(&t, "clattn_kv_cache_tokens %zu\n", slots->cached_tokens);
+        append_family(&t, "clattn_kv_cache_capacity_tokens", "gauge",
+                      "Tokens the key/value cache can hold (slots times --ctx-size).");
+        append(&t, "clattn_kv_cache_capacity_tokens %zu\n", slots->capacity_tokens);
+    }
     append_family(&t, "clattn_queue_depth", "gauge", "Jobs waiting for or running in a batch now.");
     append(&t, "clattn_queue_depth %zu\n", pending);
     if (t.failed) {

@@ -4,6 +4,8 @@
  */
 #include "request.h"
 
+#include "body_json.h"
+
 #include <jansson.h>
 
 #include <math.h>
@@ -57,156 +59,6 @@ void serve_error_set(serve_error *e, serve_api api, serve_error_kind kind, const
     va_start(ap, fmt);
     vsnprintf(e->message + used, sizeof(e->message) - used, fmt, ap);
     va_end(ap);
-}
-
-/* ---- a growable output buffer ---- */
-
-typedef struct strbuf {
-    char *data;
-    size_t length, capacity;
-    bool failed; /* out of memory: every later append is a no-op */
-} strbuf;
-
-static bool sb_reserve(strbuf *b, size_t extra)
-{
-    if (b->failed)
-        return false;
-    if (b->length + extra + 1 <= b->capacity)
-        return true;
-    size_t want = b->capacity ? b->capacity : 256;
-    while (want < b->length + extra + 1) {
-        if (want > ((size_t)-1) / 2) {
-            b->failed = true;
-            return false;
-        }
-        want *= 2;
-    }
-    char *p = realloc(b->data, want);
-    if (!p) {
-        b->failed = true;
-        return false;
-    }
-    b->data = p;
-    b->capacity = want;
-    return true;
-}
-
-static void sb_append(strbuf *b, const char *s, size_t n)
-{
-    if (!sb_reserve(b, n))
-        return;
-    memcpy(b->data + b->length, s, n);
-    b->length += n;
-    b->data[b->length] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *s)
-{
-    sb_append(b, s, strlen(s));
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char small[128];
-    int n = vsnprintf(small, sizeof(small), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->failed = true;
-        return;
-    }
-    if ((size_t)n < sizeof(small)) {
-        sb_append(b, small, (size_t)n);
-        return;
-    }
-    if (!sb_reserve(b, (size_t)n))
-        return;
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->length, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->length += (size_t)n;
-}
-
-/* Returns the buffer (NULL when an append failed) and its length. */
-static char *sb_finish(strbuf *b, size_t *length)
-{
-    if (!b->failed && !b->data)
-        sb_append(b, "", 0);
-    if (b->failed) {
-        free(b->data);
-        *length = 0;
-        return NULL;
-    }
-    *length = b->length;
-    return b->data;
-}
-
-/* The length of the valid UTF-8 sequence at s[0 .. n), or 0 when it is not one. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return len;
-}
-
-/* A JSON string: quotes, escapes, and U+FFFD for bytes that are not UTF-8 (messages may quote
- * a client's bytes; the body must stay valid JSON). */
-static void sb_json_string(strbuf *b, const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    sb_append(b, "\"", 1);
-    size_t i = 0;
-    while (i < n) {
-        size_t run = i;
-        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
-            run++;
-        sb_append(b, s + i, run - i);
-        i = run;
-        if (i >= n)
-            break;
-        unsigned char c = u[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            sb_append(b, esc, 2);
-            i++;
-        } else if (c < 0x20) {
-            sb_printf(b, "\\u%04x", c);
-            i++;
-        } else {
-            size_t len = utf8_sequence(u + i, n - i);
-            if (len) {
-                sb_append(b, s + i, len);
-                i += len;
-            } else {
-                sb_puts(b, "\\ufffd");
-                i++;
-            }
-        }
-    }
-    sb_append(b, "\"", 1);
 }
 
 /* ---- texts ---- */
@@ -528,65 +380,6 @@ static bool parse_inputs(const json_t *root, const clattn_tokenizer *tok,
 
 /* ---- the bodies ---- */
 
-static json_t *load_object(const char *body, size_t size, serve_api api, serve_error *err)
-{
-    if (size == 0) {
-        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
-                        "the body is empty: send a JSON object (Content-Type: "
-                        "application/json)");
-        return NULL;
-    }
-    json_error_t jerr;
-    /* Duplicate keys are refused (which one would count is ambiguous); "\u0000" is allowed in
-     * strings: the tokenizer removes NUL as Hugging Face's does. */
-    json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!root) {
-        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
-                        "the body is not valid JSON: %s (line %d, column %d)", jerr.text,
-                        jerr.line, jerr.column);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        serve_error_set(err, api, SERVE_ERROR_SYNTAX, NULL,
-                        "the body must be a JSON object");
-        json_decref(root);
-        return NULL;
-    }
-    return root;
-}
-
-/* An optional boolean field: absent or null leaves *out. */
-static bool get_bool(const json_t *root, const char *field, serve_api api, bool *out,
-                     serve_error *err)
-{
-    const json_t *v = json_object_get(root, field);
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_boolean(v)) {
-        serve_error_set(err, api, SERVE_ERROR_INVALID, field, "'%s' must be true or false",
-                        field);
-        return false;
-    }
-    *out = json_is_true(v);
-    return true;
-}
-
-/* An optional string field: absent or null gives NULL. */
-static bool get_string(const json_t *root, const char *field, serve_api api, const char **out,
-                       serve_error *err)
-{
-    const json_t *v = json_object_get(root, field);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return true;
-    if (!json_is_string(v)) {
-        serve_error_set(err, api, SERVE_ERROR_INVALID, field, "'%s' must be a string", field);
-        return false;
-    }
-    *out = json_string_value(v);
-    return true;
-}
-
 /* "truncation_direction"'s value, read by get_string (NULL: not given): *left for "left" or
  * "Left"; anything but those and "right" or "Right" is an error. */
 static bool get_direction(const char *direction, serve_api api, bool *left, serve_error *err)
@@ -619,37 +412,6 @@ static bool get_dimensions(const json_t *root, serve_api api, const serve_limits
     return true;
 }
 
-/* The string s[0 .. length) (NULs allowed) made fit for a message, in out[0 .. size): cut at
- * a character boundary before size - 4 bytes and followed by "..." when longer, control
- * characters (NUL included) written as \u00XX, bytes that are not UTF-8 as \xXX. */
-static void displayable(char *out, size_t size, const char *s, size_t length)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, o = 0;
-    while (i < length) {
-        size_t len = utf8_sequence(u + i, length - i);
-        char piece[8];
-        size_t n;
-        if (!len || u[i] < 0x20 || u[i] == 0x7f) {
-            n = (size_t)snprintf(piece, sizeof(piece), len ? "\\u%04x" : "\\x%02X", u[i]);
-            len = 1;
-        } else {
-            memcpy(piece, s + i, len);
-            n = len;
-        }
-        if (o + n > size - 4)
-            break;
-        memcpy(out + o, piece, n);
-        o += n;
-        i += len;
-    }
-    if (i < length) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
-}
-
 /* The prompt a request's texts get: "prompt_name"'s (when `named` and the body has one), else
  * the model's default; *prompt NULL: none. */
 static bool get_prompt(const json_t *root, serve_api api, const serve_limits *limits, bool named,
@@ -657,7 +419,7 @@ static bool get_prompt(const json_t *root, serve_api api, const serve_limits *li
 {
     const char *name = NULL;
     *prompt = NULL;
-    if (named && !get_string(root, "prompt_name", api, &name, err))
+    if (named && !body_get_string(root, "prompt_name", api, &name, err))
         return false;
     if (!name) {
         clattn_sentence_model_info info;
@@ -674,51 +436,10 @@ static bool get_prompt(const json_t *root, serve_api api, const serve_limits *li
     for (size_t i = 0; (known = clattn_sentence_model_prompt_name(limits->prompts, i)); i++)
         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"",
                  i ? ", " : "", known);
-    displayable(shown, sizeof(shown), name, length);
+    body_displayable(shown, sizeof(shown), name, length);
     serve_error_set(err, api, SERVE_ERROR_INVALID, "prompt_name",
                     "'prompt_name' \"%s\" is not one of the model's prompts (%s)", shown,
                     names[0] ? names : "it has none");
-    return false;
-}
-
-/* OpenAI's "model" (NULL: not given; `length` bytes, "\u0000" included) among the served
- * names: *index is its place (0 when not given, or accepted without being one of them); false
- * (404 model_not_found) for another name unless any is accepted. */
-static bool find_model_name(const char *model, size_t length, const serve_limits *limits,
-                            size_t *index, serve_error *err)
-{
-    *index = 0;
-    if (!model || limits->model_name_count == 0)
-        return true;
-    for (size_t i = 0; i < limits->model_name_count; i++)
-        if (strlen(limits->model_names[i]) == length &&
-            memcmp(model, limits->model_names[i], length) == 0) {
-            *index = i;
-            return true;
-        }
-    if (limits->accept_any_model_name)
-        return true;
-    /* OpenAI's own message first, then what this server serves; the names as sent, each at
-     * most 128 bytes (the served ones 64), so that the message (512 bytes) holds them whole. */
-    char shown[132], names[224] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < limits->model_name_count; i++) {
-        char name[68];
-        displayable(name, sizeof(name), limits->model_names[i],
-                    strlen(limits->model_names[i]));
-        if (used + strlen(name) + 8 > sizeof(names)) {
-            snprintf(names + used, sizeof(names) - used, ", ...");
-            break;
-        }
-        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s`%s`", i ? ", " : "",
-                                 name);
-    }
-    displayable(shown, sizeof(shown), model, length);
-    serve_error_set(err, SERVE_API_OPENAI, SERVE_ERROR_MODEL_NOT_FOUND, NULL,
-                    "The model `%s` does not exist or you do not have access to it. This "
-                    "server serves %s (--served-model-name; --accept-any-model-name accepts "
-                    "any name)",
-                    shown, names);
     return false;
 }
 
@@ -728,13 +449,13 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
 {
     const serve_api api = SERVE_API_OPENAI;
     memset(req, 0, sizeof(*req));
-    json_t *root = load_object(body, size, api, err);
+    json_t *root = body_load_object(body, size, api, err);
     if (!root)
         return false;
     const char *model = NULL, *format = NULL, *user = NULL;
-    bool ok = get_string(root, "model", api, &model, err) &&
-              get_string(root, "encoding_format", api, &format, err) &&
-              get_string(root, "user", api, &user, err) &&
+    bool ok = body_get_string(root, "model", api, &model, err) &&
+              body_get_string(root, "encoding_format", api, &format, err) &&
+              body_get_string(root, "user", api, &user, err) &&
               get_dimensions(root, api, limits, &req->dimensions, err);
     if (ok && format && strcmp(format, "float") != 0 && strcmp(format, "base64") != 0) {
         serve_error_set(err, api, SERVE_ERROR_INVALID, "encoding_format",
@@ -742,7 +463,9 @@ bool serve_parse_openai_embeddings(const char *body, size_t size, const clattn_t
         ok = false;
     }
     size_t model_length = model ? json_string_length(json_object_get(root, "model")) : 0;
-    ok = ok && find_model_name(model, model_length, limits, &req->model_name, err);
+    ok = ok && body_find_model_name(model, model_length, limits->model_names,
+                                   limits->model_name_count, limits->accept_any_model_name,
+                                   &req->model_name, err);
     req->base64 = ok && format && strcmp(format, "base64") == 0;
     input_rules rules = {api, "input", true, true, limits->auto_truncate, false, NULL, false};
     ok = ok && get_prompt(root, api, limits, false, &rules.prompt, err);
@@ -760,14 +483,14 @@ bool serve_parse_tei_embed(const char *body, size_t size, const clattn_tokenizer
 {
     const serve_api api = SERVE_API_TEI;
     memset(req, 0, sizeof(*req));
-    json_t *root = load_object(body, size, api, err);
+    json_t *root = body_load_object(body, size, api, err);
     if (!root)
         return false;
     bool normalize = true, truncate = limits->auto_truncate;
     const char *direction = NULL;
-    bool ok = get_bool(root, "normalize", api, &normalize, err) &&
-              get_bool(root, "truncate", api, &truncate, err) &&
-              get_string(root, "truncation_direction", api, &direction, err) &&
+    bool ok = body_get_bool(root, "normalize", api, &normalize, err) &&
+              body_get_bool(root, "truncate", api, &truncate, err) &&
+              body_get_string(root, "truncation_direction", api, &direction, err) &&
               get_dimensions(root, api, limits, &req->dimensions, err);
     const char *prompt = NULL;
     ok = ok && get_prompt(root, api, limits, true, &prompt, err);
@@ -788,12 +511,12 @@ bool serve_parse_tei_tokenize(const char *body, size_t size, const clattn_tokeni
 {
     const serve_api api = SERVE_API_TEI;
     memset(req, 0, sizeof(*req));
-    json_t *root = load_object(body, size, api, err);
+    json_t *root = body_load_object(body, size, api, err);
     if (!root)
         return false;
     bool special = true;
     input_rules rules = {api, "inputs", false, false, false, false, NULL, false};
-    bool ok = get_bool(root, "add_special_tokens", api, &special, err) &&
+    bool ok = body_get_bool(root, "add_special_tokens", api, &special, err) &&
               get_prompt(root, api, limits, true, &rules.prompt, err);
     rules.no_special_tokens = !special;
     ok = ok && parse_inputs(root, tok, limits, &rules, &req->texts, err);
@@ -908,9 +631,9 @@ static bool get_score_options(const json_t *root, const serve_limits *limits, bo
     const serve_api api = SERVE_API_TEI;
     const char *direction = NULL;
     *truncate = limits->auto_truncate;
-    if (!get_bool(root, "truncate", api, truncate, err) ||
-        !get_string(root, "truncation_direction", api, &direction, err) ||
-        !get_bool(root, "raw_scores", api, &req->raw_scores, err))
+    if (!body_get_bool(root, "truncate", api, truncate, err) ||
+        !body_get_string(root, "truncation_direction", api, &direction, err) ||
+        !body_get_bool(root, "raw_scores", api, &req->raw_scores, err))
         return false;
     bool left = false;
     if (!get_direction(direction, api, &left, err))
@@ -939,12 +662,12 @@ bool serve_parse_tei_rerank(const char *body, size_t size, const clattn_tokenize
 {
     const serve_api api = SERVE_API_TEI;
     memset(req, 0, sizeof(*req));
-    json_t *root = load_object(body, size, api, err);
+    json_t *root = body_load_object(body, size, api, err);
     if (!root)
         return false;
     bool truncate = false;
     bool ok = get_score_options(root, limits, &truncate, req, err) &&
-              get_bool(root, "return_text", api, &req->return_text, err);
+              body_get_bool(root, "return_text", api, &req->return_text, err);
     const json_t *query = json_object_get(root, "query"), *texts = json_object_get(root, "texts");
     if (ok && !json_is_string(query)) {
         serve_error_set(err, api, SERVE_ERROR_INVALID, "query", "'query' is required: a string");
@@ -1026,7 +749,7 @@ bool serve_parse_tei_predict(const char *body, size_t size, const clattn_tokeniz
 {
     const serve_api api = SERVE_API_TEI;
     memset(req, 0, sizeof(*req));
-    json_t *root = load_object(body, size, api, err);
+    json_t *root = body_load_object(body, size, api, err);
     if (!root)
         return false;
     bool truncate = false;
@@ -1302,6 +1025,15 @@ char *serve_format_info(const serve_model_description *d, size_t *length)
     sb_puts(&b, "{\"model_id\":");
     sb_json_string(&b, d->served_names[0], strlen(d->served_names[0]));
     sb_puts(&b, ",\"model_sha\":null,\"model_dtype\":\"float32\",\"model_type\":{");
+    if (d->chat) {
+        sb_puts(&b, "\"chat\":{\"architecture\":");
+        sb_json_string(&b, d->architecture, strlen(d->architecture));
+        sb_printf(&b, ",\"slots\":%zu,\"ctx_size\":%zu,\"max_tokens\":%zu,\"vocab_size\":%zu}}",
+                  d->slots, d->ctx_size, d->max_tokens, d->vocab_size);
+        sb_printf(&b, ",\"max_concurrent_requests\":%zu,\"version\":\"%s\"}",
+                  d->max_concurrent_requests, clattn_version_string());
+        return sb_finish(&b, length);
+    }
     if (d->cross_encoder) {
         sb_puts(&b, d->labels == 1 ? "\"reranker\":{\"id2label\":{" : "\"classifier\":{\"id2label\":{");
         for (int pass = 0; pass < 2; pass++) { /* id2label, then label2id */

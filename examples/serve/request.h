@@ -255,6 +255,11 @@ typedef struct serve_model_description {
     size_t max_concurrent_requests;
     bool auto_truncate;
     long long created;        /* Unix time the server started (OpenAI's "created") */
+    /* A chat model: /info's model_type is {"chat": {"architecture", "slots", "ctx_size",
+     * "vocab_size"}} and shows no embedding or batching fields. */
+    bool chat;
+    const char *architecture;
+    size_t slots, ctx_size, vocab_size, max_tokens;
 } serve_model_description;
 
 char *serve_format_info(const serve_model_description *d, size_t *length);

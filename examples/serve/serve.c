@@ -24,6 +24,7 @@
 #include "request.h"
 #include "engine.h"
 #include "scheduler.h"
+#include "llm_scheduler.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -58,14 +59,19 @@ typedef struct options {
     size_t served_name_count;
     bool accept_any_model_name;
     double request_timeout_s;
+    bool request_timeout_given;
     double shutdown_timeout_s; /* how long requests in progress get after SIGINT/SIGTERM */
+    /* A chat model's (a GGUF file): */
+    size_t parallel, ctx_size, prompt_chunk, max_tokens; /* ctx_size, max_tokens 0: defaults */
+    bool no_prefix_reuse;
     char default_name[256];  /* the folder's name */
 } options;
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: clattn-serve --model DIR [--device SPEC] [--precision P] [--host 127.0.0.1]\n"
+            "usage: clattn-serve --model DIR|FILE.gguf [--device SPEC] [--precision P]\n"
+            "                    [--host 127.0.0.1]\n"
             "                    [--port 8080]\n"
             "                    [--max-batch-tokens 16384] [--max-batch-requests 64]\n"
             "                    [--max-client-batch-size 128] [--max-concurrent-requests 512]\n"
@@ -73,6 +79,8 @@ static void usage(FILE *out)
             "                    [--payload-limit 2000000] [--api-key KEY]\n"
             "                    [--served-model-name NAME]... [--accept-any-model-name]\n"
             "                    [--request-timeout 30] [--shutdown-timeout 30]\n"
+            "                    [--parallel 4] [--ctx-size N] [--prompt-chunk 512]\n"
+            "                    [--max-tokens N] [--no-prefix-reuse]\n"
             "\n"
             "Serves the sentence embeddings of a sentence-transformers model folder over HTTP,\n"
             "with OpenAI's and text-embeddings-inference's APIs:\n"
@@ -86,12 +94,20 @@ static void usage(FILE *out)
             "                       (a model with one label)\n"
             "  POST /predict        TEI: inputs (a text, a pair, or a list of them), truncate,\n"
             "                       raw_scores: every label's score\n"
-            "and for either:\n"
-            "  POST /tokenize       TEI: inputs, add_special_tokens\n"
+            "or, for a chat model (a GGUF file: llama, qwen2, qwen3), OpenAI's generation\n"
+            "routes with continuous batching (docs/serving.md, \"Chat models\"):\n"
+            "  POST /v1/chat/completions  messages, max_tokens, temperature, top_p, top_k, min_p,\n"
+            "                       seed, stop, penalties, logprobs, top_logprobs, stream,\n"
+            "                       stream_options, chat_template_kwargs\n"
+            "  POST /v1/completions prompt (text or token ids), the same sampling, logprobs\n"
+            "  POST /tokenize, POST /detokenize  llama-server's: content / tokens\n"
+            "and for any:\n"
+            "  POST /tokenize       TEI: inputs, add_special_tokens (a chat model: as above)\n"
             "  GET  /health         200 when ready, 503 while loading or stopping\n"
             "  GET  /info, /v1/models, /metrics (Prometheus text)\n"
             "\n"
-            "  --model DIR                the model folder (as embed takes it)\n"
+            "  --model DIR|FILE.gguf      the model folder (as embed takes it), or a chat\n"
+            "                             model's GGUF file\n"
             "  --device SPEC              gpu, cpu, P:D, or part of a device name (default:\n"
             "                             $CLATTN_DEVICE, else the first GPU, else the first CPU)\n"
             "  --precision P              fp32 (default), bf16 or int8: the GEMMs' number format\n"
@@ -102,7 +118,9 @@ static void usage(FILE *out)
             "                             printed as one line on stdout (http://HOST:PORT, for\n"
             "                             scripts) and as 'clattn-serve: listening on URL' on\n"
             "                             stderr\n"
-            "  --max-batch-tokens N       tokens per batch at most (default 16384)\n"
+            "  --max-batch-tokens N       tokens per batch at most (default 16384; an\n"
+            "                             embedder or cross-encoder: a chat model's prompts go\n"
+            "                             by --prompt-chunk)\n"
             "  --max-batch-requests N     requests per batch at most (default 64)\n"
             "  --max-client-batch-size N  inputs (or documents to rerank) per request at most\n"
             "                             (default 128; more: 413)\n"
@@ -129,11 +147,22 @@ static void usage(FILE *out)
             "  --request-timeout SECONDS  a request's deadline from its headers to its answer;\n"
             "                             headers too must arrive within it, however slowly\n"
             "                             they trickle in (libmicrohttpd's own timeout, this\n"
-            "                             too, is an idle one that every byte resets)\n"
-            "                             (default 30)\n"
+            "                             too, is an idle one that every byte resets); a chat\n"
+            "                             model's generations end at it\n"
+            "                             (default 30; a chat model: 600)\n"
             "  --shutdown-timeout SECONDS on SIGINT or SIGTERM, how long the requests in\n"
             "                             progress get to finish; those still waiting for the\n"
             "                             model then are answered 503 (default 30; 0: at once)\n"
+            "A chat model's:\n"
+            "  --parallel N               sequences generated at once: slots (default 4)\n"
+            "  --ctx-size N               tokens per slot, prompt and answer (default: the\n"
+            "                             model's context, at most 4096)\n"
+            "  --prompt-chunk N           prompt tokens run between two decode steps at most\n"
+            "                             (default 512)\n"
+            "  --max-tokens N             tokens one request may generate at most (default:\n"
+            "                             --ctx-size; more asked: 400)\n"
+            "  --no-prefix-reuse          run every prompt whole (default: a slot's cached\n"
+            "                             prefix is reused; the answers are the same bytes)\n"
             "\n"
             "One log line per request on stderr: method, route, status, texts, tokens, ms.\n");
 }
@@ -177,7 +206,8 @@ static int parse_options(int argc, char **argv, options *o)
     enum { O_MODEL = 256, O_DEVICE, O_PRECISION, O_HOST, O_PORT, O_MAX_BATCH_TOKENS, O_MAX_BATCH_REQUESTS,
            O_MAX_CLIENT_BATCH_SIZE, O_MAX_CONCURRENT_REQUESTS, O_MAX_INPUT_LENGTH,
            O_AUTO_TRUNCATE, O_PAYLOAD_LIMIT, O_API_KEY, O_SERVED_MODEL_NAME,
-           O_ACCEPT_ANY_MODEL_NAME, O_REQUEST_TIMEOUT, O_SHUTDOWN_TIMEOUT, O_HELP };
+           O_ACCEPT_ANY_MODEL_NAME, O_REQUEST_TIMEOUT, O_SHUTDOWN_TIMEOUT, O_PARALLEL,
+           O_CTX_SIZE, O_PROMPT_CHUNK, O_MAX_TOKENS, O_NO_PREFIX_REUSE, O_HELP };
     static const struct option longopts[] = {
         {"model", required_argument, NULL, O_MODEL},
         {"device", required_argument, NULL, O_DEVICE},
@@ -196,6 +226,11 @@ static int parse_options(int argc, char **argv, options *o)
         {"accept-any-model-name", no_argument, NULL, O_ACCEPT_ANY_MODEL_NAME},
         {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
         {"shutdown-timeout", required_argument, NULL, O_SHUTDOWN_TIMEOUT},
+        {"parallel", required_argument, NULL, O_PARALLEL},
+        {"ctx-size", required_argument, NULL, O_CTX_SIZE},
+        {"prompt-chunk", required_argument, NULL, O_PROMPT_CHUNK},
+        {"max-tokens", required_argument, NULL, O_MAX_TOKENS},
+        {"no-prefix-reuse", no_argument, NULL, O_NO_PREFIX_REUSE},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -209,6 +244,8 @@ static int parse_options(int argc, char **argv, options *o)
     o->payload_limit = 2000000;
     o->request_timeout_s = 30.0;
     o->shutdown_timeout_s = 30.0;
+    o->parallel = 4;
+    o->prompt_chunk = 512;
     o->api_key = getenv("CLATTN_API_KEY");
     opterr = 0;
     int c;
@@ -285,7 +322,27 @@ static int parse_options(int argc, char **argv, options *o)
                 return usage_error("--request-timeout needs a number of seconds above 0 and at "
                                    "most 86400, not '%s'",
                                    optarg);
+            o->request_timeout_given = true;
             break;
+        case O_PARALLEL:
+            if (!parse_size(optarg, 1, 256, &o->parallel))
+                return usage_error("--parallel needs an integer from 1 to 256, not '%s'", optarg);
+            break;
+        case O_CTX_SIZE:
+            if (!parse_size(optarg, 2, 1u << 24, &o->ctx_size))
+                return usage_error("--ctx-size needs an integer from 2 to 2^24, not '%s'",
+                                   optarg);
+            break;
+        case O_PROMPT_CHUNK:
+            if (!parse_size(optarg, 1, 1u << 20, &o->prompt_chunk))
+                return usage_error("--prompt-chunk needs a positive integer, not '%s'", optarg);
+            break;
+        case O_MAX_TOKENS:
+            if (!parse_size(optarg, 1, 1u << 24, &o->max_tokens))
+                return usage_error("--max-tokens needs an integer from 1 to 2^24, not '%s'",
+                                   optarg);
+            break;
+        case O_NO_PREFIX_REUSE: o->no_prefix_reuse = true; break;
         case O_SHUTDOWN_TIMEOUT:
             o->shutdown_timeout_s = strtod(optarg, &end);
             if (end == optarg || *end || !(o->shutdown_timeout_s >= 0) ||
@@ -304,7 +361,7 @@ static int parse_options(int argc, char **argv, options *o)
         return usage_error("unexpected argument '%s' (the server takes options only)",
                            argv[optind]);
     if (!o->model)
-        return usage_error("--model DIR is required");
+        return usage_error("--model DIR (or FILE.gguf) is required");
     if (o->api_key && !o->api_key[0])
         return usage_error("the API key (--api-key or CLATTN_API_KEY) is empty");
     folder_name(o->model, o->default_name, sizeof(o->default_name));
@@ -326,8 +383,11 @@ typedef struct server {
     serve_http *http;
     clattn_context *ctx;
     clattn_sentence_model *model;       /* an embedder, or */
-    clattn_cross_encoder *cross_encoder; /* a cross-encoder */
-    serve_scheduler *scheduler;
+    clattn_cross_encoder *cross_encoder; /* a cross-encoder, or */
+    clattn_llm *llm;                     /* a chat model */
+    clattn_llm_text *llm_text;
+    serve_scheduler *scheduler;          /* the embedder's or cross-encoder's */
+    serve_llm *generator;                /* the chat model's */
 } server;
 
 /* What the loaded model is, for the scheduler and the routes. */
@@ -347,7 +407,7 @@ static void shut_down(server *s, double drain_s)
     double start = cli_now_s();
     if (s->http) {
         serve_http_stop_accepting(s->http);
-        if (s->scheduler && !serve_http_wait_idle(s->http, drain_s))
+        if ((s->scheduler || s->generator) && !serve_http_wait_idle(s->http, drain_s))
             cli_note("requests still in progress after %g s (--shutdown-timeout) are answered "
                      "503",
                      drain_s);
@@ -356,18 +416,22 @@ static void shut_down(server *s, double drain_s)
     /* Jobs still queued get what is left of the bound; then the connections' threads are
      * joined (a request past the bound answers 503), and only then is the scheduler freed. */
     serve_scheduler_drain(s->scheduler, left_ms > 0 ? left_ms : 0);
+    serve_llm_drain(s->generator, left_ms > 0 ? left_ms : 0);
     serve_http_stop(&s->http);
     serve_scheduler_stop(&s->scheduler, 0);
+    serve_llm_stop(&s->generator);
+    clattn_llm_text_destroy(&s->llm_text);
+    clattn_llm_destroy(&s->llm);
     clattn_sentence_model_destroy(&s->model);
     clattn_cross_encoder_destroy(&s->cross_encoder);
     clattn_context_destroy(&s->ctx);
     serve_metrics_destroy(&s->metrics);
 }
 
-/* Whether the folder is a cross-encoder: its config.json's "architectures" names a
- * *ForSequenceClassification (read only when it is a regular file: a FIFO is never waited on;
- * anything unreadable is left to the embedder's loader to report). */
-static bool is_cross_encoder_folder(const char *dir)
+/* Whether the folder's config.json's "architectures" names one ending with `suffix` (read only
+ * when it is a regular file: a FIFO is never waited on; anything unreadable is left to the
+ * loader to report). */
+static bool folder_architecture_is(const char *dir, const char *suffix)
 {
     char path[4096];
     struct stat st;
@@ -379,12 +443,73 @@ static bool is_cross_encoder_folder(const char *dir)
     bool found = false;
     for (size_t i = 0; i < json_array_size(architectures); i++) {
         const char *name = json_string_value(json_array_get(architectures, i));
-        const char *suffix = "ForSequenceClassification";
         size_t n = name ? strlen(name) : 0, k = strlen(suffix);
         found |= n > k && strcmp(name + n - k, suffix) == 0;
     }
     json_decref(root);
     return found;
+}
+
+/* Whether --model names a chat model: a GGUF file (by its ".gguf" name or its magic). */
+static bool is_chat_model(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    size_t n = strlen(path);
+    if (n > 5 && strcmp(path + n - 5, ".gguf") == 0)
+        return true;
+    FILE *f = fopen(path, "rb");
+    char magic[4] = {0};
+    bool gguf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (f)
+        fclose(f);
+    return gguf;
+}
+
+/* Loads the chat model and its text side, checks the slots against it, and warms it up (a
+ * prompt and a decode step build the kernels). Returns -1 on success, else the exit status. */
+static int load_chat_model(server *s, options *o, clattn_llm_info *info)
+{
+    if (clattn_llm_load(s->ctx, o->model, &s->llm) != CLATTN_OK ||
+        clattn_llm_get_info(s->llm, info) != CLATTN_OK)
+        return runtime_error("--model: %s", clattn_last_error(s->ctx));
+    if (clattn_llm_text_from_model(s->llm, &s->llm_text) != CLATTN_OK)
+        return runtime_error("--model: %s", clattn_last_error(NULL));
+    if (!clattn_llm_chat_template(s->llm_text))
+        cli_note("the file has no chat template: POST /v1/chat/completions answers 400, "
+                 "POST /v1/completions works");
+    if (o->precision == CLATTN_PRECISION_INT8 &&
+        clattn_llm_set_precision(s->llm, CLATTN_PRECISION_INT8) != CLATTN_OK)
+        return runtime_error("--precision int8: %s", clattn_last_error(s->ctx));
+    if (o->precision == CLATTN_PRECISION_BF16)
+        return usage_error("--precision bf16 is not available for chat models: fp32 or int8");
+    size_t trained = info->context_length ? info->context_length : 4096;
+    if (o->ctx_size > trained)
+        return usage_error("--ctx-size %zu is more than the model's context of %zu tokens",
+                           o->ctx_size, trained);
+    if (!o->ctx_size)
+        o->ctx_size = trained < 4096 ? trained : 4096;
+    if (!o->max_tokens)
+        o->max_tokens = o->ctx_size;
+    clattn_llm_cache *cache = NULL;
+    float *logits = malloc(info->vocab_size * sizeof(float));
+    int32_t ids[2] = {0, 0};
+    size_t seq = 0;
+    clattn_status st = logits ? clattn_llm_cache_create(s->llm, 1, 4, CLATTN_LLM_CACHE_FLOAT,
+                                                        &cache)
+                              : CLATTN_ERROR_OUT_OF_HOST_MEMORY;
+    if (st == CLATTN_OK)
+        st = clattn_llm_sequence_add(cache, &seq);
+    if (st == CLATTN_OK)
+        st = clattn_llm_prompt(cache, seq, ids, 2, logits);
+    if (st == CLATTN_OK)
+        st = clattn_llm_decode(cache, &seq, ids, 1, logits);
+    clattn_llm_cache_destroy(&cache);
+    free(logits);
+    if (st != CLATTN_OK)
+        return runtime_error("the warm-up pass failed: %s", clattn_last_error(s->ctx));
+    return -1;
 }
 
 /* Loads the cross-encoder and scores one pair. Returns -1 on success, else the exit status. */
@@ -447,8 +572,9 @@ static int load_model(server *s, const options *o, served_model *m)
     if (clattn_context_create(&s->ctx, &cp) != CLATTN_OK)
         return runtime_error("%s", clattn_last_error(NULL));
     memset(m, 0, sizeof(*m));
-    int rc = is_cross_encoder_folder(o->model) ? load_cross_encoder(s, o, m)
-                                               : load_embedder(s, o, m);
+    int rc = folder_architecture_is(o->model, "ForSequenceClassification")
+                 ? load_cross_encoder(s, o, m)
+                 : load_embedder(s, o, m);
     if (rc >= 0)
         return rc;
     /* A cross-encoder's pair needs its template's special tokens and one token of each text:
@@ -493,6 +619,88 @@ static void raise_open_file_limit(void)
     }
 }
 
+/* Serves until SIGINT or SIGTERM, then stops. Returns 0. */
+static int wait_and_stop(server *s, const options *o, const sigset_t *stop_signals)
+{
+    int sig = pending_signal(stop_signals);
+    while (!sig)
+        if (sigwait(stop_signals, &sig) != 0)
+            sig = 0;
+    fprintf(stderr, "clattn-serve: %s: stopping (requests in progress get at most %g s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", o->shutdown_timeout_s);
+    shut_down(s, o->shutdown_timeout_s);
+    fprintf(stderr, "clattn-serve: stopped\n");
+    return 0;
+}
+
+/* A chat model: loaded, its scheduler started, its routes opened; then as main. */
+static int serve_chat_model(server *s, options *o, const sigset_t *stop_signals)
+{
+    clattn_context_params cp;
+    clattn_context_params_default(&cp);
+    cp.device = o->device;
+    clattn_llm_info info;
+    int rc = clattn_context_create(&s->ctx, &cp) != CLATTN_OK
+                 ? runtime_error("%s", clattn_last_error(NULL))
+                 : load_chat_model(s, o, &info);
+    char error[512];
+    if (rc < 0) {
+        serve_llm_config lc = {
+            .slots = o->parallel,
+            .ctx_size = o->ctx_size,
+            .prompt_chunk = o->prompt_chunk,
+            .prefix_reuse = !o->no_prefix_reuse,
+            .max_waiting = o->max_concurrent_requests,
+            .metrics = s->metrics,
+        };
+        if (serve_llm_start(&s->generator, s->llm, s->llm_text, &lc, error, sizeof(error)) != 0)
+            rc = runtime_error("cannot start the generation scheduler: %s", error);
+    }
+    if (rc >= 0) {
+        shut_down(s, o->shutdown_timeout_s);
+        return rc;
+    }
+    serve_backend backend = {
+        .chat =
+            {
+                .scheduler = s->generator,
+                .text = s->llm_text,
+                .limits = {.model_names = o->served_names,
+                           .model_name_count = o->served_name_count,
+                           .accept_any_model_name = o->accept_any_model_name,
+                           .max_tokens = o->max_tokens,
+                           .vocab_size = info.vocab_size},
+                .ctx_size = o->ctx_size,
+                .request_timeout_s = o->request_timeout_s,
+            },
+        .slots = o->parallel,
+        .description =
+            {
+                .served_names = o->served_names,
+                .served_name_count = o->served_name_count,
+                .chat = true,
+                .architecture = info.architecture,
+                .slots = o->parallel,
+                .ctx_size = o->ctx_size,
+                .max_tokens = o->max_tokens,
+                .vocab_size = info.vocab_size,
+                .max_concurrent_requests = o->max_concurrent_requests,
+                .created = (long long)time(NULL),
+            },
+    };
+    serve_http_set_ready(s->http, &backend);
+    clattn_device_info device;
+    if (clattn_context_device_info(s->ctx, &device) != CLATTN_OK)
+        snprintf(device.name, sizeof(device.name), "?");
+    fprintf(stderr,
+            "clattn-serve: ready: %s on %s (a chat model, %s: %zu slots of %zu tokens, prompts "
+            "in chunks of %zu, prefix reuse %s)\n",
+            o->served_names[0], device.name, info.architecture, o->parallel, o->ctx_size,
+            o->prompt_chunk, o->no_prefix_reuse ? "off" : "on");
+    fflush(stderr);
+    return wait_and_stop(s, o, stop_signals);
+}
+
 int main(int argc, char **argv)
 {
     cli_set_program("clattn-serve");
@@ -510,19 +718,32 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    bool chat = is_chat_model(o.model);
+    if (folder_architecture_is(o.model, "ForCausalLM"))
+        return usage_error("--model %s: a Hugging Face *ForCausalLM folder is not served yet "
+                           "(its tokenizer.json and chat template are not read as a chat "
+                           "model's); convert it to a GGUF file with llama.cpp's "
+                           "convert_hf_to_gguf.py and serve that",
+                           o.model);
+    if (chat && !o.request_timeout_given)
+        o.request_timeout_s = 600.0; /* generations take longer than embeddings */
     raise_open_file_limit();
     server s = {0};
     s.metrics = serve_metrics_create();
     if (!s.metrics)
         return runtime_error("out of memory");
     char error[512];
-    unsigned idle_timeout = (unsigned)ceil(o.request_timeout_s);
+    /* The headers, the body and an idle connection get the request timeout, at most 30 s for a
+     * chat model (whose default deadline, 600 s, is for its generations). */
+    double header_timeout = chat && o.request_timeout_s > 30.0 ? 30.0 : o.request_timeout_s;
+    unsigned idle_timeout = (unsigned)ceil(header_timeout);
     serve_http_config hc = {
         .host = o.host,
         .port = o.port,
         .payload_limit = o.payload_limit,
         .api_key = o.api_key,
         .request_timeout_s = o.request_timeout_s,
+        .header_timeout_s = header_timeout,
         .idle_timeout_s = idle_timeout,
         .max_concurrent_requests = o.max_concurrent_requests,
         .metrics = s.metrics,
@@ -542,6 +763,8 @@ int main(int argc, char **argv)
             serve_http_connection_limit(s.http), (unsigned long long)files.rlim_cur,
             serve_http_threads(s.http));
 
+    if (chat)
+        return serve_chat_model(&s, &o, &stop_signals);
     served_model m;
     rc = load_model(&s, &o, &m);
     if (rc >= 0) {
@@ -613,13 +836,5 @@ int main(int argc, char **argv)
             m.cross_encoder ? "pair" : "text");
     fflush(stderr);
 
-    int sig = pending_signal(&stop_signals);
-    while (!sig)
-        if (sigwait(&stop_signals, &sig) != 0)
-            sig = 0;
-    fprintf(stderr, "clattn-serve: %s: stopping (requests in progress get at most %g s)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_timeout_s);
-    shut_down(&s, o.shutdown_timeout_s);
-    fprintf(stderr, "clattn-serve: stopped\n");
-    return 0;
+    return wait_and_stop(&s, &o, &stop_signals);
 }

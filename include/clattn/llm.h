@@ -15,7 +15,9 @@
  * the type and the tensor. RoPE scaling: Llama 3.1/3.2's per-pair frequency factors
  * ("rope_freqs.weight") and "<arch>.rope.scaling.type" "linear" (or "none"). Refused, each naming
  * the key or tensor: another architecture (naming general.architecture), another RoPE scaling
- * type (yarn, longrope, ...), a sliding window.
+ * type (yarn, longrope, ...), a sliding window, a mixture of experts, and an embedding or
+ * reranking model ("<arch>.pooling_type" other than 0: llama.cpp's converter writes it for
+ * those only).
  *
  * What runs: the token embedding, the layers (RMSNorm before attention and feed-forward, causal
  * grouped-query self-attention with RoPE, SwiGLU), the final RMSNorm and the output projection,

@@ -127,6 +127,17 @@ CLATTN_API clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *t
                                                         int add_generation_prompt, char **out,
                                                         size_t *length);
 
+/* The same with further template variables: variables_json a JSON object (NULL: none) whose
+ * keys the template sees beside the others, overriding them, as apply_chat_template's keyword
+ * arguments do (Qwen3's {"enable_thinking": false}, OpenAI servers' chat_template_kwargs).
+ * Errors as above; variables that are not a JSON object: CLATTN_ERROR_INVALID_ARGUMENT. */
+CLATTN_API clattn_status clattn_llm_apply_chat_template_vars(const clattn_llm_text *text,
+                                                             const char *messages_json,
+                                                             const char *variables_json,
+                                                             const char *template_text,
+                                                             int add_generation_prompt,
+                                                             char **out, size_t *length);
+
 /* How the next token is chosen (transformers' generate() order: repetition penalty over the
  * context, presence and frequency penalties over the generated tokens (OpenAI's), temperature,
  * top-k, top-p, min-p). The defaults (clattn_llm_generate_options_default) are greedy. */

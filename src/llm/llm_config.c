@@ -83,6 +83,17 @@ static clattn_status refuse_unimplemented(const reader *r)
         return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
                                "'%s' is %llu: mixtures of experts are not supported", key,
                                (unsigned long long)experts);
+    /* llama.cpp's converter writes a pooling type (1 mean, 2 CLS, 3 last token, 4 rank) for
+     * embedding and reranking models only: their outputs are pooled, not next-token logits. */
+    uint64_t pooling = 0;
+    key_of(r, "pooling_type", key, sizeof(key));
+    if ((status = clattn__gguf_get_u64_or(r->g, r->fn, key, 0, &pooling)))
+        return status;
+    if (pooling != 0)
+        return clattn__fail_in(r->fn, r->g->path, CLATTN_ERROR_UNSUPPORTED,
+                               "'%s' is %llu: an embedding or reranking model (its outputs "
+                               "pooled), not a language model: not supported yet", key,
+                               (unsigned long long)pooling);
     return CLATTN_OK;
 }
 

@@ -244,6 +244,17 @@ clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *text,
                                              int add_generation_prompt, char **out,
                                              size_t *length)
 {
+    return clattn_llm_apply_chat_template_vars(text, messages_json, NULL, template_text,
+                                               add_generation_prompt, out, length);
+}
+
+clattn_status clattn_llm_apply_chat_template_vars(const clattn_llm_text *text,
+                                                  const char *messages_json,
+                                                  const char *variables_json,
+                                                  const char *template_text,
+                                                  int add_generation_prompt, char **out,
+                                                  size_t *length)
+{
     static const char fn[] = "clattn_llm_apply_chat_template";
     CLATTN_CHECK_ARG(NULL, fn, text, "text is NULL");
     CLATTN_CHECK_ARG(NULL, fn, out && length, "out or length is NULL");
@@ -255,13 +266,36 @@ clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *text,
         return clattn__fail_in(fn, "chat template", CLATTN_ERROR_UNSUPPORTED,
                                "the file has no tokenizer.chat_template and none was given");
     json_error_t jerr;
-    json_t *messages = json_loads(messages_json, JSON_REJECT_DUPLICATES, &jerr);
-    if (!messages)
+    json_t *variables = NULL;
+    if (variables_json) {
+        variables = json_loads(variables_json, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        if (!variables)
+            return clattn__fail_arg(NULL, fn, "variables: %s (line %d, column %d)", jerr.text,
+                                    jerr.line, jerr.column);
+        if (!json_is_object(variables)) {
+            json_decref(variables);
+            return clattn__fail_arg(NULL, fn, "variables: not a JSON object");
+        }
+    }
+    json_t *messages = json_loads(messages_json, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!messages) {
+        json_decref(variables);
         return clattn__fail_arg(NULL, fn, "messages: %s (line %d, column %d)", jerr.text,
                                 jerr.line, jerr.column);
+    }
     if (!json_is_array(messages)) {
         json_decref(messages);
+        json_decref(variables);
         return clattn__fail_arg(NULL, fn, "messages: not a JSON array of messages");
+    }
+    /* The special tokens, then the caller's variables over them (apply_chat_template's
+     * kwargs). */
+    json_t *extra = text->special_tokens ? json_copy(text->special_tokens) : json_object();
+    if (!extra || (variables && json_object_update(extra, variables) != 0)) {
+        json_decref(extra);
+        json_decref(messages);
+        json_decref(variables);
+        return clattn__fail(NULL, CLATTN_ERROR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
     }
     clattn__gguf_tokenizer *tok = text->tok;
     struct clattn_chat_vars vars = {0};
@@ -269,11 +303,13 @@ clattn_status clattn_llm_apply_chat_template(const clattn_llm_text *text,
     vars.add_generation_prompt = add_generation_prompt != 0;
     vars.bos_token = clattn__gguf_tokenizer_token_text(tok, clattn__gguf_tokenizer_bos(tok), NULL);
     vars.eos_token = clattn__gguf_tokenizer_token_text(tok, clattn__gguf_tokenizer_eos(tok), NULL);
-    vars.extra = text->special_tokens;
+    vars.extra = extra;
     char error[512];
     int rc = clattn__chat_template_render(tmpl, strlen(tmpl), &vars, NULL, out, length, error,
                                          sizeof(error));
     json_decref(messages);
+    json_decref(variables);
+    json_decref(extra);
     if (rc != 0)
         return clattn__fail(NULL, CLATTN_ERROR_FORMAT, "%s: %s", fn, error);
     return CLATTN_OK;
