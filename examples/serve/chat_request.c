@@ -369,27 +369,30 @@ bool serve_parse_chat(const char *body, size_t size, const serve_chat_limits *li
 
 /* ---- completions ---- */
 
-static bool prompt_ids(const json_t *v, const serve_chat_limits *limits,
-                       serve_chat_request *req, serve_error *err)
+/* A JSON array of token ids, each below vocab_size, into a new *ids of *count (the caller
+ * frees it; NULL on failure, with *err naming field[i]). */
+static bool token_ids(const json_t *v, const char *field, size_t vocab_size, int32_t **ids,
+                      size_t *count, serve_error *err)
 {
     size_t n = json_array_size(v);
-    req->prompt_ids = malloc((n ? n : 1) * sizeof(int32_t));
-    if (!req->prompt_ids)
+    *count = 0;
+    if (!(*ids = malloc((n ? n : 1) * sizeof(int32_t))))
         return no_memory(err);
     for (size_t i = 0; i < n; i++) {
         const json_t *id = json_array_get(v, i);
         if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            (unsigned long long)json_integer_value(id) >= limits->vocab_size) {
-            char field[48];
-            snprintf(field, sizeof(field), "prompt[%zu]", i);
-            serve_error_set(err, api, SERVE_ERROR_INVALID, field,
-                            "'%s' must be a token id from 0 to %zu", field,
-                            limits->vocab_size - 1);
+            (unsigned long long)json_integer_value(id) >= vocab_size) {
+            char name[48];
+            snprintf(name, sizeof(name), "%s[%zu]", field, i);
+            serve_error_set(err, api, SERVE_ERROR_INVALID, name,
+                            "'%s' must be a token id from 0 to %zu", name, vocab_size - 1);
+            free(*ids);
+            *ids = NULL;
             return false;
         }
-        req->prompt_ids[i] = (int32_t)json_integer_value(id);
+        (*ids)[i] = (int32_t)json_integer_value(id);
     }
-    req->prompt_id_count = n;
+    *count = n;
     return true;
 }
 
@@ -409,7 +412,8 @@ static bool parse_prompt(const json_t *root, const serve_chat_limits *limits,
         return req->prompt ? true : no_memory(err);
     }
     if (json_is_array(p) && json_array_size(p) > 0)
-        return prompt_ids(p, limits, req, err);
+        return token_ids(p, "prompt", limits->vocab_size, &req->prompt_ids,
+                         &req->prompt_id_count, err);
     serve_error_set(err, api, SERVE_ERROR_INVALID, "prompt",
                     "'prompt' must be a string, or a non-empty array of token ids");
     return false;
@@ -480,33 +484,11 @@ bool serve_parse_llm_detokenize(const char *body, size_t size, size_t vocab_size
     if (!root)
         return false;
     const json_t *tokens = json_object_get(root, "tokens");
-    bool ok = json_is_array(tokens);
-    if (!ok)
-        invalid(err, "tokens", "'%s' must be an array of token ids%s", "");
-    size_t n = json_array_size(tokens);
-    if (ok && !(*ids = malloc((n ? n : 1) * sizeof(int32_t))))
-        ok = no_memory(err);
-    for (size_t i = 0; ok && i < n; i++) {
-        const json_t *id = json_array_get(tokens, i);
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            (unsigned long long)json_integer_value(id) >= vocab_size) {
-            char field[48];
-            snprintf(field, sizeof(field), "tokens[%zu]", i);
-            serve_error_set(err, api, SERVE_ERROR_INVALID, field,
-                            "'%s' must be a token id from 0 to %zu", field, vocab_size - 1);
-            ok = false;
-        } else {
-            (*ids)[i] = (int32_t)json_integer_value(id);
-        }
-    }
+    bool ok = json_is_array(tokens)
+                  ? token_ids(tokens, "tokens", vocab_size, ids, count, err)
+                  : invalid(err, "tokens", "'%s' must be an array of token ids%s", "");
     json_decref(root);
-    if (!ok) {
-        free(*ids);
-        *ids = NULL;
-        return false;
-    }
-    *count = n;
-    return true;
+    return ok;
 }
 
 /* A token's bytes (control tokens shown); *n 0 when it has none or cannot be decoded. */

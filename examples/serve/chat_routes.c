@@ -323,7 +323,7 @@ static bool next_output(serve_chat_stream *s)
 {
     serve_gen_event events[EVENTS_PER_CHUNK];
     serve_gen_end end;
-    size_t n = serve_gen_read(s->gen, s->read, events, EVENTS_PER_CHUNK, false, &end);
+    size_t n = serve_gen_read(s->gen, s->read, events, EVENTS_PER_CHUNK, &end);
     bool ok = true;
     if (n > 0) {
         size_t start = events[0].text_start;
@@ -569,7 +569,7 @@ static void answer_generation(const serve_chat_backend *b, serve_chat_route rout
                 serve_gen_cancel(g);
         }
         if (serve_gen_wait(g, count, 500.0))
-            count += serve_gen_read(g, count, events + count, capacity - count, false, &end);
+            count += serve_gen_read(g, count, events + count, capacity - count, &end);
     }
     serve_gen_summary sum;
     serve_gen_summary_of(g, &sum);

@@ -26,7 +26,6 @@ typedef struct serve_chat_backend {
     const clattn_llm_text *text;
     serve_chat_limits limits;
     size_t ctx_size;  /* tokens per slot: prompt and answer */
-    double request_timeout_s;
 } serve_chat_backend;
 
 typedef enum serve_chat_route {

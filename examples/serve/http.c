@@ -317,10 +317,9 @@ static void answer_get(serve_http *h, request *r)
         if (llm) {
             serve_llm_load(h->backend.chat.scheduler, &waiting, &busy, &cached);
             pending = waiting + busy;
-            slots = (serve_slot_load){.slots = h->backend.slots, .busy = busy,
-                                      .cached_tokens = cached,
-                                      .capacity_tokens = h->backend.slots *
-                                                         h->backend.chat.ctx_size};
+            size_t n = h->backend.description.slots;
+            slots = (serve_slot_load){.slots = n, .busy = busy, .cached_tokens = cached,
+                                      .capacity_tokens = n * h->backend.chat.ctx_size};
         } else if (state == STATE_READY && h->backend.scheduler) {
             pending = serve_scheduler_pending(h->backend.scheduler);
         }

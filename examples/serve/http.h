@@ -111,8 +111,7 @@ typedef struct serve_backend {
     /* A chat model (chat.scheduler set): POST /v1/chat/completions, /v1/completions,
      * llama-server's /tokenize and /detokenize; the embedding and scoring routes answer
      * SERVE_ERROR_MODEL_KIND, and those routes on another model likewise. */
-    serve_chat_backend chat;
-    size_t slots; /* its --parallel, for /metrics */
+    serve_chat_backend chat; /* its slots (--parallel): description.slots */
 } serve_backend;
 
 /* Binds host:port and starts answering (/health 503 until serve_http_set_ready). On failure

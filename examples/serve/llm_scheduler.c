@@ -164,12 +164,10 @@ void serve_gen_cancel(serve_gen *g)
     atomic_store(&g->cancel, true);
 }
 
-size_t serve_gen_read(serve_gen *g, size_t from, serve_gen_event *out, size_t max, bool wait,
+size_t serve_gen_read(serve_gen *g, size_t from, serve_gen_event *out, size_t max,
                       serve_gen_end *end)
 {
     pthread_mutex_lock(&g->lock);
-    while (wait && g->count <= from && g->end == SERVE_GEN_RUNNING)
-        pthread_cond_wait(&g->changed, &g->lock);
     size_t n = g->count > from ? g->count - from : 0;
     if (n > max)
         n = max;

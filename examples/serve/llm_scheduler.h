@@ -94,9 +94,9 @@ void serve_gen_cancel(serve_gen *g);
 int serve_llm_submit(serve_llm *s, serve_gen *g);
 
 /* What a generation has given so far: copies events[from ..] up to max into out (returns how
- * many); *end its end (SERVE_GEN_RUNNING while it runs). Waits until there is at least one event
- * past `from` or it has ended when wait is true. */
-size_t serve_gen_read(serve_gen *g, size_t from, serve_gen_event *out, size_t max, bool wait,
+ * many); *end its end once every event is read (SERVE_GEN_RUNNING while it runs). Does not wait
+ * (serve_gen_wait does). */
+size_t serve_gen_read(serve_gen *g, size_t from, serve_gen_event *out, size_t max,
                       serve_gen_end *end);
 /* Waits until there is an event past `from`, the generation has ended, or timeout_ms has
  * passed; true in the first two cases. */

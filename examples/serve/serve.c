@@ -671,9 +671,7 @@ static int serve_chat_model(server *s, options *o, const sigset_t *stop_signals)
                            .max_tokens = o->max_tokens,
                            .vocab_size = info.vocab_size},
                 .ctx_size = o->ctx_size,
-                .request_timeout_s = o->request_timeout_s,
             },
-        .slots = o->parallel,
         .description =
             {
                 .served_names = o->served_names,
